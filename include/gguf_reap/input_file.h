@@ -1,0 +1,51 @@
+// A read-only input file: mmap when possible, pread otherwise. Never writes, never holds the file in
+// memory: callers read ranges they have already bounds-checked against size().
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace gguf_reap {
+
+class InputFile {
+public:
+    // Opens `path` read-only. Throws IoError when it cannot be opened or is not a regular file.
+    // `use_mmap = false` forces the pread path (also taken when mmap fails).
+    static std::shared_ptr<InputFile> open(const std::string& path, bool use_mmap = true);
+
+    ~InputFile();
+    InputFile(const InputFile&) = delete;
+    InputFile& operator=(const InputFile&) = delete;
+
+    const std::string& path() const { return path_; }
+    uint64_t size() const { return size_; }
+    int fd() const { return fd_; }
+    dev_t device() const { return dev_; }
+    ino_t inode() const { return ino_; }
+
+    // Copies [offset, offset + n) into dst. Precondition: the range lies inside size() (checked; a
+    // violation throws IoError because it means the file changed under us). Short reads throw IoError.
+    void read(uint64_t offset, void* dst, size_t n) const;
+
+    // The whole file as bytes when mapped; empty when the pread path is in use.
+    std::span<const uint8_t> mapping() const { return {map_, map_ ? static_cast<size_t>(size_) : 0}; }
+
+    // Advise the kernel about an upcoming sequential pass over [offset, offset+len) (no-op on failure).
+    void advise_sequential(uint64_t offset, uint64_t len) const;
+
+private:
+    InputFile() = default;
+    std::string path_;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+    dev_t dev_ = 0;
+    ino_t ino_ = 0;
+    const uint8_t* map_ = nullptr;
+};
+
+}  // namespace gguf_reap

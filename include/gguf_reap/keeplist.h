@@ -1,0 +1,75 @@
+// The keeplist: which routed experts survive in every MoE block. `rank` writes it, `splice` and
+// `audit` consume it. Schema (docs/keeplist.md), version 1:
+//   { "format": "gguf-reap.keeplist", "version": 1,
+//     "source": { "architecture", "expert_count", "expert_used_count", "expert_group_count",
+//                 "tensor_count", "shards": [{"name", "size"}] },
+//     "n_keep": N,
+//     "method": { ... free-form provenance written by rank ... },
+//     "blocks": [ { "block": B, "keep": [ids ascending], "prune": [ids ascending],
+//                   "dead": [ids], "protected": [{"expert": e, "reason": "..."}] } ] }
+// Also accepted, for hand-written specs: { "drop": { "B": [ids], ... } } (the shape of
+// ../shared/fixtures/prune_specs), resolved against the model's expert_count.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gguf_reap {
+
+struct MoeLayout;
+
+struct KeepListSource {
+    std::string architecture;
+    uint64_t expert_count = 0;
+    uint64_t expert_used_count = 0;
+    uint64_t expert_group_count = 0;
+    uint64_t tensor_count = 0;
+    std::vector<std::pair<std::string, uint64_t>> shards;  // file name, size
+};
+
+struct ProtectedExpert {
+    int64_t expert = 0;
+    std::string reason;
+};
+
+struct KeepBlock {
+    int block = 0;
+    std::vector<int64_t> keep;   // ascending
+    std::vector<int64_t> prune;  // ascending
+    std::vector<int64_t> dead;
+    std::vector<ProtectedExpert> protected_experts;
+};
+
+struct KeepList {
+    int version = 1;
+    std::optional<KeepListSource> source;  // absent in drop-form specs
+    uint64_t n_keep = 0;
+    std::vector<KeepBlock> blocks;  // ascending block id
+    nlohmann::ordered_json method = nlohmann::ordered_json::object();
+    bool drop_form = false;  // parsed from {"drop": ...}: keep lists filled by resolve()
+
+    const KeepBlock* find_block(int block) const;
+
+    // Parses a keeplist file. Throws InputError naming the file, the byte offset (JSON syntax errors)
+    // and the JSON path of the bad field. Limits: 64 MiB, nesting depth 64.
+    static KeepList load(const std::string& path);
+    static KeepList parse(const std::string& text, const std::string& path_for_messages);
+
+    nlohmann::ordered_json to_json() const;
+    void save(const std::string& path) const;  // atomic: temp + rename
+};
+
+// Checks a keeplist against a model's MoE layout before any byte is written: architecture and
+// expert_count match the source identity (when present), the set of blocks equals the layout's MoE
+// blocks, ids in range, unique, ascending, keep ∪ prune = all experts, the same count in every block,
+// count >= expert_used_count and >= 1, equal counts per contiguous group when expert_group_count > 1.
+// Drop-form lists are resolved here (keep = all − drop). Throws UsageError with a message naming the
+// block and the id.
+void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string& keeplist_path);
+
+}  // namespace gguf_reap

@@ -1,0 +1,50 @@
+// What a model holds and what it costs to run: the figures `inspect` (and later `estimate`) print.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/shard_set.h"
+
+namespace gguf_reap {
+
+// Tensors grouped as a model card groups them: class = name without "blk.N." and without ".weight"
+// (e.g. "ffn_down_exps", "token_embd", "exp_probs_b.bias"), per ggml type.
+struct ClassTypeRow {
+    std::string tensor_class;
+    int32_t type = 0;
+    uint64_t tensors = 0;
+    uint64_t elements = 0;
+    uint64_t bytes = 0;
+    double bpw() const { return elements ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0; }
+};
+
+struct DecodeCost {
+    uint64_t dense_bytes = 0;   // non-expert tensors read once per token (token_embd: one row if untied)
+    uint64_t router_bytes = 0;  // router weights and biases, read whole
+    uint64_t expert_bytes = 0;  // expert_used_count slabs per MoE block
+    uint64_t total() const { return dense_bytes + router_bytes + expert_bytes; }
+};
+
+struct ModelSummary {
+    std::string arch;
+    uint64_t file_bytes = 0;     // sum of shard file sizes
+    uint64_t tensor_bytes = 0;   // sum of tensor nbytes
+    uint64_t parameters = 0;     // sum of tensor elements
+    uint64_t tensor_count = 0;
+    std::vector<ClassTypeRow> rows;  // by bytes, descending
+    MoeLayout moe;
+    uint64_t expert_bytes = 0;       // all expert-indexed tensors (incl. router)
+    bool tied_embeddings = false;    // no output.weight: token_embd doubles as the output projection
+    DecodeCost decode;
+};
+
+// "blk.3.ffn_down_exps.weight" → "ffn_down_exps"; "output_norm.weight" → "output_norm";
+// "blk.1.exp_probs_b.bias" → "exp_probs_b.bias".
+std::string tensor_class(std::string_view name);
+
+ModelSummary summarize_model(const ShardSet& model);
+
+}  // namespace gguf_reap

@@ -1,0 +1,21 @@
+// Sizes as people write and read them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gguf_reap {
+
+// "40G" → 40e9, "500M" → 500e6, "1.5GiB" → 1.5·2^30, "4096" → 4096. Decimal K/M/G/T as gguf-split reads
+// them; binary with KiB/MiB/GiB/TiB. nullopt for anything else.
+std::optional<uint64_t> parse_size(std::string_view text);
+
+// 198,543,360,000 → "184.9 GiB"; small values in B/KiB/MiB.
+std::string human_bytes(uint64_t bytes);
+
+// 1234567 → "1,234,567".
+std::string with_commas(uint64_t v);
+
+}  // namespace gguf_reap

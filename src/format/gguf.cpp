@@ -1,0 +1,533 @@
+#include "gguf_reap/gguf.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "format/cursor.h"
+#include "gguf_reap/checked.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr char kMagic[4] = {'G', 'G', 'U', 'F'};
+// Smallest possible encodings, used to refuse counts the rest of the file cannot hold before any
+// allocation: a kv is key length (8) + one key byte + type (4) + one value byte; a tensor info is
+// name length (8) + n_dims (4) + type (4) + offset (8).
+constexpr uint64_t kMinKvBytes = 14;
+constexpr uint64_t kMinTensorInfoBytes = 24;
+
+bool valid_type(int32_t t) { return t >= 0 && t < kGgufTypeCount; }
+
+template <typename T>
+T load_le(const uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template <typename T>
+void append_le(std::vector<uint8_t>& out, T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof v);
+}
+
+void append_string(std::vector<uint8_t>& out, std::string_view s) {
+    append_le<uint64_t>(out, s.size());
+    out.insert(out.end(), s.begin(), s.end());
+}
+
+// Reads a GGUF string (u64 length + bytes) with ggml's limits; returns the bytes.
+std::string read_string(Cursor& c, const std::string& field) {
+    const uint64_t at = c.pos();
+    const uint64_t len = c.read_le<uint64_t>(field + " length");
+    if (len > kGgufMaxStringLength)
+        throw InputError(c.path(), at, field,
+                         fmt::format("string length {} exceeds the 1 GiB limit ggml enforces", len));
+    if (len > c.remaining())
+        throw InputError(c.path(), at, field,
+                         fmt::format("string of {} bytes runs past the end of the file ({} bytes left)", len,
+                                     c.remaining()));
+    std::string s(len, '\0');
+    c.read(s.data(), len, field);
+    return s;
+}
+
+void read_value(Cursor& c, Kv& kv, const std::string& field) {
+    const auto type = kv.type;
+    if (type == GgufType::kString) {
+        std::string s = read_string(c, field);
+        kv.raw.reserve(8 + s.size());
+        append_string(kv.raw, s);
+        return;
+    }
+    if (type != GgufType::kArray) {
+        const size_t n = gguf_scalar_size(type);
+        kv.raw.resize(n);
+        c.read(kv.raw.data(), n, field);
+        return;
+    }
+    const uint64_t elem_at = c.pos();
+    const int32_t et = c.read_le<int32_t>(field + " element type");
+    if (et == static_cast<int32_t>(GgufType::kArray))
+        throw InputError(c.path(), elem_at, field, "nested arrays are not supported by ggml");
+    if (!valid_type(et))
+        throw InputError(c.path(), elem_at, field, fmt::format("invalid array element type {}", et));
+    const uint64_t count_at = c.pos();
+    const uint64_t count = c.read_le<uint64_t>(field + " element count");
+    if (count > kGgufMaxArrayElements)
+        throw InputError(c.path(), count_at, field,
+                         fmt::format("array of {} elements exceeds the 2^30 limit ggml enforces", count));
+    kv.elem_type = static_cast<GgufType>(et);
+    kv.count = count;
+    append_le<int32_t>(kv.raw, et);
+    append_le<uint64_t>(kv.raw, count);
+    if (kv.elem_type == GgufType::kString) {
+        // Each element is at least its 8-byte length.
+        if (count > c.remaining() / 8)
+            throw InputError(c.path(), count_at, field,
+                             fmt::format("array of {} strings cannot fit in the {} bytes left", count,
+                                         c.remaining()));
+        for (uint64_t i = 0; i < count; ++i) {
+            std::string s = read_string(c, fmt::format("{}[{}]", field, i));
+            append_string(kv.raw, s);
+        }
+        return;
+    }
+    const uint64_t esize = gguf_scalar_size(kv.elem_type);
+    if (count > c.remaining() / esize)
+        throw InputError(c.path(), count_at, field,
+                         fmt::format("array of {} × {} bytes runs past the end of the file ({} bytes left)", count,
+                                     esize, c.remaining()));
+    const size_t head = kv.raw.size();
+    kv.raw.resize(head + count * esize);
+    c.read(kv.raw.data() + head, count * esize, field);
+}
+
+std::string tensor_field(size_t i, const std::string& name, const std::string& what) {
+    return fmt::format("tensor #{} '{}' {}", i, name, what);
+}
+
+}  // namespace
+
+std::string gguf_type_name(GgufType t) {
+    switch (t) {
+        case GgufType::kUint8: return "u8";
+        case GgufType::kInt8: return "i8";
+        case GgufType::kUint16: return "u16";
+        case GgufType::kInt16: return "i16";
+        case GgufType::kUint32: return "u32";
+        case GgufType::kInt32: return "i32";
+        case GgufType::kFloat32: return "f32";
+        case GgufType::kBool: return "bool";
+        case GgufType::kString: return "str";
+        case GgufType::kArray: return "arr";
+        case GgufType::kUint64: return "u64";
+        case GgufType::kInt64: return "i64";
+        case GgufType::kFloat64: return "f64";
+    }
+    return fmt::format("type{}", static_cast<int32_t>(t));
+}
+
+size_t gguf_scalar_size(GgufType t) {
+    switch (t) {
+        case GgufType::kUint8:
+        case GgufType::kInt8:
+        case GgufType::kBool: return 1;
+        case GgufType::kUint16:
+        case GgufType::kInt16: return 2;
+        case GgufType::kUint32:
+        case GgufType::kInt32:
+        case GgufType::kFloat32: return 4;
+        case GgufType::kUint64:
+        case GgufType::kInt64:
+        case GgufType::kFloat64: return 8;
+        case GgufType::kString:
+        case GgufType::kArray: return 0;
+    }
+    return 0;
+}
+
+// ---- Kv -------------------------------------------------------------------------------------------
+
+std::optional<int64_t> Kv::as_int() const {
+    const uint8_t* p = raw.data();
+    switch (type) {
+        case GgufType::kUint8: return load_le<uint8_t>(p);
+        case GgufType::kInt8: return load_le<int8_t>(p);
+        case GgufType::kUint16: return load_le<uint16_t>(p);
+        case GgufType::kInt16: return load_le<int16_t>(p);
+        case GgufType::kUint32: return load_le<uint32_t>(p);
+        case GgufType::kInt32: return load_le<int32_t>(p);
+        case GgufType::kInt64: return load_le<int64_t>(p);
+        case GgufType::kUint64: {
+            uint64_t v = load_le<uint64_t>(p);
+            if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+            return static_cast<int64_t>(v);
+        }
+        default: return std::nullopt;
+    }
+}
+
+std::optional<uint64_t> Kv::as_uint() const {
+    if (type == GgufType::kUint64) return load_le<uint64_t>(raw.data());
+    auto v = as_int();
+    if (!v || *v < 0) return std::nullopt;
+    return static_cast<uint64_t>(*v);
+}
+
+std::optional<double> Kv::as_float() const {
+    if (type == GgufType::kFloat32) return load_le<float>(raw.data());
+    if (type == GgufType::kFloat64) return load_le<double>(raw.data());
+    return std::nullopt;
+}
+
+std::optional<bool> Kv::as_bool() const {
+    if (type != GgufType::kBool) return std::nullopt;
+    return raw[0] != 0;
+}
+
+std::optional<std::string> Kv::as_string() const {
+    if (type != GgufType::kString) return std::nullopt;
+    return std::string(reinterpret_cast<const char*>(raw.data()) + 8, raw.size() - 8);
+}
+
+std::optional<std::vector<std::string>> Kv::as_string_array() const {
+    if (type != GgufType::kArray || elem_type != GgufType::kString) return std::nullopt;
+    std::vector<std::string> out;
+    out.reserve(count);
+    size_t pos = 12;
+    for (uint64_t i = 0; i < count; ++i) {
+        uint64_t len = load_le<uint64_t>(raw.data() + pos);
+        pos += 8;
+        out.emplace_back(reinterpret_cast<const char*>(raw.data()) + pos, len);
+        pos += len;
+    }
+    return out;
+}
+
+std::string Kv::display(size_t max_len) const {
+    if (type == GgufType::kArray) return fmt::format("[{} × {}]", gguf_type_name(elem_type), count);
+    if (type == GgufType::kString) {
+        std::string s = *as_string();
+        std::string out;
+        for (char ch : s) {
+            if (out.size() >= max_len) {
+                out += "…";
+                break;
+            }
+            if (ch == '\n') out += "\\n";
+            else if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+            else out += ch;
+        }
+        return "\"" + out + "\"";
+    }
+    if (type == GgufType::kBool) return *as_bool() ? "true" : "false";
+    if (auto f = as_float()) return fmt::format("{}", *f);
+    if (type == GgufType::kUint64) return fmt::format("{}", load_le<uint64_t>(raw.data()));
+    if (auto i = as_int()) return fmt::format("{}", *i);
+    return "?";
+}
+
+namespace {
+template <typename T>
+Kv make_scalar(std::string key, GgufType type, T v) {
+    Kv kv;
+    kv.key = std::move(key);
+    kv.type = type;
+    append_le<T>(kv.raw, v);
+    return kv;
+}
+}  // namespace
+
+Kv Kv::make_u16(std::string key, uint16_t v) { return make_scalar(std::move(key), GgufType::kUint16, v); }
+Kv Kv::make_u32(std::string key, uint32_t v) { return make_scalar(std::move(key), GgufType::kUint32, v); }
+Kv Kv::make_i32(std::string key, int32_t v) { return make_scalar(std::move(key), GgufType::kInt32, v); }
+Kv Kv::make_u64(std::string key, uint64_t v) { return make_scalar(std::move(key), GgufType::kUint64, v); }
+Kv Kv::make_f32(std::string key, float v) { return make_scalar(std::move(key), GgufType::kFloat32, v); }
+Kv Kv::make_bool(std::string key, bool v) {
+    return make_scalar(std::move(key), GgufType::kBool, static_cast<uint8_t>(v ? 1 : 0));
+}
+Kv Kv::make_string(std::string key, std::string_view v) {
+    Kv kv;
+    kv.key = std::move(key);
+    kv.type = GgufType::kString;
+    append_string(kv.raw, v);
+    return kv;
+}
+Kv Kv::make_string_array(std::string key, const std::vector<std::string>& v) {
+    Kv kv;
+    kv.key = std::move(key);
+    kv.type = GgufType::kArray;
+    kv.elem_type = GgufType::kString;
+    kv.count = v.size();
+    append_le<int32_t>(kv.raw, static_cast<int32_t>(GgufType::kString));
+    append_le<uint64_t>(kv.raw, v.size());
+    for (const auto& s : v) append_string(kv.raw, s);
+    return kv;
+}
+
+std::optional<Kv> Kv::make_int_like(const Kv& like, uint64_t v) {
+    Kv kv;
+    kv.key = like.key;
+    kv.type = like.type;
+    auto put = [&](auto typed) -> std::optional<Kv> {
+        using T = decltype(typed);
+        if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
+        append_le<T>(kv.raw, static_cast<T>(v));
+        return kv;
+    };
+    switch (like.type) {
+        case GgufType::kUint8: return put(uint8_t{});
+        case GgufType::kInt8: return put(int8_t{});
+        case GgufType::kUint16: return put(uint16_t{});
+        case GgufType::kInt16: return put(int16_t{});
+        case GgufType::kUint32: return put(uint32_t{});
+        case GgufType::kInt32: return put(int32_t{});
+        case GgufType::kUint64: return put(uint64_t{});
+        case GgufType::kInt64: return put(int64_t{});
+        default: return std::nullopt;
+    }
+}
+
+uint64_t TensorInfo::n_elements() const {
+    uint64_t n = 1;
+    for (int64_t d : ne) n *= static_cast<uint64_t>(d);
+    return n;
+}
+
+const Kv* Header::find(std::string_view key) const {
+    for (const auto& kv : kvs)
+        if (kv.key == key) return &kv;
+    return nullptr;
+}
+
+// ---- parser ---------------------------------------------------------------------------------------
+
+Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
+    Cursor c(file);
+    Header h;
+
+    // 1-3: magic and version.
+    char magic[4];
+    c.read(magic, 4, "magic");
+    if (std::memcmp(magic, kMagic, 4) != 0) {
+        std::string shown;
+        for (char ch : magic)
+            shown += (ch >= 0x20 && ch < 0x7f) ? std::string(1, ch)
+                                               : fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+        throw InputError(file.path(), 0, "magic", fmt::format("not a GGUF file (starts with \"{}\", expected \"GGUF\")", shown));
+    }
+    h.version = c.read_le<uint32_t>("version");
+    if (h.version == 0) throw InputError(file.path(), 4, "version", "GGUF version 0 is invalid");
+    if ((h.version & 0x0000FFFFu) == 0)
+        throw InputError(file.path(), 4, "version",
+                         fmt::format("version field 0x{:08x} is byte-swapped: this is a big-endian GGUF file, "
+                                     "which gguf-reap does not read (convert it with gguf_convert_endian.py)",
+                                     h.version));
+    if (h.version == 1)
+        throw InputError(file.path(), 4, "version",
+                         "GGUFv1 is no longer supported (ggml removed it in 2023); re-convert the model");
+    if (h.version > 3)
+        throw InputError(file.path(), 4, "version",
+                         fmt::format("GGUF version {} is newer than this tool supports (2 and 3)", h.version));
+
+    // 4: counts, checked against what the rest of the file can hold before anything is allocated.
+    const int64_t n_tensors = c.read_le<int64_t>("n_tensors");
+    if (n_tensors < 0) throw InputError(file.path(), 8, "n_tensors", fmt::format("negative tensor count {}", n_tensors));
+    const int64_t n_kv = c.read_le<int64_t>("n_kv");
+    if (n_kv < 0) throw InputError(file.path(), 16, "n_kv", fmt::format("negative key/value count {}", n_kv));
+    if (static_cast<uint64_t>(n_kv) > c.remaining() / kMinKvBytes)
+        throw InputError(file.path(), 16, "n_kv",
+                         fmt::format("{} key/value pairs cannot fit in the {} bytes left", n_kv, c.remaining()));
+    if (static_cast<uint64_t>(n_tensors) > c.remaining() / kMinTensorInfoBytes)
+        throw InputError(file.path(), 8, "n_tensors",
+                         fmt::format("{} tensor infos cannot fit in the {} bytes left", n_tensors, c.remaining()));
+
+    // 5-9: key/value pairs.
+    h.kvs.reserve(static_cast<size_t>(n_kv));
+    std::unordered_set<std::string> keys;
+    for (int64_t i = 0; i < n_kv; ++i) {
+        Kv kv;
+        kv.file_offset = c.pos();
+        const std::string kfield = fmt::format("kv #{} key", i);
+        kv.key = read_string(c, kfield);
+        if (kv.key.empty()) throw InputError(file.path(), kv.file_offset, kfield, "empty key");
+        if (!keys.insert(kv.key).second)
+            throw InputError(file.path(), kv.file_offset, fmt::format("kv #{} '{}'", i, kv.key), "duplicate key");
+        const uint64_t type_at = c.pos();
+        const std::string vfield = fmt::format("kv '{}'", kv.key);
+        const int32_t t = c.read_le<int32_t>(vfield + " type");
+        if (!valid_type(t)) throw InputError(file.path(), type_at, vfield, fmt::format("invalid value type {}", t));
+        kv.type = static_cast<GgufType>(t);
+        read_value(c, kv, vfield);
+        h.kvs.push_back(std::move(kv));
+    }
+
+    // 13: alignment.
+    if (const Kv* a = h.find("general.alignment")) {
+        if (a->type != GgufType::kUint32)
+            throw InputError(file.path(), a->file_offset, "kv 'general.alignment'",
+                             fmt::format("must be of type u32, found {}", gguf_type_name(a->type)));
+        const uint32_t v = static_cast<uint32_t>(*a->as_uint());
+        if (v == 0 || (v & (v - 1)) != 0)
+            throw InputError(file.path(), a->file_offset, "kv 'general.alignment'",
+                             fmt::format("alignment {} is not a non-zero power of two", v));
+        h.alignment = v;
+    }
+
+    // 10: tensor infos.
+    h.tensors.reserve(static_cast<size_t>(n_tensors));
+    std::unordered_set<std::string> names;
+    for (int64_t i = 0; i < n_tensors; ++i) {
+        const size_t idx = static_cast<size_t>(i);
+        TensorInfo t;
+        t.info_offset = c.pos();
+        const std::string nfield = fmt::format("tensor #{} name", i);
+        const uint64_t name_len_at = c.pos();
+        t.name = read_string(c, nfield);
+        if (t.name.size() >= kGgmlMaxName)
+            throw InputError(file.path(), name_len_at, nfield,
+                             fmt::format("name of {} bytes is too long (ggml allows at most {})", t.name.size(),
+                                         kGgmlMaxName - 1));
+        if (!names.insert(t.name).second)
+            throw InputError(file.path(), t.info_offset, tensor_field(idx, t.name, "name"), "duplicate tensor name");
+        const uint64_t dims_at = c.pos();
+        t.n_dims = c.read_le<uint32_t>(tensor_field(idx, t.name, "n_dims"));
+        if (t.n_dims > static_cast<uint32_t>(kGgmlMaxDims))
+            throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "n_dims"),
+                             fmt::format("{} dimensions (ggml allows at most {})", t.n_dims, kGgmlMaxDims));
+        for (uint32_t d = 0; d < t.n_dims; ++d) {
+            const uint64_t ne_at = c.pos();
+            const std::string f = tensor_field(idx, t.name, fmt::format("ne[{}]", d));
+            t.ne[d] = c.read_le<int64_t>(f);
+            if (t.ne[d] < 0) throw InputError(file.path(), ne_at, f, fmt::format("negative dimension {}", t.ne[d]));
+        }
+        // Element count must fit in int64 (ggml: INT64_MAX/ne[1] <= ne[0] ... checks).
+        uint64_t nel = 1;
+        bool zero = false;
+        for (int64_t d : t.ne) zero |= d == 0;
+        if (!zero) {
+            for (int64_t d : t.ne) {
+                auto m = checked_mul(nel, static_cast<uint64_t>(d));
+                if (!m || *m > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+                    throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne"),
+                                     "element count overflows int64");
+                nel = *m;
+            }
+        }
+        const uint64_t type_at = c.pos();
+        const std::string tfield = tensor_field(idx, t.name, "type");
+        t.type = c.read_le<int32_t>(tfield);
+        const GgmlType* gt = ggml_type(t.type);
+        if (!gt) throw InputError(file.path(), type_at, tfield, fmt::format("unknown ggml type id {}", t.type));
+        if (gt->block_size == 0)
+            throw InputError(file.path(), type_at, tfield,
+                             fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
+        if (t.ne[0] % gt->block_size != 0)
+            throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne[0]"),
+                             fmt::format("{} is not a multiple of the {} block size {}", t.ne[0],
+                                         ggml_type_display(t.type), gt->block_size));
+        if (zero) {
+            t.nbytes = 0;
+        } else {
+            auto row = ggml_row_size(t.type, t.ne[0]);
+            std::optional<uint64_t> nb = row;
+            for (int d = 1; d < 4 && nb; ++d) nb = checked_mul(*nb, static_cast<uint64_t>(t.ne[d]));
+            if (!nb || *nb > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+                throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne"), "byte size overflows");
+            t.nbytes = *nb;
+        }
+        t.offset = c.read_le<uint64_t>(tensor_field(idx, t.name, "offset"));
+        h.tensors.push_back(std::move(t));
+    }
+    h.infos_end = c.pos();
+
+    // 11: the data section starts at the next multiple of the alignment (only when there are tensors).
+    if (n_tensors > 0) {
+        auto ds = pad_to(h.infos_end, h.alignment);
+        if (!ds) throw InputError(file.path(), h.infos_end, "data start", "overflows");
+        h.data_start = *ds;
+    } else {
+        h.data_start = h.infos_end;
+    }
+
+    // 14: strictly cumulative offsets; 12: every tensor's data inside the file.
+    uint64_t expected = 0;
+    for (size_t i = 0; i < h.tensors.size(); ++i) {
+        const TensorInfo& t = h.tensors[i];
+        const uint64_t off_field_at = t.info_offset + 8 + t.name.size() + 4 + 8ull * t.n_dims + 4;
+        if (t.offset != expected)
+            throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "offset"),
+                             fmt::format("has offset {}, expected {} (ggml requires tensor data in info order, "
+                                         "each padded to {} bytes)",
+                                         t.offset, expected, h.alignment));
+        auto padded = pad_to(t.nbytes, h.alignment);
+        auto next = padded ? checked_add(expected, *padded) : std::nullopt;
+        if (!next) throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "offset"), "size overflows");
+        if (opts.require_data) {
+            auto abs = checked_add(h.data_start, t.offset);
+            if (!abs || !range_inside(*abs, t.nbytes, file.size()))
+                throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "data"),
+                                 fmt::format("data [{}, +{}) lies outside the file of {} bytes (truncated file?)",
+                                             abs ? *abs : 0, t.nbytes, file.size()));
+        }
+        expected = *next;
+    }
+    h.data_size = expected;
+    return h;
+}
+
+// ---- writer ---------------------------------------------------------------------------------------
+
+uint64_t assign_offsets(std::vector<TensorInfo>& tensors, uint32_t alignment) {
+    uint64_t off = 0;
+    for (auto& t : tensors) {
+        t.offset = off;
+        auto padded = pad_to(t.nbytes, alignment);
+        auto next = padded ? checked_add(off, *padded) : std::nullopt;
+        if (!next) throw std::overflow_error("tensor data size overflows");
+        off = *next;
+    }
+    return off;
+}
+
+uint32_t header_alignment(const std::vector<Kv>& kvs) {
+    for (const auto& kv : kvs)
+        if (kv.key == "general.alignment" && kv.type == GgufType::kUint32)
+            return static_cast<uint32_t>(*kv.as_uint());
+    return kGgufDefaultAlignment;
+}
+
+std::vector<uint8_t> serialize_header(uint32_t version, const std::vector<Kv>& kvs,
+                                      const std::vector<TensorInfo>& tensors, uint32_t alignment) {
+    std::vector<uint8_t> out;
+    out.reserve(4096);
+    append_le<uint32_t>(out, 0x46554747u);  // "GGUF" read as a little-endian u32
+    append_le<uint32_t>(out, version);
+    append_le<int64_t>(out, static_cast<int64_t>(tensors.size()));
+    append_le<int64_t>(out, static_cast<int64_t>(kvs.size()));
+    for (const auto& kv : kvs) {
+        append_string(out, kv.key);
+        append_le<int32_t>(out, static_cast<int32_t>(kv.type));
+        out.insert(out.end(), kv.raw.begin(), kv.raw.end());
+    }
+    for (const auto& t : tensors) {
+        append_string(out, t.name);
+        append_le<uint32_t>(out, t.n_dims);
+        for (uint32_t d = 0; d < t.n_dims; ++d) append_le<int64_t>(out, t.ne[d]);
+        append_le<int32_t>(out, t.type);
+        append_le<uint64_t>(out, t.offset);
+    }
+    if (!tensors.empty()) out.resize(*pad_to(out.size(), alignment), 0);
+    return out;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,206 @@
+#include "gguf_reap/imatrix.h"
+
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "format/cursor.h"
+#include "gguf_reap/checked.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/gguf.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr int32_t kF32 = 0;
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool has_gguf_magic(const InputFile& f) {
+    if (f.size() < 4) return false;
+    char m[4];
+    f.read(0, m, 4);
+    return std::memcmp(m, "GGUF", 4) == 0;
+}
+
+bool header_is_imatrix(const Header& h) {
+    if (const Kv* t = h.find("general.type")) return t->as_string() == std::string("imatrix");
+    if (h.find("general.architecture") || h.tensors.empty()) return false;
+    for (const auto& t : h.tensors)
+        if (!ends_with(t.name, ".in_sum2") && !ends_with(t.name, ".counts")) return false;
+    return true;
+}
+
+}  // namespace
+
+const char* imatrix_kind_name(ImatrixKind k) {
+    switch (k) {
+        case ImatrixKind::kGguf: return "gguf";
+        case ImatrixKind::kLegacy: return "dat";
+        case ImatrixKind::kNotImatrix: return "none";
+    }
+    return "?";
+}
+
+ImatrixKind detect_imatrix(const std::string& path) {
+    auto f = InputFile::open(path);
+    if (!has_gguf_magic(*f)) return ends_with(path, ".dat") ? ImatrixKind::kLegacy : ImatrixKind::kNotImatrix;
+    ParseOptions o;
+    return header_is_imatrix(parse_gguf_header(*f, o)) ? ImatrixKind::kGguf : ImatrixKind::kNotImatrix;
+}
+
+ImatrixFile ImatrixFile::open(const std::string& path) {
+    ImatrixFile im;
+    im.file_ = InputFile::open(path);
+    const InputFile& f = *im.file_;
+
+    if (has_gguf_magic(f)) {
+        im.kind_ = ImatrixKind::kGguf;
+        const Header h = parse_gguf_header(f);
+        if (!header_is_imatrix(h))
+            throw InputError(path, std::nullopt, "general.type",
+                             "this GGUF file is a model, not an imatrix (general.type is not \"imatrix\")");
+        if (const Kv* d = h.find("imatrix.datasets")) {
+            auto v = d->as_string_array();
+            if (!v)
+                throw InputError(path, d->file_offset, "kv 'imatrix.datasets'", "must be an array of strings");
+            im.datasets_ = *v;
+        }
+        for (const char* key : {"imatrix.chunk_count", "imatrix.chunk_size"}) {
+            if (const Kv* kv = h.find(key)) {
+                auto v = kv->as_uint();
+                if (!v) throw InputError(path, kv->file_offset, fmt::format("kv '{}'", key), "must be an unsigned integer");
+                (std::string_view(key) == "imatrix.chunk_count" ? im.chunk_count_ : im.chunk_size_) = *v;
+            }
+        }
+        // Pair <name>.in_sum2 with <name>.counts, in file order of the in_sum2 tensors.
+        std::unordered_map<std::string, const TensorInfo*> counts;
+        for (const auto& t : h.tensors)
+            if (ends_with(t.name, ".counts")) counts[t.name.substr(0, t.name.size() - 7)] = &t;
+        size_t paired = 0;
+        for (const auto& t : h.tensors) {
+            if (!ends_with(t.name, ".in_sum2")) continue;
+            const std::string name = t.name.substr(0, t.name.size() - 8);
+            const std::string field = fmt::format("tensor '{}'", t.name);
+            auto it = counts.find(name);
+            if (it == counts.end())
+                throw InputError(path, t.info_offset, field, fmt::format("has no matching '{}.counts' tensor", name));
+            const TensorInfo& c = *it->second;
+            if (t.type != kF32)
+                throw InputError(path, t.info_offset, field, fmt::format("must be F32, found {}", ggml_type_display(t.type)));
+            if (c.type != kF32)
+                throw InputError(path, c.info_offset, fmt::format("tensor '{}'", c.name),
+                                 fmt::format("must be F32, found {}", ggml_type_display(c.type)));
+            if (t.ne[2] != 1 || t.ne[3] != 1)
+                throw InputError(path, t.info_offset, field, "must be 2-D [ne0, n_mat]");
+            if (c.ne[0] != 1 || c.ne[1] != t.ne[1] || c.ne[2] != 1 || c.ne[3] != 1)
+                throw InputError(path, c.info_offset, fmt::format("tensor '{}'", c.name),
+                                 fmt::format("has shape {{{}, {}}} but its in_sum2 has {} matrices: expected {{1, {}}}",
+                                             c.ne[0], c.ne[1], t.ne[1], t.ne[1]));
+            ImatrixEntry e;
+            e.name = name;
+            e.ne0 = t.ne[0];
+            e.n_mat = t.ne[1];
+            e.nval = t.ne[0] * t.ne[1];
+            e.sums_offset = h.data_start + t.offset;
+            e.counts_offset = h.data_start + c.offset;
+            e.entry_offset = t.info_offset;
+            im.entries_.push_back(std::move(e));
+            ++paired;
+        }
+        if (paired != counts.size()) {
+            for (const auto& t : h.tensors) {
+                if (!ends_with(t.name, ".counts")) continue;
+                const std::string name = t.name.substr(0, t.name.size() - 7);
+                if (!h.tensors.empty() && !im.find(name))
+                    throw InputError(path, t.info_offset, fmt::format("tensor '{}'", t.name),
+                                     fmt::format("has no matching '{}.in_sum2' tensor", name));
+            }
+        }
+        if (im.entries_.empty()) throw InputError(path, std::nullopt, "tensors", "the imatrix holds no entries");
+        return im;
+    }
+
+    // Legacy .dat.
+    im.kind_ = ImatrixKind::kLegacy;
+    Cursor c(f);
+    const int32_t n = c.read_le<int32_t>("n_entries");
+    // Smallest entry: name_len (4) + 1 name byte + ncall (4) + nval (4) + one float (4).
+    if (n < 1) throw InputError(path, 0, "n_entries", fmt::format("{} entries (must be at least 1)", n));
+    if (static_cast<uint64_t>(n) > c.remaining() / 17)
+        throw InputError(path, 0, "n_entries",
+                         fmt::format("{} entries cannot fit in the {} bytes left (not a legacy imatrix?)", n, c.remaining()));
+    std::unordered_map<std::string, size_t> seen;
+    for (int32_t i = 0; i < n; ++i) {
+        ImatrixEntry e;
+        e.entry_offset = c.pos();
+        const std::string lfield = fmt::format("entry #{} name length", i);
+        const int32_t len = c.read_le<int32_t>(lfield);
+        if (len < 1 || static_cast<uint64_t>(len) > c.remaining())
+            throw InputError(path, e.entry_offset, lfield,
+                             fmt::format("name length {} is invalid ({} bytes left)", len, c.remaining()));
+        e.name.resize(static_cast<size_t>(len));
+        c.read(e.name.data(), static_cast<uint64_t>(len), fmt::format("entry #{} name", i));
+        const std::string ef = fmt::format("entry '{}'", e.name);
+        e.ncall = c.read_le<int32_t>(ef + " ncall");
+        const uint64_t nval_at = c.pos();
+        const int32_t nval = c.read_le<int32_t>(ef + " nval");
+        if (nval < 1)
+            throw InputError(path, nval_at, ef + " nval", fmt::format("{} values (must be at least 1)", nval));
+        if (static_cast<uint64_t>(nval) > c.remaining() / 4)
+            throw InputError(path, nval_at, ef + " nval",
+                             fmt::format("{} values run past the end of the file ({} bytes left)", nval, c.remaining()));
+        e.nval = nval;
+        e.sums_offset = c.pos();
+        c.skip(static_cast<uint64_t>(nval) * 4, ef + " values");
+        if (!seen.emplace(e.name, im.entries_.size()).second)
+            throw InputError(path, e.entry_offset, ef, "duplicate entry name");
+        im.entries_.push_back(std::move(e));
+    }
+    // Optional trailer: last chunk, dataset name.
+    if (c.remaining() > 0) {
+        const int32_t last = c.read_le<int32_t>("trailer last_chunk");
+        if (last < 0) throw InputError(path, c.pos() - 4, "trailer last_chunk", fmt::format("negative chunk count {}", last));
+        im.chunk_count_ = static_cast<uint64_t>(last);
+        if (c.remaining() > 0) {
+            const uint64_t at = c.pos();
+            const int32_t dl = c.read_le<int32_t>("trailer dataset length");
+            if (dl < 0 || static_cast<uint64_t>(dl) > c.remaining())
+                throw InputError(path, at, "trailer dataset length",
+                                 fmt::format("length {} is invalid ({} bytes left)", dl, c.remaining()));
+            std::string ds(static_cast<size_t>(dl), '\0');
+            c.read(ds.data(), static_cast<uint64_t>(dl), "trailer dataset");
+            im.datasets_.push_back(ds);
+        }
+        if (c.remaining() > 0)
+            throw InputError(path, c.pos(), "trailer", fmt::format("{} unexpected bytes after the dataset name", c.remaining()));
+    }
+    return im;
+}
+
+const ImatrixEntry* ImatrixFile::find(const std::string& name) const {
+    for (const auto& e : entries_)
+        if (e.name == name) return &e;
+    return nullptr;
+}
+
+std::vector<float> ImatrixFile::read_values(const ImatrixEntry& e) const {
+    std::vector<float> v(static_cast<size_t>(e.nval));
+    file_->read(e.sums_offset, v.data(), v.size() * 4);
+    return v;
+}
+
+std::vector<float> ImatrixFile::read_counts(const ImatrixEntry& e) const {
+    if (kind_ == ImatrixKind::kLegacy) return {static_cast<float>(e.ncall)};
+    std::vector<float> v(static_cast<size_t>(e.n_mat));
+    file_->read(e.counts_offset, v.data(), v.size() * 4);
+    return v;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,73 @@
+#include "gguf_reap/input_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gguf_reap/checked.h"
+#include "gguf_reap/error.h"
+
+namespace gguf_reap {
+
+std::shared_ptr<InputFile> InputFile::open(const std::string& path, bool use_mmap) {
+    std::shared_ptr<InputFile> f(new InputFile());
+    f->path_ = path;
+    f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (f->fd_ < 0) throw IoError(path, "open", errno);
+    struct stat st {};
+    if (::fstat(f->fd_, &st) != 0) throw IoError(path, "stat", errno);
+    if (!S_ISREG(st.st_mode)) throw IoError(path, "not a regular file");
+    f->size_ = static_cast<uint64_t>(st.st_size);
+    f->dev_ = st.st_dev;
+    f->ino_ = st.st_ino;
+    if (use_mmap && f->size_ > 0) {
+        void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, f->fd_, 0);
+        if (p != MAP_FAILED) {
+            f->map_ = static_cast<const uint8_t*>(p);
+            // Random access by default: header parsing must touch only the header's pages, so no
+            // read-ahead into tensor data. Streaming passes ask for sequential advice on their range.
+            ::madvise(p, f->size_, MADV_RANDOM);
+        }
+    }
+    return f;
+}
+
+InputFile::~InputFile() {
+    if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::read(uint64_t offset, void* dst, size_t n) const {
+    if (!range_inside(offset, n, size_)) throw IoError(path_, "read past the end of the file (was it truncated?)");
+    if (map_) {
+        std::memcpy(dst, map_ + offset, n);
+        return;
+    }
+    auto* out = static_cast<uint8_t*>(dst);
+    while (n > 0) {
+        ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            throw IoError(path_, "read", errno);
+        }
+        if (got == 0) throw IoError(path_, "unexpected end of file (was it truncated?)");
+        out += got;
+        offset += static_cast<uint64_t>(got);
+        n -= static_cast<size_t>(got);
+    }
+}
+
+void InputFile::advise_sequential(uint64_t offset, uint64_t len) const {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_SEQUENTIAL);
+    if (map_ && len > 0) {
+        uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+        uint64_t start = offset & ~(page - 1);
+        ::madvise(const_cast<uint8_t*>(map_) + start, len + (offset - start), MADV_SEQUENTIAL);
+    }
+}
+
+}  // namespace gguf_reap

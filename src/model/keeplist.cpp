@@ -1,0 +1,292 @@
+#include "gguf_reap/keeplist.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/output_file.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr uint64_t kMaxKeeplistBytes = 64ull << 20;
+constexpr int kMaxDepth = 64;
+
+using json = nlohmann::ordered_json;
+
+[[noreturn]] void bad(const std::string& path, const std::string& field, const std::string& msg) {
+    throw InputError(path, std::nullopt, field, msg);
+}
+
+const json& member(const json& o, const char* key, const std::string& path, const std::string& at) {
+    if (!o.is_object() || !o.contains(key)) bad(path, at, fmt::format("missing \"{}\"", key));
+    return o[key];
+}
+
+uint64_t get_uint(const json& v, const std::string& path, const std::string& at) {
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+        bad(path, at, fmt::format("must be a non-negative integer, found {}", v.dump().substr(0, 40)));
+    return v.get<uint64_t>();
+}
+
+std::vector<int64_t> get_ids(const json& v, const std::string& path, const std::string& at) {
+    if (!v.is_array()) bad(path, at, "must be an array of expert ids");
+    std::vector<int64_t> out;
+    out.reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+        const json& e = v[i];
+        if (!e.is_number_integer()) bad(path, fmt::format("{}[{}]", at, i), fmt::format("expert id must be an integer, found {}", e.dump().substr(0, 40)));
+        out.push_back(e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : e.get<int64_t>());
+    }
+    return out;
+}
+
+// Depth check before handing a document to code that recurses.
+void check_depth(const std::string& text, const std::string& path) {
+    int depth = 0;
+    bool in_string = false, escape = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (in_string) {
+            if (escape) escape = false;
+            else if (c == '\\') escape = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') in_string = true;
+        else if (c == '[' || c == '{') {
+            if (++depth > kMaxDepth)
+                throw InputError(path, i, "json", fmt::format("nested deeper than {} levels", kMaxDepth));
+        } else if (c == ']' || c == '}') --depth;
+    }
+}
+
+}  // namespace
+
+const KeepBlock* KeepList::find_block(int block) const {
+    for (const auto& b : blocks)
+        if (b.block == block) return &b;
+    return nullptr;
+}
+
+KeepList KeepList::load(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError(path, "open", errno);
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<uint64_t>(in.tellg());
+    if (size > kMaxKeeplistBytes)
+        throw InputError(path, std::nullopt, "file", fmt::format("{} bytes is too large for a keeplist (limit 64 MiB)", size));
+    in.seekg(0);
+    std::string text(size, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    return parse(text, path);
+}
+
+KeepList KeepList::parse(const std::string& text, const std::string& path) {
+    check_depth(text, path);
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
+    }
+    if (!j.is_object()) bad(path, "json", "a keeplist must be a JSON object");
+    KeepList kl;
+    if (j.contains("drop") && !j.contains("blocks")) {
+        kl.drop_form = true;
+        const json& d = j["drop"];
+        if (!d.is_object()) bad(path, "drop", "must be an object {\"block\": [expert ids]}");
+        for (const auto& [k, v] : d.items()) {
+            KeepBlock b;
+            try {
+                size_t used = 0;
+                b.block = std::stoi(k, &used);
+                if (used != k.size() || b.block < 0) throw std::invalid_argument(k);
+            } catch (const std::exception&) {
+                bad(path, "drop", fmt::format("key \"{}\" is not a block number", k.substr(0, 40)));
+            }
+            b.prune = get_ids(v, path, fmt::format("drop.{}", k));
+            kl.blocks.push_back(std::move(b));
+        }
+        std::sort(kl.blocks.begin(), kl.blocks.end(), [](const KeepBlock& a, const KeepBlock& b) { return a.block < b.block; });
+        return kl;
+    }
+    if (j.contains("format") && j["format"] != "gguf-reap.keeplist")
+        bad(path, "format", fmt::format("is {}, expected \"gguf-reap.keeplist\"", j["format"].dump().substr(0, 60)));
+    kl.version = static_cast<int>(get_uint(member(j, "version", path, "version"), path, "version"));
+    if (kl.version != 1)
+        bad(path, "version", fmt::format("keeplist version {} is not supported (this gguf-reap reads version 1)", kl.version));
+    if (j.contains("source")) {
+        const json& s = j["source"];
+        KeepListSource src;
+        const json& arch = member(s, "architecture", path, "source");
+        if (!arch.is_string()) bad(path, "source.architecture", "must be a string");
+        src.architecture = arch.get<std::string>();
+        src.expert_count = get_uint(member(s, "expert_count", path, "source"), path, "source.expert_count");
+        if (s.contains("expert_used_count")) src.expert_used_count = get_uint(s["expert_used_count"], path, "source.expert_used_count");
+        if (s.contains("expert_group_count")) src.expert_group_count = get_uint(s["expert_group_count"], path, "source.expert_group_count");
+        if (s.contains("tensor_count")) src.tensor_count = get_uint(s["tensor_count"], path, "source.tensor_count");
+        if (s.contains("shards") && s["shards"].is_array())
+            for (const auto& sh : s["shards"])
+                if (sh.is_object() && sh.contains("name") && sh["name"].is_string())
+                    src.shards.emplace_back(sh["name"].get<std::string>(), sh.value("size", uint64_t{0}));
+        kl.source = src;
+    }
+    if (j.contains("method")) kl.method = j["method"];
+    const json& blocks = member(j, "blocks", path, "blocks");
+    if (!blocks.is_array()) bad(path, "blocks", "must be an array");
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        const std::string at = fmt::format("blocks[{}]", i);
+        const json& bj = blocks[i];
+        KeepBlock b;
+        const uint64_t id = get_uint(member(bj, "block", path, at), path, at + ".block");
+        if (id > 100000) bad(path, at + ".block", fmt::format("block {} is out of range", id));
+        b.block = static_cast<int>(id);
+        b.keep = get_ids(member(bj, "keep", path, at), path, at + ".keep");
+        if (bj.contains("prune")) b.prune = get_ids(bj["prune"], path, at + ".prune");
+        if (bj.contains("dead")) b.dead = get_ids(bj["dead"], path, at + ".dead");
+        if (bj.contains("protected") && bj["protected"].is_array())
+            for (const auto& p : bj["protected"])
+                if (p.is_object() && p.contains("expert") && p["expert"].is_number_integer())
+                    b.protected_experts.push_back({p["expert"].get<int64_t>(), p.value("reason", std::string())});
+        kl.blocks.push_back(std::move(b));
+    }
+    kl.n_keep = j.contains("n_keep") ? get_uint(j["n_keep"], path, "n_keep") : (kl.blocks.empty() ? 0 : kl.blocks.front().keep.size());
+    return kl;
+}
+
+json KeepList::to_json() const {
+    json j;
+    j["format"] = "gguf-reap.keeplist";
+    j["version"] = version;
+    if (source) {
+        json s;
+        s["architecture"] = source->architecture;
+        s["expert_count"] = source->expert_count;
+        s["expert_used_count"] = source->expert_used_count;
+        s["expert_group_count"] = source->expert_group_count;
+        s["tensor_count"] = source->tensor_count;
+        json sh = json::array();
+        for (const auto& [name, size] : source->shards) sh.push_back({{"name", name}, {"size", size}});
+        s["shards"] = sh;
+        j["source"] = s;
+    }
+    j["n_keep"] = n_keep;
+    j["method"] = method;
+    json bl = json::array();
+    for (const auto& b : blocks) {
+        json o;
+        o["block"] = b.block;
+        o["keep"] = b.keep;
+        o["prune"] = b.prune;
+        o["dead"] = b.dead;
+        json p = json::array();
+        for (const auto& pe : b.protected_experts) p.push_back({{"expert", pe.expert}, {"reason", pe.reason}});
+        o["protected"] = p;
+        bl.push_back(o);
+    }
+    j["blocks"] = bl;
+    return j;
+}
+
+void KeepList::save(const std::string& path) const {
+    const std::string text = to_json().dump(1) + "\n";
+    OutputFile out(path);
+    out.write_at(0, text.data(), text.size());
+    out.commit();
+}
+
+void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string& path) {
+    auto fail = [&](const std::string& msg) { throw UsageError(fmt::format("{}: {}", path, msg)); };
+    const int64_t E = static_cast<int64_t>(layout.expert_count);
+    if (layout.blocks.empty()) fail("the model has no MoE blocks: there are no experts to remove");
+    if (kl.source) {
+        if (!kl.source->architecture.empty() && kl.source->architecture != layout.arch)
+            fail(fmt::format("made for architecture '{}', but the model is '{}'", kl.source->architecture, layout.arch));
+        if (kl.source->expert_count != layout.expert_count)
+            fail(fmt::format("made for a model with {} experts per block, but this model has {} (was it made for "
+                             "another model, or for an already pruned one?)",
+                             kl.source->expert_count, layout.expert_count));
+    }
+    std::set<int> model_blocks, list_blocks;
+    for (const auto& b : layout.blocks) model_blocks.insert(b.block);
+    for (const auto& b : kl.blocks)
+        if (!list_blocks.insert(b.block).second) fail(fmt::format("block {} is listed twice", b.block));
+    for (int b : model_blocks)
+        if (!list_blocks.count(b)) fail(fmt::format("block {} of the model has experts but is missing from the keeplist", b));
+    for (int b : list_blocks)
+        if (!model_blocks.count(b)) fail(fmt::format("block {} is in the keeplist but is not an MoE block of the model", b));
+
+    for (auto& b : kl.blocks) {
+        auto check_ids = [&](const std::vector<int64_t>& ids, const char* what) {
+            std::set<int64_t> seen;
+            for (int64_t id : ids) {
+                if (id < 0 || id >= E)
+                    fail(fmt::format("block {}: {} id {} is out of range (the model has experts 0..{})", b.block, what, id, E - 1));
+                if (!seen.insert(id).second) fail(fmt::format("block {}: {} id {} is listed twice", b.block, what, id));
+            }
+        };
+        if (kl.drop_form) {
+            check_ids(b.prune, "dropped");
+            std::set<int64_t> drop(b.prune.begin(), b.prune.end());
+            b.keep.clear();
+            for (int64_t e = 0; e < E; ++e)
+                if (!drop.count(e)) b.keep.push_back(e);
+            b.prune.assign(drop.begin(), drop.end());
+        } else {
+            check_ids(b.keep, "kept");
+            if (!std::is_sorted(b.keep.begin(), b.keep.end()))
+                fail(fmt::format("block {}: kept ids must be in ascending order (source order is preserved)", b.block));
+            if (!b.prune.empty()) {
+                check_ids(b.prune, "pruned");
+                std::set<int64_t> all(b.keep.begin(), b.keep.end());
+                for (int64_t p : b.prune)
+                    if (!all.insert(p).second) fail(fmt::format("block {}: expert {} is both kept and pruned", b.block, p));
+                if (static_cast<int64_t>(all.size()) != E)
+                    fail(fmt::format("block {}: keep and prune cover {} of the {} experts", b.block, all.size(), E));
+            } else {
+                std::set<int64_t> keep(b.keep.begin(), b.keep.end());
+                for (int64_t e = 0; e < E; ++e)
+                    if (!keep.count(e)) b.prune.push_back(e);
+            }
+        }
+    }
+    const size_t n = kl.blocks.front().keep.size();
+    for (const auto& b : kl.blocks)
+        if (b.keep.size() != n)
+            fail(fmt::format("block {} keeps {} experts but block {} keeps {}: llama.cpp's expert_count is one number "
+                             "for every block",
+                             b.block, b.keep.size(), kl.blocks.front().block, n));
+    if (n == 0) fail("keeps no experts");
+    if (n < layout.expert_used_count)
+        fail(fmt::format("keeps {} experts per block, fewer than expert_used_count = {} (llama.cpp requires "
+                         "expert_used_count <= expert_count)",
+                         n, layout.expert_used_count));
+    if (kl.n_keep != 0 && kl.n_keep != n && !kl.drop_form)
+        fail(fmt::format("n_keep is {} but the blocks keep {} experts each", kl.n_keep, n));
+    kl.n_keep = n;
+    if (layout.expert_group_count > 1) {
+        const uint64_t G = layout.expert_group_count;
+        if (n % G != 0)
+            fail(fmt::format("keeps {} experts per block, not a multiple of expert_group_count = {}", n, G));
+        const int64_t per_group = E / static_cast<int64_t>(G);
+        for (const auto& b : kl.blocks) {
+            std::vector<size_t> counts(G, 0);
+            for (int64_t id : b.keep) ++counts[static_cast<size_t>(id / per_group)];
+            for (size_t g = 0; g < G; ++g)
+                if (counts[g] != n / G)
+                    fail(fmt::format("block {}: group {} (experts {}..{}) keeps {} experts, but every group must keep "
+                                     "{} so that group-limited routing still works",
+                                     b.block, g, static_cast<int64_t>(g) * per_group,
+                                     static_cast<int64_t>(g + 1) * per_group - 1, counts[g], n / G));
+        }
+    }
+}
+
+}  // namespace gguf_reap

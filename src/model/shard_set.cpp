@@ -1,0 +1,199 @@
+#include "gguf_reap/shard_set.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+
+namespace gguf_reap {
+
+namespace {
+
+const std::regex& split_regex() {
+    static const std::regex re(R"(^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$)");
+    return re;
+}
+
+struct SplitKeys {
+    std::optional<uint16_t> no;
+    std::optional<uint16_t> count;
+    std::optional<int32_t> tensors;
+};
+
+// Reads split.* with the exact types llama.cpp's typed getters demand (u16/u16/i32).
+SplitKeys read_split_keys(const Shard& s) {
+    SplitKeys k;
+    auto get = [&](const char* key, GgufType want) -> const Kv* {
+        const Kv* kv = s.header.find(key);
+        if (!kv) return nullptr;
+        if (kv->type != want)
+            throw InputError(s.path, kv->file_offset, fmt::format("kv '{}'", key),
+                             fmt::format("must be of type {}, found {} (llama.cpp refuses the wrong type)",
+                                         gguf_type_name(want), gguf_type_name(kv->type)));
+        return kv;
+    };
+    if (const Kv* kv = get("split.no", GgufType::kUint16)) k.no = static_cast<uint16_t>(*kv->as_uint());
+    if (const Kv* kv = get("split.count", GgufType::kUint16)) k.count = static_cast<uint16_t>(*kv->as_uint());
+    if (const Kv* kv = get("split.tensors.count", GgufType::kInt32)) k.tensors = static_cast<int32_t>(*kv->as_int());
+    return k;
+}
+
+Shard open_shard(const std::string& path, const ParseOptions& opts) {
+    Shard s;
+    s.path = path;
+    s.file = InputFile::open(path);
+    s.header = parse_gguf_header(*s.file, opts);
+    return s;
+}
+
+uint64_t kv_offset(const Shard& s, const char* key) {
+    const Kv* kv = s.header.find(key);
+    return kv ? kv->file_offset : 0;
+}
+
+}  // namespace
+
+std::optional<SplitName> parse_split_name(std::string_view path) {
+    std::smatch m;
+    std::string p(path);
+    if (!std::regex_match(p, m, split_regex())) return std::nullopt;
+    SplitName n;
+    n.prefix = m[1].str();
+    n.number = std::stoi(m[2].str());
+    n.count = std::stoi(m[3].str());
+    return n;
+}
+
+std::string split_path(std::string_view prefix, int number, int count) {
+    return fmt::format("{}-{:05d}-of-{:05d}.gguf", prefix, number, count);
+}
+
+ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
+    ShardSet set;
+    Shard given = open_shard(path, opts);
+    const SplitKeys gk = read_split_keys(given);
+    const auto name = parse_split_name(path);
+
+    // An unsplit file: no split.count, or split.count <= 1 (gguf-split --merge writes 0).
+    if (!gk.count || *gk.count <= 1) {
+        if (name && name->count > 1)
+            throw InputError(path, std::nullopt, "file name",
+                             fmt::format("the name says shard {} of {}, but the file has {}", name->number,
+                                         name->count,
+                                         gk.count ? fmt::format("split.count = {}", *gk.count)
+                                                  : std::string("no split.count key")));
+        set.shards_.push_back(std::move(given));
+    } else {
+        const int count = *gk.count;
+        if (!name)
+            throw InputError(path, kv_offset(given, "split.count"), "kv 'split.count'",
+                             fmt::format("split.count is {} but the file name does not follow "
+                                         "PREFIX-NNNNN-of-MMMMM.gguf, so its siblings cannot be found",
+                                         count));
+        if (name->count != count)
+            throw InputError(path, kv_offset(given, "split.count"), "kv 'split.count'",
+                             fmt::format("split.count is {} but the file name says -of-{:05d}", count, name->count));
+        set.split_ = true;
+        for (int i = 1; i <= count; ++i) {
+            const std::string p = split_path(name->prefix, i, count);
+            if (i == name->number) {
+                set.shards_.push_back(std::move(given));
+                continue;
+            }
+            std::error_code ec;
+            if (!std::filesystem::exists(p, ec))
+                throw InputError(p, std::nullopt, "shard",
+                                 fmt::format("missing shard {} of {} (the set {} needs every shard)", i, count,
+                                             split_path(name->prefix, 1, count)));
+            set.shards_.push_back(open_shard(p, opts));
+        }
+        // Extra shards: same prefix with another -of- count or a number past the count.
+        const std::filesystem::path prefix_path(name->prefix);
+        const std::string base = prefix_path.filename().string();
+        std::filesystem::path dir = prefix_path.parent_path();
+        if (dir.empty()) dir = ".";
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+            const std::string fname = entry.path().filename().string();
+            auto other = parse_split_name(fname);
+            if (!other || other->prefix != base) continue;
+            if (other->count != count || other->number < 1 || other->number > count)
+                throw InputError(entry.path().string(), std::nullopt, "shard",
+                                 fmt::format("extra shard beside a set of {}: remove it or move it away (it would "
+                                             "be mistaken for part of the model)",
+                                             count));
+        }
+        // split.no sequence and split.count in every shard.
+        for (int i = 0; i < count; ++i) {
+            const Shard& s = set.shards_[static_cast<size_t>(i)];
+            const SplitKeys k = read_split_keys(s);
+            if (!k.no)
+                throw InputError(s.path, std::nullopt, "kv 'split.no'", "missing key split.no in a split shard");
+            if (*k.no != i)
+                throw InputError(s.path, kv_offset(s, "split.no"), "kv 'split.no'",
+                                 fmt::format("split.no is {} but the file is shard {} of {} (expected {})", *k.no,
+                                             i + 1, count, i));
+            if (k.count && *k.count != count)
+                throw InputError(s.path, kv_offset(s, "split.count"), "kv 'split.count'",
+                                 fmt::format("split.count is {} but the set has {} shards", *k.count, count));
+        }
+    }
+
+    // Global index; duplicate names across shards are refused as llama.cpp refuses them.
+    for (size_t si = 0; si < set.shards_.size(); ++si) {
+        const Shard& s = set.shards_[si];
+        for (size_t ti = 0; ti < s.header.tensors.size(); ++ti) {
+            const TensorInfo& t = s.header.tensors[ti];
+            TensorRef r{si, ti, s.header.data_start + t.offset, t.nbytes};
+            if (!set.by_name_.emplace(t.name, set.order_.size()).second) {
+                const TensorRef& first = set.order_[set.by_name_[t.name]];
+                throw InputError(s.path, t.info_offset, fmt::format("tensor '{}'", t.name),
+                                 fmt::format("duplicate tensor name (also in {})", set.shards_[first.shard].path));
+            }
+            set.order_.push_back(r);
+        }
+    }
+
+    if (set.split_) {
+        const Shard& first = set.shards_.front();
+        const SplitKeys k = read_split_keys(first);
+        if (!k.tensors)
+            throw InputError(first.path, std::nullopt, "kv 'split.tensors.count'",
+                             "missing key split.tensors.count in the first shard");
+        if (*k.tensors < 0 || static_cast<size_t>(*k.tensors) != set.order_.size())
+            throw InputError(first.path, kv_offset(first, "split.tensors.count"), "kv 'split.tensors.count'",
+                             fmt::format("split.tensors.count is {} but the {} shards hold {} tensors", *k.tensors,
+                                         set.shards_.size(), set.order_.size()));
+    }
+    return set;
+}
+
+std::string ShardSet::architecture() const {
+    const Kv* kv = find_kv("general.architecture");
+    if (!kv) return {};
+    return kv->as_string().value_or("");
+}
+
+std::optional<uint64_t> ShardSet::arch_uint(std::string_view suffix) const {
+    const Kv* kv = find_kv(architecture() + "." + std::string(suffix));
+    if (!kv) return std::nullopt;
+    return kv->as_uint();
+}
+
+const TensorRef* ShardSet::find_tensor(std::string_view name) const {
+    auto it = by_name_.find(std::string(name));
+    return it == by_name_.end() ? nullptr : &order_[it->second];
+}
+
+uint64_t ShardSet::total_bytes() const {
+    uint64_t n = 0;
+    for (const auto& s : shards_) n += s.file->size();
+    return n;
+}
+
+}  // namespace gguf_reap

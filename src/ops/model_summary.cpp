@@ -1,0 +1,64 @@
+#include "gguf_reap/model_summary.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gguf_reap/ggml_types.h"
+
+namespace gguf_reap {
+
+std::string tensor_class(std::string_view name) {
+    if (name.substr(0, 4) == "blk.") {
+        size_t dot = name.find('.', 4);
+        if (dot != std::string_view::npos) name = name.substr(dot + 1);
+    }
+    constexpr std::string_view kWeight = ".weight";
+    if (name.size() > kWeight.size() && name.substr(name.size() - kWeight.size()) == kWeight)
+        name = name.substr(0, name.size() - kWeight.size());
+    return std::string(name);
+}
+
+ModelSummary summarize_model(const ShardSet& model) {
+    ModelSummary s;
+    s.arch = model.architecture();
+    s.file_bytes = model.total_bytes();
+    s.moe = build_moe_layout(model);
+    s.tied_embeddings = model.find_tensor("output.weight") == nullptr;
+
+    std::vector<const ExpertTensor*> expert_of(model.tensors().size(), nullptr);
+    for (const auto& b : s.moe.blocks)
+        for (const auto& et : b.tensors) expert_of[et.tensor] = &et;
+
+    std::map<std::pair<std::string, int32_t>, ClassTypeRow> rows;
+    const auto& refs = model.tensors();
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const TensorInfo& t = model.info(refs[i]);
+        const uint64_t nel = t.n_elements();
+        s.tensor_bytes += t.nbytes;
+        s.parameters += nel;
+        ++s.tensor_count;
+        ClassTypeRow& row = rows[{tensor_class(t.name), t.type}];
+        row.tensor_class = tensor_class(t.name);
+        row.type = t.type;
+        row.tensors += 1;
+        row.elements += nel;
+        row.bytes += t.nbytes;
+
+        if (const ExpertTensor* et = expert_of[i]) {
+            s.expert_bytes += t.nbytes;
+            if (is_router_role(et->role)) s.decode.router_bytes += t.nbytes;
+            else s.decode.expert_bytes += std::min(s.moe.expert_used_count, s.moe.expert_count) * et->slab;
+        } else if (t.name == "token_embd.weight" && !s.tied_embeddings) {
+            // A token reads one embedding row (GET_ROWS), unless the matrix is also the output projection.
+            s.decode.dense_bytes += ggml_row_size(t.type, t.ne[0]).value_or(0);
+        } else {
+            s.decode.dense_bytes += t.nbytes;
+        }
+    }
+    for (auto& [k, row] : rows) s.rows.push_back(row);
+    std::stable_sort(s.rows.begin(), s.rows.end(),
+                     [](const ClassTypeRow& a, const ClassTypeRow& b) { return a.bytes > b.bytes; });
+    return s;
+}
+
+}  // namespace gguf_reap

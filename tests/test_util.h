@@ -1,0 +1,73 @@
+// Shared test helpers: temp dirs, the shared fixtures, running the CLI, building GGUF bytes by hand.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gguf_reap::test {
+
+// A fresh directory under the system temp dir, removed at destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    const std::filesystem::path& path() const { return path_; }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+// ../shared/fixtures, or "" when absent (tests then GTEST_SKIP()).
+std::string fixtures_dir();
+#define REQUIRE_FIXTURES()                                                   \
+    do {                                                                     \
+        if (::gguf_reap::test::fixtures_dir().empty())                       \
+            GTEST_SKIP() << "../shared/fixtures not present; skipping";     \
+    } while (0)
+std::string fixture(const std::string& rel);  // fixtures_dir() + "/" + rel
+const nlohmann::json& expected_json();        // parsed expected.json
+
+struct RunResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+// Runs a command line through /bin/sh, capturing stdout and stderr.
+RunResult run_command(const std::string& command_line);
+RunResult run_cli(const std::string& args);  // the gguf-reap binary with args
+RunResult run_gen(const std::string& args);  // the fixture generator with args
+
+std::vector<uint8_t> read_file(const std::string& path);
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
+std::string sha256_hex(const uint8_t* data, size_t n);
+std::string sha256_file_range(const std::string& path, uint64_t offset, uint64_t n);
+
+// Little-endian byte builder for hand-made (often malformed) GGUF files.
+class Bytes {
+public:
+    Bytes& raw(const void* p, size_t n);
+    Bytes& str(const std::string& s);  // u64 length + bytes
+    Bytes& u8(uint8_t v) { return raw(&v, 1); }
+    Bytes& u16(uint16_t v) { return raw(&v, 2); }
+    Bytes& u32(uint32_t v) { return raw(&v, 4); }
+    Bytes& i32(int32_t v) { return raw(&v, 4); }
+    Bytes& u64(uint64_t v) { return raw(&v, 8); }
+    Bytes& i64(int64_t v) { return raw(&v, 8); }
+    Bytes& f32(float v) { return raw(&v, 4); }
+    Bytes& zeros(size_t n);
+    Bytes& pad_to(size_t alignment);
+    size_t size() const { return data_.size(); }
+    std::vector<uint8_t>& data() { return data_; }
+
+private:
+    std::vector<uint8_t> data_;
+};
+
+}  // namespace gguf_reap::test

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (run as root, or with sudo available):
+#   tools/setup.sh demo   install what is missing, build, run rank → splice → audit on a generated model
+#   tools/setup.sh test   install what is missing, build (normal + ASan/UBSan), run every test and fuzz smoke
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+
+PACKAGES=(cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libxtensor-dev libspdlog-dev
+          libgtest-dev libzip-dev libssl-dev python3 python3-numpy clang libclang-rt-14-dev clang-format)
+
+install_missing() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "setup: installing ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {  # build DIR [cmake args...]
+    local dir=$1; shift
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DGGUF_REAP_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j "$JOBS"
+}
+
+demo() {
+    build build
+    local out=${DEMO_DIR:-$ROOT/out/demo}
+    rm -rf "$out" && mkdir -p "$out"
+    # A small synthetic Kimi-K2-shaped MoE model (2 shards) and two imatrix domains, made on the fly.
+    build/gguf-reap-gen model --preset demo --shards 2 -o "$out/model"
+    build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain chat --seed 1 -o "$out/chat.imatrix.gguf"
+    build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain code --seed 2 -o "$out/code.imatrix.gguf"
+    build/gguf-reap inspect "$out/model-00001-of-00002.gguf"
+}
+
+run_tests() {
+    build build
+    (cd build && ctest --output-on-failure -j "$JOBS")
+    # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+    build build-asan -DCMAKE_BUILD_TYPE=Debug -DGGUF_REAP_SANITIZE=ON
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
+    # libFuzzer smoke: each parser target for a short fixed time.
+    build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DGGUF_REAP_FUZZ=ON -DBUILD_TESTING=OFF
+    tools/fuzz-smoke.sh build-fuzz "${FUZZ_SECONDS:-20}"
+}
+
+install_missing
+case "${1:-}" in
+    demo) demo ;;
+    test) run_tests ;;
+    *) echo "usage: tools/setup.sh demo|test" >&2; exit 2 ;;
+esac
