@@ -1,2 +1,0 @@
-#!/usr/bin/env bash
-echo "0 passed, 0 failed"
