@@ -1,0 +1,672 @@
+// The fixture generator (gguf-reap-gen), run as a binary: models open as llama.cpp would load them,
+// with the shapes, types and sizes asked for; imatrices read back equal to their --truth; bad
+// arguments fail with exit 2 and a message naming the option.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/gguf.h"
+#include "gguf_reap/imatrix.h"
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/shard_set.h"
+#include "test_util.h"
+
+namespace gguf_reap {
+namespace {
+
+using nlohmann::json;
+using test::run_gen;
+using test::TempDir;
+
+json load_json(const std::string& path) {
+    std::ifstream in(path);
+    return json::parse(in);
+}
+
+// Runs the generator and insists on success.
+void gen(const std::string& args) {
+    const auto r = run_gen(args);
+    ASSERT_EQ(r.exit_code, 0) << args << "\nstderr: " << r.err;
+}
+
+std::string sha256_of(const std::string& path) {
+    const auto bytes = test::read_file(path);
+    return test::sha256_hex(bytes.data(), bytes.size());
+}
+
+std::vector<uint8_t> tensor_bytes(const ShardSet& m, const std::string& name) {
+    const TensorRef* r = m.find_tensor(name);
+    EXPECT_NE(r, nullptr) << name;
+    if (!r) return {};
+    std::vector<uint8_t> b(r->nbytes);
+    m.shards()[r->shard].file->read(r->abs_offset, b.data(), b.size());
+    return b;
+}
+
+float half_to_float(uint16_t h) {
+    const int e = (h >> 10) & 31, m = h & 1023;
+    const float s = (h & 0x8000) ? -1.0f : 1.0f;
+    if (e == 31) return m ? NAN : s * INFINITY;
+    if (e == 0) return s * std::ldexp(static_cast<float>(m), -24);
+    return s * std::ldexp(static_cast<float>(m + 1024), e - 25);
+}
+
+std::vector<float> as_floats(const std::vector<uint8_t>& b, int32_t type) {
+    std::vector<float> v;
+    if (type == 0) {
+        v.resize(b.size() / 4);
+        std::memcpy(v.data(), b.data(), b.size());
+    } else {
+        for (size_t i = 0; i + 1 < b.size(); i += 2) {
+            const uint16_t h = static_cast<uint16_t>(b[i] | (b[i + 1] << 8));
+            if (type == 1) {
+                v.push_back(half_to_float(h));
+            } else {  // bf16
+                const uint32_t f = static_cast<uint32_t>(h) << 16;
+                float x;
+                std::memcpy(&x, &f, 4);
+                v.push_back(x);
+            }
+        }
+    }
+    return v;
+}
+
+// ---- models ----------------------------------------------------------------------------------------
+
+TEST(GenModel, TinyMatchesTruthShapesTypesAndSizes) {
+    TempDir d;
+    gen(fmt::format("model -o {} --truth {}", d.file("m.gguf"), d.file("t.json")));
+    const json t = load_json(d.file("t.json"));
+    ShardSet m = ShardSet::open(d.file("m.gguf"));
+    EXPECT_FALSE(m.is_split());
+    EXPECT_EQ(m.architecture(), "deepseek2");
+    EXPECT_EQ(*m.arch_uint("block_count"), 4u);
+    EXPECT_EQ(*m.arch_uint("expert_count"), 16u);
+    EXPECT_EQ(*m.arch_uint("expert_used_count"), 4u);
+    EXPECT_EQ(*m.arch_uint("expert_shared_count"), 1u);
+    EXPECT_EQ(*m.arch_uint("leading_dense_block_count"), 1u);
+    EXPECT_EQ(*m.arch_uint("expert_feed_forward_length"), 64u);
+    EXPECT_EQ(*m.arch_uint("expert_gating_func"), 2u);
+    EXPECT_EQ(m.find_kv("deepseek2.expert_count")->type, GgufType::kUint32);
+    EXPECT_EQ(m.find_kv("deepseek2.attention.layer_norm_rms_epsilon")->type, GgufType::kFloat32);
+    EXPECT_EQ(m.find_kv("deepseek2.expert_weights_norm")->as_bool(), true);
+    EXPECT_EQ(m.find_kv("general.quantization_version")->as_uint(), 2u);
+    EXPECT_EQ(m.find_kv("tokenizer.ggml.model")->as_string(), "gpt2");
+    EXPECT_EQ(m.find_kv("tokenizer.ggml.tokens")->count, 512u);
+    EXPECT_EQ(m.find_kv("split.count"), nullptr);
+    EXPECT_EQ(m.find_kv("general.alignment"), nullptr);
+    EXPECT_EQ(m.find_kv("deepseek2.expert_group_count"), nullptr);
+
+    ASSERT_EQ(m.tensors().size(), t["tensor_count"].get<size_t>());
+    for (size_t i = 0; i < m.tensors().size(); ++i) {
+        const TensorInfo& ti = m.info(m.tensors()[i]);
+        const json& tt = t["tensors"][i];
+        EXPECT_EQ(ti.name, tt["name"]);
+        EXPECT_EQ(ggml_type_display(ti.type), tt["type"]);
+        EXPECT_EQ(ti.nbytes, tt["nbytes"].get<uint64_t>());
+        const auto ne = tt["ne"].get<std::vector<int64_t>>();
+        for (size_t k = 0; k < 4; ++k) EXPECT_EQ(ti.ne[k], k < ne.size() ? ne[k] : 1) << ti.name;
+    }
+    const TensorInfo& down = m.info(*m.find_tensor("blk.1.ffn_down_exps.weight"));
+    EXPECT_EQ(down.ne, (std::array<int64_t, 4>{64, 128, 16, 1}));
+    EXPECT_EQ(down.n_dims, 3u);
+    EXPECT_EQ(ggml_type_display(down.type), "Q8_0");
+    EXPECT_EQ(down.nbytes, 64u / 32 * 34 * 128 * 16);
+    EXPECT_EQ(ggml_type_display(m.info(*m.find_tensor("blk.1.ffn_gate_inp.weight")).type), "F32");
+    EXPECT_EQ(m.info(*m.find_tensor("blk.1.ffn_gate_shexp.weight")).ne,
+              (std::array<int64_t, 4>{128, 64, 1, 1}));
+    EXPECT_NE(m.find_tensor("blk.0.ffn_down.weight"), nullptr);
+    EXPECT_EQ(m.find_tensor("blk.0.ffn_down_exps.weight"), nullptr);
+    EXPECT_NE(m.find_tensor("output.weight"), nullptr);
+    EXPECT_EQ(m.find_tensor("blk.1.exp_probs_b.bias"), nullptr);
+    EXPECT_EQ(m.tensors().front().abs_offset, m.metadata().data_start);
+    EXPECT_EQ(m.total_bytes(), t["file_bytes"].get<uint64_t>());
+
+    const MoeLayout L = build_moe_layout(m);
+    ASSERT_EQ(L.blocks.size(), 3u);
+    EXPECT_EQ(t["moe_blocks"], json({1, 2, 3}));
+    for (const MoeBlock& b : L.blocks) {
+        ASSERT_EQ(b.tensors.size(), 4u) << "router, gate, up, down";
+        EXPECT_EQ(b.slab_bytes, 3u * (128 / 32 * 34 * 64));
+    }
+}
+
+TEST(GenModel, LayoutFindsEveryOptionalExpertTensor) {
+    TempDir d;
+    gen(
+        fmt::format("model -o {} --nextn 1 --probs-bias --router-bias --exps-bias --scales --groups 4 "
+                    "--group-used 2 --blocks 3",
+                    d.file("m.gguf")));
+    ShardSet m = ShardSet::open(d.file("m.gguf"));
+    EXPECT_EQ(*m.arch_uint("block_count"), 4u);
+    EXPECT_EQ(*m.arch_uint("nextn_predict_layers"), 1u);
+    EXPECT_EQ(*m.arch_uint("expert_group_count"), 4u);
+    EXPECT_EQ(*m.arch_uint("expert_group_used_count"), 2u);
+    const MoeLayout L = build_moe_layout(m);
+    EXPECT_EQ(L.nextn_predict_layers, 1u);
+    std::vector<int> ids;
+    for (const auto& b : L.blocks) ids.push_back(b.block);
+    EXPECT_EQ(ids, (std::vector<int>{1, 2, 3})) << "block 3 is the nextn block";
+    EXPECT_NE(m.find_tensor("blk.3.nextn.eh_proj.weight"), nullptr);
+    for (const MoeBlock& b : L.blocks) {
+        std::map<std::string, std::pair<ExpertRole, int>> got;
+        for (const auto& et : b.tensors) got[et.name.substr(et.name.find('.', 4) + 1)] = {et.role, et.axis};
+        const std::map<std::string, std::pair<ExpertRole, int>> want = {
+            {"ffn_gate_inp.weight", {ExpertRole::kRouter, 1}},
+            {"ffn_gate_inp.bias", {ExpertRole::kRouterBias, 0}},
+            {"exp_probs_b.bias", {ExpertRole::kProbsBias, 0}},
+            {"ffn_gate_exps.weight", {ExpertRole::kGateExps, 2}},
+            {"ffn_up_exps.weight", {ExpertRole::kUpExps, 2}},
+            {"ffn_down_exps.weight", {ExpertRole::kDownExps, 2}},
+            {"ffn_gate_exps.bias", {ExpertRole::kExpsBias, 1}},
+            {"ffn_up_exps.bias", {ExpertRole::kExpsBias, 1}},
+            {"ffn_down_exps.bias", {ExpertRole::kExpsBias, 1}},
+            {"ffn_gate_exps.scale", {ExpertRole::kExpsScale, 0}},
+            {"ffn_up_exps.scale", {ExpertRole::kExpsScale, 0}},
+            {"ffn_down_exps.scale", {ExpertRole::kExpsScale, 0}},
+        };
+        EXPECT_EQ(got, want) << "block " << b.block;
+    }
+    EXPECT_EQ(m.info(*m.find_tensor("blk.2.ffn_down_exps.bias")).ne, (std::array<int64_t, 4>{128, 16, 1, 1}));
+    EXPECT_EQ(m.info(*m.find_tensor("blk.2.ffn_gate_exps.bias")).ne, (std::array<int64_t, 4>{64, 16, 1, 1}));
+}
+
+TEST(GenModel, FusedGateUp) {
+    TempDir d;
+    gen(fmt::format("model -o {} --fused-gate-up --exps-bias --scales --type-exps Q4_0", d.file("m.gguf")));
+    ShardSet m = ShardSet::open(d.file("m.gguf"));
+    EXPECT_EQ(m.find_tensor("blk.1.ffn_gate_exps.weight"), nullptr);
+    EXPECT_EQ(m.find_tensor("blk.1.ffn_up_exps.weight"), nullptr);
+    const TensorInfo& gu = m.info(*m.find_tensor("blk.1.ffn_gate_up_exps.weight"));
+    EXPECT_EQ(gu.ne, (std::array<int64_t, 4>{128, 128, 16, 1}));
+    EXPECT_EQ(ggml_type_display(gu.type), "Q4_0");
+    EXPECT_EQ(gu.nbytes, 128u / 32 * 18 * 128 * 16);
+    EXPECT_EQ(m.info(*m.find_tensor("blk.1.ffn_gate_up_exps.bias")).ne,
+              (std::array<int64_t, 4>{128, 16, 1, 1}));
+    EXPECT_NE(m.find_tensor("blk.1.ffn_gate_up_exps.scale"), nullptr);
+    const MoeLayout L = build_moe_layout(m);
+    int fused = 0;
+    for (const auto& b : L.blocks)
+        for (const auto& et : b.tensors)
+            if (et.role == ExpertRole::kGateUpExps) {
+                ++fused;
+                EXPECT_EQ(et.axis, 2);
+                EXPECT_EQ(et.slab, 128u / 32 * 18 * 128);
+            }
+    EXPECT_EQ(fused, 3);
+}
+
+TEST(GenModel, SplitOpensFromAnyShardWithTheSameTensorBytes) {
+    TempDir d;
+    gen(fmt::format("model -o {} --seed 7", d.file("whole.gguf")));
+    gen(fmt::format("model -o {} --seed 7 --shards 3", d.file("m")));
+    const ShardSet whole = ShardSet::open(d.file("whole.gguf"));
+    for (int i = 1; i <= 3; ++i) {
+        const std::string path = d.file(fmt::format("m-{:05d}-of-00003.gguf", i));
+        SCOPED_TRACE(path);
+        ShardSet m = ShardSet::open(path);
+        ASSERT_TRUE(m.is_split());
+        ASSERT_EQ(m.shards().size(), 3u);
+        ASSERT_EQ(m.tensors().size(), whole.tensors().size());
+        for (size_t k = 0; k < 3; ++k) {
+            const auto& kvs = m.shards()[k].header.kvs;
+            ASSERT_GE(kvs.size(), 3u);
+            // split.* are the last three KVs, typed u16/u16/i32; only the first shard has model KVs.
+            EXPECT_EQ(kvs[kvs.size() - 3].key, "split.no");
+            EXPECT_EQ(kvs[kvs.size() - 3].type, GgufType::kUint16);
+            EXPECT_EQ(kvs[kvs.size() - 3].as_uint(), k);
+            EXPECT_EQ(kvs[kvs.size() - 2].key, "split.count");
+            EXPECT_EQ(kvs[kvs.size() - 2].as_uint(), 3u);
+            EXPECT_EQ(kvs[kvs.size() - 1].key, "split.tensors.count");
+            EXPECT_EQ(kvs[kvs.size() - 1].type, GgufType::kInt32);
+            EXPECT_EQ(kvs[kvs.size() - 1].as_uint(), whole.tensors().size());
+            if (k > 0) {
+                EXPECT_EQ(kvs.size(), 3u);
+            }
+            EXPECT_FALSE(m.shards()[k].header.tensors.empty());
+        }
+        EXPECT_GT(m.metadata().kvs.size(), 20u);
+        EXPECT_EQ(m.architecture(), "deepseek2");
+    }
+    // Same tensors, same order, same bytes as the unsplit model; shards balanced by bytes.
+    const ShardSet m = ShardSet::open(d.file("m-00001-of-00003.gguf"));
+    uint64_t total = 0;
+    std::vector<uint64_t> per(3, 0);
+    for (size_t i = 0; i < m.tensors().size(); ++i) {
+        const TensorInfo& a = m.info(m.tensors()[i]);
+        const TensorInfo& b = whole.info(whole.tensors()[i]);
+        ASSERT_EQ(a.name, b.name);
+        EXPECT_EQ(tensor_bytes(m, a.name), tensor_bytes(whole, b.name)) << a.name;
+        per[m.tensors()[i].shard] += a.nbytes;
+        total += a.nbytes;
+    }
+    for (uint64_t p : per) {
+        EXPECT_GT(p, total / 3 - total / 10);
+        EXPECT_LT(p, total / 3 + total / 10);
+    }
+}
+
+TEST(GenModel, DeterministicPerSeed) {
+    TempDir d;
+    gen(fmt::format("model -o {} --preset demo --seed 5", d.file("a.gguf")));
+    gen(fmt::format("model -o {} --preset demo --seed 5", d.file("b.gguf")));
+    gen(fmt::format("model -o {} --preset demo --seed 6", d.file("c.gguf")));
+    EXPECT_EQ(sha256_of(d.file("a.gguf")), sha256_of(d.file("b.gguf")));
+    EXPECT_NE(sha256_of(d.file("a.gguf")), sha256_of(d.file("c.gguf")));
+    EXPECT_EQ(std::filesystem::file_size(d.file("a.gguf")), std::filesystem::file_size(d.file("c.gguf")));
+    // No temporaries left behind.
+    size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(d.path())) files += e.is_regular_file();
+    EXPECT_EQ(files, 3u);
+}
+
+TEST(GenModel, FloatTensorsHoldSmallFiniteValues) {
+    for (const char* type : {"F32", "F16", "BF16"}) {
+        SCOPED_TRACE(type);
+        TempDir d;
+        gen(fmt::format("model -o {} --type-down {} --type-router {} --scales", d.file("m.gguf"), type,
+                        type));
+        ShardSet m = ShardSet::open(d.file("m.gguf"));
+        for (const char* name : {"blk.1.ffn_down_exps.weight", "blk.2.ffn_gate_inp.weight"}) {
+            const TensorInfo& t = m.info(*m.find_tensor(name));
+            EXPECT_EQ(ggml_type_display(t.type), type);
+            const auto v = as_floats(tensor_bytes(m, name), t.type);
+            ASSERT_EQ(v.size(), t.n_elements());
+            size_t negative = 0;
+            for (float x : v) {
+                ASSERT_TRUE(std::isfinite(x));
+                ASSERT_GE(std::fabs(x), 0x1.0p-10f);
+                ASSERT_LT(std::fabs(x), 0.25f);
+                negative += x < 0;
+            }
+            EXPECT_GT(negative, v.size() / 3);
+            EXPECT_LT(negative, v.size() * 2 / 3);
+        }
+        for (const char* name : {"blk.1.attn_norm.weight", "blk.1.ffn_down_exps.scale"}) {
+            for (float x : as_floats(tensor_bytes(m, name), 0)) {
+                ASSERT_GE(x, 0.5f);
+                ASSERT_LT(x, 2.0f);
+            }
+        }
+    }
+}
+
+TEST(GenModel, QuantizedBlocksHaveFiniteScales) {
+    TempDir d;
+    gen(fmt::format("model -o {} --embd 256 --expert-ff 256 --type-exps Q4_K --type-down Q6_K",
+                    d.file("m.gguf")));
+    ShardSet m = ShardSet::open(d.file("m.gguf"));
+    const auto check = [&](const char* name, size_t block, std::vector<size_t> d_offsets) {
+        const auto b = tensor_bytes(m, name);
+        ASSERT_EQ(b.size() % block, 0u);
+        size_t distinct_bytes = std::set<uint8_t>(b.begin(), b.end()).size();
+        EXPECT_GT(distinct_bytes, 200u) << "random bytes";
+        for (size_t i = 0; i < b.size(); i += block)
+            for (size_t o : d_offsets) {
+                const float v = half_to_float(static_cast<uint16_t>(b[i + o] | (b[i + o + 1] << 8)));
+                ASSERT_TRUE(std::isfinite(v)) << name << " block " << i / block;
+                ASSERT_LT(std::fabs(v), 2.0f);
+            }
+    };
+    check("blk.1.ffn_gate_exps.weight", 144, {0, 2});  // q4_K: d, dmin
+    check("blk.1.ffn_down_exps.weight", 210, {208});   // q6_K: d last
+    check("blk.1.attn_q.weight", 34, {0});             // q8_0
+}
+
+TEST(GenModel, AlignmentTiedAndDenseModels) {
+    TempDir d;
+    gen(fmt::format("model -o {} --alignment 256 --tied --shards 2", d.file("a")));
+    ShardSet a = ShardSet::open(d.file("a-00002-of-00002.gguf"));
+    EXPECT_EQ(a.shards()[0].header.alignment, 256u);
+    EXPECT_EQ(a.find_kv("general.alignment")->type, GgufType::kUint32);
+    EXPECT_EQ(a.shards()[0].header.data_start % 256, 0u);
+    EXPECT_EQ(a.shards()[1].header.alignment, 32u) << "later shards carry only split.*";
+    for (const auto& t : a.shards()[0].header.tensors) EXPECT_EQ(t.offset % 256, 0u);
+    EXPECT_EQ(a.find_tensor("output.weight"), nullptr);
+    EXPECT_NE(a.find_tensor("token_embd.weight"), nullptr);
+
+    gen(fmt::format("model -o {} --experts 0", d.file("dense.gguf")));
+    ShardSet dense = ShardSet::open(d.file("dense.gguf"));
+    EXPECT_EQ(dense.find_kv("deepseek2.expert_count"), nullptr);
+    EXPECT_TRUE(build_moe_layout(dense).blocks.empty());
+    EXPECT_NE(dense.find_tensor("blk.3.ffn_down.weight"), nullptr);
+}
+
+TEST(GenModel, PresetsAndOverrides) {
+    TempDir d;
+    gen(fmt::format("model -o {} --preset demo --experts 32 --truth {}", d.file("m.gguf"), d.file("t.json")));
+    const json t = load_json(d.file("t.json"));
+    EXPECT_EQ(t["preset"], "demo");
+    EXPECT_EQ(t["experts"], 32);
+    EXPECT_EQ(t["used"], 8);
+    EXPECT_EQ(t["embd"], 256);
+    EXPECT_EQ(t["types"]["exps"], "Q4_K");
+    EXPECT_EQ(t["types"]["down"], "Q8_0");
+    EXPECT_TRUE(t["options"]["probs_bias"].get<bool>());
+    ShardSet m = ShardSet::open(d.file("m.gguf"));
+    EXPECT_EQ(*m.arch_uint("expert_count"), 32u);
+    EXPECT_NE(m.find_tensor("blk.5.exp_probs_b.bias"), nullptr);
+}
+
+// The benchmark shapes documented in docs/fixture-generator.md, planned but not written.
+TEST(GenModel, DocumentedBenchmarkShapes) {
+    TempDir d;
+    const auto r =
+        run_gen(fmt::format("model --preset kimi-k3 --embd 256 --expert-ff 64 --type-exps Q8_0 -o {} "
+                            "--dry-run --truth {}",
+                            d.file("k3.gguf"), d.file("t.json")));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("would write"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(d.file("k3.gguf")));
+    const json t = load_json(d.file("t.json"));
+    EXPECT_EQ(t["block_count"], 93);
+    EXPECT_EQ(t["experts"], 896);
+    EXPECT_EQ(t["expert_slabs"], 92 * 896 * 3);
+    EXPECT_GE(t["file_bytes"].get<uint64_t>(), uint64_t{4} << 30);
+
+    const auto big =
+        run_gen(fmt::format("model --preset kimi-k3 --blocks 14 --experts 128 --used 8 --embd 2048 "
+                            "--expert-ff 1024 --type-exps Q8_0 --shards 4 -o {} --dry-run --truth {}",
+                            d.file("big"), d.file("b.json")));
+    ASSERT_EQ(big.exit_code, 0) << big.err;
+    const json b = load_json(d.file("b.json"));
+    EXPECT_GE(b["file_bytes"].get<uint64_t>(), uint64_t{10} << 30);
+    EXPECT_EQ(b["files"].size(), 4u);
+}
+
+TEST(GenModel, BadArgumentsExitTwoNamingTheOption) {
+    TempDir d;
+    const std::string out = d.file("m.gguf");
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--type-down Q4_K",
+         "gguf-reap-gen: error: --type-down Q4_K: blk.1.ffn_down_exps.weight has rows of 64 elements "
+         "(--expert-ff), not a multiple of the 256-element blocks of Q4_K\n"},
+        {"--type-exps Q4_K",
+         "gguf-reap-gen: error: --type-exps Q4_K: blk.1.ffn_gate_exps.weight has rows of 128 elements "
+         "(--embd), "
+         "not a multiple of the 256-element blocks of Q4_K\n"},
+        {"--type-attn Q9_X", "gguf-reap-gen: error: --type-attn Q9_X: unknown ggml type"},
+        {"--used 17", "gguf-reap-gen: error: --used 17: must be 1..--experts (16)\n"},
+        {"--groups 3", "gguf-reap-gen: error: --groups 3: must divide --experts (16) and be smaller\n"},
+        {"--dense-blocks 4", "gguf-reap-gen: error: --dense-blocks 4 leaves no MoE block (--blocks 4)\n"},
+        {"--preset huge", "gguf-reap-gen: error: --preset huge: unknown preset (tiny, demo, kimi-k3)\n"},
+        {"--shards 500", "gguf-reap-gen: error: --shards 500: the model has only"},
+        {"--alignment 48", "gguf-reap-gen: error: --alignment 48: must be a power of two\n"},
+        {"--heads 3", "gguf-reap-gen: error: --embd 128 is not a multiple of --heads 3\n"},
+        {"--embd 100",
+         "gguf-reap-gen: error: --type-embd Q8_0: token_embd.weight has rows of 100 elements (--embd)"},
+        {"--blocks x", "gguf-reap-gen: error:"},
+        {"--bogus", "gguf-reap-gen: error:"},
+    };
+    for (const auto& [args, msg] : cases) {
+        const auto r = run_gen(fmt::format("model -o {} {}", out, args));
+        EXPECT_EQ(r.exit_code, 2) << args;
+        EXPECT_EQ(r.err.substr(0, msg.size()), msg) << args;
+        EXPECT_TRUE(r.out.empty()) << args;
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(d.path())) << "nothing written, not even a temporary";
+    const auto r = run_gen(fmt::format("model --preset tiny"));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--output is required"), std::string::npos) << r.err;
+}
+
+// ---- imatrix ---------------------------------------------------------------------------------------
+
+struct ImatrixCase {
+    TempDir d;
+    std::string model;
+    ImatrixCase(const std::string& model_args = "") {
+        model = d.file("m.gguf");
+        gen(fmt::format("model -o {} {}", model, model_args));
+    }
+};
+
+TEST(GenImatrix, GgufMatchesTruth) {
+    ImatrixCase c;
+    const std::string im = c.d.file("chat.imatrix.gguf"), truth = c.d.file("t.json");
+    gen(
+        fmt::format("imatrix --model {} -o {} --domain chat --tokens 4096 --chunk-size 512 --dead 1:3,2:0 "
+                    "--super 2:5 --truth {}",
+                    c.model, im, truth));
+    const json t = load_json(truth);
+    ImatrixFile f = ImatrixFile::open(im);
+    EXPECT_EQ(f.kind(), ImatrixKind::kGguf);
+    EXPECT_EQ(f.datasets(), std::vector<std::string>{"chat"});
+    EXPECT_EQ(f.chunk_size(), 512u);
+    EXPECT_EQ(f.chunk_count(), 8u);
+    // Exactly llama-imatrix's four KVs, in its order, and alignment 32.
+    const Header h = parse_gguf_header(f.file());
+    ASSERT_EQ(h.kvs.size(), 4u);
+    EXPECT_EQ(h.kvs[0].key, "general.type");
+    EXPECT_EQ(h.kvs[1].key, "imatrix.datasets");
+    EXPECT_EQ(h.kvs[2].key, "imatrix.chunk_count");
+    EXPECT_EQ(h.kvs[2].type, GgufType::kUint32);
+    EXPECT_EQ(h.kvs[3].key, "imatrix.chunk_size");
+    EXPECT_EQ(h.alignment, 32u);
+    ASSERT_EQ(h.tensors.size(), 2 * f.entries().size());
+    for (size_t i = 0; i < f.entries().size(); ++i) {
+        EXPECT_EQ(h.tensors[2 * i].name, f.entries()[i].name + ".in_sum2");
+        EXPECT_EQ(h.tensors[2 * i + 1].name, f.entries()[i].name + ".counts");
+        if (i > 0) {
+            EXPECT_LT(f.entries()[i - 1].name, f.entries()[i].name) << "sorted by name";
+        }
+    }
+    std::vector<std::string> names;
+    for (const auto& e : f.entries()) names.push_back(e.name);
+    EXPECT_EQ(t["entries"].get<std::vector<std::string>>(), names);
+    // 3 MoE blocks × (gate, up, down) + per block attn q/k/v/output + router (MoE) + dense or shexp FFN.
+    EXPECT_EQ(names.size(), 3u * 3 + 4 * 4 + 3 + 3 + 3 * 3);
+
+    const ImatrixEntry* dense = f.find("blk.0.attn_q.weight");
+    ASSERT_NE(dense, nullptr);
+    EXPECT_EQ(dense->n_mat, 1);
+    EXPECT_EQ(dense->ne0, 128);
+    EXPECT_EQ(f.read_counts(*dense), std::vector<float>{4096.0f});
+    const ImatrixEntry* router = f.find("blk.1.ffn_gate_inp.weight");
+    ASSERT_NE(router, nullptr);
+    EXPECT_EQ(router->n_mat, 1);
+
+    ASSERT_EQ(t["blocks"].size(), 3u);
+    for (const json& b : t["blocks"]) {
+        const int blk = b["block"];
+        SCOPED_TRACE(blk);
+        const auto counts = b["counts"].get<std::vector<int64_t>>();
+        int64_t sum = 0;
+        for (int64_t x : counts) sum += x;
+        EXPECT_EQ(sum, 4096 * 4) << "every token routes to expert_used_count experts";
+        const auto* gate = f.find(fmt::format("blk.{}.ffn_gate_exps.weight", blk));
+        const auto* up = f.find(fmt::format("blk.{}.ffn_up_exps.weight", blk));
+        const auto* down = f.find(fmt::format("blk.{}.ffn_down_exps.weight", blk));
+        ASSERT_TRUE(gate && up && down);
+        EXPECT_EQ(gate->n_mat, 16);
+        EXPECT_EQ(gate->ne0, 128);
+        EXPECT_EQ(down->ne0, 64);
+        const auto fc = f.read_counts(*down);
+        ASSERT_EQ(fc.size(), 16u);
+        for (size_t e = 0; e < 16; ++e) EXPECT_EQ(fc[e], static_cast<float>(counts[e]));
+        EXPECT_EQ(f.read_counts(*gate), fc);
+        EXPECT_EQ(f.read_values(*gate), f.read_values(*up)) << "gate and up read the same input";
+        const auto sums = f.read_values(*down);
+        const auto energy = b["down_energy"].get<std::vector<double>>();
+        for (size_t e = 0; e < 16; ++e) {
+            double s = 0;
+            for (size_t j = 0; j < 64; ++j) s += sums[e * 64 + j];
+            EXPECT_NEAR(s, energy[e], 1e-6 * s) << e;
+            if (counts[e] > 0) {
+                const double per = s / 64 / static_cast<double>(counts[e]);
+                if (b["super"].empty() || b["super"][0] != e) {
+                    EXPECT_GE(per, 0.2);
+                    EXPECT_LT(per, 0.3);
+                }
+            } else {
+                EXPECT_EQ(s, 0.0);
+            }
+        }
+        const auto dead = b["dead"].get<std::vector<int64_t>>();
+        for (int64_t e : dead) EXPECT_EQ(counts[static_cast<size_t>(e)], 0);
+        for (size_t e = 0; e < 16; ++e) {
+            if (std::find(dead.begin(), dead.end(), static_cast<int64_t>(e)) == dead.end()) {
+                EXPECT_GT(counts[e], 0) << "live experts are routed";
+            }
+        }
+    }
+    EXPECT_EQ(t["blocks"][0]["dead"], json({3}));
+    EXPECT_EQ(t["blocks"][1]["dead"], json({0}));
+    EXPECT_EQ(t["blocks"][1]["super"], json({5}));
+    // The super expert: routed often, ~50× the energy per channel, one outlier channel ~100× its mean.
+    const json& b2 = t["blocks"][1];
+    const auto counts = b2["counts"].get<std::vector<int64_t>>();
+    EXPECT_EQ(*std::max_element(counts.begin(), counts.end()), counts[5]);
+    const auto sums = f.read_values(*f.find("blk.2.ffn_down_exps.weight"));
+    const int64_t ch = b2["super_channel"]["5"];
+    double mean = 0;
+    for (size_t j = 0; j < 64; ++j)
+        if (static_cast<int64_t>(j) != ch) mean += sums[5 * 64 + j] / 63.0;
+    EXPECT_NEAR(mean / static_cast<double>(counts[5]), 12.5, 2.6);
+    EXPECT_GT(sums[5 * 64 + static_cast<size_t>(ch)], 90 * mean);
+}
+
+TEST(GenImatrix, DatGenerationsReadBackAsSpecified) {
+    ImatrixCase c;
+    const std::string g = c.d.file("x.gguf");
+    const std::string common =
+        fmt::format("--model {} --tokens 1000 --chunk-size 256 --dead 2:4 --seed 3", c.model);
+    gen(fmt::format("imatrix {} -o {} --truth {}", common, g, c.d.file("t.json")));
+    const ImatrixFile ref = ImatrixFile::open(g);
+    const json truth = load_json(c.d.file("t.json"));
+    for (const char* generation : {"current", "partial-skip", "nan"}) {
+        SCOPED_TRACE(generation);
+        const std::string dat = c.d.file(fmt::format("{}.dat", generation));
+        gen(fmt::format("imatrix {} -o {} --format dat --dat-generation {} --truth {}", common, dat,
+                        generation, c.d.file("d.json")));
+        const json dt = load_json(c.d.file("d.json"));
+        ImatrixFile f = ImatrixFile::open(dat);
+        EXPECT_EQ(f.kind(), ImatrixKind::kLegacy);
+        EXPECT_EQ(f.chunk_count(), 4u);  // ceil(1000 / 256)
+        EXPECT_EQ(f.datasets(), std::vector<std::string>{"synthetic"});
+        const bool partial = std::string(generation) == "partial-skip";
+        EXPECT_EQ(f.entries().size(), ref.entries().size() - (partial ? 3 : 0));
+        EXPECT_EQ(f.find("blk.2.ffn_down_exps.weight") == nullptr, partial);
+        EXPECT_EQ(dt["skipped_entries"].size(), partial ? 3u : 0u);
+        for (const ImatrixEntry& e : f.entries()) {
+            const ImatrixEntry* r = ref.find(e.name);
+            ASSERT_NE(r, nullptr) << e.name;
+            const auto rs = ref.read_values(*r), rc = ref.read_counts(*r), v = f.read_values(e);
+            ASSERT_EQ(v.size(), rs.size()) << e.name;
+            const float max_count = *std::max_element(rc.begin(), rc.end());
+            EXPECT_EQ(e.ncall, static_cast<int32_t>(std::ceil(max_count / 256.0f))) << e.name;
+            const size_t ne0 = rs.size() / rc.size();
+            for (size_t i = 0; i < v.size(); ++i) {
+                const float count = rc[i / ne0];
+                if (count > 0)
+                    EXPECT_FLOAT_EQ(v[i], rs[i] / count * static_cast<float>(e.ncall)) << e.name << " " << i;
+                else if (std::string(generation) == "nan")
+                    EXPECT_TRUE(std::isnan(v[i])) << e.name << " " << i;
+                else
+                    EXPECT_EQ(v[i], static_cast<float>(e.ncall)) << e.name << " " << i;
+            }
+        }
+        EXPECT_EQ(dt["blocks"][1]["counts"], truth["blocks"][1]["counts"]);
+    }
+}
+
+TEST(GenImatrix, SplitModelNextnAndFusedGateUp) {
+    ImatrixCase c("--nextn 1 --fused-gate-up --shards 2");
+    const std::string shard2 = c.d.file("m.gguf-00002-of-00002.gguf");
+    gen(fmt::format("imatrix --model {} -o {} --truth {}", shard2, c.d.file("a.gguf"), c.d.file("a.json")));
+    ImatrixFile a = ImatrixFile::open(c.d.file("a.gguf"));
+    const auto* gu = a.find("blk.4.ffn_gate_up_exps.weight");
+    ASSERT_NE(gu, nullptr) << "the nextn block is covered by default";
+    EXPECT_EQ(gu->ne0, 128);
+    EXPECT_EQ(gu->n_mat, 16);
+    EXPECT_NE(a.find("blk.4.nextn.eh_proj.weight"), nullptr);
+    EXPECT_EQ(a.find("blk.1.ffn_gate_exps.weight"), nullptr);
+    const json t = load_json(c.d.file("a.json"));
+    EXPECT_EQ(t["blocks"].size(), 4u);
+    EXPECT_TRUE(t["blocks"][3]["nextn"].get<bool>());
+
+    gen(fmt::format("imatrix --model {} -o {} --no-nextn", shard2, c.d.file("b.gguf")));
+    ImatrixFile b = ImatrixFile::open(c.d.file("b.gguf"));
+    for (const auto& e : b.entries()) EXPECT_NE(e.name.rfind("blk.4.", 0), 0u) << e.name;
+    EXPECT_NE(b.find("blk.3.ffn_gate_up_exps.weight"), nullptr);
+}
+
+TEST(GenImatrix, DomainsSkewPopularityAndShareDeadExperts) {
+    ImatrixCase c;
+    for (const char* domain : {"chat", "code"})
+        gen(fmt::format("imatrix --model {} -o {} --domain {} --dead-per-block 2 --truth {}", c.model,
+                        c.d.file(std::string(domain) + ".gguf"), domain,
+                        c.d.file(std::string(domain) + ".json")));
+    gen(fmt::format("imatrix --model {} -o {} --domain chat --dead-per-block 2", c.model,
+                    c.d.file("again.gguf")));
+    EXPECT_EQ(sha256_of(c.d.file("chat.gguf")), sha256_of(c.d.file("again.gguf")));
+    const json chat = load_json(c.d.file("chat.json")), code = load_json(c.d.file("code.json"));
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(chat["blocks"][i]["dead"].size(), 2u);
+        EXPECT_EQ(chat["blocks"][i]["dead"], code["blocks"][i]["dead"]);
+        EXPECT_NE(chat["blocks"][i]["counts"], code["blocks"][i]["counts"]);
+    }
+}
+
+TEST(GenImatrix, BadArgumentsExitTwoNamingTheOption) {
+    ImatrixCase c;
+    const std::string out = c.d.file("x.gguf");
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--dead 0:1",
+         "gguf-reap-gen: error: --dead 0:1: block 0 has no routed experts in this imatrix (MoE "
+         "blocks: 1,2,3)\n"},
+        {"--dead 1:16",
+         "gguf-reap-gen: error: --dead 1:16: expert 16 is out of range (expert_count is 16)\n"},
+        {"--dead 1-2", "gguf-reap-gen: error: --dead 1-2: expected BLOCK:EXPERT pairs"},
+        {"--dead 1:2 --super 1:2", "gguf-reap-gen: error: --dead 1:2: expert is also given as --super\n"},
+        {"--dead-per-block 13",
+         "gguf-reap-gen: error: block 1: 13 dead experts leave 3 live, fewer than expert_used_count (4)\n"},
+        {"--tokens 2",
+         "gguf-reap-gen: error: --tokens 2: 2 tokens × 4 experts each cannot reach all 16 live "
+         "experts of block 1; raise --tokens\n"},
+        {"--tokens 20000000", "gguf-reap-gen: error: --tokens 20000000: must be 1..16777216"},
+        {"--format bin", "gguf-reap-gen: error: --format bin: must be gguf or dat\n"},
+        {"--dat-generation old",
+         "gguf-reap-gen: error: --dat-generation old: must be current, partial-skip or nan\n"},
+    };
+    for (const auto& [args, msg] : cases) {
+        const auto r = run_gen(fmt::format("imatrix --model {} -o {} {}", c.model, out, args));
+        EXPECT_EQ(r.exit_code, 2) << args;
+        EXPECT_EQ(r.err.substr(0, msg.size()), msg) << args;
+    }
+    EXPECT_FALSE(std::filesystem::exists(out));
+    auto r = run_gen(fmt::format("imatrix --model {} -o {}", c.model, c.model));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("that is the model itself"), std::string::npos) << r.err;
+    r = run_gen(fmt::format("imatrix --model {} -o {}", c.d.file("missing.gguf"), out));
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE(r.err.find("missing.gguf: open: No such file or directory"), std::string::npos) << r.err;
+}
+
+// Against a real llama.cpp model and its real imatrix: the generator covers exactly the weights
+// llama-imatrix covers, with the same shapes.
+TEST(GenImatrix, CoversWhatLlamaImatrixCoversOnARealModel) {
+    REQUIRE_FIXTURES();
+    TempDir d;
+    gen(fmt::format("imatrix --model {} -o {}", test::fixture("models/tiny-deepseek2-Q8_0.gguf"),
+                    d.file("x.gguf")));
+    ImatrixFile ours = ImatrixFile::open(d.file("x.gguf"));
+    ImatrixFile real = ImatrixFile::open(test::fixture("imatrix/tiny-deepseek2.chat.imatrix.gguf"));
+    ASSERT_EQ(ours.entries().size(), real.entries().size());
+    for (size_t i = 0; i < ours.entries().size(); ++i) {
+        EXPECT_EQ(ours.entries()[i].name, real.entries()[i].name);
+        EXPECT_EQ(ours.entries()[i].ne0, real.entries()[i].ne0) << real.entries()[i].name;
+        EXPECT_EQ(ours.entries()[i].n_mat, real.entries()[i].n_mat) << real.entries()[i].name;
+    }
+}
+
+}  // namespace
+}  // namespace gguf_reap
