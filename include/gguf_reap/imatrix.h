@@ -25,10 +25,10 @@ enum class ImatrixKind { kNotImatrix, kGguf, kLegacy };
 ImatrixKind detect_imatrix(const std::string& path);
 
 struct ImatrixEntry {
-    std::string name;     // the weight's name, e.g. "blk.1.ffn_down_exps.weight"
-    int64_t ne0 = 0;      // values per matrix (GGUF); legacy: 0 (unknown without the model)
-    int64_t n_mat = 0;    // matrices (experts) (GGUF); legacy: 0 (unknown without the model)
-    int64_t nval = 0;     // ne0 * n_mat
+    std::string name;            // the weight's name, e.g. "blk.1.ffn_down_exps.weight"
+    int64_t ne0 = 0;             // values per matrix (GGUF); legacy: 0 (unknown without the model)
+    int64_t n_mat = 0;           // matrices (experts) (GGUF); legacy: 0 (unknown without the model)
+    int64_t nval = 0;            // ne0 * n_mat
     uint64_t sums_offset = 0;    // absolute file offset of the nval float32 values
     uint64_t counts_offset = 0;  // GGUF: absolute offset of n_mat float32 counts
     int32_t ncall = 0;           // legacy only
@@ -36,7 +36,7 @@ struct ImatrixEntry {
 };
 
 class ImatrixFile {
-public:
+  public:
     // Opens and validates the directory. Throws InputError (bad content, naming offset and field)
     // or IoError.
     static ImatrixFile open(const std::string& path);
@@ -54,8 +54,12 @@ public:
     std::vector<float> read_values(const ImatrixEntry& e) const;
     // GGUF: the n_mat raw counts. Legacy: one element, ncall (what llama.cpp's loader reports).
     std::vector<float> read_counts(const ImatrixEntry& e) const;
+    // Values [first, first + n) of the entry into dst, straight from the file: a caller streams a
+    // large entry through a bounded buffer instead of holding all nval values. Throws UsageError
+    // when the range is outside the entry (a caller bug, not bad input).
+    void read_values_range(const ImatrixEntry& e, uint64_t first, size_t n, float* dst) const;
 
-private:
+  private:
     ImatrixKind kind_ = ImatrixKind::kNotImatrix;
     std::shared_ptr<InputFile> file_;
     std::vector<std::string> datasets_;

@@ -6,7 +6,9 @@
 //     "n_keep": N,
 //     "method": { ... free-form provenance written by rank ... },
 //     "blocks": [ { "block": B, "keep": [ids ascending], "prune": [ids ascending],
-//                   "dead": [ids], "protected": [{"expert": e, "reason": "..."}] } ] }
+//                   "dead": [ids], "protected": [{"expert": e, "reason": "..."}],
+//                   "dead_reasons": [{"expert": e, "reason": "..."}] } ] }
+//   Without a model, `rank` writes "source": {"expert_count": E, "derived_from": "imatrix"} only.
 // Also accepted, for hand-written specs: { "drop": { "B": [ids], ... } } (the shape of
 // ../shared/fixtures/prune_specs), resolved against the model's expert_count.
 #pragma once
@@ -30,6 +32,9 @@ struct KeepListSource {
     uint64_t expert_group_count = 0;
     uint64_t tensor_count = 0;
     std::vector<std::pair<std::string, uint64_t>> shards;  // file name, size
+    // Written by `rank` without --model: only expert_count is known (from the imatrix entries); the
+    // other identity fields are left out of the JSON rather than written as zeros.
+    bool from_imatrix_only = false;
 };
 
 struct ProtectedExpert {
@@ -43,6 +48,7 @@ struct KeepBlock {
     std::vector<int64_t> prune;  // ascending
     std::vector<int64_t> dead;
     std::vector<ProtectedExpert> protected_experts;
+    std::vector<ProtectedExpert> dead_reasons;  // why each dead expert is dead (same shape as protected)
 };
 
 struct KeepList {

@@ -41,9 +41,12 @@ bool header_is_imatrix(const Header& h) {
 
 const char* imatrix_kind_name(ImatrixKind k) {
     switch (k) {
-        case ImatrixKind::kGguf: return "gguf";
-        case ImatrixKind::kLegacy: return "dat";
-        case ImatrixKind::kNotImatrix: return "none";
+        case ImatrixKind::kGguf:
+            return "gguf";
+        case ImatrixKind::kLegacy:
+            return "dat";
+        case ImatrixKind::kNotImatrix:
+            return "none";
     }
     return "?";
 }
@@ -69,13 +72,16 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
         if (const Kv* d = h.find("imatrix.datasets")) {
             auto v = d->as_string_array();
             if (!v)
-                throw InputError(path, d->file_offset, "kv 'imatrix.datasets'", "must be an array of strings");
+                throw InputError(path, d->file_offset, "kv 'imatrix.datasets'",
+                                 "must be an array of strings");
             im.datasets_ = *v;
         }
         for (const char* key : {"imatrix.chunk_count", "imatrix.chunk_size"}) {
             if (const Kv* kv = h.find(key)) {
                 auto v = kv->as_uint();
-                if (!v) throw InputError(path, kv->file_offset, fmt::format("kv '{}'", key), "must be an unsigned integer");
+                if (!v)
+                    throw InputError(path, kv->file_offset, fmt::format("kv '{}'", key),
+                                     "must be an unsigned integer");
                 (std::string_view(key) == "imatrix.chunk_count" ? im.chunk_count_ : im.chunk_size_) = *v;
             }
         }
@@ -90,19 +96,22 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
             const std::string field = fmt::format("tensor '{}'", t.name);
             auto it = counts.find(name);
             if (it == counts.end())
-                throw InputError(path, t.info_offset, field, fmt::format("has no matching '{}.counts' tensor", name));
+                throw InputError(path, t.info_offset, field,
+                                 fmt::format("has no matching '{}.counts' tensor", name));
             const TensorInfo& c = *it->second;
             if (t.type != kF32)
-                throw InputError(path, t.info_offset, field, fmt::format("must be F32, found {}", ggml_type_display(t.type)));
+                throw InputError(path, t.info_offset, field,
+                                 fmt::format("must be F32, found {}", ggml_type_display(t.type)));
             if (c.type != kF32)
                 throw InputError(path, c.info_offset, fmt::format("tensor '{}'", c.name),
                                  fmt::format("must be F32, found {}", ggml_type_display(c.type)));
             if (t.ne[2] != 1 || t.ne[3] != 1)
                 throw InputError(path, t.info_offset, field, "must be 2-D [ne0, n_mat]");
             if (c.ne[0] != 1 || c.ne[1] != t.ne[1] || c.ne[2] != 1 || c.ne[3] != 1)
-                throw InputError(path, c.info_offset, fmt::format("tensor '{}'", c.name),
-                                 fmt::format("has shape {{{}, {}}} but its in_sum2 has {} matrices: expected {{1, {}}}",
-                                             c.ne[0], c.ne[1], t.ne[1], t.ne[1]));
+                throw InputError(
+                    path, c.info_offset, fmt::format("tensor '{}'", c.name),
+                    fmt::format("has shape {{{}, {}}} but its in_sum2 has {} matrices: expected {{1, {}}}",
+                                c.ne[0], c.ne[1], t.ne[1], t.ne[1]));
             ImatrixEntry e;
             e.name = name;
             e.ne0 = t.ne[0];
@@ -123,7 +132,8 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
                                      fmt::format("has no matching '{}.in_sum2' tensor", name));
             }
         }
-        if (im.entries_.empty()) throw InputError(path, std::nullopt, "tensors", "the imatrix holds no entries");
+        if (im.entries_.empty())
+            throw InputError(path, std::nullopt, "tensors", "the imatrix holds no entries");
         return im;
     }
 
@@ -135,7 +145,8 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
     if (n < 1) throw InputError(path, 0, "n_entries", fmt::format("{} entries (must be at least 1)", n));
     if (static_cast<uint64_t>(n) > c.remaining() / 17)
         throw InputError(path, 0, "n_entries",
-                         fmt::format("{} entries cannot fit in the {} bytes left (not a legacy imatrix?)", n, c.remaining()));
+                         fmt::format("{} entries cannot fit in the {} bytes left (not a legacy imatrix?)", n,
+                                     c.remaining()));
     std::unordered_map<std::string, size_t> seen;
     for (int32_t i = 0; i < n; ++i) {
         ImatrixEntry e;
@@ -152,10 +163,12 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
         const uint64_t nval_at = c.pos();
         const int32_t nval = c.read_le<int32_t>(ef + " nval");
         if (nval < 1)
-            throw InputError(path, nval_at, ef + " nval", fmt::format("{} values (must be at least 1)", nval));
-        if (static_cast<uint64_t>(nval) > c.remaining() / 4)
             throw InputError(path, nval_at, ef + " nval",
-                             fmt::format("{} values run past the end of the file ({} bytes left)", nval, c.remaining()));
+                             fmt::format("{} values (must be at least 1)", nval));
+        if (static_cast<uint64_t>(nval) > c.remaining() / 4)
+            throw InputError(
+                path, nval_at, ef + " nval",
+                fmt::format("{} values run past the end of the file ({} bytes left)", nval, c.remaining()));
         e.nval = nval;
         e.sums_offset = c.pos();
         c.skip(static_cast<uint64_t>(nval) * 4, ef + " values");
@@ -166,7 +179,9 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
     // Optional trailer: last chunk, dataset name.
     if (c.remaining() > 0) {
         const int32_t last = c.read_le<int32_t>("trailer last_chunk");
-        if (last < 0) throw InputError(path, c.pos() - 4, "trailer last_chunk", fmt::format("negative chunk count {}", last));
+        if (last < 0)
+            throw InputError(path, c.pos() - 4, "trailer last_chunk",
+                             fmt::format("negative chunk count {}", last));
         im.chunk_count_ = static_cast<uint64_t>(last);
         if (c.remaining() > 0) {
             const uint64_t at = c.pos();
@@ -179,7 +194,8 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
             im.datasets_.push_back(ds);
         }
         if (c.remaining() > 0)
-            throw InputError(path, c.pos(), "trailer", fmt::format("{} unexpected bytes after the dataset name", c.remaining()));
+            throw InputError(path, c.pos(), "trailer",
+                             fmt::format("{} unexpected bytes after the dataset name", c.remaining()));
     }
     return im;
 }
@@ -194,6 +210,13 @@ std::vector<float> ImatrixFile::read_values(const ImatrixEntry& e) const {
     std::vector<float> v(static_cast<size_t>(e.nval));
     file_->read(e.sums_offset, v.data(), v.size() * 4);
     return v;
+}
+
+void ImatrixFile::read_values_range(const ImatrixEntry& e, uint64_t first, size_t n, float* dst) const {
+    if (!range_inside(first, n, static_cast<uint64_t>(e.nval)))
+        throw UsageError(fmt::format("{}: values {}..{} requested from entry '{}' of {} values", path(),
+                                     first, first + n, e.name, e.nval));
+    file_->read(e.sums_offset + first * 4, dst, n * 4);
 }
 
 std::vector<float> ImatrixFile::read_counts(const ImatrixEntry& e) const {

@@ -41,8 +41,12 @@ std::vector<int64_t> get_ids(const json& v, const std::string& path, const std::
     out.reserve(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
         const json& e = v[i];
-        if (!e.is_number_integer()) bad(path, fmt::format("{}[{}]", at, i), fmt::format("expert id must be an integer, found {}", e.dump().substr(0, 40)));
-        out.push_back(e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : e.get<int64_t>());
+        if (!e.is_number_integer())
+            bad(path, fmt::format("{}[{}]", at, i),
+                fmt::format("expert id must be an integer, found {}", e.dump().substr(0, 40)));
+        out.push_back(e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                          ? INT64_MAX
+                          : e.get<int64_t>());
     }
     return out;
 }
@@ -54,16 +58,21 @@ void check_depth(const std::string& text, const std::string& path) {
     for (size_t i = 0; i < text.size(); ++i) {
         char c = text[i];
         if (in_string) {
-            if (escape) escape = false;
-            else if (c == '\\') escape = true;
-            else if (c == '"') in_string = false;
+            if (escape)
+                escape = false;
+            else if (c == '\\')
+                escape = true;
+            else if (c == '"')
+                in_string = false;
             continue;
         }
-        if (c == '"') in_string = true;
+        if (c == '"')
+            in_string = true;
         else if (c == '[' || c == '{') {
             if (++depth > kMaxDepth)
                 throw InputError(path, i, "json", fmt::format("nested deeper than {} levels", kMaxDepth));
-        } else if (c == ']' || c == '}') --depth;
+        } else if (c == ']' || c == '}')
+            --depth;
     }
 }
 
@@ -81,7 +90,8 @@ KeepList KeepList::load(const std::string& path) {
     in.seekg(0, std::ios::end);
     const auto size = static_cast<uint64_t>(in.tellg());
     if (size > kMaxKeeplistBytes)
-        throw InputError(path, std::nullopt, "file", fmt::format("{} bytes is too large for a keeplist (limit 64 MiB)", size));
+        throw InputError(path, std::nullopt, "file",
+                         fmt::format("{} bytes is too large for a keeplist (limit 64 MiB)", size));
     in.seekg(0);
     std::string text(size, '\0');
     in.read(text.data(), static_cast<std::streamsize>(size));
@@ -95,6 +105,9 @@ KeepList KeepList::parse(const std::string& text, const std::string& path) {
         j = json::parse(text);
     } catch (const json::parse_error& e) {
         throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
+    } catch (const json::exception& e) {
+        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
+        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
     }
     if (!j.is_object()) bad(path, "json", "a keeplist must be a JSON object");
     KeepList kl;
@@ -114,28 +127,40 @@ KeepList KeepList::parse(const std::string& text, const std::string& path) {
             b.prune = get_ids(v, path, fmt::format("drop.{}", k));
             kl.blocks.push_back(std::move(b));
         }
-        std::sort(kl.blocks.begin(), kl.blocks.end(), [](const KeepBlock& a, const KeepBlock& b) { return a.block < b.block; });
+        std::sort(kl.blocks.begin(), kl.blocks.end(),
+                  [](const KeepBlock& a, const KeepBlock& b) { return a.block < b.block; });
         return kl;
     }
     if (j.contains("format") && j["format"] != "gguf-reap.keeplist")
-        bad(path, "format", fmt::format("is {}, expected \"gguf-reap.keeplist\"", j["format"].dump().substr(0, 60)));
+        bad(path, "format",
+            fmt::format("is {}, expected \"gguf-reap.keeplist\"", j["format"].dump().substr(0, 60)));
     kl.version = static_cast<int>(get_uint(member(j, "version", path, "version"), path, "version"));
     if (kl.version != 1)
-        bad(path, "version", fmt::format("keeplist version {} is not supported (this gguf-reap reads version 1)", kl.version));
+        bad(path, "version",
+            fmt::format("keeplist version {} is not supported (this gguf-reap reads version 1)", kl.version));
     if (j.contains("source")) {
         const json& s = j["source"];
         KeepListSource src;
-        const json& arch = member(s, "architecture", path, "source");
-        if (!arch.is_string()) bad(path, "source.architecture", "must be a string");
-        src.architecture = arch.get<std::string>();
+        if (!s.is_object()) bad(path, "source", "must be an object");
+        src.from_imatrix_only = s.contains("derived_from") && s["derived_from"] == "imatrix";
+        if (!src.from_imatrix_only) {
+            const json& arch = member(s, "architecture", path, "source");
+            if (!arch.is_string()) bad(path, "source.architecture", "must be a string");
+            src.architecture = arch.get<std::string>();
+        }
         src.expert_count = get_uint(member(s, "expert_count", path, "source"), path, "source.expert_count");
-        if (s.contains("expert_used_count")) src.expert_used_count = get_uint(s["expert_used_count"], path, "source.expert_used_count");
-        if (s.contains("expert_group_count")) src.expert_group_count = get_uint(s["expert_group_count"], path, "source.expert_group_count");
-        if (s.contains("tensor_count")) src.tensor_count = get_uint(s["tensor_count"], path, "source.tensor_count");
+        if (s.contains("expert_used_count"))
+            src.expert_used_count = get_uint(s["expert_used_count"], path, "source.expert_used_count");
+        if (s.contains("expert_group_count"))
+            src.expert_group_count = get_uint(s["expert_group_count"], path, "source.expert_group_count");
+        if (s.contains("tensor_count"))
+            src.tensor_count = get_uint(s["tensor_count"], path, "source.tensor_count");
         if (s.contains("shards") && s["shards"].is_array())
             for (const auto& sh : s["shards"])
                 if (sh.is_object() && sh.contains("name") && sh["name"].is_string())
-                    src.shards.emplace_back(sh["name"].get<std::string>(), sh.value("size", uint64_t{0}));
+                    src.shards.emplace_back(
+                        sh["name"].get<std::string>(),
+                        sh.contains("size") ? get_uint(sh["size"], path, "source.shards.size") : 0);
         kl.source = src;
     }
     if (j.contains("method")) kl.method = j["method"];
@@ -154,10 +179,21 @@ KeepList KeepList::parse(const std::string& text, const std::string& path) {
         if (bj.contains("protected") && bj["protected"].is_array())
             for (const auto& p : bj["protected"])
                 if (p.is_object() && p.contains("expert") && p["expert"].is_number_integer())
-                    b.protected_experts.push_back({p["expert"].get<int64_t>(), p.value("reason", std::string())});
+                    b.protected_experts.push_back(
+                        {p["expert"].get<int64_t>(), p.contains("reason") && p["reason"].is_string()
+                                                         ? p["reason"].get<std::string>()
+                                                         : ""});
+        if (bj.contains("dead_reasons") && bj["dead_reasons"].is_array())
+            for (const auto& p : bj["dead_reasons"])
+                if (p.is_object() && p.contains("expert") && p["expert"].is_number_integer())
+                    b.dead_reasons.push_back(
+                        {p["expert"].get<int64_t>(), p.contains("reason") && p["reason"].is_string()
+                                                         ? p["reason"].get<std::string>()
+                                                         : ""});
         kl.blocks.push_back(std::move(b));
     }
-    kl.n_keep = j.contains("n_keep") ? get_uint(j["n_keep"], path, "n_keep") : (kl.blocks.empty() ? 0 : kl.blocks.front().keep.size());
+    kl.n_keep = j.contains("n_keep") ? get_uint(j["n_keep"], path, "n_keep")
+                                     : (kl.blocks.empty() ? 0 : kl.blocks.front().keep.size());
     return kl;
 }
 
@@ -165,7 +201,9 @@ json KeepList::to_json() const {
     json j;
     j["format"] = "gguf-reap.keeplist";
     j["version"] = version;
-    if (source) {
+    if (source && source->from_imatrix_only) {
+        j["source"] = {{"expert_count", source->expert_count}, {"derived_from", "imatrix"}};
+    } else if (source) {
         json s;
         s["architecture"] = source->architecture;
         s["expert_count"] = source->expert_count;
@@ -187,8 +225,14 @@ json KeepList::to_json() const {
         o["prune"] = b.prune;
         o["dead"] = b.dead;
         json p = json::array();
-        for (const auto& pe : b.protected_experts) p.push_back({{"expert", pe.expert}, {"reason", pe.reason}});
+        for (const auto& pe : b.protected_experts)
+            p.push_back({{"expert", pe.expert}, {"reason", pe.reason}});
         o["protected"] = p;
+        if (!b.dead_reasons.empty()) {
+            json dr = json::array();
+            for (const auto& x : b.dead_reasons) dr.push_back({{"expert", x.expert}, {"reason", x.reason}});
+            o["dead_reasons"] = dr;
+        }
         bl.push_back(o);
     }
     j["blocks"] = bl;
@@ -208,28 +252,34 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
     if (layout.blocks.empty()) fail("the model has no MoE blocks: there are no experts to remove");
     if (kl.source) {
         if (!kl.source->architecture.empty() && kl.source->architecture != layout.arch)
-            fail(fmt::format("made for architecture '{}', but the model is '{}'", kl.source->architecture, layout.arch));
+            fail(fmt::format("made for architecture '{}', but the model is '{}'", kl.source->architecture,
+                             layout.arch));
         if (kl.source->expert_count != layout.expert_count)
-            fail(fmt::format("made for a model with {} experts per block, but this model has {} (was it made for "
-                             "another model, or for an already pruned one?)",
-                             kl.source->expert_count, layout.expert_count));
+            fail(fmt::format(
+                "made for a model with {} experts per block, but this model has {} (was it made for "
+                "another model, or for an already pruned one?)",
+                kl.source->expert_count, layout.expert_count));
     }
     std::set<int> model_blocks, list_blocks;
     for (const auto& b : layout.blocks) model_blocks.insert(b.block);
     for (const auto& b : kl.blocks)
         if (!list_blocks.insert(b.block).second) fail(fmt::format("block {} is listed twice", b.block));
     for (int b : model_blocks)
-        if (!list_blocks.count(b)) fail(fmt::format("block {} of the model has experts but is missing from the keeplist", b));
+        if (!list_blocks.count(b))
+            fail(fmt::format("block {} of the model has experts but is missing from the keeplist", b));
     for (int b : list_blocks)
-        if (!model_blocks.count(b)) fail(fmt::format("block {} is in the keeplist but is not an MoE block of the model", b));
+        if (!model_blocks.count(b))
+            fail(fmt::format("block {} is in the keeplist but is not an MoE block of the model", b));
 
     for (auto& b : kl.blocks) {
         auto check_ids = [&](const std::vector<int64_t>& ids, const char* what) {
             std::set<int64_t> seen;
             for (int64_t id : ids) {
                 if (id < 0 || id >= E)
-                    fail(fmt::format("block {}: {} id {} is out of range (the model has experts 0..{})", b.block, what, id, E - 1));
-                if (!seen.insert(id).second) fail(fmt::format("block {}: {} id {} is listed twice", b.block, what, id));
+                    fail(fmt::format("block {}: {} id {} is out of range (the model has experts 0..{})",
+                                     b.block, what, id, E - 1));
+                if (!seen.insert(id).second)
+                    fail(fmt::format("block {}: {} id {} is listed twice", b.block, what, id));
             }
         };
         if (kl.drop_form) {
@@ -242,14 +292,17 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
         } else {
             check_ids(b.keep, "kept");
             if (!std::is_sorted(b.keep.begin(), b.keep.end()))
-                fail(fmt::format("block {}: kept ids must be in ascending order (source order is preserved)", b.block));
+                fail(fmt::format("block {}: kept ids must be in ascending order (source order is preserved)",
+                                 b.block));
             if (!b.prune.empty()) {
                 check_ids(b.prune, "pruned");
                 std::set<int64_t> all(b.keep.begin(), b.keep.end());
                 for (int64_t p : b.prune)
-                    if (!all.insert(p).second) fail(fmt::format("block {}: expert {} is both kept and pruned", b.block, p));
+                    if (!all.insert(p).second)
+                        fail(fmt::format("block {}: expert {} is both kept and pruned", b.block, p));
                 if (static_cast<int64_t>(all.size()) != E)
-                    fail(fmt::format("block {}: keep and prune cover {} of the {} experts", b.block, all.size(), E));
+                    fail(fmt::format("block {}: keep and prune cover {} of the {} experts", b.block,
+                                     all.size(), E));
             } else {
                 std::set<int64_t> keep(b.keep.begin(), b.keep.end());
                 for (int64_t e = 0; e < E; ++e)
@@ -260,14 +313,16 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
     const size_t n = kl.blocks.front().keep.size();
     for (const auto& b : kl.blocks)
         if (b.keep.size() != n)
-            fail(fmt::format("block {} keeps {} experts but block {} keeps {}: llama.cpp's expert_count is one number "
-                             "for every block",
-                             b.block, b.keep.size(), kl.blocks.front().block, n));
+            fail(fmt::format(
+                "block {} keeps {} experts but block {} keeps {}: llama.cpp's expert_count is one number "
+                "for every block",
+                b.block, b.keep.size(), kl.blocks.front().block, n));
     if (n == 0) fail("keeps no experts");
     if (n < layout.expert_used_count)
-        fail(fmt::format("keeps {} experts per block, fewer than expert_used_count = {} (llama.cpp requires "
-                         "expert_used_count <= expert_count)",
-                         n, layout.expert_used_count));
+        fail(
+            fmt::format("keeps {} experts per block, fewer than expert_used_count = {} (llama.cpp requires "
+                        "expert_used_count <= expert_count)",
+                        n, layout.expert_used_count));
     if (kl.n_keep != 0 && kl.n_keep != n && !kl.drop_form)
         fail(fmt::format("n_keep is {} but the blocks keep {} experts each", kl.n_keep, n));
     kl.n_keep = n;
@@ -281,10 +336,11 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
             for (int64_t id : b.keep) ++counts[static_cast<size_t>(id / per_group)];
             for (size_t g = 0; g < G; ++g)
                 if (counts[g] != n / G)
-                    fail(fmt::format("block {}: group {} (experts {}..{}) keeps {} experts, but every group must keep "
-                                     "{} so that group-limited routing still works",
-                                     b.block, g, static_cast<int64_t>(g) * per_group,
-                                     static_cast<int64_t>(g + 1) * per_group - 1, counts[g], n / G));
+                    fail(fmt::format(
+                        "block {}: group {} (experts {}..{}) keeps {} experts, but every group must keep "
+                        "{} so that group-limited routing still works",
+                        b.block, g, static_cast<int64_t>(g) * per_group,
+                        static_cast<int64_t>(g + 1) * per_group - 1, counts[g], n / G));
         }
     }
 }

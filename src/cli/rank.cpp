@@ -1,0 +1,178 @@
+// gguf-reap rank --imatrix NAME=FILE ... (--keep N | --prune N | --ratio R) --out DIR: score experts
+// from imatrix files and write keeplist.json, ranking.npz and REAP-KEEPLIST-RECEIPT.md.
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
+
+namespace gguf_reap::cli {
+
+namespace {
+
+struct RankCli {
+    std::vector<std::string> imatrices, scores, protect;
+    std::string model, plan, score_field, out, criterion = "energy", consensus = "min-rank", ratio,
+                                               super_share;
+    std::optional<int64_t> keep, prune;
+    double super_channel_ratio = 100.0;
+    bool json = false, force = false, no_hash = false;
+    int threads = 0;
+};
+
+// "0.25", "25%" → 0.25.
+double parse_fraction(const std::string& s, const char* option) {
+    try {
+        size_t used = 0;
+        const bool percent = !s.empty() && s.back() == '%';
+        const std::string num = percent ? s.substr(0, s.size() - 1) : s;
+        const double v = std::stod(num, &used);
+        if (used != num.size() || !std::isfinite(v)) throw std::invalid_argument(s);
+        return percent ? v / 100 : v;
+    } catch (const std::exception&) {
+        throw UsageError(fmt::format("{} {}: expected a fraction such as 0.25 or 25%", option, s));
+    }
+}
+
+RankOptions to_options(const RankCli& c) {
+    RankOptions o;
+    for (const auto& s : c.imatrices) o.imatrices.push_back(parse_domain_spec(s));
+    for (const auto& s : c.scores) o.score_files.push_back(parse_domain_spec(s));
+    o.model = c.model;
+    o.neuron_plan = c.plan;
+    o.score_field = c.score_field;
+    auto cr = parse_criterion(c.criterion);
+    if (!cr)
+        throw UsageError(fmt::format(
+            "--criterion {}: choose frequency, energy, reap-mean, weighted-energy or external", c.criterion));
+    o.criterion = *cr;
+    auto cs = parse_consensus(c.consensus);
+    if (!cs)
+        throw UsageError(
+            fmt::format("--consensus {}: choose min-rank, mean-rank, sum or pooled", c.consensus));
+    o.consensus = *cs;
+    o.keep = c.keep;
+    o.prune = c.prune;
+    if (!c.ratio.empty()) o.ratio = parse_fraction(c.ratio, "--ratio");
+    if (!c.super_share.empty()) {
+        const double v = parse_fraction(c.super_share, "--super-share");
+        if (!(v > 0 && v <= 1))
+            throw UsageError(fmt::format("--super-share {}: must be in (0, 1]", c.super_share));
+        o.super_share = v;
+    }
+    if (!(c.super_channel_ratio > 1)) throw UsageError("--super-channel-ratio must be greater than 1");
+    o.super_channel_ratio = c.super_channel_ratio;
+    for (const auto& arg : c.protect) {
+        // Accept repeated options and comma-separated lists.
+        size_t start = 0;
+        while (start <= arg.size()) {
+            const size_t comma = arg.find(',', start);
+            const std::string one =
+                arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            auto r = parse_expert_ref(one);
+            if (!r) throw UsageError(fmt::format("--protect {}: expected BLOCK:EXPERT, e.g. 2:6", one));
+            o.protect.push_back(*r);
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+    }
+    o.hash_inputs = !c.no_hash;
+    o.threads = c.threads;
+    return o;
+}
+
+void print_text(const RankInput& in, const RankResult& r, const std::string& out) {
+    std::cout << fmt::format(
+        "ranked {} MoE blocks × {} experts from {} domain(s) ({}), criterion {}, consensus {}\n",
+        r.blocks.size(), r.expert_count, in.domains.size(), fmt::join(r.domain_names, ", "),
+        criterion_name(r.criterion), consensus_name(r.consensus));
+    std::cout << fmt::format("keep {} of {} per block ({}): {} pruned per block\n", r.n_keep, r.expert_count,
+                             r.rule, r.expert_count - r.n_keep);
+    if (r.dead_experts.empty()) std::cout << "dead experts: none\n";
+    for (const auto& kb : r.keeplist.blocks)
+        if (!kb.dead.empty())
+            std::cout << fmt::format("dead experts pruned, blk.{}: {}\n", kb.block, fmt::join(kb.dead, ", "));
+    // A summary, not the receipt: at most ten protected experts.
+    const size_t shown = std::min<size_t>(r.protected_experts.size(), 10);
+    for (size_t i = 0; i < shown; ++i) {
+        const auto& p = r.protected_experts[i];
+        std::cout << fmt::format("kept, blk.{} expert {}: {}\n", p.block, p.expert, p.reason);
+    }
+    if (shown < r.protected_experts.size())
+        std::cout << fmt::format("kept {} more protected experts (see {})\n",
+                                 r.protected_experts.size() - shown, kReceiptFile);
+    std::cout << "safety margin: " << safety_margin_sentence(r) << "\n";
+    const std::filesystem::path base(out);
+    std::cout << fmt::format("wrote {}, {}, {}\n", (base / kKeeplistFile).string(),
+                             (base / kRankingFile).string(), (base / kReceiptFile).string());
+}
+
+int run_rank(const RankCli& c) {
+    const RankOptions opts = to_options(c);
+    // Read → decide → write → report.
+    const RankInput in = load_rank_input(opts);
+    for (const auto& n : in.notes) spdlog::info("{}", n);
+    const RankResult r = rank_experts(in, opts);
+    write_rank_outputs(in, r, c.out, c.force);
+    for (const auto& w : r.warnings) spdlog::warn("{}", w);
+    if (c.json) {
+        nlohmann::ordered_json j = rank_summary_json(in, r);
+        const std::filesystem::path base(c.out);
+        j["files"] = {{"keeplist", (base / kKeeplistFile).string()},
+                      {"ranking", (base / kRankingFile).string()},
+                      {"receipt", (base / kReceiptFile).string()}};
+        print_json(j);
+    } else {
+        print_text(in, r, c.out);
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_rank(CLI::App& app, const GlobalOptions&) {
+    auto c = std::make_shared<RankCli>();
+    CLI::App* sub =
+        app.add_subcommand("rank", "Score routed experts from imatrix files and write a keeplist");
+    sub->add_option("--imatrix", c->imatrices,
+                    "NAME=FILE: an imatrix (.gguf or legacy .dat) for one domain; repeat")
+        ->type_name("NAME=FILE");
+    sub->add_option("--scores", c->scores,
+                    "NAME=FILE: external per-expert scores (JSON) for --criterion external")
+        ->type_name("NAME=FILE");
+    sub->add_option("--model", c->model,
+                    "The model (any shard): checks the imatrices and records its identity");
+    sub->add_option("--criterion", c->criterion,
+                    "frequency | energy | reap-mean | weighted-energy | external")
+        ->capture_default_str();
+    sub->add_option("--consensus", c->consensus, "min-rank | mean-rank | sum | pooled")
+        ->capture_default_str();
+    sub->add_option("--keep", c->keep, "Experts kept in every MoE block");
+    sub->add_option("--prune", c->prune, "Experts pruned in every MoE block");
+    sub->add_option("--ratio", c->ratio, "Fraction of experts pruned in every block (0.25 or 25%)");
+    sub->add_option("--protect", c->protect, "BLOCK:EXPERT always kept; repeat or comma-separate");
+    sub->add_option("--neuron-plan", c->plan,
+                    "Width-pruning plan (.npz): restrict energies to the kept channels");
+    sub->add_option("--score-field", c->score_field,
+                    "External scores: the JSON field (default reap, else score)");
+    sub->add_option("--super-share", c->super_share,
+                    "Super-expert share-of-energy threshold (default 10/E, clamped to [0.25, 0.5])");
+    sub->add_option("--super-channel-ratio", c->super_channel_ratio,
+                    "Super-expert test: hottest channel vs the block median")
+        ->capture_default_str();
+    sub->add_option("-o,--out", c->out, "Output directory for keeplist.json, ranking.npz and the receipt")
+        ->required();
+    sub->add_flag("--force", c->force, "Overwrite existing outputs");
+    sub->add_flag("--no-hash", c->no_hash, "Do not compute sha256 of the inputs (recorded as not hashed)");
+    sub->add_option("--threads", c->threads, "Threads (default: all cores)");
+    sub->add_flag("--json", c->json, "Print one JSON document on stdout");
+    return {sub, [c] { return run_rank(*c); }};
+}
+
+}  // namespace gguf_reap::cli

@@ -1,0 +1,83 @@
+#include "gguf_reap/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <utility>
+
+#include "gguf_reap/error.h"
+
+namespace gguf_reap {
+
+namespace {
+void init(EVP_MD_CTX* ctx) {
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
+        throw IoError("libcrypto", "EVP_DigestInit_ex(sha256) failed");
+}
+}  // namespace
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_) throw IoError("libcrypto", "EVP_MD_CTX_new failed");
+    init(ctx_);
+}
+
+Sha256::~Sha256() {
+    EVP_MD_CTX_free(ctx_);
+}
+
+Sha256::Sha256(Sha256&& other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
+
+Sha256& Sha256::operator=(Sha256&& other) noexcept {
+    if (this != &other) {
+        EVP_MD_CTX_free(ctx_);
+        ctx_ = std::exchange(other.ctx_, nullptr);
+    }
+    return *this;
+}
+
+void Sha256::update(const void* data, size_t n) {
+    if (n == 0) return;
+    if (EVP_DigestUpdate(ctx_, data, n) != 1) throw IoError("libcrypto", "EVP_DigestUpdate failed");
+}
+
+Sha256::Digest Sha256::finish() {
+    Digest d{};
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx_, d.data(), &len) != 1 || len != d.size())
+        throw IoError("libcrypto", "EVP_DigestFinal_ex failed");
+    init(ctx_);
+    return d;
+}
+
+std::string Sha256::finish_hex() {
+    const Digest d = finish();
+    return to_hex(d);
+}
+
+void Sha256::reset() {
+    init(ctx_);
+}
+
+std::string to_hex(std::span<const uint8_t> bytes) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out(bytes.size() * 2, '0');
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        out[2 * i] = kDigits[bytes[i] >> 4];
+        out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+    }
+    return out;
+}
+
+std::string sha256_hex(const void* data, size_t n) {
+    Sha256 h;
+    h.update(data, n);
+    return h.finish_hex();
+}
+
+bool is_sha256_hex(std::string_view s) {
+    if (s.size() != 64) return false;
+    for (char c : s)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+}  // namespace gguf_reap

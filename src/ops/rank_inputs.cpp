@@ -1,0 +1,1003 @@
+// rank, step 1: read the inputs. Only the ffn_down_exps entry of each MoE block is read from an
+// imatrix (its in_sum2 rows hold each expert's intermediate-activation energy per channel, its counts
+// the routed tokens), read in place 1 MiB at a time with the pages done with dropped again, so memory
+// is O(domains × blocks × experts) whatever the file size.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <span>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gguf_reap/checked.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/imatrix.h"
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/npz.h"
+#include "gguf_reap/rank.h"
+#include "gguf_reap/sha256.h"
+#include "gguf_reap/shard_set.h"
+#include "gguf_reap/signals.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr size_t kBufferFloats = size_t{1} << 18;  // 1 MiB of values per read
+constexpr uint64_t kMaxScoresJson = uint64_t{256} << 20;
+
+constexpr int32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ8_0 = 8, kTypeBF16 = 30;
+
+std::string base_name(const std::string& path) {
+    return std::filesystem::path(path).filename().string();
+}
+
+// "blk.N.ffn_down_exps.weight" → N.
+std::optional<int> down_exps_block(std::string_view name) {
+    constexpr std::string_view kSuffix = ".ffn_down_exps.weight";
+    if (name.substr(0, 4) != "blk." || name.size() <= 4 + kSuffix.size()) return std::nullopt;
+    if (name.substr(name.size() - kSuffix.size()) != kSuffix) return std::nullopt;
+    const std::string_view num = name.substr(4, name.size() - 4 - kSuffix.size());
+    int n = 0;
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec != std::errc() || p != num.data() + num.size() || n < 0) return std::nullopt;
+    return n;
+}
+
+// Unmaps the whole pages of [offset, offset + n) from this process. On a read-only file mapping this
+// only drops page-table entries (the page cache keeps the data): a pass over a large file then does not
+// grow the resident set.
+void drop_pages(std::span<const uint8_t> map, uint64_t offset, uint64_t n, uint64_t page) {
+    const uint64_t lo = (offset + page - 1) / page * page, hi = (offset + n) / page * page;
+    if (hi > lo) ::madvise(const_cast<uint8_t*>(map.data()) + lo, hi - lo, MADV_DONTNEED);
+}
+
+std::string sha256_file(const InputFile& f) {
+    Sha256 h;
+    const auto map = f.mapping();
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<uint8_t> buf(map.empty() ? size_t{4} << 20 : 0);
+    constexpr uint64_t kChunk = uint64_t{4} << 20;
+    f.advise_sequential(0, f.size());
+    for (uint64_t off = 0; off < f.size();) {
+        check_interrupted();
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, f.size() - off));
+        if (map.empty()) {
+            f.read(off, buf.data(), n);
+            h.update(buf.data(), n);
+        } else {
+            h.update(map.data() + off, n);
+            drop_pages(map, off, n, page);
+        }
+        off += n;
+    }
+    return h.finish_hex();
+}
+
+float half_to_float(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h >> 15) << 31;
+    const uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+    if (exp == 0) {
+        const float v = std::ldexp(static_cast<float>(mant), -24);
+        return sign ? -v : v;
+    }
+    const uint32_t bits =
+        exp == 31 ? (sign | 0x7F800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// Dequantises one row of ne0 elements of an F32/F16/BF16/Q8_0 tensor.
+void dequantize_row(int32_t type, const uint8_t* src, int64_t ne0, float* dst) {
+    switch (type) {
+        case kTypeF32:
+            std::memcpy(dst, src, static_cast<size_t>(ne0) * 4);
+            break;
+        case kTypeF16:
+            for (int64_t i = 0; i < ne0; ++i) {
+                uint16_t h;
+                std::memcpy(&h, src + 2 * i, 2);
+                dst[i] = half_to_float(h);
+            }
+            break;
+        case kTypeBF16:
+            for (int64_t i = 0; i < ne0; ++i) {
+                uint16_t h;
+                std::memcpy(&h, src + 2 * i, 2);
+                const uint32_t bits = static_cast<uint32_t>(h) << 16;
+                std::memcpy(dst + i, &bits, 4);
+            }
+            break;
+        case kTypeQ8_0:
+            // block_q8_0: f16 scale d, then 32 int8 quants; x = d * q.
+            for (int64_t blk = 0; blk < ne0 / 32; ++blk) {
+                const uint8_t* b = src + blk * 34;
+                uint16_t h;
+                std::memcpy(&h, b, 2);
+                const float d = half_to_float(h);
+                for (int j = 0; j < 32; ++j)
+                    dst[blk * 32 + j] = d * static_cast<float>(static_cast<int8_t>(b[2 + j]));
+            }
+            break;
+        default:
+            break;
+    }
+}
+
+// ---- the plan: which channels each (block, expert) keeps ---------------------------------------
+
+struct NeuronPlan {
+    int64_t k = 0;
+    std::vector<int32_t> channels;  // [block index][expert][k]
+    const int32_t* row(size_t b, int64_t e, int64_t E) const {
+        return channels.data() +
+               (b * static_cast<size_t>(E) + static_cast<size_t>(e)) * static_cast<size_t>(k);
+    }
+};
+
+const NpyArray* find_array(const std::map<std::string, NpyArray>& m,
+                           std::initializer_list<const char*> names) {
+    for (const char* n : names)
+        if (auto it = m.find(n); it != m.end()) return &it->second;
+    return nullptr;
+}
+
+NeuronPlan load_plan(const std::string& path, const std::vector<int>& blocks, int64_t E, int64_t width) {
+    const auto arrays = read_npz(path);
+    const NpyArray* ch = find_array(arrays, {"channels"});
+    if (!ch) {
+        for (const auto& [name, a] : arrays) {
+            const char kind = a.descr.size() > 1 ? a.descr[1] : '?';
+            if (a.shape.size() == 2 && (kind == 'u' || kind == 'i')) {
+                if (ch)
+                    throw InputError(
+                        path, std::nullopt, "channels",
+                        "has no 'channels' array and several 2-D integer arrays: which one is the plan?");
+                ch = &a;
+            }
+        }
+    }
+    if (!ch)
+        throw InputError(path, std::nullopt, "channels",
+                         "no [pairs, k] integer array of channel ids (expected 'channels')");
+    if (ch->shape.size() != 2) throw InputError(path, std::nullopt, "channels", "must be 2-D [pairs, k]");
+    const int64_t rows = ch->shape[0], k = ch->shape[1];
+    if (k < 1) throw InputError(path, std::nullopt, "channels", "keeps no channels (k = 0)");
+    const std::vector<int64_t> ids = ch->to_int64();
+    const NpyArray* ba = find_array(arrays, {"block", "blocks", "block_ids"});
+    const NpyArray* ea = find_array(arrays, {"expert", "experts", "expert_ids"});
+    std::vector<int64_t> bid, eid;
+    if (ba && ea) {
+        bid = ba->to_int64();
+        eid = ea->to_int64();
+        if (static_cast<int64_t>(bid.size()) != rows || static_cast<int64_t>(eid.size()) != rows)
+            throw InputError(path, std::nullopt, "block/expert",
+                             fmt::format("must have one entry per plan row ({})", rows));
+    } else {
+        // Without id arrays, rows are block-major over the MoE blocks in ascending order.
+        if (rows != static_cast<int64_t>(blocks.size()) * E)
+            throw InputError(
+                path, std::nullopt, "channels",
+                fmt::format("has {} rows but the model has {} MoE blocks × {} experts = {} (and the plan "
+                            "has no block/expert id arrays)",
+                            rows, blocks.size(), E, static_cast<int64_t>(blocks.size()) * E));
+        for (size_t b = 0; b < blocks.size(); ++b)
+            for (int64_t e = 0; e < E; ++e) {
+                bid.push_back(blocks[b]);
+                eid.push_back(e);
+            }
+    }
+    NeuronPlan p;
+    p.k = k;
+    p.channels.assign(blocks.size() * static_cast<size_t>(E) * static_cast<size_t>(k), -1);
+    std::vector<uint8_t> seen(blocks.size() * static_cast<size_t>(E), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+        auto it = std::lower_bound(blocks.begin(), blocks.end(), bid[static_cast<size_t>(r)]);
+        if (it == blocks.end() || *it != bid[static_cast<size_t>(r)] || eid[static_cast<size_t>(r)] < 0 ||
+            eid[static_cast<size_t>(r)] >= E)
+            throw InputError(path, std::nullopt, fmt::format("row {}", r),
+                             fmt::format("names block {} expert {}, which the model does not have",
+                                         bid[static_cast<size_t>(r)], eid[static_cast<size_t>(r)]));
+        const size_t b = static_cast<size_t>(it - blocks.begin());
+        const size_t pair = b * static_cast<size_t>(E) + static_cast<size_t>(eid[static_cast<size_t>(r)]);
+        if (seen[pair]++)
+            throw InputError(path, std::nullopt, fmt::format("row {}", r),
+                             fmt::format("block {} expert {} appears twice", bid[static_cast<size_t>(r)],
+                                         eid[static_cast<size_t>(r)]));
+        std::set<int64_t> uniq;
+        for (int64_t j = 0; j < k; ++j) {
+            const int64_t c = ids[static_cast<size_t>(r * k + j)];
+            if (c < 0 || (width > 0 && c >= width))
+                throw InputError(
+                    path, std::nullopt, fmt::format("row {}", r),
+                    fmt::format("channel {} is outside the expert width {} of the imatrix", c, width));
+            if (!uniq.insert(c).second)
+                throw InputError(path, std::nullopt, fmt::format("row {}", r),
+                                 fmt::format("channel {} is listed twice", c));
+            p.channels[pair * static_cast<size_t>(k) + static_cast<size_t>(j)] = static_cast<int32_t>(c);
+        }
+    }
+    for (size_t pair = 0; pair < seen.size(); ++pair)
+        if (!seen[pair])
+            throw InputError(
+                path, std::nullopt, "channels",
+                fmt::format("has no row for block {} expert {}", blocks[pair / static_cast<size_t>(E)],
+                            pair % static_cast<size_t>(E)));
+    return p;
+}
+
+// ---- per-row statistics ------------------------------------------------------------------------
+
+struct RowStats {
+    double sum = 0, max = 0, min = 0, restricted = 0, weighted = 0;
+    bool any_nan = false, all_nan = true, all_equal_to = true;
+};
+
+// One pass over one expert's channel values. Eight independent accumulators keep the adds pipelined.
+RowStats row_stats(const uint8_t* x, int64_t n, const int32_t* plan, int64_t k, const float* colnorm,
+                   float equal_to) {
+    // `x` points at n little-endian floats, possibly unaligned (legacy .dat) and possibly inside the
+    // file mapping: every load is a memcpy. GCC/Clang vector extensions give SIMD for the target (SSE2
+    // on any x86-64, NEON on arm64) without -ffast-math, so sums stay in double and NaNs propagate.
+    const auto ld = [x](int64_t i) {
+        float f;
+        std::memcpy(&f, x + 4 * i, 4);
+        return f;
+    };
+    using F4 = float __attribute__((vector_size(16)));
+    using D4 = double __attribute__((vector_size(32)));
+    RowStats s;
+    D4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+    const float inf = std::numeric_limits<float>::infinity();
+    F4 mx0 = {-inf, -inf, -inf, -inf}, mx1 = mx0, mn0 = {inf, inf, inf, inf}, mn1 = mn0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        F4 v0, v1, v2, v3;
+        std::memcpy(&v0, x + 4 * i, 16);
+        std::memcpy(&v1, x + 4 * (i + 4), 16);
+        std::memcpy(&v2, x + 4 * (i + 8), 16);
+        std::memcpy(&v3, x + 4 * (i + 12), 16);
+        a0 += __builtin_convertvector(v0, D4);
+        a1 += __builtin_convertvector(v1, D4);
+        a2 += __builtin_convertvector(v2, D4);
+        a3 += __builtin_convertvector(v3, D4);
+        mx0 = v0 > mx0 ? v0 : mx0;
+        mx1 = v1 > mx1 ? v1 : mx1;
+        mx0 = v2 > mx0 ? v2 : mx0;
+        mx1 = v3 > mx1 ? v3 : mx1;
+        mn0 = v0 < mn0 ? v0 : mn0;
+        mn1 = v1 < mn1 ? v1 : mn1;
+        mn0 = v2 < mn0 ? v2 : mn0;
+        mn1 = v3 < mn1 ? v3 : mn1;
+    }
+    const D4 a = (a0 + a1) + (a2 + a3);
+    double sum = (a[0] + a[1]) + (a[2] + a[3]);
+    float mx = -inf, mn = inf;
+    for (int j = 0; j < 4; ++j) {
+        mx = std::max({mx, mx0[j], mx1[j]});
+        mn = std::min({mn, mn0[j], mn1[j]});
+    }
+    for (; i < n; ++i) {
+        const float v = ld(i);
+        sum += v;
+        mx = v > mx ? v : mx;
+        mn = v < mn ? v : mn;
+    }
+    s.sum = sum;
+    s.max = mx;
+    s.min = mn;
+    if (std::isnan(s.sum)) {
+        for (int64_t c = 0; c < n; ++c) {
+            const bool nan = std::isnan(ld(c));
+            s.any_nan |= nan;
+            s.all_nan &= nan;
+        }
+    } else {
+        s.all_nan = false;
+    }
+    if (!std::isnan(equal_to))
+        for (int64_t c = 0; c < n && s.all_equal_to; ++c) s.all_equal_to = ld(c) == equal_to;
+    else
+        s.all_equal_to = false;
+    if (plan) {
+        double r = 0, w = 0;
+        for (int64_t j = 0; j < k; ++j) {
+            const double v = ld(plan[j]);
+            r += v;
+            if (colnorm) w += static_cast<double>(colnorm[j]) * v;
+        }
+        s.restricted = r;
+        s.weighted = w;
+    } else if (colnorm) {
+        double w = 0;
+        for (int64_t c = 0; c < n; ++c) w += static_cast<double>(colnorm[c]) * ld(c);
+        s.weighted = w;
+    }
+    return s;
+}
+
+// ---- one domain, one block --------------------------------------------------------------------
+
+struct BlockJob {
+    const ImatrixFile* im = nullptr;
+    const ImatrixEntry* entry = nullptr;
+    int block = 0;
+    int64_t E = 0, ne0 = 0;
+    const NeuronPlan* plan = nullptr;
+    size_t block_index = 0;
+    const std::vector<float>* colnorm = nullptr;  // [E][w] (w = k with a plan), weighted-energy only
+    std::vector<float> counts;                    // GGUF counts (read up front)
+    size_t domain = 0;
+};
+
+void init_stats(BlockStats& s, int64_t E, bool plan, bool weighted) {
+    const size_t n = static_cast<size_t>(E);
+    s.present = true;
+    s.count.assign(n, kNaN);
+    s.energy.assign(n, kNaN);
+    s.mean.assign(n, kNaN);
+    s.peak.assign(n, kNaN);
+    s.dead.assign(n, 0);
+    if (plan) {
+        s.energy_full.assign(n, kNaN);
+        s.mean_full.assign(n, kNaN);
+    }
+    if (weighted) s.weighted.assign(n, kNaN);
+}
+
+// Experts [e0, e1) of one block entry into `s`.
+void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
+    const ImatrixFile& im = *job.im;
+    const ImatrixEntry& en = *job.entry;
+    const bool legacy = im.kind() == ImatrixKind::kLegacy;
+    const int64_t ne0 = job.ne0;
+    const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kBufferFloats) / ne0);
+    // Mapped files are read in place (no copy), and the pages done with are dropped from this process
+    // (MADV_DONTNEED on a read-only file mapping only unmaps them; the page cache keeps them), so the
+    // resident set stays at about one buffer whatever the file size. Otherwise pread into a buffer.
+    const auto map = im.file().mapping();
+    std::vector<float> buf(map.empty() ? static_cast<size_t>(std::min<int64_t>(rows_per_read, e1 - e0) * ne0)
+                                       : 0);
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const int64_t k = job.plan ? job.plan->k : 0;
+    const int64_t w = job.plan ? k : ne0;
+    const double ncall = en.ncall > 0 ? static_cast<double>(en.ncall) : 1.0;
+    for (int64_t e = e0; e < e1;) {
+        check_interrupted();
+        const int64_t n = std::min(rows_per_read, e1 - e);
+        const uint64_t first = en.sums_offset + static_cast<uint64_t>(e * ne0) * 4;
+        const uint64_t bytes = static_cast<uint64_t>(n * ne0) * 4;
+        const uint8_t* rows = nullptr;
+        if (map.empty()) {
+            im.read_values_range(en, static_cast<uint64_t>(e * ne0), static_cast<size_t>(n * ne0),
+                                 buf.data());
+            rows = reinterpret_cast<const uint8_t*>(buf.data());
+        } else {
+            rows = map.data() + first;
+        }
+        for (int64_t r = 0; r < n; ++r, ++e) {
+            const size_t ei = static_cast<size_t>(e);
+            const int32_t* plan = job.plan ? job.plan->row(job.block_index, e, job.E) : nullptr;
+            const float* cn = job.colnorm ? job.colnorm->data() + ei * static_cast<size_t>(w) : nullptr;
+            const float equal_to = legacy && en.ncall > 0 ? static_cast<float>(en.ncall)
+                                                          : std::numeric_limits<float>::quiet_NaN();
+            const RowStats st = row_stats(rows + r * ne0 * 4, ne0, plan, k, cn, equal_to);
+            const std::string where = fmt::format("entry '{}' expert {}", en.name, e);
+            const uint64_t row_off =
+                en.sums_offset + static_cast<uint64_t>(e) * static_cast<uint64_t>(ne0) * 4;
+            if (st.any_nan && !(legacy && st.all_nan))
+                throw InputError(im.path(), row_off, where, "holds NaN values");
+            if (!st.any_nan && (!std::isfinite(st.sum) || st.min < 0))
+                throw InputError(im.path(), row_off, where,
+                                 "holds negative or infinite values (sums of squares cannot be)");
+            if (legacy) {
+                // Stored values are per-token means × ncall. A never-routed expert is NaN (writers before
+                // 2024-06) or exactly ncall in every channel (the current writer stores value 1, count 1).
+                if (st.all_nan || st.all_equal_to) {
+                    s.dead[ei] = 1;
+                    s.mean[ei] = 0;
+                    s.peak[ei] = 0;
+                    if (!s.mean_full.empty()) s.mean_full[ei] = 0;
+                    if (!s.weighted.empty()) s.weighted[ei] = 0;
+                    continue;
+                }
+                s.mean[ei] = (plan ? st.restricted : st.sum) / ncall;
+                s.peak[ei] = st.max / ncall;
+                if (!s.mean_full.empty()) s.mean_full[ei] = st.sum / ncall;
+                if (!s.weighted.empty()) s.weighted[ei] = st.weighted / ncall;
+                continue;
+            }
+            const double c = job.counts[ei];
+            s.count[ei] = c;
+            s.energy[ei] = plan ? st.restricted : st.sum;
+            if (!s.energy_full.empty()) s.energy_full[ei] = st.sum;
+            if (!s.weighted.empty()) s.weighted[ei] = st.weighted;
+            if (c == 0) {
+                if (st.sum != 0)
+                    throw InputError(
+                        im.path(), row_off, where,
+                        fmt::format("has no routed tokens but energy {:.6g} (damaged imatrix?)", st.sum));
+                s.dead[ei] = 1;
+                s.mean[ei] = 0;
+                s.peak[ei] = 0;
+                if (!s.mean_full.empty()) s.mean_full[ei] = 0;
+            } else {
+                s.mean[ei] = s.energy[ei] / c;
+                s.peak[ei] = st.max / c;
+                if (!s.mean_full.empty()) s.mean_full[ei] = st.sum / c;
+            }
+        }
+        if (!map.empty()) drop_pages(map, first, bytes, page);
+    }
+}
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads; rethrows the first error (by index).
+template <typename Fn>
+void parallel_for(size_t n, int threads, Fn fn) {
+    const size_t t = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+    if (t <= 1) {
+        for (size_t i = 0; i < n; ++i) fn(i);
+        return;
+    }
+    std::atomic<size_t> next{0};
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> pool;
+    for (size_t w = 0; w < t; ++w)
+        pool.emplace_back([&] {
+            for (size_t i; (i = next.fetch_add(1)) < n;) {
+                try {
+                    fn(i);
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                    next.store(n);  // stop handing out work
+                }
+            }
+        });
+    for (auto& th : pool) th.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+// ---- the model side ----------------------------------------------------------------------------
+
+struct ModelInfo {
+    std::optional<ShardSet> set;
+    MoeLayout layout;
+    std::map<int, const TensorRef*> down;  // block → ffn_down_exps.weight
+};
+
+// ||W_down[:, c]||² for every expert of one block: [E][ne0].
+std::vector<float> column_norms(const ModelInfo& m, int block) {
+    const TensorRef* r = m.down.at(block);
+    const TensorInfo& t = m.set->info(*r);
+    const InputFile& f = *m.set->shards()[r->shard].file;
+    const int64_t ne0 = t.ne[0], ne1 = t.ne[1], E = t.ne[2];
+    const uint64_t row_bytes = *ggml_row_size(t.type, ne0);
+    std::vector<float> out(static_cast<size_t>(E * ne0), 0.0f);
+    std::vector<uint8_t> raw;
+    std::vector<float> row(static_cast<size_t>(ne0));
+    const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>((size_t{4} << 20) / row_bytes));
+    for (int64_t e = 0; e < E; ++e) {
+        check_interrupted();
+        std::vector<double> acc(static_cast<size_t>(ne0), 0.0);
+        for (int64_t r0 = 0; r0 < ne1; r0 += rows_per_read) {
+            const int64_t n = std::min(rows_per_read, ne1 - r0);
+            raw.resize(static_cast<size_t>(n) * row_bytes);
+            f.read(r->abs_offset +
+                       (static_cast<uint64_t>(e) * static_cast<uint64_t>(ne1) + static_cast<uint64_t>(r0)) *
+                           row_bytes,
+                   raw.data(), raw.size());
+            for (int64_t i = 0; i < n; ++i) {
+                dequantize_row(t.type, raw.data() + static_cast<size_t>(i) * row_bytes, ne0, row.data());
+                for (int64_t c = 0; c < ne0; ++c)
+                    acc[static_cast<size_t>(c)] +=
+                        static_cast<double>(row[static_cast<size_t>(c)]) * row[static_cast<size_t>(c)];
+            }
+        }
+        for (int64_t c = 0; c < ne0; ++c)
+            out[static_cast<size_t>(e * ne0 + c)] = static_cast<float>(acc[static_cast<size_t>(c)]);
+    }
+    return out;
+}
+
+// ---- external scores ---------------------------------------------------------------------------
+
+struct ExternalFile {
+    std::map<int, nlohmann::json> blocks;  // block → object of fields (or {"score": [...]})
+};
+
+ExternalFile load_external(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError(path, "open", errno);
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<uint64_t>(in.tellg());
+    if (size > kMaxScoresJson)
+        throw InputError(path, std::nullopt, "file",
+                         fmt::format("{} bytes is too large for a score file (limit 256 MiB)", size));
+    in.seekg(0);
+    std::string text(size, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text, nullptr, true, false);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
+    }
+    if (!j.is_object()) throw InputError(path, std::nullopt, "json", "a score file must be a JSON object");
+    const nlohmann::json& blocks = j.contains("blocks") ? j["blocks"] : j;
+    if (!blocks.is_object())
+        throw InputError(path, std::nullopt, "blocks", "must be an object {\"BLOCK\": {...}}");
+    ExternalFile out;
+    for (const auto& [key, val] : blocks.items()) {
+        int b = -1;
+        auto [p, ec] = std::from_chars(key.data(), key.data() + key.size(), b);
+        if (ec != std::errc() || p != key.data() + key.size() || b < 0) {
+            if (&blocks == &j && (key == "format" || key == "version")) continue;
+            throw InputError(path, std::nullopt, fmt::format("\"{}\"", key.substr(0, 40)),
+                             "is not a block number");
+        }
+        if (val.is_array())
+            out.blocks[b] = nlohmann::json{{"score", val}};
+        else if (val.is_object())
+            out.blocks[b] = val;
+        else
+            throw InputError(path, std::nullopt, fmt::format("block {}", b),
+                             "must be an object of per-expert arrays or an array of scores");
+    }
+    if (out.blocks.empty()) throw InputError(path, std::nullopt, "blocks", "holds no blocks");
+    return out;
+}
+
+std::vector<double> external_array(const nlohmann::json& v, const std::string& path, const std::string& field,
+                                   int64_t E) {
+    if (!v.is_array())
+        throw InputError(path, std::nullopt, field, "must be an array with one number per expert");
+    if (E > 0 && static_cast<int64_t>(v.size()) != E)
+        throw InputError(path, std::nullopt, field,
+                         fmt::format("has {} values but the model has {} experts", v.size(), E));
+    std::vector<double> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number())
+            throw InputError(path, std::nullopt, fmt::format("{}[{}]", field, i), "must be a number");
+        const double x = v[i].get<double>();
+        if (!std::isfinite(x))
+            throw InputError(path, std::nullopt, fmt::format("{}[{}]", field, i), "must be finite");
+        out.push_back(x);
+    }
+    return out;
+}
+
+void load_external_domains(const RankOptions& opts, RankInput& in, bool have_model) {
+    std::vector<ExternalFile> files;
+    for (const auto& d : opts.score_files) files.push_back(load_external(d.path));
+    if (!have_model) {
+        std::set<int> all;
+        for (const auto& f : files)
+            for (const auto& [b, v] : f.blocks) all.insert(b);
+        in.blocks.assign(all.begin(), all.end());
+    }
+    // The field: as asked, else "reap" (llama-expert-profile), else "score".
+    const nlohmann::json& first = files.front().blocks.begin()->second;
+    std::string field = opts.score_field;
+    if (field.empty()) field = first.contains("reap") ? "reap" : "score";
+    in.score_field = field;
+    for (size_t d = 0; d < files.size(); ++d) {
+        const std::string& path = opts.score_files[d].path;
+        DomainData& dom = in.domains[d];
+        dom.format = "json";
+        dom.blocks.assign(in.blocks.size(), BlockStats{});
+        for (const auto& [b, v] : files[d].blocks)
+            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
+                throw UsageError(
+                    fmt::format("{}: block {} has scores but is not an MoE block of the model", path, b));
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            const int b = in.blocks[bi];
+            auto it = files[d].blocks.find(b);
+            if (it == files[d].blocks.end())
+                throw UsageError(fmt::format("{}: has no scores for MoE block {}", path, b));
+            const nlohmann::json& o = it->second;
+            if (!o.contains(field)) {
+                std::string have;
+                for (const auto& [k, v] : o.items())
+                    if (v.is_array()) have += (have.empty() ? "" : ", ") + k;
+                throw UsageError(
+                    fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with --score-field",
+                                path, b, field, have.empty() ? "none" : have));
+            }
+            std::vector<double> s =
+                external_array(o[field], path, fmt::format("block {} '{}'", b, field), in.expert_count);
+            if (in.expert_count == 0) in.expert_count = static_cast<int64_t>(s.size());
+            if (static_cast<int64_t>(s.size()) != in.expert_count)
+                throw InputError(
+                    path, std::nullopt, fmt::format("block {} '{}'", b, field),
+                    fmt::format("has {} values but other blocks have {}", s.size(), in.expert_count));
+            BlockStats& st = dom.blocks[bi];
+            st.present = true;
+            st.external = s;
+            const size_t n = s.size();
+            st.count.assign(n, kNaN);
+            st.energy.assign(n, kNaN);
+            st.mean.assign(n, kNaN);
+            st.peak.assign(n, kNaN);
+            st.dead.assign(n, 0);
+            if (o.contains("activation_counts")) {
+                st.count = external_array(o["activation_counts"], path,
+                                          fmt::format("block {} 'activation_counts'", b), in.expert_count);
+                for (size_t e = 0; e < n; ++e) st.dead[e] = st.count[e] == 0;
+            }
+        }
+    }
+}
+
+// ---- imatrix domains ---------------------------------------------------------------------------
+
+// The expert count of a legacy entry, which the .dat format does not store: from the model, a GGUF
+// imatrix of the same model, or the same file's router entry (ne0 = n_embd) and gate/up entries
+// (n_embd × E values).
+std::optional<int64_t> legacy_expert_count(const ImatrixFile& im, int block, std::string& how) {
+    const ImatrixEntry* router = im.find(fmt::format("blk.{}.ffn_gate_inp.weight", block));
+    if (!router || router->nval < 1) return std::nullopt;
+    for (const char* t : {"ffn_up_exps", "ffn_gate_exps", "ffn_gate_up_exps"}) {
+        const ImatrixEntry* x = im.find(fmt::format("blk.{}.{}.weight", block, t));
+        if (x && x->nval % router->nval == 0 && x->nval / router->nval >= 1) {
+            how = fmt::format(
+                "blk.{}.ffn_gate_inp ({} values = n_embd) and blk.{}.{} ({} values = n_embd × experts)",
+                block, router->nval, block, t, x->nval);
+            return x->nval / router->nval;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+RankInput load_rank_input(const RankOptions& opts) {
+    const bool external = opts.criterion == Criterion::kExternal;
+    if (external && opts.score_files.empty())
+        throw UsageError(
+            "--criterion external needs score files: --scores NAME=FILE (JSON, see docs/rank.md)");
+    if (external && !opts.imatrices.empty())
+        throw UsageError(
+            "--criterion external ranks by --scores files; --imatrix cannot be combined with it");
+    if (!external && !opts.score_files.empty())
+        throw UsageError("--scores files are only read with --criterion external");
+    if (!external && opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
+    if (opts.criterion == Criterion::kWeightedEnergy && opts.model.empty())
+        throw UsageError(
+            "--criterion weighted-energy needs --model: it weights each channel by the squared norm of "
+            "the matching ffn_down_exps column");
+    if (external && !opts.neuron_plan.empty())
+        throw UsageError(
+            "--neuron-plan restricts imatrix energies; it does not apply to --criterion external");
+    const auto& specs = external ? opts.score_files : opts.imatrices;
+    {
+        std::set<std::string> names;
+        for (const auto& d : specs) {
+            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
+            if (!names.insert(d.name).second)
+                throw UsageError(
+                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
+        }
+    }
+    const int threads =
+        opts.threads > 0 ? opts.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+    RankInput in;
+    ModelInfo model;
+    if (!opts.model.empty()) {
+        model.set.emplace(ShardSet::open(opts.model));
+        model.layout = build_moe_layout(*model.set);
+        const MoeLayout& L = model.layout;
+        if (L.blocks.empty())
+            throw UsageError(
+                fmt::format("{}: the model has no MoE blocks (no {}.expert_count or no expert tensors): "
+                            "there are no experts to rank",
+                            opts.model, L.arch.empty() ? "<arch>" : L.arch));
+        in.expert_count = static_cast<int64_t>(L.expert_count);
+        in.expert_used_count = L.expert_used_count;
+        in.expert_group_count = L.expert_group_count;
+        for (const auto& b : L.blocks) {
+            in.blocks.push_back(b.block);
+            for (const auto& t : b.tensors)
+                if (t.role == ExpertRole::kDownExps) model.down[b.block] = &model.set->tensors()[t.tensor];
+            if (!model.down.count(b.block) && !external)
+                throw UsageError(
+                    fmt::format("{}: MoE block {} has no ffn_down_exps.weight, the tensor whose imatrix "
+                                "entry rank reads",
+                                opts.model, b.block));
+        }
+        KeepListSource src;
+        src.architecture = L.arch;
+        src.expert_count = L.expert_count;
+        src.expert_used_count = L.expert_used_count;
+        src.expert_group_count = L.expert_group_count;
+        src.tensor_count = model.set->tensors().size();
+        for (const Shard& s : model.set->shards()) src.shards.emplace_back(base_name(s.path), s.file->size());
+        in.source = src;
+    }
+
+    in.domains.resize(specs.size());
+    for (size_t d = 0; d < specs.size(); ++d) {
+        in.domains[d].name = specs[d].name;
+        in.domains[d].path = specs[d].path;
+    }
+
+    if (external) {
+        load_external_domains(opts, in, model.set.has_value());
+        for (auto& dom : in.domains) {
+            auto f = InputFile::open(dom.path);
+            dom.file_size = f->size();
+            if (opts.hash_inputs) dom.sha256 = sha256_file(*f);
+        }
+        return in;
+    }
+
+    // Open every imatrix (directory only) and find its ffn_down_exps entries.
+    std::vector<ImatrixFile> ims;
+    for (const auto& d : specs) ims.push_back(ImatrixFile::open(d.path));
+    for (size_t d = 0; d < ims.size(); ++d) in.domains[d].format = imatrix_kind_name(ims[d].kind());
+    check_criterion_inputs(in, opts);
+    std::vector<std::map<int, const ImatrixEntry*>> found(ims.size());
+    struct Shape {
+        int64_t n_mat, ne0;
+        size_t domain;
+    };
+    std::map<int, Shape> gguf_shape;  // block → shape in the first GGUF imatrix that has it
+    for (size_t d = 0; d < ims.size(); ++d) {
+        for (const auto& e : ims[d].entries())
+            if (auto b = down_exps_block(e.name)) found[d][*b] = &e;
+        if (found[d].empty())
+            throw UsageError(
+                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
+                            "(or was made with a filter that left the experts out)",
+                            specs[d].path));
+        if (ims[d].kind() != ImatrixKind::kGguf) continue;
+        for (const auto& [b, e] : found[d]) {
+            auto [it, inserted] = gguf_shape.emplace(b, Shape{e->n_mat, e->ne0, d});
+            if (!inserted && (it->second.n_mat != e->n_mat || it->second.ne0 != e->ne0))
+                throw UsageError(
+                    fmt::format("{}: {} is [{}, {}] but in {} it is [{}, {}]: the imatrices were made "
+                                "from different models",
+                                specs[d].path, e->name, e->ne0, e->n_mat, specs[it->second.domain].path,
+                                it->second.ne0, it->second.n_mat));
+        }
+    }
+    if (!model.set) {
+        std::set<int> all;
+        for (const auto& f : found)
+            for (const auto& [b, e] : f) all.insert(b);
+        in.blocks.assign(all.begin(), all.end());
+    }
+
+    // Shapes: experts and width of every block's entry, checked against the model.
+    std::vector<std::vector<int64_t>> width(ims.size(), std::vector<int64_t>(in.blocks.size(), 0));
+    std::vector<std::vector<const ImatrixEntry*>> entry(
+        ims.size(), std::vector<const ImatrixEntry*>(in.blocks.size(), nullptr));
+    for (size_t d = 0; d < ims.size(); ++d) {
+        const ImatrixFile& im = ims[d];
+        const bool legacy = im.kind() == ImatrixKind::kLegacy;
+        for (const auto& [b, e] : found[d])
+            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
+                throw UsageError(
+                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
+                                "was the imatrix made for another model?",
+                                specs[d].path, b, e->name, opts.model));
+        std::vector<int> missing;
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            const int b = in.blocks[bi];
+            auto it = found[d].find(b);
+            if (it == found[d].end()) {
+                missing.push_back(b);
+                continue;
+            }
+            const ImatrixEntry* e = it->second;
+            int64_t E = 0;
+            if (!legacy) {
+                E = e->n_mat;
+            } else if (in.expert_count > 0) {
+                E = in.expert_count;
+            } else if (auto g = gguf_shape.find(b); g != gguf_shape.end()) {
+                E = g->second.n_mat;
+                in.notes.push_back(
+                    fmt::format("{}: expert count of blk.{} ({}) taken from a GGUF imatrix of the same model",
+                                specs[d].name, b, E));
+            } else {
+                std::string how;
+                auto derived = legacy_expert_count(im, b, how);
+                if (!derived)
+                    throw UsageError(
+                        fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
+                                    "this file has no router and gate/up entries to derive it from: give "
+                                    "--model (or a GGUF imatrix of the same model)",
+                                    specs[d].path, e->name));
+                E = *derived;
+                if (bi == 0)
+                    in.notes.push_back(
+                        fmt::format("{}: expert count {} derived from {}", specs[d].name, E, how));
+            }
+            if (E < 1 || e->nval % E != 0)
+                throw InputError(im.path(), e->entry_offset, fmt::format("entry '{}'", e->name),
+                                 fmt::format("{} values cannot be split among {} experts", e->nval, E));
+            if (in.expert_count == 0) in.expert_count = E;
+            if (E != in.expert_count)
+                throw UsageError(fmt::format("{}: {} has {} experts, but {} has {}{}", specs[d].path, e->name,
+                                             E, model.set ? opts.model : "the other entries", in.expert_count,
+                                             model.set ? ": the imatrix was made for another model" : ""));
+            width[d][bi] = e->nval / E;
+            entry[d][bi] = e;
+        }
+        if (!missing.empty()) {
+            std::string list;
+            for (int b : missing) list += (list.empty() ? "" : ", ") + std::to_string(b);
+            if (!legacy)
+                throw UsageError(fmt::format("{}: has no ffn_down_exps entry for MoE block(s) {}{}",
+                                             specs[d].path, list,
+                                             model.set ? " of the model: was it made for another model?"
+                                                       : " that other imatrices have"));
+            in.notes.push_back(
+                fmt::format("{}: no entry for block(s) {}: the 2024-25 .dat writer skipped every entry in "
+                            "which some expert was never routed, so these blocks hold a dead expert that "
+                            "this file cannot name; they are ranked from the other domains",
+                            specs[d].name, list));
+        }
+    }
+
+    // Widths agree across domains; with a model, they match its ffn_down_exps (or the plan's k).
+    std::vector<int64_t> block_width(in.blocks.size(), 0);
+    for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+        for (size_t d = 0; d < ims.size(); ++d) {
+            if (!width[d][bi]) continue;
+            if (block_width[bi] && block_width[bi] != width[d][bi])
+                throw UsageError(
+                    fmt::format("{}: blk.{}.ffn_down_exps has expert width {}, other imatrices have {}",
+                                specs[d].path, in.blocks[bi], width[d][bi], block_width[bi]));
+            block_width[bi] = width[d][bi];
+        }
+        if (!block_width[bi])
+            throw UsageError(fmt::format(
+                "no imatrix has data for MoE block {} (legacy files skip entries with never-routed "
+                "experts): add a GGUF imatrix",
+                in.blocks[bi]));
+    }
+    in.expert_width = block_width.front();
+
+    std::optional<NeuronPlan> plan;
+    if (!opts.neuron_plan.empty()) {
+        const int64_t native = *std::max_element(block_width.begin(), block_width.end());
+        plan = load_plan(opts.neuron_plan, in.blocks, in.expert_count, native);
+        in.plan_path = opts.neuron_plan;
+        in.plan_k = plan->k;
+        if (opts.hash_inputs) in.plan_sha256 = sha256_file(*InputFile::open(opts.neuron_plan));
+    }
+    if (model.set) {
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            const TensorRef* r = model.down.at(in.blocks[bi]);
+            const TensorInfo& t = model.set->info(*r);
+            const int64_t want = plan ? plan->k : block_width[bi];
+            if (t.ne[0] != want) {
+                if (plan)
+                    throw UsageError(
+                        fmt::format("{}: {} has width {} but the neuron plan keeps {} channels: the model "
+                                    "must be the width-pruned one made with this plan",
+                                    opts.model, t.name, t.ne[0], plan->k));
+                throw UsageError(fmt::format("{}: {} has expert width {} but the imatrix entry has {}{}",
+                                             opts.model, t.name, t.ne[0], block_width[bi],
+                                             t.ne[0] < block_width[bi]
+                                                 ? ": a width-pruned model needs its --neuron-plan"
+                                                 : ": the imatrix was made for another model"));
+            }
+            if (opts.criterion == Criterion::kWeightedEnergy && t.type != kTypeF32 && t.type != kTypeF16 &&
+                t.type != kTypeBF16 && t.type != kTypeQ8_0)
+                throw UsageError(
+                    fmt::format("{}: {} is {}: weighted-energy reads the down-projection weights and handles "
+                                "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "
+                                "such a down projection",
+                                opts.model, t.name, ggml_type_display(t.type)));
+        }
+    }
+
+    // Per-domain metadata.
+    for (size_t d = 0; d < ims.size(); ++d) {
+        DomainData& dom = in.domains[d];
+        dom.format = imatrix_kind_name(ims[d].kind());
+        dom.file_size = ims[d].file().size();
+        dom.datasets = ims[d].datasets();
+        dom.chunks = ims[d].chunk_count();
+        dom.chunk_size = ims[d].chunk_size();
+        if (dom.chunks && dom.chunk_size) dom.tokens = *dom.chunks * *dom.chunk_size;
+        dom.blocks.resize(in.blocks.size());
+        if (ims[d].kind() == ImatrixKind::kLegacy)
+            in.notes.push_back(
+                fmt::format("{}: legacy .dat: per-expert routing counts and total energies are not stored "
+                            "(only per-token means), so token and energy shares are unknown",
+                            dom.name));
+    }
+
+    // Read. Every (domain, block) entry becomes a job, split into expert ranges shared among the
+    // threads. Jobs run in file order (domain, then offset: llama-imatrix sorts entries by name, so
+    // blk.10 precedes blk.2), so that each file is read front to back. weighted-energy instead goes
+    // block by block, to hold one block's weight norms at a time.
+    const bool weighted = opts.criterion == Criterion::kWeightedEnergy;
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, in.expert_count));
+    struct Item {
+        size_t job;
+        int64_t e0, e1;
+    };
+    auto make_job = [&](size_t d, size_t bi, const std::vector<float>* colnorm) {
+        BlockJob j;
+        j.im = &ims[d];
+        j.entry = entry[d][bi];
+        j.block = in.blocks[bi];
+        j.E = in.expert_count;
+        j.ne0 = block_width[bi];
+        j.plan = plan ? &*plan : nullptr;
+        j.block_index = bi;
+        j.colnorm = colnorm;
+        j.domain = d;
+        if (ims[d].kind() == ImatrixKind::kGguf) {
+            const std::vector<float> c = ims[d].read_counts(*j.entry);
+            for (size_t e = 0; e < c.size(); ++e)
+                if (!std::isfinite(c[e]) || c[e] < 0)
+                    throw InputError(ims[d].path(), j.entry->counts_offset + e * 4,
+                                     fmt::format("entry '{}' count of expert {}", j.entry->name, e),
+                                     fmt::format("{} is not a token count", c[e]));
+            j.counts = c;
+        }
+        init_stats(in.domains[d].blocks[bi], in.expert_count, plan.has_value(), weighted);
+        return j;
+    };
+    auto run_jobs = [&](std::vector<BlockJob>& jobs) {
+        std::sort(jobs.begin(), jobs.end(), [](const BlockJob& a, const BlockJob& b) {
+            return a.domain != b.domain ? a.domain < b.domain : a.entry->sums_offset < b.entry->sums_offset;
+        });
+        for (const BlockJob& j : jobs)  // opened for random access (header parsing); read front to back
+            j.im->file().advise_sequential(j.entry->sums_offset, static_cast<uint64_t>(j.entry->nval) * 4);
+        std::vector<Item> items;
+        for (size_t j = 0; j < jobs.size(); ++j)
+            for (int64_t c = 0; c < chunks; ++c)
+                items.push_back({j, in.expert_count * c / chunks, in.expert_count * (c + 1) / chunks});
+        parallel_for(items.size(), threads, [&](size_t i) {
+            const BlockJob& j = jobs[items[i].job];
+            process_rows(j, in.domains[j.domain].blocks[j.block_index], items[i].e0, items[i].e1);
+        });
+    };
+    if (!weighted) {
+        std::vector<BlockJob> jobs;
+        for (size_t d = 0; d < ims.size(); ++d)
+            for (size_t bi = 0; bi < in.blocks.size(); ++bi)
+                if (entry[d][bi]) jobs.push_back(make_job(d, bi, nullptr));
+        run_jobs(jobs);
+    } else {
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            check_interrupted();
+            const std::vector<float> colnorm = column_norms(model, in.blocks[bi]);
+            std::vector<BlockJob> jobs;
+            for (size_t d = 0; d < ims.size(); ++d)
+                if (entry[d][bi]) jobs.push_back(make_job(d, bi, &colnorm));
+            run_jobs(jobs);
+        }
+    }
+
+    if (opts.hash_inputs)
+        parallel_for(ims.size(), threads,
+                     [&](size_t d) { in.domains[d].sha256 = sha256_file(ims[d].file()); });
+    return in;
+}
+
+}  // namespace gguf_reap

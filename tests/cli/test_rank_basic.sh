@@ -1,0 +1,97 @@
+# gguf-reap rank: the real binary on the llama.cpp-made fixtures and on generated files.
+source "$(dirname "$0")/lib.sh"
+
+case_ "rank is listed in help"
+run "$BIN" rank --help
+expect_code 0
+expect_out "--imatrix"
+
+case_ "a rule is required"
+"$GEN" model --preset tiny -o "$WORK/m.gguf" >/dev/null
+"$GEN" imatrix --model "$WORK/m.gguf" --dead 1:3 -o "$WORK/a.imatrix.gguf" >/dev/null
+run "$BIN" rank --imatrix "$WORK/a.imatrix.gguf" -o "$WORK/out"
+expect_code 2
+expect_err "gguf-reap: error: give exactly one of --keep N, --prune N or --ratio R"
+expect_no_out
+
+case_ "a missing imatrix is an I/O error"
+run "$BIN" rank --imatrix "$WORK/nope.gguf" --prune 1 -o "$WORK/out"
+expect_code 3
+expect_err "nope.gguf: open: No such file or directory"
+
+case_ "a model given as --imatrix is refused"
+run "$BIN" rank --imatrix "$WORK/m.gguf" --prune 1 -o "$WORK/out"
+expect_code 2
+expect_err "m.gguf: general.type: this GGUF file is a model, not an imatrix"
+expect_err_lines 1
+
+case_ "generated: --json is one document; files written; no overwrite without --force"
+run "$BIN" rank --imatrix chat="$WORK/a.imatrix.gguf" --model "$WORK/m.gguf" --prune 1 -o "$WORK/out" --json
+expect_code 0
+expect_json "d['n_keep'] == 15 and d['dead'][0]['block'] == 1 and d['dead'][0]['expert'] == 3 and d['domains'][0]['name'] == 'chat'"
+[ -f "$WORK/out/keeplist.json" ] && [ -f "$WORK/out/ranking.npz" ] && [ -f "$WORK/out/REAP-KEEPLIST-RECEIPT.md" ] && _pass || _fail "outputs missing"
+run "$BIN" rank --imatrix chat="$WORK/a.imatrix.gguf" --prune 1 -o "$WORK/out"
+expect_code 2
+expect_err "keeplist.json exists; use --force to overwrite it"
+
+case_ "external scores in llama-expert-profile's expert_stats.json layout"
+/usr/bin/python3 - "$WORK/stats.json" <<'PY'
+import json, sys
+d = {}
+for b in (1, 2, 3):
+    d[str(b)] = {"total_tokens": 1000, "activation_counts": [0 if e == 5 else 100 + e for e in range(16)],
+                 "reap": [0.0 if e == 5 else 1.0 + (e * 7 % 16) for e in range(16)],
+                 "ean_mean": [1.0] * 16, "never_activated": 1}
+json.dump(d, open(sys.argv[1], "w"))
+PY
+run "$BIN" rank --criterion external --scores prof="$WORK/stats.json" --model "$WORK/m.gguf" --keep 12 -o "$WORK/ext" --json
+expect_code 0
+expect_json "d['criterion'] == 'external' and all(b['dead'] == [5] for b in d['per_block']) and len(d['per_block'][0]['keep']) == 12"
+run "$BIN" rank --criterion external --scores prof="$WORK/stats.json" --score-field nope --keep 12 -o "$WORK/ext2"
+expect_code 2
+expect_err "block 1 has no field 'nope' (it has: activation_counts, ean_mean, reap); choose one with --score-field"
+
+if have_fixtures; then
+    I=$FIX/imatrix/tiny-deepseek2
+    case_ "fixtures: --prune 3 keeps the super-expert and drops exactly the dead experts"
+    run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --imatrix code=$I.code.imatrix.gguf \
+        --imatrix prose=$I.prose.imatrix.gguf --imatrix reasoning=$I.reasoning.imatrix.gguf \
+        --imatrix wiki=$I.wiki.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --prune 3 -o "$WORK/fx"
+    expect_code 0
+    expect_out "dead experts pruned, blk.2: 0, 9, 14"
+    expect_out "kept, blk.2 expert 6: super-expert"
+    expect_out "safety margin: no pruned expert ranks better than 14 of 16 in any domain, in any layer (median layer: 14)"
+    /usr/bin/python3 - "$WORK/fx/keeplist.json" "$FIX/prune_specs/tiny-deepseek2.drop-dead.json" <<'PY' && _pass || _fail "keeplist differs from drop-dead.json"
+import json, sys
+k = json.load(open(sys.argv[1])); spec = json.load(open(sys.argv[2]))
+got = {str(b["block"]): b["prune"] for b in k["blocks"]}
+sys.exit(0 if got == spec["drop"] and k["source"]["architecture"] == "deepseek2" else 1)
+PY
+    if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+        /usr/bin/python3 - "$WORK/fx/ranking.npz" <<'PY' && _pass || _fail "ranking.npz does not load in numpy"
+import numpy as np, sys
+z = np.load(sys.argv[1])
+assert list(z["domains"]) == ["chat", "code", "prose", "reasoning", "wiki"]
+assert z["scores"].shape == (5, 3, 16) and z["ranks"].dtype == np.int32
+assert list(z["blocks"]) == [1, 2, 3]
+assert z["keep"].sum() == 39 and not z["keep"][1, 0] and z["keep"][1, 6] and z["protected"][1, 6]
+assert z["counts"][0, 0, 1] == 4
+PY
+    fi
+
+    case_ "fixtures: a legacy .dat refuses energy and names the way out"
+    run "$BIN" rank --imatrix $I.chat.imatrix.dat --prune 3 -o "$WORK/fx2"
+    expect_code 2
+    expect_err "use the GGUF imatrix of the same run (llama-imatrix --output-format gguf, the default since 2025-07) or --criterion reap-mean"
+
+    case_ "fixtures: a legacy .dat with reap-mean finds the same design"
+    run "$BIN" rank --imatrix $I.all.imatrix.dat --criterion reap-mean --prune 3 -o "$WORK/fx3" --json
+    expect_code 0
+    expect_json "sorted((x['block'], x['expert']) for x in d['dead']) == [(1,3),(1,7),(1,12),(2,0),(2,9),(2,14),(3,5),(3,10),(3,15)] and [(p['block'], p['expert']) for p in d['protected']] == [(2, 6)]"
+
+    case_ "fixtures: keeping fewer than expert_used_count is refused"
+    run "$BIN" rank --imatrix $I.all.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --keep 3 -o "$WORK/fx4"
+    expect_code 2
+    expect_err "fewer than expert_used_count = 4"
+fi
+finish

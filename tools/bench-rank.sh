@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Benchmark of `gguf-reap rank` on five Kimi-K3-shaped imatrices (93 blocks, 896 experts) made by the
+# fixture generator, against `cat` of exactly the bytes rank must read (the ffn_down_exps in_sum2 and
+# counts tensors, copied into one file), with a warm page cache for both.
+#
+#   tools/bench-rank.sh [BUILD_DIR] [WORK_DIR]      (defaults: build, a temp dir)
+#
+# Prints times, ratios and peak RSS; docs/perf/rank.md holds the last results.
+set -euo pipefail
+BUILD=${1:-build}
+WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/bench-rank.XXXXXX")}
+BIN=$BUILD/gguf-reap
+GEN=$BUILD/gguf-reap-gen
+PY=/usr/bin/python3
+mkdir -p "$WORK"
+echo "work dir: $WORK"
+
+# Kimi-K3's skeleton (93 blocks, 896 experts, 16 used) with a narrow embedding and a 1024-wide expert
+# FFN, so that the ffn_down_exps entries rank reads (896 × 1024 floats per block) dominate the files.
+if [ ! -f "$WORK/k3.gguf" ]; then
+    "$GEN" model --preset kimi-k3 --embd 32 --expert-ff 1024 --type-exps Q4_0 --type-down Q4_0 \
+        -o "$WORK/k3.gguf" >/dev/null
+fi
+args=()
+seed=1
+for d in chat code prose reasoning wiki; do
+    f=$WORK/$d.imatrix.gguf
+    [ -f "$f" ] || "$GEN" imatrix --model "$WORK/k3.gguf" --domain "$d" --seed $seed --dead-per-block 3 --super 5:17 \
+        --tokens 65536 -o "$f" >/dev/null
+    args+=(--imatrix "$d=$f")
+    seed=$((seed + 1))
+done
+
+# The bytes rank reads: every blk.N.ffn_down_exps.weight.{in_sum2,counts} tensor, copied into one file.
+"$PY" - "$WORK/needed.bin" "$WORK"/{chat,code,prose,reasoning,wiki}.imatrix.gguf <<'PY'
+import struct, sys
+out = open(sys.argv[1], "wb")
+total = 0
+for path in sys.argv[2:]:
+    f = open(path, "rb")
+    data = f.read(1 << 20)
+    magic, version, n_t, n_kv = struct.unpack_from("<4sIqq", data, 0)
+    pos = 24
+    def s(pos):
+        n, = struct.unpack_from("<Q", data, pos); return data[pos + 8:pos + 8 + n].decode(), pos + 8 + n
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    align = 32
+    for _ in range(n_kv):
+        key, pos = s(pos)
+        t, = struct.unpack_from("<i", data, pos); pos += 4
+        if t == 8: _, pos = s(pos)
+        elif t == 9:
+            et, cnt = struct.unpack_from("<iQ", data, pos); pos += 12
+            for _ in range(cnt):
+                if et == 8: _, pos = s(pos)
+                else: pos += sizes[et]
+        else:
+            if key == "general.alignment": align, = struct.unpack_from("<I", data, pos)
+            pos += sizes[t]
+    tensors = []
+    for _ in range(n_t):
+        name, pos = s(pos)
+        nd, = struct.unpack_from("<I", data, pos); pos += 4
+        ne = struct.unpack_from("<%dq" % nd, data, pos); pos += 8 * nd
+        typ, off = struct.unpack_from("<iQ", data, pos); pos += 12
+        n = 1
+        for x in ne: n *= x
+        tensors.append((name, off, 4 * n))
+    start = (pos + align - 1) // align * align
+    for name, off, nb in tensors:
+        if ".ffn_down_exps.weight." in name:
+            f.seek(start + off); out.write(f.read(nb)); total += nb
+print(f"entry bytes rank reads: {total:,}")
+PY
+
+RANK_ARGS=("${args[@]}" --model "$WORK/k3.gguf" --prune 96 -o "$WORK/out" --force)
+# Evicts only these files' pages from the page cache (nothing else on the machine is disturbed).
+evict() { "$PY" -c 'import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY); os.fsync(fd); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$@"; }
+# wall seconds and CPU seconds (user + sys) of one run
+run1() { /usr/bin/time -f "%e %U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "%.3f %.3f\n", $1, $2 + $3}'; }
+best() {  # best wall time of 5 warm runs, with its CPU time
+    local b="" x
+    for _ in 1 2 3 4 5; do
+        x=$(run1 "$@")
+        if [ -z "$b" ] || [ "$(echo "${x% *} < ${b% *}" | bc)" = 1 ]; then b=$x; fi
+    done
+    echo "$b"
+}
+ratio() { echo "scale=2; $1 / $2" | bc; }
+
+cat "$WORK"/*.imatrix.gguf "$WORK/needed.bin" >/dev/null  # warm
+read -r CAT_W CAT_C <<<"$(best cat "$WORK/needed.bin")"
+read -r R_W R_C <<<"$(best "$BIN" -q rank "${RANK_ARGS[@]}" --no-hash)"
+read -r R1_W R1_C <<<"$(best "$BIN" -q rank "${RANK_ARGS[@]}" --no-hash --threads 1)"
+read -r H_W H_C <<<"$(best "$BIN" -q rank "${RANK_ARGS[@]}")"
+read -r CA_W CA_C <<<"$(best cat "$WORK"/*.imatrix.gguf)"
+evict "$WORK/needed.bin"
+read -r CATC_W CATC_C <<<"$(run1 cat "$WORK/needed.bin")"
+evict "$WORK"/*.imatrix.gguf
+read -r RC_W RC_C <<<"$(run1 "$BIN" -q rank "${RANK_ARGS[@]}" --no-hash)"
+RSS=$( { /usr/bin/time -v "$BIN" -q rank "${RANK_ARGS[@]}" >/dev/null; } 2>&1 | awk '/Maximum resident/ {print $6}')
+FILES=$(du -cb "$WORK"/*.imatrix.gguf | tail -1 | cut -f1)
+echo "imatrix files: $FILES bytes in all; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "                                   wall s   cpu s   wall ratio to cat"
+printf "cat of the entry bytes (warm)      %6.3f  %6.3f\n" "$CAT_W" "$CAT_C"
+printf "rank --no-hash (warm)              %6.3f  %6.3f   %s\n" "$R_W" "$R_C" "$(ratio "$R_W" "$CAT_W")"
+printf "rank --no-hash --threads 1 (warm)  %6.3f  %6.3f   %s\n" "$R1_W" "$R1_C" "$(ratio "$R1_W" "$CAT_W")"
+printf "cat of the entry bytes (cold)      %6.3f  %6.3f\n" "$CATC_W" "$CATC_C"
+printf "rank --no-hash (cold)              %6.3f  %6.3f   %s\n" "$RC_W" "$RC_C" "$(ratio "$RC_W" "$CATC_W")"
+printf "rank with sha256 (warm)            %6.3f  %6.3f   (cat of the whole files: %.3f)\n" "$H_W" "$H_C" "$CA_W"
+echo "rank peak RSS (with sha256): ${RSS} KiB"
