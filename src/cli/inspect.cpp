@@ -1,9 +1,10 @@
 // gguf-reap inspect PATH [--json] [--tensors]: what a model or an imatrix file holds.
+#include <algorithm>
 #include <iostream>
 #include <map>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "cli/render.h"
@@ -65,12 +66,13 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
     ordered_json moe_layers = ordered_json::array();
     for (const auto& b : s.moe.blocks) moe_layers.push_back(b.block);
     j["moe_layers"] = moe_layers;
-    for (const char* k : {"leading_dense_block_count", "expert_count", "expert_used_count", "expert_shared_count",
-                          "expert_feed_forward_length", "embedding_length"})
+    for (const char* k : {"leading_dense_block_count", "expert_count", "expert_used_count",
+                          "expert_shared_count", "expert_feed_forward_length", "embedding_length"})
         j[k] = arch_u(k);
     ordered_json vocab = arch_u("vocab_size");
     if (vocab.is_null())
-        if (const Kv* t = model.find_kv("tokenizer.ggml.tokens"); t && t->type == GgufType::kArray) vocab = t->count;
+        if (const Kv* t = model.find_kv("tokenizer.ggml.tokens"); t && t->type == GgufType::kArray)
+            vocab = t->count;
     j["vocab_size"] = vocab;
 
     std::map<std::string, uint64_t> hist;
@@ -103,12 +105,16 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
         for (const auto& b : s.moe.blocks) {
             ordered_json t = ordered_json::array();
             for (const auto& et : b.tensors)
-                t.push_back({{"name", et.name}, {"role", expert_role_name(et.role)}, {"axis", et.axis}, {"slab", et.slab}});
+                t.push_back({{"name", et.name},
+                             {"role", expert_role_name(et.role)},
+                             {"axis", et.axis},
+                             {"slab", et.slab}});
             per.push_back({{"block", b.block}, {"slab_bytes", b.slab_bytes}, {"tensors", t}});
         }
         m["per_block"] = per;
         m["expert_tensor_bytes"] = s.expert_bytes;
-        m["expert_share_of_file"] = s.file_bytes ? static_cast<double>(s.expert_bytes) / static_cast<double>(s.file_bytes) : 0.0;
+        m["expert_share_of_file"] =
+            s.file_bytes ? static_cast<double>(s.expert_bytes) / static_cast<double>(s.file_bytes) : 0.0;
         j["moe"] = m;
     } else {
         j["moe"] = nullptr;
@@ -141,33 +147,46 @@ void model_text(const ShardSet& model, const ModelSummary& s, bool with_tensors)
     std::cout << fmt::format("model        {}\n", model.shards().front().path);
     std::cout << fmt::format("architecture {} (GGUF v{}, alignment {})\n", s.arch.empty() ? "(none)" : s.arch,
                              meta.version, meta.alignment);
-    std::cout << fmt::format("shards       {} ({} in all)\n", model.shards().size(), human_bytes(s.file_bytes));
+    std::cout << fmt::format("shards       {} ({} in all)\n", model.shards().size(),
+                             human_bytes(s.file_bytes));
     if (model.is_split())
         for (const Shard& sh : model.shards())
             std::cout << fmt::format("  {}  {} tensors  {}\n", sh.path, sh.header.tensors.size(),
                                      human_bytes(sh.file->size()));
-    std::cout << fmt::format("tensors      {} ({} of data), {} key/value pairs\n", with_commas(s.tensor_count),
-                             human_bytes(s.tensor_bytes), meta.kvs.size());
+    std::cout << fmt::format("tensors      {} ({} of data), {} key/value pairs\n",
+                             with_commas(s.tensor_count), human_bytes(s.tensor_bytes), meta.kvs.size());
     std::cout << fmt::format("parameters   {} ({:.2f} B)\n", with_commas(s.parameters),
                              static_cast<double>(s.parameters) / 1e9);
     std::cout << "\nby tensor class and type\n";
-    std::cout << fmt::format("  {:<28} {:<8} {:>7} {:>8} {:>11}\n", "class", "type", "tensors", "bpw", "bytes");
+    std::cout << fmt::format("  {:<28} {:<8} {:>7} {:>8} {:>11}\n", "class", "type", "tensors", "bpw",
+                             "bytes");
     for (const auto& r : s.rows)
-        std::cout << fmt::format("  {:<28} {:<8} {:>7} {:>8.2f} {:>11}\n", r.tensor_class, ggml_type_display(r.type),
-                                 r.tensors, r.bpw(), human_bytes(r.bytes));
+        std::cout << fmt::format("  {:<28} {:<8} {:>7} {:>8.2f} {:>11}\n", r.tensor_class,
+                                 ggml_type_display(r.type), r.tensors, r.bpw(), human_bytes(r.bytes));
     if (!s.moe.blocks.empty()) {
         const auto& m = s.moe;
         std::cout << "\nmixture of experts\n";
-        std::cout << fmt::format("  MoE blocks   {} (blk.{}..blk.{})\n", m.blocks.size(), m.blocks.front().block,
-                                 m.blocks.back().block);
-        std::cout << fmt::format("  experts      {} per block, {} used per token, {} shared\n", m.expert_count,
-                                 m.expert_used_count, m.expert_shared_count);
-        std::cout << fmt::format("  groups       {} ({} used)\n", std::max<uint64_t>(m.expert_group_count, 1),
-                                 m.expert_group_used_count);
+        std::cout << fmt::format("  MoE blocks   {} (blk.{}..blk.{})\n", m.blocks.size(),
+                                 m.blocks.front().block, m.blocks.back().block);
+        std::cout << fmt::format("  experts      {} per block, {} used per token, {} shared\n",
+                                 m.expert_count, m.expert_used_count, m.expert_shared_count);
+        if (m.expert_group_count > 1)
+            std::cout << fmt::format("  groups       {} ({} used per token)\n", m.expert_group_count,
+                                     m.expert_group_used_count);
+        else
+            std::cout << "  groups       none (routing is not group-limited)\n";
+        // Quant mixes can give blocks different slab sizes (Q4_K_M: some ffn_down_exps are Q6_K).
+        uint64_t lo = m.blocks.front().slab_bytes, hi = lo;
+        for (const auto& b : m.blocks) {
+            lo = std::min(lo, b.slab_bytes);
+            hi = std::max(hi, b.slab_bytes);
+        }
         std::cout << fmt::format("  expert slab  {} per expert per block (gate/up/down weights)\n",
-                                 human_bytes(m.blocks.front().slab_bytes));
-        std::cout << fmt::format("  experts hold {} = {:.1f} % of the file\n", human_bytes(s.expert_bytes),
-                                 s.file_bytes ? 100.0 * static_cast<double>(s.expert_bytes) / static_cast<double>(s.file_bytes) : 0.0);
+                                 lo == hi ? human_bytes(lo) : human_bytes(lo) + " to " + human_bytes(hi));
+        std::cout << fmt::format(
+            "  experts hold {} = {:.1f} % of the file\n", human_bytes(s.expert_bytes),
+            s.file_bytes ? 100.0 * static_cast<double>(s.expert_bytes) / static_cast<double>(s.file_bytes)
+                         : 0.0);
     }
     std::cout << fmt::format("\ndecode reads {} per token (dense {} + router {} + experts {}){}\n",
                              human_bytes(s.decode.total()), human_bytes(s.decode.dense_bytes),
@@ -189,14 +208,18 @@ int run_inspect(const InspectOptions& o) {
     const ImatrixKind kind = detect_imatrix(o.path);
     if (kind != ImatrixKind::kNotImatrix) {
         ImatrixFile im = ImatrixFile::open(o.path);
-        if (o.json) print_json(imatrix_json(im, o.tensors));
-        else imatrix_text(im, o.tensors);
+        if (o.json)
+            print_json(imatrix_json(im, o.tensors));
+        else
+            imatrix_text(im, o.tensors);
         return kExitOk;
     }
     ShardSet model = ShardSet::open(o.path);
     ModelSummary s = summarize_model(model);
-    if (o.json) print_json(model_json(model, s, o.tensors));
-    else model_text(model, s, o.tensors);
+    if (o.json)
+        print_json(model_json(model, s, o.tensors));
+    else
+        model_text(model, s, o.tensors);
     return kExitOk;
 }
 
@@ -205,7 +228,8 @@ int run_inspect(const InspectOptions& o) {
 Command add_inspect(CLI::App& app, const GlobalOptions&) {
     auto opts = std::make_shared<InspectOptions>();
     CLI::App* sub = app.add_subcommand("inspect", "Show what a model (any shard) or an imatrix file holds");
-    sub->add_option("path", opts->path, "A GGUF model, any shard of a split model, or an imatrix (.gguf or .dat)")
+    sub->add_option("path", opts->path,
+                    "A GGUF model, any shard of a split model, or an imatrix (.gguf or .dat)")
         ->required();
     sub->add_flag("--json", opts->json, "Print one JSON document on stdout");
     sub->add_flag("--tensors", opts->tensors, "List every tensor (or imatrix entry)");

@@ -16,7 +16,7 @@
 namespace gguf_reap {
 
 class Cursor {
-public:
+  public:
     explicit Cursor(const InputFile& file, uint64_t start = 0) : file_(file), pos_(start) {}
 
     uint64_t pos() const { return pos_; }
@@ -30,6 +30,14 @@ public:
                              "file ends after " + std::to_string(remaining()) + " more byte(s), " +
                                  std::to_string(n) + " needed (truncated file?)");
         auto* out = static_cast<uint8_t*>(dst);
+        // A mapped file is read in place: copying exactly the bytes asked for keeps a header parse on
+        // the header's own pages. Filling a 64 KiB buffer would fault in (and, on a cold cache, read
+        // from disk) up to 64 KiB of tensor data past the end of every header.
+        if (const auto map = file_.mapping(); !map.empty()) {
+            if (n > 0) std::memcpy(out, map.data() + pos_, n);  // out may be null when n is 0
+            pos_ += n;
+            return;
+        }
         while (n > 0) {
             if (pos_ < buf_start_ || pos_ >= buf_start_ + buf_.size()) fill();
             uint64_t off = pos_ - buf_start_;
@@ -58,7 +66,7 @@ public:
         pos_ += n;
     }
 
-private:
+  private:
     void fill() {
         const uint64_t want = std::min<uint64_t>(kBuffer, remaining());
         buf_.resize(want);

@@ -1,5 +1,6 @@
 #include "gguf_reap/gguf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -23,8 +24,15 @@ constexpr char kMagic[4] = {'G', 'G', 'U', 'F'};
 // name length (8) + n_dims (4) + type (4) + offset (8).
 constexpr uint64_t kMinKvBytes = 14;
 constexpr uint64_t kMinTensorInfoBytes = 24;
+// The counts above are bounded by the bytes left in the whole file, tensor data included, so a
+// 100 GB model with a forged n_kv could still pass them; reserving that many ~100-byte Kv objects up
+// front would ask for terabytes. Reserve at most this many and let the vectors grow with what the
+// header really holds (each element then costs bytes that were actually read).
+constexpr uint64_t kMaxReserve = 4096;
 
-bool valid_type(int32_t t) { return t >= 0 && t < kGgufTypeCount; }
+bool valid_type(int32_t t) {
+    return t >= 0 && t < kGgufTypeCount;
+}
 
 template <typename T>
 T load_le(const uint8_t* p) {
@@ -92,9 +100,9 @@ void read_value(Cursor& c, Kv& kv, const std::string& field) {
     if (kv.elem_type == GgufType::kString) {
         // Each element is at least its 8-byte length.
         if (count > c.remaining() / 8)
-            throw InputError(c.path(), count_at, field,
-                             fmt::format("array of {} strings cannot fit in the {} bytes left", count,
-                                         c.remaining()));
+            throw InputError(
+                c.path(), count_at, field,
+                fmt::format("array of {} strings cannot fit in the {} bytes left", count, c.remaining()));
         for (uint64_t i = 0; i < count; ++i) {
             std::string s = read_string(c, fmt::format("{}[{}]", field, i));
             append_string(kv.raw, s);
@@ -104,8 +112,8 @@ void read_value(Cursor& c, Kv& kv, const std::string& field) {
     const uint64_t esize = gguf_scalar_size(kv.elem_type);
     if (count > c.remaining() / esize)
         throw InputError(c.path(), count_at, field,
-                         fmt::format("array of {} × {} bytes runs past the end of the file ({} bytes left)", count,
-                                     esize, c.remaining()));
+                         fmt::format("array of {} × {} bytes runs past the end of the file ({} bytes left)",
+                                     count, esize, c.remaining()));
     const size_t head = kv.raw.size();
     kv.raw.resize(head + count * esize);
     c.read(kv.raw.data() + head, count * esize, field);
@@ -119,19 +127,32 @@ std::string tensor_field(size_t i, const std::string& name, const std::string& w
 
 std::string gguf_type_name(GgufType t) {
     switch (t) {
-        case GgufType::kUint8: return "u8";
-        case GgufType::kInt8: return "i8";
-        case GgufType::kUint16: return "u16";
-        case GgufType::kInt16: return "i16";
-        case GgufType::kUint32: return "u32";
-        case GgufType::kInt32: return "i32";
-        case GgufType::kFloat32: return "f32";
-        case GgufType::kBool: return "bool";
-        case GgufType::kString: return "str";
-        case GgufType::kArray: return "arr";
-        case GgufType::kUint64: return "u64";
-        case GgufType::kInt64: return "i64";
-        case GgufType::kFloat64: return "f64";
+        case GgufType::kUint8:
+            return "u8";
+        case GgufType::kInt8:
+            return "i8";
+        case GgufType::kUint16:
+            return "u16";
+        case GgufType::kInt16:
+            return "i16";
+        case GgufType::kUint32:
+            return "u32";
+        case GgufType::kInt32:
+            return "i32";
+        case GgufType::kFloat32:
+            return "f32";
+        case GgufType::kBool:
+            return "bool";
+        case GgufType::kString:
+            return "str";
+        case GgufType::kArray:
+            return "arr";
+        case GgufType::kUint64:
+            return "u64";
+        case GgufType::kInt64:
+            return "i64";
+        case GgufType::kFloat64:
+            return "f64";
     }
     return fmt::format("type{}", static_cast<int32_t>(t));
 }
@@ -140,17 +161,22 @@ size_t gguf_scalar_size(GgufType t) {
     switch (t) {
         case GgufType::kUint8:
         case GgufType::kInt8:
-        case GgufType::kBool: return 1;
+        case GgufType::kBool:
+            return 1;
         case GgufType::kUint16:
-        case GgufType::kInt16: return 2;
+        case GgufType::kInt16:
+            return 2;
         case GgufType::kUint32:
         case GgufType::kInt32:
-        case GgufType::kFloat32: return 4;
+        case GgufType::kFloat32:
+            return 4;
         case GgufType::kUint64:
         case GgufType::kInt64:
-        case GgufType::kFloat64: return 8;
+        case GgufType::kFloat64:
+            return 8;
         case GgufType::kString:
-        case GgufType::kArray: return 0;
+        case GgufType::kArray:
+            return 0;
     }
     return 0;
 }
@@ -160,19 +186,27 @@ size_t gguf_scalar_size(GgufType t) {
 std::optional<int64_t> Kv::as_int() const {
     const uint8_t* p = raw.data();
     switch (type) {
-        case GgufType::kUint8: return load_le<uint8_t>(p);
-        case GgufType::kInt8: return load_le<int8_t>(p);
-        case GgufType::kUint16: return load_le<uint16_t>(p);
-        case GgufType::kInt16: return load_le<int16_t>(p);
-        case GgufType::kUint32: return load_le<uint32_t>(p);
-        case GgufType::kInt32: return load_le<int32_t>(p);
-        case GgufType::kInt64: return load_le<int64_t>(p);
+        case GgufType::kUint8:
+            return load_le<uint8_t>(p);
+        case GgufType::kInt8:
+            return load_le<int8_t>(p);
+        case GgufType::kUint16:
+            return load_le<uint16_t>(p);
+        case GgufType::kInt16:
+            return load_le<int16_t>(p);
+        case GgufType::kUint32:
+            return load_le<uint32_t>(p);
+        case GgufType::kInt32:
+            return load_le<int32_t>(p);
+        case GgufType::kInt64:
+            return load_le<int64_t>(p);
         case GgufType::kUint64: {
             uint64_t v = load_le<uint64_t>(p);
             if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
             return static_cast<int64_t>(v);
         }
-        default: return std::nullopt;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -223,9 +257,12 @@ std::string Kv::display(size_t max_len) const {
                 out += "…";
                 break;
             }
-            if (ch == '\n') out += "\\n";
-            else if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
-            else out += ch;
+            if (ch == '\n')
+                out += "\\n";
+            else if (static_cast<unsigned char>(ch) < 0x20)
+                out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+            else
+                out += ch;
         }
         return "\"" + out + "\"";
     }
@@ -247,11 +284,21 @@ Kv make_scalar(std::string key, GgufType type, T v) {
 }
 }  // namespace
 
-Kv Kv::make_u16(std::string key, uint16_t v) { return make_scalar(std::move(key), GgufType::kUint16, v); }
-Kv Kv::make_u32(std::string key, uint32_t v) { return make_scalar(std::move(key), GgufType::kUint32, v); }
-Kv Kv::make_i32(std::string key, int32_t v) { return make_scalar(std::move(key), GgufType::kInt32, v); }
-Kv Kv::make_u64(std::string key, uint64_t v) { return make_scalar(std::move(key), GgufType::kUint64, v); }
-Kv Kv::make_f32(std::string key, float v) { return make_scalar(std::move(key), GgufType::kFloat32, v); }
+Kv Kv::make_u16(std::string key, uint16_t v) {
+    return make_scalar(std::move(key), GgufType::kUint16, v);
+}
+Kv Kv::make_u32(std::string key, uint32_t v) {
+    return make_scalar(std::move(key), GgufType::kUint32, v);
+}
+Kv Kv::make_i32(std::string key, int32_t v) {
+    return make_scalar(std::move(key), GgufType::kInt32, v);
+}
+Kv Kv::make_u64(std::string key, uint64_t v) {
+    return make_scalar(std::move(key), GgufType::kUint64, v);
+}
+Kv Kv::make_f32(std::string key, float v) {
+    return make_scalar(std::move(key), GgufType::kFloat32, v);
+}
 Kv Kv::make_bool(std::string key, bool v) {
     return make_scalar(std::move(key), GgufType::kBool, static_cast<uint8_t>(v ? 1 : 0));
 }
@@ -285,15 +332,24 @@ std::optional<Kv> Kv::make_int_like(const Kv& like, uint64_t v) {
         return kv;
     };
     switch (like.type) {
-        case GgufType::kUint8: return put(uint8_t{});
-        case GgufType::kInt8: return put(int8_t{});
-        case GgufType::kUint16: return put(uint16_t{});
-        case GgufType::kInt16: return put(int16_t{});
-        case GgufType::kUint32: return put(uint32_t{});
-        case GgufType::kInt32: return put(int32_t{});
-        case GgufType::kUint64: return put(uint64_t{});
-        case GgufType::kInt64: return put(int64_t{});
-        default: return std::nullopt;
+        case GgufType::kUint8:
+            return put(uint8_t{});
+        case GgufType::kInt8:
+            return put(int8_t{});
+        case GgufType::kUint16:
+            return put(uint16_t{});
+        case GgufType::kInt16:
+            return put(int16_t{});
+        case GgufType::kUint32:
+            return put(uint32_t{});
+        case GgufType::kInt32:
+            return put(int32_t{});
+        case GgufType::kUint64:
+            return put(uint64_t{});
+        case GgufType::kInt64:
+            return put(int64_t{});
+        default:
+            return std::nullopt;
     }
 }
 
@@ -323,36 +379,42 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         for (char ch : magic)
             shown += (ch >= 0x20 && ch < 0x7f) ? std::string(1, ch)
                                                : fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
-        throw InputError(file.path(), 0, "magic", fmt::format("not a GGUF file (starts with \"{}\", expected \"GGUF\")", shown));
+        throw InputError(file.path(), 0, "magic",
+                         fmt::format("not a GGUF file (starts with \"{}\", expected \"GGUF\")", shown));
     }
     h.version = c.read_le<uint32_t>("version");
     if (h.version == 0) throw InputError(file.path(), 4, "version", "GGUF version 0 is invalid");
     if ((h.version & 0x0000FFFFu) == 0)
-        throw InputError(file.path(), 4, "version",
-                         fmt::format("version field 0x{:08x} is byte-swapped: this is a big-endian GGUF file, "
-                                     "which gguf-reap does not read (convert it with gguf_convert_endian.py)",
-                                     h.version));
+        throw InputError(
+            file.path(), 4, "version",
+            fmt::format("version field 0x{:08x} is byte-swapped: this is a big-endian GGUF file, "
+                        "which gguf-reap does not read (convert it with gguf_convert_endian.py)",
+                        h.version));
     if (h.version == 1)
         throw InputError(file.path(), 4, "version",
                          "GGUFv1 is no longer supported (ggml removed it in 2023); re-convert the model");
     if (h.version > 3)
-        throw InputError(file.path(), 4, "version",
-                         fmt::format("GGUF version {} is newer than this tool supports (2 and 3)", h.version));
+        throw InputError(
+            file.path(), 4, "version",
+            fmt::format("GGUF version {} is newer than this tool supports (2 and 3)", h.version));
 
     // 4: counts, checked against what the rest of the file can hold before anything is allocated.
     const int64_t n_tensors = c.read_le<int64_t>("n_tensors");
-    if (n_tensors < 0) throw InputError(file.path(), 8, "n_tensors", fmt::format("negative tensor count {}", n_tensors));
+    if (n_tensors < 0)
+        throw InputError(file.path(), 8, "n_tensors", fmt::format("negative tensor count {}", n_tensors));
     const int64_t n_kv = c.read_le<int64_t>("n_kv");
     if (n_kv < 0) throw InputError(file.path(), 16, "n_kv", fmt::format("negative key/value count {}", n_kv));
     if (static_cast<uint64_t>(n_kv) > c.remaining() / kMinKvBytes)
-        throw InputError(file.path(), 16, "n_kv",
-                         fmt::format("{} key/value pairs cannot fit in the {} bytes left", n_kv, c.remaining()));
+        throw InputError(
+            file.path(), 16, "n_kv",
+            fmt::format("{} key/value pairs cannot fit in the {} bytes left", n_kv, c.remaining()));
     if (static_cast<uint64_t>(n_tensors) > c.remaining() / kMinTensorInfoBytes)
-        throw InputError(file.path(), 8, "n_tensors",
-                         fmt::format("{} tensor infos cannot fit in the {} bytes left", n_tensors, c.remaining()));
+        throw InputError(
+            file.path(), 8, "n_tensors",
+            fmt::format("{} tensor infos cannot fit in the {} bytes left", n_tensors, c.remaining()));
 
     // 5-9: key/value pairs.
-    h.kvs.reserve(static_cast<size_t>(n_kv));
+    h.kvs.reserve(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(n_kv), kMaxReserve)));
     std::unordered_set<std::string> keys;
     for (int64_t i = 0; i < n_kv; ++i) {
         Kv kv;
@@ -361,11 +423,13 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         kv.key = read_string(c, kfield);
         if (kv.key.empty()) throw InputError(file.path(), kv.file_offset, kfield, "empty key");
         if (!keys.insert(kv.key).second)
-            throw InputError(file.path(), kv.file_offset, fmt::format("kv #{} '{}'", i, kv.key), "duplicate key");
+            throw InputError(file.path(), kv.file_offset, fmt::format("kv #{} '{}'", i, kv.key),
+                             "duplicate key");
         const uint64_t type_at = c.pos();
         const std::string vfield = fmt::format("kv '{}'", kv.key);
         const int32_t t = c.read_le<int32_t>(vfield + " type");
-        if (!valid_type(t)) throw InputError(file.path(), type_at, vfield, fmt::format("invalid value type {}", t));
+        if (!valid_type(t))
+            throw InputError(file.path(), type_at, vfield, fmt::format("invalid value type {}", t));
         kv.type = static_cast<GgufType>(t);
         read_value(c, kv, vfield);
         h.kvs.push_back(std::move(kv));
@@ -384,7 +448,7 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
     }
 
     // 10: tensor infos.
-    h.tensors.reserve(static_cast<size_t>(n_tensors));
+    h.tensors.reserve(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(n_tensors), kMaxReserve)));
     std::unordered_set<std::string> names;
     for (int64_t i = 0; i < n_tensors; ++i) {
         const size_t idx = static_cast<size_t>(i);
@@ -395,10 +459,11 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         t.name = read_string(c, nfield);
         if (t.name.size() >= kGgmlMaxName)
             throw InputError(file.path(), name_len_at, nfield,
-                             fmt::format("name of {} bytes is too long (ggml allows at most {})", t.name.size(),
-                                         kGgmlMaxName - 1));
+                             fmt::format("name of {} bytes is too long (ggml allows at most {})",
+                                         t.name.size(), kGgmlMaxName - 1));
         if (!names.insert(t.name).second)
-            throw InputError(file.path(), t.info_offset, tensor_field(idx, t.name, "name"), "duplicate tensor name");
+            throw InputError(file.path(), t.info_offset, tensor_field(idx, t.name, "name"),
+                             "duplicate tensor name");
         const uint64_t dims_at = c.pos();
         t.n_dims = c.read_le<uint32_t>(tensor_field(idx, t.name, "n_dims"));
         if (t.n_dims > static_cast<uint32_t>(kGgmlMaxDims))
@@ -408,7 +473,8 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
             const uint64_t ne_at = c.pos();
             const std::string f = tensor_field(idx, t.name, fmt::format("ne[{}]", d));
             t.ne[d] = c.read_le<int64_t>(f);
-            if (t.ne[d] < 0) throw InputError(file.path(), ne_at, f, fmt::format("negative dimension {}", t.ne[d]));
+            if (t.ne[d] < 0)
+                throw InputError(file.path(), ne_at, f, fmt::format("negative dimension {}", t.ne[d]));
         }
         // Element count must fit in int64 (ggml: INT64_MAX/ne[1] <= ne[0] ... checks).
         uint64_t nel = 1;
@@ -427,12 +493,15 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         const std::string tfield = tensor_field(idx, t.name, "type");
         t.type = c.read_le<int32_t>(tfield);
         const GgmlType* gt = ggml_type(t.type);
-        if (!gt) throw InputError(file.path(), type_at, tfield, fmt::format("unknown ggml type id {}", t.type));
+        if (!gt)
+            throw InputError(file.path(), type_at, tfield, fmt::format("unknown ggml type id {}", t.type));
         if (gt->block_size == 0)
-            throw InputError(file.path(), type_at, tfield,
-                             fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
+            throw InputError(
+                file.path(), type_at, tfield,
+                fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
         if (t.ne[0] % gt->block_size != 0)
-            throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne[0]"),
+            throw InputError(file.path(), t.n_dims > 0 ? dims_at + 4 : dims_at,
+                             tensor_field(idx, t.name, "ne[0]"),
                              fmt::format("{} is not a multiple of the {} block size {}", t.ne[0],
                                          ggml_type_display(t.type), gt->block_size));
         if (zero) {
@@ -442,7 +511,8 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
             std::optional<uint64_t> nb = row;
             for (int d = 1; d < 4 && nb; ++d) nb = checked_mul(*nb, static_cast<uint64_t>(t.ne[d]));
             if (!nb || *nb > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-                throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne"), "byte size overflows");
+                throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne"),
+                                 "byte size overflows");
             t.nbytes = *nb;
         }
         t.offset = c.read_le<uint64_t>(tensor_field(idx, t.name, "offset"));
@@ -465,19 +535,22 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         const TensorInfo& t = h.tensors[i];
         const uint64_t off_field_at = t.info_offset + 8 + t.name.size() + 4 + 8ull * t.n_dims + 4;
         if (t.offset != expected)
-            throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "offset"),
-                             fmt::format("has offset {}, expected {} (ggml requires tensor data in info order, "
-                                         "each padded to {} bytes)",
-                                         t.offset, expected, h.alignment));
+            throw InputError(
+                file.path(), off_field_at, tensor_field(i, t.name, "offset"),
+                fmt::format("has offset {}, expected {} (ggml requires tensor data in info order, "
+                            "each padded to {} bytes)",
+                            t.offset, expected, h.alignment));
         auto padded = pad_to(t.nbytes, h.alignment);
         auto next = padded ? checked_add(expected, *padded) : std::nullopt;
-        if (!next) throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "offset"), "size overflows");
+        if (!next)
+            throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "offset"), "size overflows");
         if (opts.require_data) {
             auto abs = checked_add(h.data_start, t.offset);
             if (!abs || !range_inside(*abs, t.nbytes, file.size()))
-                throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "data"),
-                                 fmt::format("data [{}, +{}) lies outside the file of {} bytes (truncated file?)",
-                                             abs ? *abs : 0, t.nbytes, file.size()));
+                throw InputError(
+                    file.path(), off_field_at, tensor_field(i, t.name, "data"),
+                    fmt::format("data [{}, +{}) lies outside the file of {} bytes (truncated file?)",
+                                abs ? *abs : 0, t.nbytes, file.size()));
         }
         expected = *next;
     }

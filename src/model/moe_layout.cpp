@@ -78,15 +78,24 @@ std::string shape_str(const TensorInfo& t) {
 
 const char* expert_role_name(ExpertRole r) {
     switch (r) {
-        case ExpertRole::kGateExps: return "gate_exps";
-        case ExpertRole::kUpExps: return "up_exps";
-        case ExpertRole::kDownExps: return "down_exps";
-        case ExpertRole::kGateUpExps: return "gate_up_exps";
-        case ExpertRole::kExpsBias: return "exps_bias";
-        case ExpertRole::kExpsScale: return "exps_scale";
-        case ExpertRole::kRouter: return "router";
-        case ExpertRole::kRouterBias: return "router_bias";
-        case ExpertRole::kProbsBias: return "exp_probs_b";
+        case ExpertRole::kGateExps:
+            return "gate_exps";
+        case ExpertRole::kUpExps:
+            return "up_exps";
+        case ExpertRole::kDownExps:
+            return "down_exps";
+        case ExpertRole::kGateUpExps:
+            return "gate_up_exps";
+        case ExpertRole::kExpsBias:
+            return "exps_bias";
+        case ExpertRole::kExpsScale:
+            return "exps_scale";
+        case ExpertRole::kRouter:
+            return "router";
+        case ExpertRole::kRouterBias:
+            return "router_bias";
+        case ExpertRole::kProbsBias:
+            return "exp_probs_b";
     }
     return "?";
 }
@@ -119,8 +128,8 @@ MoeLayout build_moe_layout(const ShardSet& model) {
         auto v = kv->as_uint();
         if (!v)
             throw InputError(first.path, kv->file_offset, fmt::format("kv '{}'", key),
-                             fmt::format("must be a non-negative integer, found {} {}", gguf_type_name(kv->type),
-                                         kv->display()));
+                             fmt::format("must be a non-negative integer, found {} {}",
+                                         gguf_type_name(kv->type), kv->display()));
         return *v;
     };
     L.expert_count = uint_key("expert_count");
@@ -132,15 +141,33 @@ MoeLayout build_moe_layout(const ShardSet& model) {
     L.block_count = uint_key("block_count");
     L.nextn_predict_layers = uint_key("nextn_predict_layers");
 
+    // llama.cpp asserts both at load time (reference §5.4); everything downstream (keeplist checks,
+    // per-group counts) relies on them, so a model that breaks them is refused here, by name.
+    auto refuse_kv = [&](const char* suffix, const std::string& msg) {
+        const std::string key = L.arch + "." + suffix;
+        throw InputError(first.path, model.find_kv(key)->file_offset, fmt::format("kv '{}'", key), msg);
+    };
+    if (L.expert_used_count > L.expert_count)
+        refuse_kv("expert_used_count",
+                  fmt::format("{} experts used per token, but the model has only {} (llama.cpp "
+                              "refuses such a model)",
+                              L.expert_used_count, L.expert_count));
+    if (L.expert_count > 0 && L.expert_group_count > 1 && L.expert_count % L.expert_group_count != 0)
+        refuse_kv("expert_group_count",
+                  fmt::format("{} experts do not split into {} equal groups (llama.cpp refuses "
+                              "such a model)",
+                              L.expert_count, L.expert_group_count));
+
     // deepseek4 routes some tokens through a token-id → expert-id table whose *values* are expert ids:
     // removing experts would need those values remapped, which byte-exact slicing cannot do.
     for (const TensorRef& r : model.tensors()) {
         const TensorInfo& t = model.info(r);
         if (t.name.find("ffn_gate_tid2eid") != std::string::npos)
-            throw InputError(model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
-                             fmt::format("architecture '{}' stores expert ids inside tensor values (hash routing); "
-                                         "removing experts would require remapping them, which gguf-reap refuses",
-                                         L.arch));
+            throw InputError(
+                model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
+                fmt::format("architecture '{}' stores expert ids inside tensor values (hash routing); "
+                            "removing experts would require remapping them, which gguf-reap refuses",
+                            L.arch));
     }
     if (L.expert_count == 0) return L;
 
@@ -156,9 +183,10 @@ MoeLayout build_moe_layout(const ShardSet& model) {
         const std::string field = fmt::format("tensor '{}'", t.name);
         if (!c) {
             if (looks_expert)
-                throw InputError(path, t.info_offset, field,
-                                 "looks expert-indexed but matches no tensor layout gguf-reap knows; refusing "
-                                 "rather than copying it unsliced");
+                throw InputError(
+                    path, t.info_offset, field,
+                    "looks expert-indexed but matches no tensor layout gguf-reap knows; refusing "
+                    "rather than copying it unsliced");
             continue;
         }
         const int64_t E = static_cast<int64_t>(L.expert_count);
@@ -166,9 +194,9 @@ MoeLayout build_moe_layout(const ShardSet& model) {
         for (int j = c->axis + 1; j < 4; ++j) ok = ok && t.ne[j] == 1;
         if (!ok)
             throw InputError(path, t.info_offset, field,
-                             fmt::format("has shape {} but a {} tensor must have ne[{}] = expert_count = {}{}",
+                             fmt::format("has shape {} but {} tensors must have ne[{}] = expert_count = {}{}",
                                          shape_str(t), expert_role_name(c->role), c->axis, E,
-                                         c->axis < 3 ? " as its outermost dimension" : ""));
+                                         c->axis < 3 ? " as their outermost dimension" : ""));
         const GgmlType* gt = ggml_type(t.type);
         if (c->axis == 0 && gt->block_size != 1)
             throw InputError(path, t.info_offset, field,

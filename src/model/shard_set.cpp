@@ -39,7 +39,8 @@ SplitKeys read_split_keys(const Shard& s) {
     };
     if (const Kv* kv = get("split.no", GgufType::kUint16)) k.no = static_cast<uint16_t>(*kv->as_uint());
     if (const Kv* kv = get("split.count", GgufType::kUint16)) k.count = static_cast<uint16_t>(*kv->as_uint());
-    if (const Kv* kv = get("split.tensors.count", GgufType::kInt32)) k.tensors = static_cast<int32_t>(*kv->as_int());
+    if (const Kv* kv = get("split.tensors.count", GgufType::kInt32))
+        k.tensors = static_cast<int32_t>(*kv->as_int());
     return k;
 }
 
@@ -82,11 +83,11 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
     // An unsplit file: no split.count, or split.count <= 1 (gguf-split --merge writes 0).
     if (!gk.count || *gk.count <= 1) {
         if (name && name->count > 1)
-            throw InputError(path, std::nullopt, "file name",
-                             fmt::format("the name says shard {} of {}, but the file has {}", name->number,
-                                         name->count,
-                                         gk.count ? fmt::format("split.count = {}", *gk.count)
-                                                  : std::string("no split.count key")));
+            throw InputError(
+                path, std::nullopt, "file name",
+                fmt::format("the name says shard {} of {}, but the file has {}", name->number, name->count,
+                            gk.count ? fmt::format("split.count = {}", *gk.count)
+                                     : std::string("no split.count key")));
         set.shards_.push_back(std::move(given));
     } else {
         const int count = *gk.count;
@@ -96,8 +97,9 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
                                          "PREFIX-NNNNN-of-MMMMM.gguf, so its siblings cannot be found",
                                          count));
         if (name->count != count)
-            throw InputError(path, kv_offset(given, "split.count"), "kv 'split.count'",
-                             fmt::format("split.count is {} but the file name says -of-{:05d}", count, name->count));
+            throw InputError(
+                path, kv_offset(given, "split.count"), "kv 'split.count'",
+                fmt::format("split.count is {} but the file name says -of-{:05d}", count, name->count));
         set.split_ = true;
         for (int i = 1; i <= count; ++i) {
             const std::string p = split_path(name->prefix, i, count);
@@ -108,8 +110,8 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
             std::error_code ec;
             if (!std::filesystem::exists(p, ec))
                 throw InputError(p, std::nullopt, "shard",
-                                 fmt::format("missing shard {} of {} (the set {} needs every shard)", i, count,
-                                             split_path(name->prefix, 1, count)));
+                                 fmt::format("missing shard {} of {} (the set {} needs every shard)", i,
+                                             count, split_path(name->prefix, 1, count)));
             set.shards_.push_back(open_shard(p, opts));
         }
         // Extra shards: same prefix with another -of- count or a number past the count.
@@ -123,21 +125,23 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
             auto other = parse_split_name(fname);
             if (!other || other->prefix != base) continue;
             if (other->count != count || other->number < 1 || other->number > count)
-                throw InputError(entry.path().string(), std::nullopt, "shard",
-                                 fmt::format("extra shard beside a set of {}: remove it or move it away (it would "
-                                             "be mistaken for part of the model)",
-                                             count));
+                throw InputError(
+                    entry.path().string(), std::nullopt, "shard",
+                    fmt::format("extra shard beside a set of {}: remove it or move it away (it would "
+                                "be mistaken for part of the model)",
+                                count));
         }
         // split.no sequence and split.count in every shard.
         for (int i = 0; i < count; ++i) {
             const Shard& s = set.shards_[static_cast<size_t>(i)];
             const SplitKeys k = read_split_keys(s);
             if (!k.no)
-                throw InputError(s.path, std::nullopt, "kv 'split.no'", "missing key split.no in a split shard");
+                throw InputError(s.path, std::nullopt, "kv 'split.no'",
+                                 "missing key split.no in a split shard");
             if (*k.no != i)
                 throw InputError(s.path, kv_offset(s, "split.no"), "kv 'split.no'",
-                                 fmt::format("split.no is {} but the file is shard {} of {} (expected {})", *k.no,
-                                             i + 1, count, i));
+                                 fmt::format("split.no is {} but the file is shard {} of {} (expected {})",
+                                             *k.no, i + 1, count, i));
             if (k.count && *k.count != count)
                 throw InputError(s.path, kv_offset(s, "split.count"), "kv 'split.count'",
                                  fmt::format("split.count is {} but the set has {} shards", *k.count, count));
@@ -152,8 +156,9 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
             TensorRef r{si, ti, s.header.data_start + t.offset, t.nbytes};
             if (!set.by_name_.emplace(t.name, set.order_.size()).second) {
                 const TensorRef& first = set.order_[set.by_name_[t.name]];
-                throw InputError(s.path, t.info_offset, fmt::format("tensor '{}'", t.name),
-                                 fmt::format("duplicate tensor name (also in {})", set.shards_[first.shard].path));
+                throw InputError(
+                    s.path, t.info_offset, fmt::format("tensor '{}'", t.name),
+                    fmt::format("duplicate tensor name (also in {})", set.shards_[first.shard].path));
             }
             set.order_.push_back(r);
         }
@@ -167,8 +172,8 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
                              "missing key split.tensors.count in the first shard");
         if (*k.tensors < 0 || static_cast<size_t>(*k.tensors) != set.order_.size())
             throw InputError(first.path, kv_offset(first, "split.tensors.count"), "kv 'split.tensors.count'",
-                             fmt::format("split.tensors.count is {} but the {} shards hold {} tensors", *k.tensors,
-                                         set.shards_.size(), set.order_.size()));
+                             fmt::format("split.tensors.count is {} but the {} shards hold {} tensors",
+                                         *k.tensors, set.shards_.size(), set.order_.size()));
     }
     return set;
 }

@@ -46,8 +46,10 @@ ModelSummary summarize_model(const ShardSet& model) {
 
         if (const ExpertTensor* et = expert_of[i]) {
             s.expert_bytes += t.nbytes;
-            if (is_router_role(et->role)) s.decode.router_bytes += t.nbytes;
-            else s.decode.expert_bytes += std::min(s.moe.expert_used_count, s.moe.expert_count) * et->slab;
+            if (is_router_role(et->role))
+                s.decode.router_bytes += t.nbytes;
+            else
+                s.decode.expert_bytes += std::min(s.moe.expert_used_count, s.moe.expert_count) * et->slab;
         } else if (t.name == "token_embd.weight" && !s.tied_embeddings) {
             // A token reads one embedding row (GET_ROWS), unless the matrix is also the output projection.
             s.decode.dense_bytes += ggml_row_size(t.type, t.ne[0]).value_or(0);
