@@ -1,0 +1,93 @@
+// The copy engine: writes output files described byte for byte by a list of segments (literal bytes,
+// zero padding, or a range of a source file), each under a temporary name, and renames them into place
+// only when every file is complete and flushed. It knows nothing about GGUF or experts.
+//
+// Source ranges move with copy_file_range, one call per extent (the kernel copies page to page, or
+// the filesystem clones); header bytes and padding are gathered into one pwritev. Where the kernel
+// refuses copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) bytes go through one bounded pread
+// buffer per thread. Memory is therefore threads × buffer_bytes plus the segment lists, whatever the
+// size of the model or of any tensor: no tensor is ever held in memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gguf_reap/input_file.h"
+
+namespace gguf_reap {
+
+// One contiguous run of an output file. `src` is an index into the engine's source list, or one of
+// the two markers below; for literals, src_offset indexes CopyJob::literals.
+struct CopySegment {
+    uint64_t dst_offset = 0;
+    uint64_t length = 0;
+    uint64_t src_offset = 0;
+    uint32_t src = 0;
+};
+inline constexpr uint32_t kSegmentLiteral = std::numeric_limits<uint32_t>::max();
+inline constexpr uint32_t kSegmentZeros = std::numeric_limits<uint32_t>::max() - 1;
+
+// One output file: segments in ascending dst_offset, contiguous, covering exactly [0, size).
+struct CopyJob {
+    std::string path;  // final name
+    uint64_t size = 0;
+    std::vector<CopySegment> segments;
+    std::vector<std::vector<uint8_t>> literals;
+
+    // Appends at the current end of the file. append_copy merges with the previous segment when it
+    // continues the same source range (adjacent kept slabs become one extent).
+    void append_literal(std::vector<uint8_t> bytes);
+    void append_zeros(uint64_t n);
+    void append_copy(uint32_t src, uint64_t src_offset, uint64_t n);
+};
+
+enum class CopyMethod {
+    kAuto,       // copy_file_range, falling back to pread/pwritev where the kernel refuses
+    kKernel,     // copy_file_range only (an error when the kernel refuses)
+    kReadWrite,  // pread into the bounded buffer, then pwritev, only
+};
+const char* copy_method_name(CopyMethod m);
+
+struct CopyOptions {
+    unsigned threads = 1;
+    CopyMethod method = CopyMethod::kAuto;
+    // Per thread: the most bytes gathered before one pwritev, and the pread buffer's size. All
+    // threads together stay under 32 MiB whatever this says.
+    size_t buffer_bytes = size_t{512} << 10;  // L2-sized: pread+pwritev through 8 MiB measured slower
+    // 0: each file is one work item, written front to back by one thread (what a disk likes best).
+    // Otherwise files are cut into items of this many bytes that threads write in parallel.
+    uint64_t work_item_bytes = 0;
+    // Reserve each file's full size before copying (fallocate), so a full disk fails at once rather
+    // than hours in. Ignored where the filesystem cannot do it.
+    bool preallocate = true;
+    // Start writeback of every finished 256 MiB at once (sync_file_range), so the final fsync is short.
+    bool early_writeback = true;
+    // Called from worker threads with the number of output bytes just finished; must be thread-safe.
+    std::function<void(uint64_t)> on_progress;
+};
+
+struct CopyReport {
+    uint64_t kernel_bytes = 0;    // moved by copy_file_range
+    uint64_t buffered_bytes = 0;  // moved by pread + pwritev
+    uint64_t literal_bytes = 0;   // headers and other literal bytes
+    uint64_t zero_bytes = 0;      // padding
+    uint64_t copy_calls = 0;      // copy_file_range, pread and pwritev calls
+    double seconds = 0;           // copy and flush, wall clock
+    uint64_t bytes_read() const { return kernel_bytes + buffered_bytes; }
+    uint64_t bytes_written() const { return bytes_read() + literal_bytes + zero_bytes; }
+};
+
+// Checks that every job is well formed against `sources` (contiguous segments, source ranges inside
+// their files, literal sizes). Throws std::logic_error: a malformed job is a planner bug.
+void check_copy_jobs(const std::vector<const CopyJob*>& jobs, const std::vector<const InputFile*>& sources);
+
+// Writes every job to a temporary in its final directory, flushes them all, then renames them into
+// place. On any error or interrupt (SIGINT/SIGTERM via signals.h) every temporary is removed, files
+// already renamed by this call are removed again, and the error propagates (IoError, Interrupted).
+CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs, const std::vector<const InputFile*>& sources,
+                         const CopyOptions& options);
+
+}  // namespace gguf_reap

@@ -1,0 +1,134 @@
+// splice: write the pruned model. Plan first, then move bytes.
+//
+//   plan_splice(model, layout, keeplist, options)  → SplicePlan   pure: headers, extents, exact sizes
+//   preflight_splice(plan, inputs, force)          → Preflight    aliasing, existing outputs, free space
+//   execute_splice(plan, exec options)             → CopyReport   the copy engine, atomic per file set
+//
+// Every expert-indexed tensor of every MoE block (router rows and biases, exp_probs_b, stacked and
+// fused expert weights, their biases and scales) keeps the slabs of the kept experts in ascending
+// source order; expert e of a tensor is bytes [e*slab, (e+1)*slab) of its data (moe_layout.h), so a
+// sliced tensor is a list of source extents and adjacent kept slabs merge into one. Every other tensor
+// is one extent. Tensor order is the source order; output shards are cut from that order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf_reap/copy_engine.h"
+#include "gguf_reap/gguf.h"
+#include "gguf_reap/imatrix.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/shard_set.h"
+
+namespace gguf_reap {
+
+// Provenance keys (docs/splice.md), written into shard 1 unless disabled; `audit` reads them.
+inline constexpr const char* kProvenanceVersionKey = "gguf_reap.version";
+inline constexpr const char* kProvenanceSourceExpertCountKey = "gguf_reap.source_expert_count";
+inline constexpr const char* kProvenanceKeeplistShaKey = "gguf_reap.keeplist_sha256";
+inline constexpr const char* kProvenanceKeptPrefix = "gguf_reap.kept.";  // + block number
+
+enum class SplitMode {
+    kAsSource,    // as many shards as the source, balanced by bytes
+    kCount,       // --split-count N, balanced by bytes
+    kMaxSize,     // --split-max-size BYTES: each file at most BYTES unless one tensor alone is larger
+    kMaxTensors,  // --split-max-tensors N
+};
+
+struct SpliceOptions {
+    std::string out_prefix;  // OUT_PREFIX: shards are OUT_PREFIX-00001-of-0000N.gguf
+    SplitMode split_mode = SplitMode::kAsSource;
+    uint64_t split_value = 0;
+    bool provenance = true;
+    std::string keeplist_sha256;  // hex sha256 of the keeplist file's bytes (provenance)
+    std::string tool_version;     // "gguf-reap 0.1.0" (provenance)
+    std::string imatrix_out;      // with a source imatrix: where its pruned copy goes
+};
+
+// A tensor as it will be written: its bytes are [data_offset, data_offset + info.nbytes) of the file,
+// followed by zero padding to the alignment.
+struct PlannedTensor {
+    size_t source_tensor = 0;  // index into ShardSet::tensors() (imatrix: into its file's entries)
+    TensorInfo info;           // name, n_dims, ne, type as written; offset relative to the data section
+    uint64_t data_offset = 0;  // absolute offset of the data in the output file
+    int expert_axis = -1;      // the sliced axis, -1 for a tensor copied whole
+    uint64_t slabs = 0;        // expert slabs copied (sliced tensors)
+    size_t extents = 0;        // source ranges after merging adjacent kept slabs
+};
+
+// One output file: its exact bytes as a copy job, and what they mean.
+struct PlannedFile {
+    CopyJob job;  // job.path is the final name, job.size the exact file size
+    uint32_t version = 3;
+    uint32_t alignment = 0;  // 0 for a legacy .dat imatrix
+    uint64_t header_bytes = 0;
+    std::vector<Kv> kvs;
+    std::vector<PlannedTensor> tensors;
+    size_t sliced_tensors = 0;
+    uint64_t slabs = 0;
+    uint64_t bytes_read() const;  // bytes taken from sources
+};
+
+struct SplicePlan {
+    // Sources the jobs' segments refer to: the model's shards in order, then the imatrix if any.
+    // Borrowed: the ShardSet and ImatrixFile the plan was made from must outlive it.
+    std::vector<const InputFile*> sources;
+    std::vector<PlannedFile> shards;
+    std::optional<PlannedFile> imatrix;
+    std::string source_path;
+    uint64_t source_expert_count = 0;
+    uint64_t kept_expert_count = 0;
+    size_t moe_blocks = 0;
+    size_t tensor_count = 0;
+
+    size_t sliced_tensors() const;
+    uint64_t slabs() const;
+    size_t extents() const;          // source extents after merging, all files
+    uint64_t bytes_read() const;     // from sources, all files
+    uint64_t bytes_written() const;  // sum of exact file sizes
+    std::vector<const CopyJob*> jobs() const;
+};
+
+// Output file names for n shards: OUT_PREFIX-00001-of-0000n.gguf; for n == 1 the single file
+// OUT_PREFIX.gguf (OUT_PREFIX itself when it already ends in .gguf). A trailing ".gguf" on the prefix
+// is dropped before numbering.
+std::vector<std::string> splice_output_paths(const std::string& out_prefix, size_t n);
+
+// The whole output, computed without touching a disk. Preconditions: `keeplist` passed
+// validate_keeplist against `layout`; `imatrix` (optional) is the source imatrix. Throws UsageError
+// when the split options cannot be met (more shards than tensors, more than 65535 shards) and
+// InputError when the imatrix does not fit the model.
+SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const KeepList& keeplist,
+                       const SpliceOptions& options, const ImatrixFile* imatrix = nullptr);
+
+// The pruned imatrix, GGUF or legacy .dat as the input: every "_exps" entry keeps the rows (GGUF
+// in_sum2 and counts) or values (.dat) of the kept experts in ascending order; everything else is
+// copied unchanged. `source_index` is the imatrix's index in SplicePlan::sources.
+PlannedFile plan_imatrix_prune(const ImatrixFile& imatrix, uint32_t source_index, const ShardSet& model,
+                               const MoeLayout& layout, const KeepList& keeplist, const std::string& out_path);
+
+// What must hold before the first byte is written. Throws UsageError when an output is an input
+// (same device and inode, symlinks followed) or exists without `force`, or when two outputs collide;
+// IoError when the output directory is missing or lacks the space the plan needs.
+struct SpliceInputs {
+    std::vector<std::string> paths;  // model shards, keeplist, imatrix
+};
+struct Preflight {
+    std::vector<std::string> replaced;        // existing outputs that --force will replace
+    std::vector<std::string> stale_siblings;  // PREFIX-*-of-* files of another shard count (removed after)
+    uint64_t bytes_needed = 0;
+};
+Preflight preflight_splice(const SplicePlan& plan, const SpliceInputs& inputs, const std::string& out_prefix,
+                           bool force);
+
+struct ExecuteOptions {
+    CopyOptions copy;
+};
+// Runs the copy engine over every output file. Afterwards removes preflight.stale_siblings so the new
+// set is the only one under its prefix.
+CopyReport execute_splice(const SplicePlan& plan, const Preflight& preflight, const ExecuteOptions& options);
+
+}  // namespace gguf_reap

@@ -1,0 +1,207 @@
+// plan_imatrix_prune: the source imatrix with every routed-expert entry cut to the kept experts, so
+// that llama-quantize, which demands ne[0] * n_expert values per expert tensor, accepts it for the
+// pruned model. Router, shared-expert, attention and dense entries carry no per-expert rows and are
+// copied unchanged, as are the imatrix KVs (datasets, chunk count and size).
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/splice.h"
+
+namespace gguf_reap {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::optional<int> block_of(std::string_view name) {
+    if (name.substr(0, 4) != "blk.") return std::nullopt;
+    name.remove_prefix(4);
+    const size_t dot = name.find('.');
+    int n = 0;
+    auto [p, ec] = std::from_chars(name.data(), name.data() + std::min(dot, name.size()), n);
+    if (ec != std::errc() || dot == std::string_view::npos || p != name.data() + dot) return std::nullopt;
+    return n;
+}
+
+bool is_expert_weight(ExpertRole r) {
+    return r == ExpertRole::kGateExps || r == ExpertRole::kUpExps || r == ExpertRole::kDownExps ||
+           r == ExpertRole::kGateUpExps;
+}
+
+// The model's expert weight an imatrix entry belongs to, with its kept ids; nullopt for entries that
+// are not routed-expert weights. An "_exps" entry the model cannot account for is refused: the file
+// was made for another model, and copying it unpruned would make llama-quantize abort later.
+struct ExpertEntry {
+    const TensorInfo* model_tensor = nullptr;
+    const std::vector<int64_t>* keep = nullptr;
+};
+std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSet& model, const MoeLayout& layout,
+                                        const KeepList& kl, const std::string& path, uint64_t offset,
+                                        const std::string& field) {
+    if (weight.find("_exps") == std::string::npos) return std::nullopt;
+    const auto block = block_of(weight);
+    const TensorRef* ref = model.find_tensor(weight);
+    const MoeBlock* mb = block ? layout.find_block(*block) : nullptr;
+    const KeepBlock* kb = block ? kl.find_block(*block) : nullptr;
+    if (!ref || !mb || !kb)
+        throw InputError(path, offset, field,
+                         fmt::format("is an expert entry for '{}', which {} (was the imatrix made for another "
+                                     "model?)",
+                                     weight, ref ? "is not in an MoE block of the model" : "the model does not have"));
+    const size_t index = static_cast<size_t>(ref - model.tensors().data());
+    for (const ExpertTensor& et : mb->tensors)
+        if (et.tensor == index && is_expert_weight(et.role)) return ExpertEntry{&model.info(*ref), &kb->keep};
+    throw InputError(path, offset, field, fmt::format("'{}' is not a stacked expert weight of the model", weight));
+}
+
+// GGUF imatrix: in_sum2 [ne0, E] and counts [1, E] lose the rows of pruned experts.
+PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model, const MoeLayout& layout,
+                      const KeepList& kl, const std::string& out_path) {
+    const std::string& path = im.path();
+    const Header h = parse_gguf_header(im.file());
+    const int64_t E = static_cast<int64_t>(layout.expert_count);
+    PlannedFile f;
+    f.version = h.version;
+    f.alignment = h.alignment;
+    f.kvs = h.kvs;
+
+    struct Row {
+        uint64_t row_bytes = 0;
+        const std::vector<int64_t>* keep = nullptr;
+    };
+    std::vector<Row> rows(h.tensors.size());
+    std::vector<TensorInfo> infos = h.tensors;
+    for (size_t i = 0; i < h.tensors.size(); ++i) {
+        const TensorInfo& t = h.tensors[i];
+        const bool sums = ends_with(t.name, ".in_sum2");
+        if (!sums && !ends_with(t.name, ".counts")) continue;
+        const std::string weight = t.name.substr(0, t.name.size() - (sums ? 8 : 7));
+        const std::string field = fmt::format("tensor '{}'", t.name);
+        auto ee = expert_entry(weight, model, layout, kl, path, t.info_offset, field);
+        if (!ee) continue;
+        if (t.ne[1] != E || t.ne[2] != 1 || t.ne[3] != 1)
+            throw InputError(path, t.info_offset, field,
+                             fmt::format("has {} rows, but the model has {} experts per block", t.ne[1], E));
+        const int64_t want_ne0 = sums ? ee->model_tensor->ne[0] : 1;
+        if (t.ne[0] != want_ne0)
+            throw InputError(path, t.info_offset, field,
+                             fmt::format("has {} values per expert, but '{}' has ne[0] = {} (was the imatrix "
+                                         "made for another model?)",
+                                         t.ne[0], weight, ee->model_tensor->ne[0]));
+        rows[i] = {t.nbytes / static_cast<uint64_t>(E), ee->keep};
+        infos[i].ne[1] = static_cast<int64_t>(ee->keep->size());
+        infos[i].nbytes = rows[i].row_bytes * ee->keep->size();
+    }
+    assign_offsets(infos, f.alignment);
+    std::vector<uint8_t> header = serialize_header(f.version, f.kvs, infos, f.alignment);
+    f.header_bytes = header.size();
+    f.job.path = out_path;
+    f.job.append_literal(std::move(header));
+    for (size_t i = 0; i < infos.size(); ++i) {
+        PlannedTensor pt;
+        pt.source_tensor = i;
+        pt.info = infos[i];
+        pt.data_offset = f.job.size;
+        const uint64_t at = h.data_start + h.tensors[i].offset;
+        if (rows[i].keep) {
+            for (int64_t e : *rows[i].keep)
+                f.job.append_copy(src, at + static_cast<uint64_t>(e) * rows[i].row_bytes, rows[i].row_bytes);
+            pt.expert_axis = 1;
+            pt.slabs = rows[i].keep->size();
+            ++f.sliced_tensors;
+            f.slabs += pt.slabs;
+        } else {
+            f.job.append_copy(src, at, h.tensors[i].nbytes);
+        }
+        f.job.append_zeros(*pad_to(pt.info.nbytes, f.alignment) - pt.info.nbytes);
+        f.tensors.push_back(std::move(pt));
+    }
+    return f;
+}
+
+template <typename T>
+void put_le(std::vector<uint8_t>& out, T v) {
+    const size_t at = out.size();
+    out.resize(at + sizeof v);
+    std::memcpy(out.data() + at, &v, sizeof v);
+}
+
+// Legacy .dat: i32 n_entries; per entry i32 len, name, i32 ncall, i32 nval, f32[nval]; trailer. An
+// expert entry holds nval = ne0 * E values, expert-major; it keeps ne0 * N. ncall stays: values are
+// means scaled by ncall, so dividing by it still gives each kept expert's own mean.
+PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& model, const MoeLayout& layout,
+                        const KeepList& kl, const std::string& out_path) {
+    const std::string& path = im.path();
+    const uint64_t E = layout.expert_count;
+    PlannedFile f;
+    f.job.path = out_path;
+    f.job.append_copy(src, 0, 4);  // n_entries: unchanged
+    f.header_bytes = 4;
+    uint64_t end = 4;
+    for (size_t i = 0; i < im.entries().size(); ++i) {
+        const ImatrixEntry& e = im.entries()[i];
+        const uint64_t values_bytes = static_cast<uint64_t>(e.nval) * 4;
+        end = e.sums_offset + values_bytes;
+        PlannedTensor pt;
+        pt.source_tensor = i;
+        pt.info.name = e.name;
+        pt.info.type = 0;
+        const std::string field = fmt::format("entry '{}'", e.name);
+        auto ee = expert_entry(e.name, model, layout, kl, path, e.entry_offset, field);
+        if (!ee) {
+            pt.info.ne[0] = e.nval;
+            pt.info.nbytes = values_bytes;
+            f.job.append_copy(src, e.entry_offset, end - e.entry_offset);
+            pt.data_offset = f.job.size - values_bytes;
+            f.tensors.push_back(std::move(pt));
+            continue;
+        }
+        const uint64_t ne0 = static_cast<uint64_t>(ee->model_tensor->ne[0]);
+        if (static_cast<uint64_t>(e.nval) != ne0 * E)
+            throw InputError(path, e.entry_offset, field,
+                             fmt::format("has {} values, but '{}' needs ne[0] × experts = {} × {} = {} (was the "
+                                         "imatrix made for another model?)",
+                                         e.nval, e.name, ne0, E, ne0 * E));
+        const uint64_t n_keep = ee->keep->size();
+        std::vector<uint8_t> head;
+        put_le<int32_t>(head, static_cast<int32_t>(e.name.size()));
+        head.insert(head.end(), e.name.begin(), e.name.end());
+        put_le<int32_t>(head, e.ncall);
+        put_le<int32_t>(head, static_cast<int32_t>(ne0 * n_keep));
+        f.job.append_literal(std::move(head));
+        pt.data_offset = f.job.size;
+        for (int64_t x : *ee->keep) f.job.append_copy(src, e.sums_offset + static_cast<uint64_t>(x) * ne0 * 4, ne0 * 4);
+        pt.info.ne[0] = static_cast<int64_t>(ne0 * n_keep);
+        pt.info.nbytes = ne0 * n_keep * 4;
+        pt.expert_axis = 0;
+        pt.slabs = n_keep;
+        ++f.sliced_tensors;
+        f.slabs += n_keep;
+        f.tensors.push_back(std::move(pt));
+    }
+    f.job.append_copy(src, end, im.file().size() - end);  // trailer: last chunk and dataset name
+    return f;
+}
+
+}  // namespace
+
+PlannedFile plan_imatrix_prune(const ImatrixFile& im, uint32_t source_index, const ShardSet& model,
+                               const MoeLayout& layout, const KeepList& kl, const std::string& out_path) {
+    if (out_path.empty()) throw UsageError("--imatrix-in needs --imatrix-out (where the pruned imatrix goes)");
+    switch (im.kind()) {
+        case ImatrixKind::kGguf: return plan_gguf(im, source_index, model, layout, kl, out_path);
+        case ImatrixKind::kLegacy: return plan_legacy(im, source_index, model, layout, kl, out_path);
+        case ImatrixKind::kNotImatrix: break;
+    }
+    throw InputError(im.path(), std::nullopt, "file", "is not an imatrix");
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,356 @@
+// plan_splice: every byte of every output shard, decided before anything is written.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/splice.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr const char* kSplitNo = "split.no";
+constexpr const char* kSplitCount = "split.count";
+constexpr const char* kSplitTensors = "split.tensors.count";
+// split.count is a u16 in every llama.cpp reader.
+constexpr size_t kMaxShards = 65535;
+
+bool is_split_key(const std::string& k) { return k == kSplitNo || k == kSplitCount || k == kSplitTensors; }
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+uint64_t padded(uint64_t n, uint32_t alignment) {
+    auto p = pad_to(n, alignment);
+    if (!p) throw std::overflow_error("tensor size overflows when padded");
+    return *p;
+}
+
+// Encoded sizes, as serialize_header writes them.
+uint64_t kv_bytes(const Kv& kv) { return 8 + kv.key.size() + 4 + kv.raw.size(); }
+uint64_t info_bytes(const TensorInfo& t) { return 8 + t.name.size() + 4 + 8 * uint64_t{t.n_dims} + 4 + 8; }
+constexpr uint64_t kFixedHeader = 24;  // magic, version, n_tensors, n_kv
+
+Kv make_u32_array(std::string key, const std::vector<int64_t>& values) {
+    Kv kv;
+    kv.key = std::move(key);
+    kv.type = GgufType::kArray;
+    kv.elem_type = GgufType::kUint32;
+    kv.count = values.size();
+    const int32_t et = static_cast<int32_t>(GgufType::kUint32);
+    const uint64_t n = values.size();
+    kv.raw.resize(4 + 8 + 4 * values.size());
+    std::memcpy(kv.raw.data(), &et, 4);
+    std::memcpy(kv.raw.data() + 4, &n, 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+        const auto v = static_cast<uint32_t>(values[i]);
+        std::memcpy(kv.raw.data() + 12 + 4 * i, &v, 4);
+    }
+    return kv;
+}
+
+// In llama-gguf-split's order (split.no, split.tensors.count, split.count), so that a keep-all
+// splice of its shards reproduces them byte for byte.
+std::vector<Kv> split_kvs(size_t no, size_t count, size_t tensors) {
+    return {Kv::make_u16(kSplitNo, static_cast<uint16_t>(no)),
+            Kv::make_i32(kSplitTensors, static_cast<int32_t>(tensors)),
+            Kv::make_u16(kSplitCount, static_cast<uint16_t>(count))};
+}
+
+// Shard 1's KVs: every source KV in source order with expert_count = N, source split.* replaced in
+// place by `split` (or dropped when `split` is empty), then provenance, then split.* keys the source
+// lacked. Provenance keys of an earlier splice are dropped: they would describe the wrong source.
+std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
+                                const SpliceOptions& o, const std::vector<Kv>& split) {
+    const std::string expert_key = layout.arch + ".expert_count";
+    const uint64_t n_keep = kl.blocks.front().keep.size();
+    std::vector<Kv> kvs;
+    std::vector<bool> placed(split.size(), false);
+    for (const Kv& kv : model.metadata().kvs) {
+        if (kv.key.rfind("gguf_reap.", 0) == 0) continue;
+        if (is_split_key(kv.key)) {
+            for (size_t i = 0; i < split.size(); ++i)
+                if (split[i].key == kv.key) {
+                    kvs.push_back(split[i]);
+                    placed[i] = true;
+                }
+            continue;
+        }
+        if (kv.key == expert_key) {
+            auto v = Kv::make_int_like(kv, n_keep);
+            if (!v) throw std::logic_error(fmt::format("{} cannot hold {}", expert_key, n_keep));
+            kvs.push_back(*v);
+            continue;
+        }
+        kvs.push_back(kv);
+    }
+    if (o.provenance) {
+        kvs.push_back(Kv::make_string(kProvenanceVersionKey, o.tool_version));
+        kvs.push_back(Kv::make_u32(kProvenanceSourceExpertCountKey, static_cast<uint32_t>(layout.expert_count)));
+        kvs.push_back(Kv::make_string(kProvenanceKeeplistShaKey, o.keeplist_sha256));
+        for (const KeepBlock& b : kl.blocks)
+            kvs.push_back(make_u32_array(fmt::format("{}{}", kProvenanceKeptPrefix, b.block), b.keep));
+    }
+    for (size_t i = 0; i < split.size(); ++i)
+        if (!placed[i]) kvs.push_back(split[i]);
+    return kvs;
+}
+
+// How a source tensor becomes an output tensor: the expert tensor it is (if any) and its kept ids.
+struct TensorSource {
+    const ExpertTensor* expert = nullptr;
+    const std::vector<int64_t>* keep = nullptr;
+};
+
+TensorInfo output_info(const TensorInfo& src, const TensorSource& ts) {
+    TensorInfo t = src;
+    t.offset = 0;
+    if (ts.expert) {
+        t.ne[ts.expert->axis] = static_cast<int64_t>(ts.keep->size());
+        t.nbytes = ts.expert->slab * ts.keep->size();
+    }
+    return t;
+}
+
+// Appends a tensor's data extents to `job`; returns the number of extents (after merging).
+size_t append_tensor_data(CopyJob& job, const TensorRef& ref, const TensorSource& ts) {
+    const auto src = static_cast<uint32_t>(ref.shard);
+    if (!ts.expert) {
+        job.append_copy(src, ref.abs_offset, ref.nbytes);
+        return ref.nbytes > 0 ? 1 : 0;
+    }
+    const uint64_t slab = ts.expert->slab;
+    size_t extents = 0;
+    int64_t prev = -2;
+    for (int64_t e : *ts.keep) {
+        if (e != prev + 1) ++extents;
+        job.append_copy(src, ref.abs_offset + static_cast<uint64_t>(e) * slab, slab);
+        prev = e;
+    }
+    return extents;
+}
+
+// Shard boundaries: shard s holds tensors [cuts[s], cuts[s+1]).
+using Cuts = std::vector<size_t>;
+
+// Contiguous cuts whose byte sums come closest to equal shares (shard 1 also carries the metadata).
+Cuts balanced_cuts(const std::vector<uint64_t>& weight, uint64_t first_extra, size_t k) {
+    const size_t n = weight.size();
+    if (k > n)
+        throw UsageError(fmt::format("cannot write {} tensors into {} shards: every shard needs a tensor", n, k));
+    long double total = first_extra;
+    for (uint64_t w : weight) total += w;
+    Cuts cuts{0};
+    long double prefix = first_extra;
+    size_t i = 0;
+    for (size_t s = 1; s < k; ++s) {
+        const long double target = total * s / k;
+        // Take at least one tensor, and leave at least one for every later shard.
+        const size_t lo = cuts.back() + 1, hi = n - (k - s);
+        while (i < lo) prefix += weight[i++];
+        while (i < hi && prefix + weight[i] / 2.0L <= target) prefix += weight[i++];
+        cuts.push_back(i);
+    }
+    cuts.push_back(n);
+    return cuts;
+}
+
+Cuts max_tensor_cuts(size_t n, uint64_t per_shard) {
+    if (per_shard == 0) throw UsageError("--split-max-tensors must be at least 1");
+    Cuts cuts;
+    for (size_t i = 0; i < n; i += per_shard) cuts.push_back(i);
+    cuts.push_back(n);
+    return cuts;
+}
+
+// Greedy, in order: a tensor starts a new shard when adding it would push the file (header, infos,
+// padding, data) past `max_bytes`. A tensor larger than the limit gets a shard of its own, as in
+// llama-gguf-split.
+Cuts max_size_cuts(const std::vector<TensorInfo>& infos, uint64_t first_kv_bytes, uint32_t first_alignment,
+                   uint64_t other_kv_bytes, uint64_t max_bytes) {
+    if (max_bytes == 0) throw UsageError("--split-max-size must be more than 0 bytes");
+    Cuts cuts{0};
+    uint64_t head = kFixedHeader + first_kv_bytes, data = 0;
+    uint32_t align = first_alignment;
+    for (size_t i = 0; i < infos.size(); ++i) {
+        const uint64_t h = head + info_bytes(infos[i]);
+        const uint64_t d = data + padded(infos[i].nbytes, align);
+        if (i > cuts.back() && padded(h, align) + d > max_bytes) {
+            cuts.push_back(i);
+            align = kGgufDefaultAlignment;
+            head = kFixedHeader + other_kv_bytes + info_bytes(infos[i]);
+            data = padded(infos[i].nbytes, align);
+        } else {
+            head = h;
+            data = d;
+        }
+    }
+    cuts.push_back(infos.size());
+    return cuts;
+}
+
+}  // namespace
+
+uint64_t PlannedFile::bytes_read() const {
+    uint64_t n = 0;
+    for (const CopySegment& s : job.segments)
+        if (s.src != kSegmentLiteral && s.src != kSegmentZeros) n += s.length;
+    return n;
+}
+
+size_t SplicePlan::sliced_tensors() const {
+    size_t n = 0;
+    for (const auto& f : shards) n += f.sliced_tensors;
+    return n;
+}
+
+uint64_t SplicePlan::slabs() const {
+    uint64_t n = 0;
+    for (const auto& f : shards) n += f.slabs;
+    return n;
+}
+
+size_t SplicePlan::extents() const {
+    size_t n = 0;
+    for (const auto& f : shards)
+        for (const auto& s : f.job.segments) n += s.src != kSegmentLiteral && s.src != kSegmentZeros;
+    if (imatrix)
+        for (const auto& s : imatrix->job.segments) n += s.src != kSegmentLiteral && s.src != kSegmentZeros;
+    return n;
+}
+
+uint64_t SplicePlan::bytes_read() const {
+    uint64_t n = imatrix ? imatrix->bytes_read() : 0;
+    for (const auto& f : shards) n += f.bytes_read();
+    return n;
+}
+
+uint64_t SplicePlan::bytes_written() const {
+    uint64_t n = imatrix ? imatrix->job.size : 0;
+    for (const auto& f : shards) n += f.job.size;
+    return n;
+}
+
+std::vector<const CopyJob*> SplicePlan::jobs() const {
+    std::vector<const CopyJob*> j;
+    for (const auto& f : shards) j.push_back(&f.job);
+    if (imatrix) j.push_back(&imatrix->job);
+    return j;
+}
+
+std::vector<std::string> splice_output_paths(const std::string& out_prefix, size_t n) {
+    std::string prefix = out_prefix;
+    if (n == 1) return {ends_with(prefix, ".gguf") ? prefix : prefix + ".gguf"};
+    if (ends_with(prefix, ".gguf")) prefix.resize(prefix.size() - 5);
+    std::vector<std::string> paths;
+    for (size_t i = 1; i <= n; ++i) paths.push_back(split_path(prefix, static_cast<int>(i), static_cast<int>(n)));
+    return paths;
+}
+
+SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const KeepList& kl, const SpliceOptions& o,
+                       const ImatrixFile* imatrix) {
+    if (kl.blocks.empty() || layout.blocks.empty())
+        throw std::logic_error("plan_splice needs a keeplist validated against an MoE layout");
+    SplicePlan plan;
+    for (const Shard& s : model.shards()) plan.sources.push_back(s.file.get());
+    plan.source_path = model.shards().front().path;
+    plan.source_expert_count = layout.expert_count;
+    plan.kept_expert_count = kl.blocks.front().keep.size();
+    plan.moe_blocks = layout.blocks.size();
+    const auto& refs = model.tensors();
+    plan.tensor_count = refs.size();
+    if (refs.empty()) throw UsageError(fmt::format("{}: the model has no tensors", plan.source_path));
+
+    // Which tensors are sliced, and with which ids.
+    std::vector<TensorSource> how(refs.size());
+    for (const MoeBlock& b : layout.blocks) {
+        const KeepBlock* kb = kl.find_block(b.block);
+        if (!kb) throw std::logic_error(fmt::format("keeplist lacks block {}", b.block));
+        for (const ExpertTensor& et : b.tensors) how[et.tensor] = {&et, &kb->keep};
+    }
+    std::vector<TensorInfo> infos;
+    infos.reserve(refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) infos.push_back(output_info(model.info(refs[i]), how[i]));
+
+    // Cut the tensor sequence into shards. Shard 1's header is sized with split.* present; when the
+    // result is a single file they are dropped, which only makes it smaller.
+    const std::vector<Kv> kvs_multi = first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, refs.size()));
+    uint64_t first_kv_bytes = 0, other_kv_bytes = 0;
+    for (const Kv& kv : kvs_multi) first_kv_bytes += kv_bytes(kv);
+    for (const Kv& kv : split_kvs(1, 2, refs.size())) other_kv_bytes += kv_bytes(kv);
+    std::vector<uint64_t> weight;
+    for (const TensorInfo& t : infos) weight.push_back(info_bytes(t) + padded(t.nbytes, kGgufDefaultAlignment));
+    Cuts cuts;
+    switch (o.split_mode) {
+        case SplitMode::kAsSource: cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size()); break;
+        case SplitMode::kCount:
+            if (o.split_value == 0) throw UsageError("--split-count must be at least 1");
+            if (o.split_value > kMaxShards)
+                throw UsageError(fmt::format("--split-count {} is more than the 65535 shards split.count can number",
+                                             o.split_value));
+            cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
+            break;
+        case SplitMode::kMaxTensors: cuts = max_tensor_cuts(refs.size(), o.split_value); break;
+        case SplitMode::kMaxSize:
+            cuts = max_size_cuts(infos, first_kv_bytes, header_alignment(kvs_multi), other_kv_bytes, o.split_value);
+            break;
+    }
+    const size_t n_shards = cuts.size() - 1;
+    if (n_shards > kMaxShards)
+        throw UsageError(fmt::format("the split options ask for {} shards; split.count can number at most 65535",
+                                     n_shards));
+    const std::vector<std::string> paths = splice_output_paths(o.out_prefix, n_shards);
+
+    const uint32_t version = model.metadata().version;
+    for (size_t s = 0; s < n_shards; ++s) {
+        PlannedFile f;
+        f.version = version;
+        if (s == 0) {
+            f.kvs = first_shard_kvs(model, layout, kl, o,
+                                    n_shards > 1 ? split_kvs(0, n_shards, refs.size()) : std::vector<Kv>{});
+        } else {
+            f.kvs = split_kvs(s, n_shards, refs.size());
+        }
+        f.alignment = header_alignment(f.kvs);
+        std::vector<TensorInfo> shard_infos(infos.begin() + static_cast<ptrdiff_t>(cuts[s]),
+                                            infos.begin() + static_cast<ptrdiff_t>(cuts[s + 1]));
+        assign_offsets(shard_infos, f.alignment);
+        std::vector<uint8_t> header = serialize_header(version, f.kvs, shard_infos, f.alignment);
+        f.header_bytes = header.size();
+        f.job.path = paths[s];
+        f.job.append_literal(std::move(header));
+        for (size_t i = cuts[s]; i < cuts[s + 1]; ++i) {
+            PlannedTensor pt;
+            pt.source_tensor = i;
+            pt.info = shard_infos[i - cuts[s]];
+            pt.data_offset = f.job.size;
+            if (pt.data_offset != f.header_bytes + pt.info.offset)
+                throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}", pt.info.name,
+                                                   pt.data_offset, f.header_bytes + pt.info.offset));
+            pt.extents = append_tensor_data(f.job, refs[i], how[i]);
+            f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
+            if (how[i].expert) {
+                pt.expert_axis = how[i].expert->axis;
+                pt.slabs = how[i].keep->size();
+                ++f.sliced_tensors;
+                f.slabs += pt.slabs;
+            }
+            f.tensors.push_back(std::move(pt));
+        }
+        plan.shards.push_back(std::move(f));
+    }
+
+    if (imatrix) {
+        const auto index = static_cast<uint32_t>(plan.sources.size());
+        plan.sources.push_back(&imatrix->file());
+        plan.imatrix = plan_imatrix_prune(*imatrix, index, model, layout, kl, o.imatrix_out);
+    }
+    return plan;
+}
+
+}  // namespace gguf_reap

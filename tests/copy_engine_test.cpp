@@ -1,0 +1,197 @@
+// The copy engine on its own: arbitrary segment lists written byte-exact by every method and thread
+// count, malformed jobs refused, interrupts and failures leaving no file behind.
+#include <gtest/gtest.h>
+
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/copy_engine.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/signals.h"
+#include "test_util.h"
+
+namespace gguf_reap {
+namespace {
+
+using test::TempDir;
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> v(n);
+    for (auto& b : v) b = static_cast<uint8_t>(rng());
+    return v;
+}
+
+size_t entries(const std::filesystem::path& dir) {
+    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+
+// A job of random segments over `sources`, and the bytes it must produce.
+struct Expected {
+    CopyJob job;
+    std::vector<uint8_t> bytes;
+};
+Expected random_job(const std::string& path, const std::vector<std::vector<uint8_t>>& sources, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Expected e;
+    e.job.path = path;
+    for (int i = 0; i < 300; ++i) {
+        const int kind = static_cast<int>(rng() % 4);
+        if (kind == 0) {
+            auto lit = random_bytes(1 + rng() % 5000, rng());
+            e.bytes.insert(e.bytes.end(), lit.begin(), lit.end());
+            e.job.append_literal(std::move(lit));
+        } else if (kind == 1) {
+            const uint64_t n = 1 + rng() % 40;
+            e.bytes.resize(e.bytes.size() + n, 0);
+            e.job.append_zeros(n);
+        } else {
+            const uint32_t src = rng() % sources.size();
+            const uint64_t off = rng() % sources[src].size();
+            // Mostly small extents (expert slabs), sometimes large ones (whole tensors).
+            const uint64_t cap = kind == 2 ? 70000 : 1500000;
+            const uint64_t n = 1 + rng() % std::min<uint64_t>(cap, sources[src].size() - off);
+            e.bytes.insert(e.bytes.end(), sources[src].begin() + static_cast<ptrdiff_t>(off),
+                           sources[src].begin() + static_cast<ptrdiff_t>(off + n));
+            e.job.append_copy(src, off, n);
+        }
+    }
+    return e;
+}
+
+TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
+    TempDir dir;
+    const std::vector<std::vector<uint8_t>> data = {random_bytes(3 << 20, 1), random_bytes(1 << 20, 2)};
+    std::vector<std::shared_ptr<InputFile>> files;
+    std::vector<const InputFile*> sources;
+    for (size_t i = 0; i < data.size(); ++i) {
+        test::write_file(dir.file("src" + std::to_string(i)), data[i]);
+        files.push_back(InputFile::open(dir.file("src" + std::to_string(i))));
+        sources.push_back(files.back().get());
+    }
+    std::filesystem::create_directory(dir.path() / "out");
+    int run = 0;
+    for (CopyMethod m : {CopyMethod::kAuto, CopyMethod::kKernel, CopyMethod::kReadWrite}) {
+        for (unsigned threads : {1u, 3u}) {
+            for (uint64_t item : {uint64_t{4099}, uint64_t{512} << 20}) {
+                SCOPED_TRACE(fmt::format("{} threads {} item {}", copy_method_name(m), threads, item));
+                ++run;
+                Expected a = random_job(dir.file(fmt::format("out/a{}", run)), data, 10 + run);
+                Expected b = random_job(dir.file(fmt::format("out/b{}", run)), data, 100 + run);
+                CopyOptions o;
+                o.method = m;
+                o.threads = threads;
+                o.work_item_bytes = item;
+                std::atomic<uint64_t> progress{0};
+                o.on_progress = [&](uint64_t n) { progress += n; };
+                CopyReport r = run_copy_jobs({&a.job, &b.job}, sources, o);
+                EXPECT_TRUE(test::read_file(a.job.path) == a.bytes);
+                EXPECT_TRUE(test::read_file(b.job.path) == b.bytes);
+                EXPECT_EQ(r.bytes_written(), a.bytes.size() + b.bytes.size());
+                EXPECT_EQ(progress.load(), r.bytes_written());
+                if (m == CopyMethod::kReadWrite) {
+                    EXPECT_EQ(r.kernel_bytes, 0u);
+                } else {
+                    EXPECT_EQ(r.buffered_bytes, 0u);
+                }
+            }
+        }
+    }
+    EXPECT_EQ(entries(dir.path() / "out"), static_cast<size_t>(2 * run)) << "no temporaries left";
+}
+
+TEST(CopyEngine, AdjacentCopiesMergeIntoOneExtent) {
+    CopyJob j;
+    j.append_copy(0, 100, 10);
+    j.append_copy(0, 110, 10);  // continues: merged
+    j.append_copy(1, 120, 10);  // other source
+    j.append_copy(1, 140, 10);  // gap in the source
+    j.append_zeros(3);
+    j.append_zeros(2);  // merged
+    j.append_copy(1, 150, 10);  // continues the source range but not the file: not merged
+    ASSERT_EQ(j.segments.size(), 5u);
+    EXPECT_EQ(j.segments[0].length, 20u);
+    EXPECT_EQ(j.segments[3].src, kSegmentZeros);
+    EXPECT_EQ(j.segments[3].length, 5u);
+    EXPECT_EQ(j.segments[4].dst_offset, 45u);
+    EXPECT_EQ(j.size, 55u);
+}
+
+TEST(CopyEngine, MalformedJobIsRefusedBeforeAnyFileExists) {
+    TempDir dir;
+    test::write_file(dir.file("src"), random_bytes(100, 3));
+    auto f = InputFile::open(dir.file("src"));
+    CopyJob past_end;
+    past_end.path = dir.file("o1");
+    past_end.append_copy(0, 90, 20);
+    CopyJob bad_size;
+    bad_size.path = dir.file("o2");
+    bad_size.append_copy(0, 0, 10);
+    bad_size.size = 11;
+    CopyJob no_source;
+    no_source.path = dir.file("o3");
+    no_source.append_copy(1, 0, 10);
+    for (const CopyJob* j : {&past_end, &bad_size, &no_source}) {
+        EXPECT_THROW(run_copy_jobs({j}, {f.get()}, {}), std::logic_error) << j->path;
+    }
+    try {
+        check_copy_jobs({&past_end}, {f.get()});
+    } catch (const std::logic_error& e) {
+        EXPECT_EQ(std::string(e.what()), "copy plan for " + dir.file("o1") + ": segment at 0: reads past the end of " +
+                                             dir.file("src"));
+    }
+    EXPECT_EQ(entries(dir.path()), 1u);
+}
+
+TEST(CopyEngine, InterruptLeavesNoFile) {
+    TempDir dir;
+    test::write_file(dir.file("src"), random_bytes(1 << 20, 4));
+    auto f = InputFile::open(dir.file("src"));
+    CopyJob j;
+    j.path = dir.file("out");
+    j.append_copy(0, 0, 1 << 20);
+    set_interrupted_for_test(true);
+    EXPECT_THROW(run_copy_jobs({&j}, {f.get()}, {}), Interrupted);
+    set_interrupted_for_test(false);
+    EXPECT_EQ(entries(dir.path()), 1u);
+}
+
+TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
+    struct statfs a {}, b {};
+    if (::statfs("/dev/shm", &a) != 0 || ::statfs(std::filesystem::temp_directory_path().c_str(), &b) != 0 ||
+        a.f_type == b.f_type)
+        GTEST_SKIP() << "needs /dev/shm on a filesystem of another type than the temp dir";
+    TempDir dir;
+    const std::string src = fmt::format("/dev/shm/gguf-reap-test-{}", ::getpid());
+    const auto bytes = random_bytes(300000, 5);
+    test::write_file(src, bytes);
+    auto f = InputFile::open(src);
+    CopyJob j;
+    j.path = dir.file("out");
+    j.append_copy(0, 0, bytes.size());
+    CopyOptions o;
+    CopyReport r = run_copy_jobs({&j}, {f.get()}, o);
+    EXPECT_TRUE(test::read_file(j.path) == bytes);
+    EXPECT_EQ(r.buffered_bytes, bytes.size());
+    EXPECT_EQ(r.kernel_bytes, 0u);
+    // Forcing the kernel path across filesystems is an I/O error, and leaves nothing.
+    std::filesystem::remove(j.path);
+    o.method = CopyMethod::kKernel;
+    try {
+        run_copy_jobs({&j}, {f.get()}, o);
+        ADD_FAILURE() << "copy_file_range across filesystems succeeded";
+    } catch (const IoError& e) {
+        EXPECT_EQ(std::string(e.what()), j.path + ": copy_file_range from " + src + ": Invalid cross-device link");
+    }
+    EXPECT_EQ(entries(dir.path()), 0u);
+    std::filesystem::remove(src);
+}
+
+}  // namespace
+}  // namespace gguf_reap

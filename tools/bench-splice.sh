@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Benchmark: `gguf-reap splice` against `cp` of the same number of output bytes on the same disk,
+# side by side in one run, with peak RSS from /usr/bin/time -v.
+#
+#   tools/bench-splice.sh [BUILD_DIR]        (default BUILD_DIR: build)
+#
+# Environment:
+#   BENCH_DIR   scratch directory (default /work/bench-splice.$$; removed at the end)
+#   REPS        repetitions of each measurement (default 3; medians are reported)
+#   MODELS      which models: "k3 big" (default), or one of them
+#   CACHES      "warm cold" (default): warm = source in the page cache; cold = `sync` and
+#               drop_caches before every timed command (needs root), so both read from the disk
+#   KEEP        fraction of experts kept per block, chosen at random (default 0.5)
+#
+# Models (docs/fixture-generator.md):
+#   k3   Kimi-K3-shaped: 93 blocks (92 MoE), 896 experts, 247,296 expert slabs of ~17 KiB, 4.4 GB
+#   big  large slabs: 14 blocks, 128 experts, slabs of 2.1 MiB, 11.5 GB in 4 shards
+#
+# Each timed command starts after `sync`, so no run pays for the previous one's writeback. splice
+# fsyncs its outputs before renaming them; cp does not, so cp is timed twice: alone, and followed by
+# `sync FILE` (the same durability as splice). Both ratios are printed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${1:-$ROOT/build}
+BIN=$BUILD/gguf-reap
+GEN=$BUILD/gguf-reap-gen
+DIR=${BENCH_DIR:-/work/bench-splice.$$}
+REPS=${REPS:-3}
+MODELS=${MODELS:-k3 big}
+CACHES=${CACHES:-warm cold}
+KEEP=${KEEP:-0.5}
+TIME=/usr/bin/time
+
+[ -x "$BIN" ] && [ -x "$GEN" ] || { echo "bench-splice: build first ($BIN, $GEN)" >&2; exit 2; }
+[ -x "$TIME" ] || { echo "bench-splice: needs GNU time (apt-get install time)" >&2; exit 2; }
+mkdir -p "$DIR"
+trap 'rm -rf "$DIR"' EXIT
+avail=$(df --output=avail -B1 "$DIR" | tail -1)
+need=$((36 * 1000 * 1000 * 1000))
+[ "$avail" -ge "$need" ] || { echo "bench-splice: $DIR has $avail bytes free, needs $need" >&2; exit 3; }
+
+echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"\
+     "$(free -g | awk '/Mem:/ {print $2}') GiB RAM, kernel $(uname -r)"
+echo "# disk: $(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$DIR"), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# gguf-reap: $("$BIN" --version), cp: $(cp --version | head -1)"
+
+drop_caches() { [ "$1" = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; } || sync; }
+
+# timed CACHE OUTFILE CMD...: runs CMD under /usr/bin/time -v, prints "seconds max_rss_kib".
+timed() {
+    local cache=$1 log=$2
+    shift 2
+    drop_caches "$cache"
+    "$TIME" -v -o "$log" "$@" >/dev/null
+    awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]}
+                /Maximum resident set size/ {m = $2} END {printf "%.3f %d\n", s, m}' "$log"
+}
+
+div() { awk -v a="$1" -v b="$2" 'BEGIN {print a / b}'; }
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# A keeplist keeping KEEP of the experts of every MoE block, at random (seeded).
+make_keeplist() {
+    "$BIN" inspect --json "$1" | /usr/bin/python3 -c '
+import json, random, sys
+d = json.load(sys.stdin)
+keep, E = float(sys.argv[1]), d["moe"]["experts"]
+rng = random.Random(1)
+n_drop = E - max(d["moe"]["used"], round(E * keep))
+print(json.dumps({"drop": {str(b): sorted(rng.sample(range(E), n_drop)) for b in d["moe_layers"]}}))' "$KEEP"
+}
+
+bench() {  # bench NAME MODEL_FIRST_FILE
+    local name=$1 model=$2
+    make_keeplist "$model" >"$DIR/keep.json"
+    local plan bytes
+    plan=$("$BIN" splice "$model" --keeplist "$DIR/keep.json" -o "$DIR/out" --dry-run --json)
+    bytes=$(echo "$plan" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_written"])')
+    echo "$plan" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("## %s: %d source shard(s), %d MoE blocks, %d -> %d experts; %d output shard(s), %d tensors, "
+      "{:,} slabs in {:,} extents, {:,} bytes".format(d["slabs"], d["extents"], d["bytes_written"])
+      % (sys.argv[1], d["source"]["shards"], d["moe_blocks"], d["source"]["expert_count"], d["expert_count"],
+         d["shards"], d["tensors"]))' "$name"
+    # The cp baseline: a file of exactly the output's size, on the same disk.
+    head -c "$bytes" "$model" >"$DIR/ref.bin"
+    [ "$(stat -c %s "$DIR/ref.bin")" -eq "$bytes" ] || { echo "bench-splice: source smaller than output" >&2; exit 3; }
+    for cache in $CACHES; do
+        : >"$DIR/splice.t"; : >"$DIR/cp.t"; : >"$DIR/cpsync.t"
+        for _ in $(seq 1 "$REPS"); do
+            rm -f "$DIR"/out*.gguf "$DIR/copy.bin"
+            timed "$cache" "$DIR/log" "$BIN" splice "$model" --keeplist "$DIR/keep.json" -o "$DIR/out" -q >>"$DIR/splice.t"
+            rm -f "$DIR"/out*.gguf
+            timed "$cache" "$DIR/log" cp "$DIR/ref.bin" "$DIR/copy.bin" >>"$DIR/cp.t"
+            rm -f "$DIR/copy.bin"
+            timed "$cache" "$DIR/log" sh -c "cp '$DIR/ref.bin' '$DIR/copy.bin' && sync '$DIR/copy.bin'" >>"$DIR/cpsync.t"
+        done
+        local s c cs rss
+        s=$(cut -d' ' -f1 "$DIR/splice.t" | median)
+        c=$(cut -d' ' -f1 "$DIR/cp.t" | median)
+        cs=$(cut -d' ' -f1 "$DIR/cpsync.t" | median)
+        rss=$(cut -d' ' -f2 "$DIR/splice.t" | sort -n | tail -1)
+        printf '%-4s %-5s splice %7.2f s  cp %7.2f s  cp+sync %7.2f s  ratio %.3f (vs cp)  %.3f (vs cp+sync)  splice peak RSS %.1f MiB  [splice: %s | cp: %s | cp+sync: %s]\n' \
+            "$name" "$cache" "$s" "$c" "$cs" "$(div "$s" "$c")" "$(div "$s" "$cs")" "$(div "$rss" 1024)" "$(cut -d' ' -f1 "$DIR/splice.t" | tr '\n' ' ')" \
+            "$(cut -d' ' -f1 "$DIR/cp.t" | tr '\n' ' ')" "$(cut -d' ' -f1 "$DIR/cpsync.t" | tr '\n' ' ')"
+    done
+    rm -f "$DIR"/out*.gguf "$DIR/copy.bin" "$DIR/ref.bin"
+}
+
+for m in $MODELS; do
+    case $m in
+        k3)
+            "$GEN" model --preset kimi-k3 --embd 256 --expert-ff 64 --type-exps Q8_0 -o "$DIR/k3.gguf" >/dev/null
+            bench k3 "$DIR/k3.gguf"
+            rm -f "$DIR/k3.gguf" ;;
+        big)
+            "$GEN" model --preset kimi-k3 --blocks 14 --experts 128 --used 8 --embd 2048 --expert-ff 1024 \
+                --type-exps Q8_0 --shards 4 -o "$DIR/big" >/dev/null
+            bench big "$DIR/big-00001-of-00004.gguf"
+            rm -f "$DIR"/big-*.gguf ;;
+        *) echo "bench-splice: unknown model '$m' (k3, big)" >&2; exit 2 ;;
+    esac
+done
