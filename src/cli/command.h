@@ -23,6 +23,9 @@ using Action = std::function<int()>;
 using Command = std::pair<CLI::App*, Action>;
 
 Command add_inspect(CLI::App& app, const GlobalOptions& g);
+Command add_rank(CLI::App& app, const GlobalOptions& g);
+Command add_splice(CLI::App& app, const GlobalOptions& g);
+Command add_audit(CLI::App& app, const GlobalOptions& g);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);

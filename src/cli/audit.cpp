@@ -1,0 +1,197 @@
+// gguf-reap audit OUTPUT [--source MODEL [--keeplist K]] [--manifest FILE] [--manifest-out FILE] [--json]:
+// prove a pruned model from the disk. Exit 0 pass, 1 findings, 2 bad input.
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "gguf_reap/audit.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/manifest.h"
+#include "gguf_reap/units.h"
+
+namespace gguf_reap::cli {
+
+namespace {
+
+struct AuditCli {
+    std::string output;
+    std::string source;
+    std::string keeplist;
+    std::string manifest;
+    std::string manifest_out;
+    int threads = 0;
+    bool force = false;
+    bool json = false;
+};
+
+nlohmann::ordered_json or_null(const std::string& s) {
+    return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
+}
+
+nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool manifest_written) {
+    using nlohmann::ordered_json;
+    ordered_json j;
+    j["result"] = r.passed() ? "pass" : "fail";
+    j["output"] = c.output;
+    j["source"] = or_null(c.source);
+    j["keeplist"] = or_null(c.keeplist);
+    j["manifest"] = or_null(c.manifest);
+    j["kept_from"] = or_null(r.kept_from);
+    if (!c.source.empty())
+        j["expert_count"] = {{"source", r.source_expert_count}, {"output", r.output_expert_count}};
+    ordered_json shards = ordered_json::array();
+    for (const auto& s : r.shards) {
+        ordered_json o{{"path", s.path},
+                       {"present", s.present},
+                       {"readable", s.readable},
+                       {"size", s.size},
+                       {"tensors", s.tensors}};
+        o["sha256"] = or_null(s.sha256);
+        shards.push_back(std::move(o));
+    }
+    j["shards"] = shards;
+    const AuditSummary& m = r.summary;
+    j["summary"] = {{"shards", m.shards},
+                    {"tensors", m.tensors},
+                    {"tensors_identical", m.tensors_identical},
+                    {"expert_tensors", m.expert_tensors},
+                    {"slabs", m.slabs},
+                    {"tensors_hashed", m.tensors_hashed},
+                    {"kvs_checked", m.kvs_checked},
+                    {"bytes_compared", m.bytes_compared},
+                    {"padding_bytes", m.padding_bytes},
+                    {"bytes_read", m.bytes_read},
+                    {"source_bytes_read", m.source_bytes_read},
+                    {"bytes_hashed", m.bytes_hashed},
+                    {"findings", r.findings.size()}};
+    ordered_json fs = ordered_json::array();
+    for (const auto& f : r.findings) {
+        ordered_json o;
+        o["kind"] = finding_kind_name(f.kind);
+        o["file"] = f.file;
+        o["subject"] = f.subject;
+        o["offset"] = f.offset ? ordered_json(*f.offset) : ordered_json(nullptr);
+        o["tensor"] = or_null(f.tensor);
+        o["expert"] = f.expert ? ordered_json(*f.expert) : ordered_json(nullptr);
+        o["source_expert"] = f.source_expert ? ordered_json(*f.source_expert) : ordered_json(nullptr);
+        o["region"] = or_null(f.region);
+        o["message"] = f.message;
+        fs.push_back(std::move(o));
+    }
+    j["findings"] = fs;
+    j["notes"] = r.notes;
+    j["manifest_out"] = manifest_written ? ordered_json{{"json", c.manifest_out},
+                                                        {"sha256sum", manifest_sums_path(c.manifest_out)}}
+                                         : ordered_json(nullptr);
+    return j;
+}
+
+void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written) {
+    const AuditSummary& m = r.summary;
+    uint64_t total = 0;
+    for (const auto& s : r.shards) total += s.size;
+    std::cout << fmt::format("output    {} ({} shard(s), {})\n", c.output, m.shards, human_bytes(total));
+    if (!c.source.empty()) {
+        std::cout << fmt::format("source    {}\n", c.source);
+        std::string from = r.kept_from == "keeplist"     ? "the keeplist " + c.keeplist
+                           : r.kept_from == "provenance" ? "the output's gguf_reap.kept.* keys"
+                           : r.kept_from == "unchanged"  ? "no pruning recorded: every expert kept"
+                                                         : "unknown";
+        std::cout << fmt::format("experts   {} of {} per block kept (from {})\n", r.output_expert_count,
+                                 r.source_expert_count, from);
+    }
+    if (!c.manifest.empty()) std::cout << fmt::format("manifest  {}\n", c.manifest);
+    if (!r.findings.empty()) {
+        std::cout << fmt::format("\nfindings ({})\n", r.findings.size());
+        for (const auto& f : r.findings)
+            std::cout << fmt::format("  [{}] {}\n", finding_kind_name(f.kind), f.line());
+    }
+    for (const auto& n : r.notes) std::cout << fmt::format("note: {}\n", n);
+    std::cout << "\n";
+    if (!c.source.empty()) {
+        std::cout << fmt::format(
+            "verified  {} tensors byte-identical to the source, {} expert tensors with {} kept "
+            "slabs/rows equal to their source experts\n",
+            m.tensors_identical, m.expert_tensors, m.slabs);
+        std::cout << fmt::format(
+            "          {} bytes compared, {} padding bytes zero, {} key/value pairs checked\n",
+            with_commas(m.bytes_compared), with_commas(m.padding_bytes), m.kvs_checked);
+        std::cout << fmt::format(
+            "read      {} of output from disk (page cache dropped first), {} of source\n",
+            human_bytes(m.bytes_read), human_bytes(m.source_bytes_read));
+    } else {
+        std::cout << fmt::format("verified  structure of every shard, {} padding bytes zero\n",
+                                 with_commas(m.padding_bytes));
+    }
+    if (m.bytes_hashed)
+        std::cout << fmt::format("hashed    {} in {} shard(s), {} tensor payloads (sha256)\n",
+                                 human_bytes(m.bytes_hashed), m.shards, m.tensors_hashed);
+    if (manifest_written)
+        std::cout << fmt::format("manifest  written: {} and {}\n", c.manifest_out,
+                                 manifest_sums_path(c.manifest_out));
+    if (r.passed())
+        std::cout << fmt::format("PASS: {} shard(s), {} tensors total\n", m.shards, m.tensors);
+    else
+        std::cout << fmt::format("FAIL: {} finding(s); {} shard(s), {} tensors total\n", r.findings.size(),
+                                 m.shards, m.tensors);
+}
+
+int run_audit_cli(const AuditCli& c) {
+    AuditOptions o;
+    o.output = c.output;
+    if (!c.source.empty()) o.source = c.source;
+    if (!c.keeplist.empty()) o.keeplist = c.keeplist;
+    if (!c.manifest.empty()) o.manifest = c.manifest;
+    o.compute_manifest = !c.manifest_out.empty();
+    o.threads = c.threads;
+    std::vector<std::string> inputs{c.output};
+    for (const auto* p : {&c.source, &c.keeplist, &c.manifest})
+        if (!p->empty()) inputs.push_back(*p);
+    // Refuse an unusable destination now rather than after reading the whole model.
+    if (!c.manifest_out.empty()) check_manifest_destination(c.manifest_out, inputs, c.force);
+
+    const AuditReport r = run_audit(o);
+
+    bool written = false;
+    if (r.manifest && r.passed()) {
+        for (const auto& s : r.shards) inputs.push_back(s.path);
+        check_manifest_destination(c.manifest_out, inputs, c.force);
+        save_manifest(*r.manifest, c.manifest_out);
+        written = true;
+    } else if (r.manifest) {
+        // Hashes of a wrong output must not travel as if they vouched for it.
+        spdlog::warn("manifest not written: the audit found {} finding(s)", r.findings.size());
+    }
+    if (c.json)
+        print_json(report_json(c, r, written));
+    else
+        report_text(c, r, written);
+    return r.passed() ? kExitOk : kExitFindings;
+}
+
+}  // namespace
+
+Command add_audit(CLI::App& app, const GlobalOptions&) {
+    auto c = std::make_shared<AuditCli>();
+    CLI::App* sub = app.add_subcommand("audit",
+                                       "Verify a pruned model from disk: structure, against its source byte "
+                                       "for byte, or against a manifest");
+    sub->add_option("output", c->output, "Any shard of the output (or the single output file)")->required();
+    sub->add_option("--source", c->source, "Any shard of the source model: verify every byte against it");
+    sub->add_option("--keeplist", c->keeplist,
+                    "The keeplist the output was made from (default: the output's gguf_reap.kept.* keys)");
+    sub->add_option("--manifest", c->manifest, "Verify every shard and tensor sha256 against this manifest");
+    sub->add_option("--manifest-out", c->manifest_out,
+                    "Write a manifest (JSON, plus a sha256sum -c file beside it) when the audit passes");
+    sub->add_flag("--force", c->force, "Replace an existing --manifest-out file");
+    sub->add_option("--threads", c->threads, "Shards verified in parallel (default: one per core)")
+        ->check(CLI::Range(1, 1024));
+    sub->add_flag("--json", c->json, "Print one JSON document on stdout");
+    return {sub, [c] { return run_audit_cli(*c); }};
+}
+
+}  // namespace gguf_reap::cli

@@ -1,0 +1,124 @@
+// gguf-reap audit: the operation. Reads like its table of contents; each step lives in audit_*.cpp.
+#include "gguf_reap/audit.h"
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/shard_set.h"
+#include "ops/audit_internal.h"
+
+namespace gguf_reap {
+
+const char* finding_kind_name(FindingKind k) {
+    switch (k) {
+        case FindingKind::kShardSet:
+            return "shard_set";
+        case FindingKind::kHeader:
+            return "header";
+        case FindingKind::kBounds:
+            return "bounds";
+        case FindingKind::kMetadata:
+            return "metadata";
+        case FindingKind::kTensorInfo:
+            return "tensor_info";
+        case FindingKind::kData:
+            return "data";
+        case FindingKind::kPadding:
+            return "padding";
+        case FindingKind::kKeeplist:
+            return "keeplist";
+        case FindingKind::kManifest:
+            return "manifest";
+    }
+    return "?";
+}
+
+std::string Finding::line() const {
+    std::string where = file;
+    if (!subject.empty()) where += ": " + subject;
+    if (offset)
+        where += fmt::format("{}at offset {} (0x{:x})", subject.empty() ? ": " : " ", *offset, *offset);
+    return where + ": " + message;
+}
+
+AuditReport run_audit(const AuditOptions& o) {
+    using namespace audit_detail;
+    if (o.keeplist && !o.source)
+        throw UsageError(
+            "--keeplist needs --source: the keeplist says which source experts the output keeps");
+    AuditReport r;
+    if (o.source) r.source = *o.source;
+    if (o.keeplist) r.keeplist = *o.keeplist;
+
+    // 1. Inputs that must be sound before anything is judged: the source, the manifest.
+    std::optional<ShardSet> src;
+    MoeLayout layout;
+    if (o.source) {
+        src = ShardSet::open(*o.source);
+        layout = build_moe_layout(*src);
+    }
+    std::optional<Manifest> manifest;
+    if (o.manifest) manifest = Manifest::load(*o.manifest);
+
+    // 2. The output set, from disk: drop its pages, parse every header.
+    OutputSet out = open_output_set(o.output, o.drop_cache, r.findings);
+
+    // 3. The set's structure: split keys, duplicates, bounds, sizes.
+    check_structure(out, r.findings);
+
+    // 4. Against the source: kept experts, metadata, tensor infos → what every tensor's bytes must be.
+    Expectations expect;
+    std::vector<std::string> source_paths;
+    if (src) {
+        const KeptExperts kept = derive_kept(layout, out, o.keeplist, r);
+        check_metadata(*src, kept, out, r);
+        expect = check_tensor_infos(*src, layout, kept, out, r);
+        for (const auto& s : src->shards()) source_paths.push_back(s.path);
+    }
+
+    // 5. One pass over the bytes of every shard, in parallel.
+    BytePassOptions bo;
+    bo.read_all = src.has_value();
+    bo.hash = manifest.has_value() || o.compute_manifest;
+    bo.threads = o.threads;
+    bo.buffer_bytes = o.buffer_bytes;
+    std::vector<ShardBytes> bytes = verify_bytes(out, expect, source_paths, bo);
+    for (auto& b : bytes) {
+        for (auto& f : b.findings) r.findings.push_back(std::move(f));
+        b.findings.clear();
+    }
+
+    // 6. Manifests: check against the given one, build the output's own.
+    if (manifest) check_manifest(*manifest, out, bytes, r.findings);
+    if (o.compute_manifest) r.manifest = build_manifest(out, bytes);
+
+    // 7. Summary.
+    AuditSummary& sum = r.summary;
+    sum.shards = out.shards.size();
+    for (size_t i = 0; i < out.shards.size(); ++i) {
+        const OutShard& s = out.shards[i];
+        AuditShard as;
+        as.path = s.path;
+        as.present = s.file != nullptr;
+        as.readable = s.header.has_value();
+        as.size = s.file ? s.file->size() : 0;
+        as.tensors = s.header ? s.header->tensors.size() : 0;
+        as.sha256 = bytes[i].sha256;
+        r.shards.push_back(as);
+        sum.tensors += as.tensors;
+        const AuditSummary& c = bytes[i].counts;
+        sum.tensors_identical += c.tensors_identical;
+        sum.expert_tensors += c.expert_tensors;
+        sum.slabs += c.slabs;
+        sum.tensors_hashed += c.tensors_hashed;
+        sum.bytes_compared += c.bytes_compared;
+        sum.padding_bytes += c.padding_bytes;
+        sum.bytes_read += c.bytes_read;
+        sum.source_bytes_read += c.source_bytes_read;
+        sum.bytes_hashed += c.bytes_hashed;
+    }
+    return r;
+}
+
+}  // namespace gguf_reap

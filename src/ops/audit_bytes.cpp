@@ -1,0 +1,421 @@
+// audit, step 3: one sequential pass over each output shard's bytes, shards in parallel. Each byte is
+// read once, through a bounded buffer, and compared with the source run it must equal, checked to be
+// zero padding, and/or fed to sha256 — never a whole tensor in memory.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/sha256.h"
+#include "gguf_reap/signals.h"
+#include "ops/audit_internal.h"
+
+namespace gguf_reap::audit_detail {
+
+namespace {
+
+enum class Check : uint8_t {
+    kRead,    // read (and hash when hashing); nothing to compare
+    kSource,  // must equal `run`
+    kZero,    // padding: must be zero
+};
+
+// A run of output bytes and what it must be. Pieces of a shard are disjoint and ascending; in a full
+// pass they cover the whole file, so the file hash sees every byte in order.
+struct Piece {
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    Check check = Check::kRead;
+    int32_t tensor = -1;  // tensor data: index in the shard's header
+    int32_t after = -1;   // padding after this tensor
+    const SourceRun* run = nullptr;
+    uint64_t src_limit = 0;
+};
+
+std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>* expect, bool read_all) {
+    std::vector<Piece> pieces;
+    const uint64_t size = s.file->size();
+    auto add = [&](Piece p) {
+        if (p.length == 0 || p.offset >= size) return;  // truncation is named by the structure check
+        p.length = std::min(p.length, size - p.offset);
+        pieces.push_back(p);
+    };
+    if (!s.header) {
+        // Nothing is known about the layout; a full pass still hashes the file.
+        if (read_all) add({0, size, Check::kRead});
+        return pieces;
+    }
+    const Header& h = *s.header;
+    if (read_all) add({0, h.infos_end, Check::kRead});
+    add({h.infos_end, h.data_start - h.infos_end, Check::kZero});
+    for (size_t i = 0; i < h.tensors.size(); ++i) {
+        const TensorInfo& t = h.tensors[i];
+        const auto ti = static_cast<int32_t>(i);
+        const uint64_t abs = h.data_start + t.offset;  // the parser checked these sums for overflow
+        if (read_all) {
+            const TensorExpect* te = expect && i < expect->size() ? &(*expect)[i] : nullptr;
+            uint64_t total = 0;
+            if (te)
+                for (const SourceRun& r : te->runs) total += r.length;
+            if (te && !te->runs.empty() && total == t.nbytes) {
+                // Read-ahead in the source stops where a chain of adjacent kept slabs ends, so pruned
+                // slabs are never read.
+                std::vector<uint64_t> chain_end(te->runs.size());
+                for (size_t k = te->runs.size(); k-- > 0;) {
+                    const SourceRun& r = te->runs[k];
+                    const uint64_t end = r.src_offset + r.length;
+                    chain_end[k] = k + 1 < te->runs.size() && te->runs[k + 1].src_shard == r.src_shard &&
+                                           te->runs[k + 1].src_offset == end
+                                       ? chain_end[k + 1]
+                                       : end;
+                }
+                uint64_t o = abs;
+                for (size_t k = 0; k < te->runs.size(); ++k) {
+                    add({o, te->runs[k].length, Check::kSource, ti, -1, &te->runs[k], chain_end[k]});
+                    o += te->runs[k].length;
+                }
+            } else {
+                add({abs, t.nbytes, Check::kRead, ti});
+            }
+        }
+        const uint64_t padded = *pad_to(t.nbytes, h.alignment);
+        add({abs + t.nbytes, padded - t.nbytes, Check::kZero, -1, ti});
+    }
+    const uint64_t end = h.data_start + h.data_size;
+    if (read_all && size > end) add({end, size - end, Check::kRead});
+    return pieces;
+}
+
+// Forward reads through one fixed buffer: a refill is one large pread starting at the requested offset
+// and reaching at most `fill_limit`, so a gathered source is read without crossing into the next tensor.
+class StreamReader {
+  public:
+    // `prefetch`: after each refill, ask the kernel to start reading the next window (WILLNEED), so the
+    // disk works while the current window is compared: double buffering through the page cache.
+    StreamReader(const InputFile& f, size_t cap, bool prefetch = false)
+        : file_(f), cap_(cap), prefetch_(prefetch) {}
+
+    std::span<const uint8_t> view(uint64_t off, uint64_t want, uint64_t fill_limit) {
+        if (off >= start_ && off - start_ < len_) {
+            const uint64_t avail = len_ - (off - start_);
+            return {buf_.get() + (off - start_), static_cast<size_t>(std::min(avail, want))};
+        }
+        if (!buf_) buf_ = std::make_unique_for_overwrite<uint8_t[]>(cap_);
+        const uint64_t limit = std::min<uint64_t>(std::max(fill_limit, off + want), file_.size());
+        const uint64_t n = std::min<uint64_t>(cap_, limit > off ? limit - off : want);
+        if (prefetch_ && off + n < limit)
+            ::posix_fadvise(file_.fd(), static_cast<off_t>(off + n),
+                            static_cast<off_t>(std::min<uint64_t>(cap_, limit - off - n)),
+                            POSIX_FADV_WILLNEED);
+        file_.read(off, buf_.get(), static_cast<size_t>(n));  // IoError if the file shrank meanwhile
+        start_ = off;
+        len_ = n;
+        bytes_read_ += n;
+        return {buf_.get(), static_cast<size_t>(std::min(n, want))};
+    }
+    uint64_t bytes_read() const { return bytes_read_; }
+
+  private:
+    const InputFile& file_;
+    size_t cap_;
+    bool prefetch_;
+    std::unique_ptr<uint8_t[]> buf_;
+    uint64_t start_ = 0;
+    uint64_t len_ = 0;
+    uint64_t bytes_read_ = 0;
+};
+
+// A shard's kept slabs come from one or two source shards at a time (a source shard boundary inside the
+// output shard): two buffered streams keep memory bounded whatever the number of source shards.
+class SourceStreams {
+  public:
+    SourceStreams(const std::vector<std::shared_ptr<InputFile>>& files, size_t cap)
+        : files_(files), cap_(cap) {}
+
+    StreamReader& get(size_t shard) {
+        for (size_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].first == shard) {
+                if (i != 0) std::swap(slots_[0], slots_[i]);
+                return *slots_[0].second;
+            }
+        if (slots_.size() == 2) {
+            retired_ += slots_.back().second->bytes_read();
+            slots_.pop_back();
+        }
+        slots_.insert(slots_.begin(), {shard, std::make_unique<StreamReader>(*files_[shard], cap_)});
+        return *slots_[0].second;
+    }
+    uint64_t bytes_read() const {
+        uint64_t n = retired_;
+        for (const auto& s : slots_) n += s.second->bytes_read();
+        return n;
+    }
+
+  private:
+    const std::vector<std::shared_ptr<InputFile>>& files_;
+    size_t cap_;
+    std::vector<std::pair<size_t, std::unique_ptr<StreamReader>>> slots_;
+    uint64_t retired_ = 0;
+};
+
+// Kept slabs are gathered with holes between them, which defeats the kernel's sequential read-ahead:
+// every read of a new slab would wait for the disk. So the source runs of the next `horizon` bytes are
+// announced ahead (POSIX_FADV_WILLNEED) and the disk reads them while earlier ones are compared. Runs
+// closer than kMergeGap are announced as one range: for small slabs one larger request costs less than
+// many small ones (and only the kept bytes are ever copied out and compared); pruned slabs of real
+// models (megabytes each) are never requested.
+class SourcePrefetch {
+    static constexpr uint64_t kMergeGap = 256u << 10;
+
+  public:
+    SourcePrefetch(const std::vector<Piece>& pieces, const std::vector<std::shared_ptr<InputFile>>& files,
+                   uint64_t horizon)
+        : pieces_(pieces), files_(files), horizon_(horizon) {}
+
+    // Call before piece i is compared.
+    void advance(size_t i) {
+        while (consumed_index_ < i) consumed_ += source_bytes(pieces_[consumed_index_++]);
+        while (next_ < pieces_.size() && issued_ - consumed_ < horizon_) {
+            const Piece& p = pieces_[next_++];
+            if (p.check != Check::kSource) continue;
+            const SourceRun& r = *p.run;
+            if (pending_len_ && r.src_shard == pending_shard_ &&
+                r.src_offset >= pending_off_ + pending_len_ &&
+                r.src_offset - (pending_off_ + pending_len_) <= kMergeGap) {
+                pending_len_ = r.src_offset + r.length - pending_off_;
+            } else {
+                flush();
+                pending_shard_ = r.src_shard;
+                pending_off_ = r.src_offset;
+                pending_len_ = r.length;
+            }
+            issued_ += r.length;
+        }
+        flush();
+    }
+
+  private:
+    static uint64_t source_bytes(const Piece& p) { return p.check == Check::kSource ? p.length : 0; }
+    void flush() {
+        if (!pending_len_) return;
+        ::posix_fadvise(files_[pending_shard_]->fd(), static_cast<off_t>(pending_off_),
+                        static_cast<off_t>(pending_len_), POSIX_FADV_WILLNEED);
+        pending_len_ = 0;
+    }
+
+    const std::vector<Piece>& pieces_;
+    const std::vector<std::shared_ptr<InputFile>>& files_;
+    uint64_t horizon_;
+    size_t next_ = 0, consumed_index_ = 0;
+    uint64_t issued_ = 0, consumed_ = 0;
+    size_t pending_shard_ = 0;
+    uint64_t pending_off_ = 0, pending_len_ = 0;
+};
+
+bool all_zero(const uint8_t* p, size_t n) {
+    return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
+}
+
+Finding data_finding(const OutShard& s, const Piece& p, const std::string& src_path, uint64_t first,
+                     uint64_t diffs) {
+    const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
+    const SourceRun& run = *p.run;
+    const uint64_t at = first - p.offset;
+    Finding f;
+    f.kind = FindingKind::kData;
+    f.file = s.path;
+    f.tensor = t.name;
+    f.offset = first;
+    f.region = run.region;
+    if (run.expert >= 0) {
+        f.expert = run.expert;
+        f.source_expert = run.source_expert;
+        f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
+                                run.source_expert, run.region);
+        f.message = fmt::format(
+            "differs from source expert {}: {} of {} bytes differ, the first at byte {} of the "
+            "{} (source {} offset {})",
+            run.source_expert, diffs, p.length, at, run.region, base_name(src_path), run.src_offset + at);
+    } else {
+        f.subject = fmt::format("tensor '{}' data", t.name);
+        f.message = fmt::format(
+            "differs from the source: {} of {} bytes differ, the first at byte {} of the tensor "
+            "(source {} offset {})",
+            diffs, p.length, at, base_name(src_path), run.src_offset + at);
+    }
+    return f;
+}
+
+Finding padding_finding(const OutShard& s, const Piece& p, uint64_t first, uint64_t diffs) {
+    Finding f;
+    f.kind = FindingKind::kPadding;
+    f.file = s.path;
+    f.offset = first;
+    f.region = "padding";
+    if (p.after >= 0) {
+        f.tensor = s.header->tensors[static_cast<size_t>(p.after)].name;
+        f.subject = fmt::format("padding after tensor '{}'", f.tensor);
+    } else {
+        f.subject = "header padding";
+    }
+    f.message = fmt::format("{} of {} padding bytes are not zero (ggml pads with zeros)", diffs, p.length);
+    return f;
+}
+
+struct ShardJob {
+    const OutShard* shard;
+    std::vector<Piece> pieces;
+};
+
+ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<InputFile>>& sources,
+                        const std::vector<std::string>& source_paths, const BytePassOptions& o,
+                        const std::atomic<bool>& stop) {
+    ShardBytes r;
+    const OutShard& s = *job.shard;
+    if (!s.file) return r;
+    const uint64_t size = s.file->size();
+    if (o.read_all) s.file->advise_sequential(0, size);
+    StreamReader out(*s.file, o.buffer_bytes, /*prefetch=*/o.read_all);
+    SourceStreams src(sources, o.buffer_bytes);
+    SourcePrefetch prefetch(job.pieces, sources, 8 * static_cast<uint64_t>(o.buffer_bytes));
+    std::optional<Sha256> file_hash, tensor_hash;
+    if (o.hash) {
+        file_hash.emplace();
+        tensor_hash.emplace();
+        if (s.header) r.tensor_sha256.assign(s.header->tensors.size(), std::string());
+    }
+
+    // The tensor whose data is being read: its hash, and whether every byte matched the source.
+    int32_t cur = -1;
+    bool cur_bad = false, cur_compared = false, cur_expert = false;
+    auto finish_tensor = [&] {
+        if (cur < 0) return;
+        if (tensor_hash && s.header) r.tensor_sha256[static_cast<size_t>(cur)] = tensor_hash->finish_hex();
+        if (cur_compared && !cur_bad) ++(cur_expert ? r.counts.expert_tensors : r.counts.tensors_identical);
+        cur = -1;
+    };
+
+    for (size_t pi = 0; pi < job.pieces.size(); ++pi) {
+        const Piece& p = job.pieces[pi];
+        if (p.check == Check::kSource) prefetch.advance(pi);
+        if (p.tensor != cur) finish_tensor();
+        if (p.tensor >= 0 && p.tensor != cur) {
+            cur = p.tensor;
+            cur_bad = cur_compared = cur_expert = false;
+        }
+        uint64_t off = p.offset, left = p.length;
+        uint64_t src_off = p.run ? p.run->src_offset : 0;
+        uint64_t diffs = 0, first = 0;
+        const uint64_t fill = o.read_all ? size : p.offset + p.length;
+        while (left > 0) {
+            if (stop.load(std::memory_order_relaxed)) return r;
+            check_interrupted();
+            const auto a = out.view(off, left, fill);
+            size_t n = a.size();
+            if (p.check == Check::kSource) {
+                const auto b = src.get(p.run->src_shard).view(src_off, n, p.src_limit);
+                n = std::min(n, b.size());
+                if (std::memcmp(a.data(), b.data(), n) != 0)
+                    for (size_t j = 0; j < n; ++j)
+                        if (a[j] != b[j] && diffs++ == 0) first = off + j;
+                src_off += n;
+            } else if (p.check == Check::kZero && !all_zero(a.data(), n)) {
+                for (size_t j = 0; j < n; ++j)
+                    if (a[j] != 0 && diffs++ == 0) first = off + j;
+            }
+            if (file_hash) {
+                file_hash->update(a.data(), n);
+                if (p.tensor >= 0) tensor_hash->update(a.data(), n);
+            }
+            off += n;
+            left -= n;
+        }
+        if (p.check == Check::kSource) {
+            r.counts.bytes_compared += p.length;
+            cur_compared = true;
+            cur_expert = p.run->expert >= 0;
+            if (diffs) {
+                cur_bad = true;
+                r.findings.push_back(data_finding(s, p, source_paths[p.run->src_shard], first, diffs));
+            } else if (p.run->expert >= 0) {
+                ++r.counts.slabs;
+            }
+        } else if (p.check == Check::kZero) {
+            r.counts.padding_bytes += p.length;
+            if (diffs) r.findings.push_back(padding_finding(s, p, first, diffs));
+        }
+    }
+    finish_tensor();
+    if (file_hash) {
+        r.sha256 = file_hash->finish_hex();
+        r.counts.bytes_hashed = size;
+        // Tensors without a byte in the file (empty, or cut off by truncation) hash as empty.
+        for (auto& h : r.tensor_sha256)
+            if (h.empty()) h = sha256_hex(nullptr, 0);
+        r.counts.tensors_hashed = r.tensor_sha256.size();
+    }
+    r.counts.bytes_read = out.bytes_read();
+    r.counts.source_bytes_read = src.bytes_read();
+    return r;
+}
+
+}  // namespace
+
+std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& expect,
+                                     const std::vector<std::string>& source_paths,
+                                     const BytePassOptions& opts) {
+    BytePassOptions o = opts;
+    o.read_all = o.read_all || o.hash;  // a hash needs every byte
+    std::vector<ShardJob> jobs;
+    for (size_t i = 0; i < out.shards.size(); ++i) {
+        const OutShard& s = out.shards[i];
+        ShardJob j{&s, {}};
+        if (s.file) j.pieces = plan_shard(s, i < expect.size() ? &expect[i] : nullptr, o.read_all);
+        jobs.push_back(std::move(j));
+    }
+    // The source is read with pread too (the ShardSet maps it; page faults are slower than big reads).
+    std::vector<std::shared_ptr<InputFile>> sources;
+    if (o.read_all)
+        for (const auto& p : source_paths) {
+            sources.push_back(InputFile::open(p, /*use_mmap=*/false));
+            sources.back()->advise_sequential(0, sources.back()->size());
+        }
+
+    std::vector<ShardBytes> results(jobs.size());
+    std::atomic<size_t> next{0};
+    std::atomic<bool> stop{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto worker = [&] {
+        try {
+            for (size_t i = next++; i < jobs.size() && !stop; i = next++)
+                results[i] = verify_shard(jobs[i], sources, source_paths, o, stop);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (!error) error = std::current_exception();
+            stop = true;
+        }
+    };
+    size_t threads =
+        o.threads > 0 ? static_cast<size_t>(o.threads) : std::max(1u, std::thread::hardware_concurrency());
+    threads = std::min(threads, jobs.size());
+    if (threads <= 1) {
+        worker();
+    } else {
+        std::vector<std::thread> pool;
+        for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+        for (auto& t : pool) t.join();
+    }
+    if (error) std::rethrow_exception(error);
+    return results;
+}
+
+}  // namespace gguf_reap::audit_detail

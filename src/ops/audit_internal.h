@@ -1,0 +1,124 @@
+// Internals of the audit, shared by src/ops/audit*.cpp. Not a public interface.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf_reap/audit.h"
+#include "gguf_reap/gguf.h"
+#include "gguf_reap/input_file.h"
+#include "gguf_reap/moe_layout.h"
+#include "gguf_reap/shard_set.h"
+
+namespace gguf_reap::audit_detail {
+
+// ---- the output set (audit_shards.cpp) ------------------------------------------------------------
+
+struct OutShard {
+    std::string path;
+    int number = 1;                   // 1-based position in the set
+    std::shared_ptr<InputFile> file;  // null when the file is missing
+    std::optional<Header> header;     // null when missing or unreadable
+};
+
+struct OutputSet {
+    int count = 1;                 // shards the file names promise (1 for an unsplit file)
+    std::vector<OutShard> shards;  // positions 1..count
+    bool multi() const { return count > 1; }
+    bool complete() const;  // every shard present with a readable header
+    // The shard that carries the model's metadata: the one whose header says split.no = 0 (so that two
+    // swapped shards are named once, by the structure check, and not again key by key), else shard 1.
+    size_t meta_index() const;
+    const OutShard& meta() const { return shards[meta_index()]; }
+};
+
+// Finds the set OUTPUT belongs to by its file name, drops each file's pages from the page cache and
+// parses every header (data not required: truncation is a finding, not an error). Missing, extra and
+// unreadable shards become findings. Throws only when OUTPUT itself cannot be opened (IoError) or is not
+// a GGUF file at all (InputError on its magic).
+OutputSet open_output_set(const std::string& path, bool drop_cache, std::vector<Finding>& findings);
+
+// split.no sequence, split.count, split.tensors.count, duplicate names, tensors inside their files,
+// file sizes.
+void check_structure(const OutputSet& out, std::vector<Finding>& findings);
+
+// Absolute offset of a KV's value (after key and type tag) in its file.
+uint64_t kv_value_offset(const Kv& kv);
+
+// ---- expectations from the source (audit_source.cpp) ----------------------------------------------
+
+// Kept source expert ids per MoE block (output expert k = source expert kept[k]).
+struct KeptExperts {
+    bool valid = false;  // false: expert tensors cannot be verified (findings or notes say why)
+    uint64_t n = 0;      // experts per block in the output
+    std::map<int, std::vector<int64_t>> blocks;
+    std::string from;         // "keeplist", "provenance", "unchanged"
+    bool provenance = false;  // the output carries gguf_reap.* keys
+};
+
+KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
+                        const std::optional<std::string>& keeplist_path, AuditReport& report);
+
+// Key/value pairs of every shard against the source plus the documented changes.
+void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report);
+
+// One run of source bytes an output tensor must reproduce, in output order.
+struct SourceRun {
+    size_t src_shard = 0;
+    uint64_t src_offset = 0;  // absolute in the source shard file
+    uint64_t length = 0;
+    int64_t expert = -1;         // output expert k (expert tensors only)
+    int64_t source_expert = -1;  // kept[k]
+    const char* region = "tensor data";
+};
+
+struct TensorExpect {
+    std::vector<SourceRun> runs;  // empty: nothing to compare (no source, or the info already differs)
+};
+
+// [shard][tensor index in that shard's header]
+using Expectations = std::vector<std::vector<TensorExpect>>;
+
+// Tensor infos against the source (names, order, types, shapes); returns what each output tensor's
+// bytes must equal.
+Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, const KeptExperts& kept,
+                                const OutputSet& out, AuditReport& report);
+
+// ---- the byte pass (audit_bytes.cpp) --------------------------------------------------------------
+
+struct BytePassOptions {
+    bool read_all = false;  // every byte (compare and/or hash); else only padding is read
+    bool hash = false;      // sha256 of each file and each tensor payload
+    int threads = 0;
+    size_t buffer_bytes = 8u << 20;
+};
+
+struct ShardBytes {
+    std::vector<Finding> findings;
+    AuditSummary counts;                     // only the byte counters are filled
+    std::string sha256;                      // when hash
+    std::vector<std::string> tensor_sha256;  // when hash and the header is readable
+};
+
+// Verifies every present shard; `expect` may be empty (no source). `source_paths` are the source
+// shard files (opened again for reading, without mmap). Shards run in parallel.
+std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& expect,
+                                     const std::vector<std::string>& source_paths,
+                                     const BytePassOptions& opts);
+
+// ---- manifests (audit_manifest.cpp) ---------------------------------------------------------------
+
+Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& bytes);
+void check_manifest(const Manifest& m, const OutputSet& out, const std::vector<ShardBytes>& bytes,
+                    std::vector<Finding>& findings);
+
+// ---- helpers ----------------------------------------------------------------------------------------
+
+std::string base_name(const std::string& path);
+std::string shape_string(const TensorInfo& t);
+
+}  // namespace gguf_reap::audit_detail

@@ -1,0 +1,522 @@
+// audit, step 2: what the output must be, rebuilt from the source, the output's own headers and the
+// keeplist or provenance keys — never from splice's plan.
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/ggml_types.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/sha256.h"
+#include "ops/audit_internal.h"
+
+namespace gguf_reap::audit_detail {
+
+namespace {
+
+constexpr std::string_view kProvenancePrefix = "gguf_reap.";
+constexpr std::string_view kKeptPrefix = "gguf_reap.kept.";
+
+bool starts_with(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
+bool is_split_key(std::string_view k) {
+    return k == "split.no" || k == "split.count" || k == "split.tensors.count";
+}
+
+Finding make_finding(FindingKind kind, const std::string& file, std::string subject,
+                     std::optional<uint64_t> offset, std::string message) {
+    Finding f;
+    f.kind = kind;
+    f.file = file;
+    f.subject = std::move(subject);
+    f.offset = offset;
+    f.message = std::move(message);
+    return f;
+}
+
+std::string ids_string(const std::vector<int64_t>& ids) {
+    return fmt::format("[{}]", fmt::join(ids, ", "));
+}
+
+// ---- provenance ----------------------------------------------------------------------------------
+
+struct Provenance {
+    bool present = false;     // any gguf_reap.* key
+    bool well_formed = true;  // every gguf_reap.kept.* key is an array of u32 under a block number
+    std::map<int, std::vector<int64_t>> kept;
+    std::map<int, const Kv*> kept_kv;
+    const Kv* keeplist_sha = nullptr;
+};
+
+Provenance read_provenance(const OutShard& first, std::vector<Finding>& findings) {
+    Provenance p;
+    for (const Kv& kv : first.header->kvs) {
+        if (!starts_with(kv.key, kProvenancePrefix)) continue;
+        p.present = true;
+        if (kv.key == "gguf_reap.keeplist_sha256") p.keeplist_sha = &kv;
+        if (!starts_with(kv.key, kKeptPrefix)) continue;
+        const std::string_view num = std::string_view(kv.key).substr(kKeptPrefix.size());
+        int block = -1;
+        auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), block);
+        const std::string subject = fmt::format("kv '{}'", kv.key);
+        if (ec != std::errc() || ptr != num.data() + num.size() || block < 0) {
+            findings.push_back(make_finding(FindingKind::kKeeplist, first.path, subject, kv.file_offset,
+                                            "provenance key does not end in a block number"));
+            p.well_formed = false;
+            continue;
+        }
+        if (kv.type != GgufType::kArray || kv.elem_type != GgufType::kUint32) {
+            findings.push_back(make_finding(
+                FindingKind::kKeeplist, first.path, subject, kv.file_offset + 8 + kv.key.size(),
+                fmt::format("must be an array of u32 (the kept source expert ids), found {}",
+                            kv.type == GgufType::kArray ? "arr[" + gguf_type_name(kv.elem_type) + "]"
+                                                        : gguf_type_name(kv.type))));
+            p.well_formed = false;
+            continue;
+        }
+        std::vector<int64_t> ids(kv.count);
+        for (uint64_t i = 0; i < kv.count; ++i) {
+            uint32_t v;
+            std::memcpy(&v, kv.raw.data() + 12 + 4 * i, 4);  // after i32 element type and u64 count
+            ids[i] = v;
+        }
+        p.kept[block] = std::move(ids);
+        p.kept_kv[block] = &kv;
+    }
+    return p;
+}
+
+std::string file_sha256(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError(path, "open", errno);
+    Sha256 h;
+    std::vector<char> buf(1 << 16);
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        h.update(buf.data(), static_cast<size_t>(in.gcount()));
+    }
+    return h.finish_hex();
+}
+
+void fill_from(const KeepList& kl, KeptExperts& k) {
+    for (const auto& b : kl.blocks) k.blocks[b.block] = b.keep;
+    k.n = kl.n_keep;
+    k.valid = true;
+}
+
+// ---- key/value comparison ------------------------------------------------------------------------
+
+enum class Match {
+    kExact,     // type and raw bytes equal
+    kSplit,     // split.*: presence, type and value are the structure check's business; only order here
+    kPresence,  // present (gguf_reap.kept.*: values are checked against the keeplist/source separately)
+    kVersion,   // a string "gguf-reap ..."
+    kSha256,    // a string of 64 lower-case hex digits
+};
+
+struct ExpectedKv {
+    std::string key;
+    Match match = Match::kExact;
+    const Kv* value = nullptr;  // kExact: the expected value (points into source or `owned`)
+    std::string why;            // said when missing or different
+};
+
+void compare_kvs(const OutShard& s, const std::vector<ExpectedKv>& exp, AuditReport& r) {
+    const auto& actual = s.header->kvs;
+    std::unordered_map<std::string_view, size_t> at;
+    for (size_t i = 0; i < actual.size(); ++i) at.emplace(actual[i].key, i);
+    std::unordered_set<std::string_view> expected_keys;
+    auto add = [&](Finding f) { r.findings.push_back(std::move(f)); };
+
+    for (const ExpectedKv& e : exp) {
+        expected_keys.insert(e.key);
+        const std::string subject = fmt::format("kv '{}'", e.key);
+        auto it = at.find(e.key);
+        if (it == at.end()) {
+            if (e.match != Match::kSplit)
+                add(make_finding(FindingKind::kMetadata, s.path, subject, std::nullopt, "missing: " + e.why));
+            continue;
+        }
+        const Kv& a = actual[it->second];
+        ++r.summary.kvs_checked;
+        switch (e.match) {
+            case Match::kSplit:
+            case Match::kPresence:
+                break;
+            case Match::kVersion:
+            case Match::kSha256: {
+                const auto str = a.as_string();
+                const bool ok =
+                    str && (e.match == Match::kVersion ? starts_with(*str, "gguf-reap ") && str->size() > 10
+                                                       : is_sha256_hex(*str));
+                if (!ok)
+                    add(make_finding(
+                        FindingKind::kMetadata, s.path, subject, kv_value_offset(a),
+                        fmt::format("is {} {}, expected {}", gguf_type_name(a.type), a.display(), e.why)));
+                break;
+            }
+            case Match::kExact: {
+                const Kv& want = *e.value;
+                if (a.type != want.type || (a.type == GgufType::kArray && a.elem_type != want.elem_type)) {
+                    add(make_finding(FindingKind::kMetadata, s.path, subject,
+                                     a.file_offset + 8 + a.key.size(),
+                                     fmt::format("has type {}, expected {} ({})", gguf_type_name(a.type),
+                                                 gguf_type_name(want.type), e.why)));
+                    break;
+                }
+                if (a.raw == want.raw) break;
+                size_t i = 0;
+                while (i < a.raw.size() && i < want.raw.size() && a.raw[i] == want.raw[i]) ++i;
+                add(make_finding(
+                    FindingKind::kMetadata, s.path, subject, kv_value_offset(a) + i,
+                    fmt::format("value {} differs from the expected {} ({}; first difference at byte "
+                                "{} of the value)",
+                                a.display(), want.display(), e.why, i)));
+                break;
+            }
+        }
+    }
+    for (const Kv& a : actual)
+        if (!expected_keys.count(a.key))
+            add(make_finding(
+                FindingKind::kMetadata, s.path, fmt::format("kv '{}'", a.key), a.file_offset,
+                fmt::format("unexpected key {} = {}: not in the source and not one of the documented "
+                            "changes",
+                            gguf_type_name(a.type), a.display())));
+    // Order: the keys both sides have, in the order each side has them. The split.* keys are left out:
+    // no reader cares where they stand (llama.cpp's gguf-split writes no, tensors.count, count), and a
+    // source that is the same model split differently would otherwise move them.
+    std::vector<const Kv*> got;
+    for (const Kv& a : actual)
+        if (expected_keys.count(a.key) && !is_split_key(a.key)) got.push_back(&a);
+    std::vector<std::string_view> want;
+    for (const ExpectedKv& e : exp)
+        if (at.count(e.key) && !is_split_key(e.key)) want.push_back(e.key);
+    for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+        if (got[i]->key == want[i]) continue;
+        add(make_finding(
+            FindingKind::kMetadata, s.path, fmt::format("kv '{}'", got[i]->key), got[i]->file_offset,
+            fmt::format("key order differs from the source: '{}' stands where '{}' belongs (source KVs "
+                        "keep their order and provenance keys follow them)",
+                        got[i]->key, want[i])));
+        break;
+    }
+}
+
+void check_version(const OutShard& s, const Header& src_meta, AuditReport& r) {
+    if (s.header->version != src_meta.version)
+        r.findings.push_back(make_finding(
+            FindingKind::kMetadata, s.path, "version", 4,
+            fmt::format("GGUF version {}, the source has {}", s.header->version, src_meta.version)));
+}
+
+const char* region_of(ExpertRole role) {
+    switch (role) {
+        case ExpertRole::kGateExps:
+        case ExpertRole::kUpExps:
+        case ExpertRole::kDownExps:
+        case ExpertRole::kGateUpExps:
+            return "kept slab";
+        case ExpertRole::kExpsBias:
+            return "expert bias";
+        case ExpertRole::kExpsScale:
+            return "expert scale";
+        case ExpertRole::kRouter:
+            return "router row";
+        case ExpertRole::kRouterBias:
+            return "router bias";
+        case ExpertRole::kProbsBias:
+            return "exp_probs_b";
+    }
+    return "expert data";
+}
+
+}  // namespace
+
+KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
+                        const std::optional<std::string>& keeplist_path, AuditReport& report) {
+    KeptExperts k;
+    const OutShard& first = out.meta();
+    Provenance prov;
+    if (first.header) prov = read_provenance(first, report.findings);
+    k.provenance = prov.present;
+    report.source_expert_count = layout.expert_count;
+
+    if (keeplist_path) {
+        // The user's claim: the output is exactly this keeplist applied to this source.
+        KeepList kl = KeepList::load(*keeplist_path);
+        validate_keeplist(kl, layout, *keeplist_path);
+        fill_from(kl, k);
+        k.from = "keeplist";
+        if (prov.present && prov.well_formed) {
+            bool same = true;
+            for (const auto& [block, keep] : k.blocks) {
+                auto it = prov.kept.find(block);
+                if (it == prov.kept.end()) continue;  // the metadata check names the missing key
+                if (it->second == keep) continue;
+                same = false;
+                Finding f = make_finding(
+                    FindingKind::kKeeplist, first.path, fmt::format("kv 'gguf_reap.kept.{}'", block),
+                    kv_value_offset(*prov.kept_kv[block]),
+                    fmt::format(
+                        "the output records block {} as keeping {} but the keeplist keeps {}: the output was "
+                        "made from another keeplist",
+                        block, ids_string(it->second), ids_string(keep)));
+                report.findings.push_back(std::move(f));
+            }
+            const auto recorded = prov.keeplist_sha ? prov.keeplist_sha->as_string() : std::nullopt;
+            if (same && recorded && *recorded != file_sha256(*keeplist_path))
+                report.notes.push_back(fmt::format(
+                    "{} keeps the same experts as the output records, but its sha256 differs from "
+                    "gguf_reap.keeplist_sha256 ({}): a reformatted copy?",
+                    *keeplist_path, *recorded));
+        }
+    } else if (prov.present) {
+        k.from = "provenance";
+        if (!prov.well_formed) {
+            report.notes.push_back("the provenance keys are malformed: expert tensors are not verified");
+        } else {
+            KeepList kl;
+            for (const auto& [block, ids] : prov.kept) {
+                KeepBlock b;
+                b.block = block;
+                b.keep = ids;
+                kl.blocks.push_back(std::move(b));
+            }
+            try {
+                validate_keeplist(kl, layout, "gguf_reap.kept.*");
+                fill_from(kl, k);
+            } catch (const UsageError& e) {
+                report.findings.push_back(make_finding(
+                    FindingKind::kKeeplist, first.path, "kv 'gguf_reap.kept.*'", std::nullopt,
+                    fmt::format("the provenance keys do not describe a pruning of this source ({}); expert "
+                                "tensors are not verified",
+                                e.what())));
+            }
+        }
+    } else if (!first.header) {
+        report.notes.push_back(
+            "shard 1's header is unreadable and no --keeplist was given: the kept experts are "
+            "unknown, so expert tensors are not verified");
+    } else {
+        // No record of a pruning: then the output must be the source's experts, all of them (a re-split
+        // or a copy). Anything else needs the keeplist it was made from.
+        const Kv* ec = first.header->find(layout.arch + ".expert_count");
+        const auto n = ec ? ec->as_uint() : std::nullopt;
+        if (!layout.blocks.empty() && !n) {
+            // The metadata check names the missing key; without it nothing says which experts are kept.
+            report.notes.push_back(
+                fmt::format("{} carries no usable {}.expert_count and no provenance keys: expert "
+                            "tensors are not verified",
+                            first.path, layout.arch));
+            report.kept_from = k.from;
+            return k;
+        }
+        if (!layout.blocks.empty() && *n != layout.expert_count)
+            throw UsageError(fmt::format(
+                "{}: the output has {} experts per block, the source {}, and the output carries no "
+                "gguf_reap.kept.* "
+                "keys (written with --no-provenance?): pass the keeplist it was made from with --keeplist",
+                first.path, *n, layout.expert_count));
+        k.valid = true;
+        k.from = "unchanged";
+        k.n = layout.expert_count;
+        for (const auto& b : layout.blocks) {
+            auto& ids = k.blocks[b.block];
+            for (uint64_t e = 0; e < layout.expert_count; ++e) ids.push_back(static_cast<int64_t>(e));
+        }
+    }
+    report.kept_from = k.from;
+    if (k.valid) report.output_expert_count = k.n;
+    return k;
+}
+
+void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report) {
+    const Header& meta = src.metadata();
+    const std::string ec_key = src.architecture() + ".expert_count";
+    std::vector<Kv> owned;  // values made here; reserved so that pointers into it stay valid
+    owned.reserve(8);
+    std::vector<ExpectedKv> exp;
+    std::unordered_set<std::string> src_split;
+    for (const Kv& kv : meta.kvs) {
+        if (is_split_key(kv.key)) {
+            src_split.insert(kv.key);
+            // A split source's split.* keys are replaced in place; a single output drops them.
+            if (out.multi()) exp.push_back({kv.key, Match::kSplit, nullptr, ""});
+            continue;
+        }
+        if (kv.key == ec_key && !kept.valid) {
+            exp.push_back({kv.key, Match::kPresence, nullptr, "the source has it"});
+            continue;
+        }
+        if (kv.key == ec_key) {
+            if (auto v = Kv::make_int_like(kv, kept.n)) {
+                owned.push_back(std::move(*v));
+                exp.push_back({kv.key, Match::kExact, &owned.back(),
+                               fmt::format("expert_count of the source, {}, becomes the {} experts kept",
+                                           kv.display(), kept.n)});
+                continue;
+            }
+        }
+        exp.push_back({kv.key, Match::kExact, &kv, "copied unchanged from the source"});
+    }
+    if (kept.provenance) {
+        const char* why = "the output carries provenance keys, so it must carry all of them";
+        exp.push_back({"gguf_reap.version", Match::kVersion, nullptr, "a string \"gguf-reap <version>\""});
+        owned.push_back(Kv::make_u32("gguf_reap.source_expert_count",
+                                     static_cast<uint32_t>(src.arch_uint("expert_count").value_or(0))));
+        exp.push_back({"gguf_reap.source_expert_count", Match::kExact, &owned.back(),
+                       fmt::format("{}; the source's expert_count", why)});
+        exp.push_back({"gguf_reap.keeplist_sha256", Match::kSha256, nullptr, "a sha256 in hex"});
+        for (const auto& [block, ids] : kept.blocks)
+            exp.push_back({fmt::format("gguf_reap.kept.{}", block), Match::kPresence, nullptr,
+                           fmt::format("{}; one per MoE block", why)});
+    }
+    if (out.multi())
+        for (const char* k : {"split.no", "split.count", "split.tensors.count"})
+            if (!src_split.count(k)) exp.push_back({k, Match::kSplit, nullptr, ""});
+
+    // Shard 1 holds the model's keys; shards 2..n the split.* keys and nothing else.
+    std::vector<ExpectedKv> rest;
+    for (const char* k : {"split.no", "split.count", "split.tensors.count"})
+        rest.push_back({k, Match::kSplit, nullptr, ""});
+    const size_t meta_index = out.meta_index();
+    for (size_t i = 0; i < out.shards.size(); ++i) {
+        const OutShard& s = out.shards[i];
+        if (!s.header) continue;
+        check_version(s, meta, report);
+        compare_kvs(s, i == meta_index ? exp : rest, report);
+    }
+}
+
+Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, const KeptExperts& kept,
+                                const OutputSet& out, AuditReport& report) {
+    struct ExpertOf {
+        int block;
+        const ExpertTensor* et;
+    };
+    std::unordered_map<size_t, ExpertOf> expert_of;
+    for (const auto& b : layout.blocks)
+        for (const auto& et : b.tensors) expert_of.emplace(et.tensor, ExpertOf{b.block, &et});
+
+    const auto& refs = src.tensors();
+    Expectations exp(out.shards.size());
+    std::vector<bool> paired(refs.size(), false);
+    struct Placed {
+        size_t src_index;
+        const OutShard* shard;
+        const TensorInfo* info;
+    };
+    std::vector<Placed> order;
+
+    for (size_t si = 0; si < out.shards.size(); ++si) {
+        const OutShard& s = out.shards[si];
+        if (!s.header) continue;
+        exp[si].resize(s.header->tensors.size());
+        for (size_t ti = 0; ti < s.header->tensors.size(); ++ti) {
+            const TensorInfo& t = s.header->tensors[ti];
+            auto finding = [&](std::string msg) {
+                Finding f = make_finding(FindingKind::kTensorInfo, s.path, fmt::format("tensor '{}'", t.name),
+                                         t.info_offset, std::move(msg));
+                f.tensor = t.name;
+                report.findings.push_back(std::move(f));
+            };
+            const TensorRef* r = src.find_tensor(t.name);
+            if (!r) {
+                finding("not in the source: pruning removes experts, never tensors, and adds none");
+                continue;
+            }
+            const size_t g = static_cast<size_t>(r - refs.data());
+            if (paired[g]) continue;  // a duplicate, named by the structure check
+            paired[g] = true;
+            order.push_back({g, &s, &t});
+            const TensorInfo& S = src.info(*r);
+            const auto ex = expert_of.find(g);
+            std::array<int64_t, 4> want = S.ne;
+            if (ex != expert_of.end() && kept.valid)
+                want[static_cast<size_t>(ex->second.et->axis)] = static_cast<int64_t>(kept.n);
+            bool ok = true;
+            if (t.type != S.type) {
+                finding(fmt::format("has type {}, the source has {} (pruning never requantises)",
+                                    ggml_type_display(t.type), ggml_type_display(S.type)));
+                ok = false;
+            }
+            if (t.n_dims != S.n_dims)
+                finding(fmt::format("has n_dims {}, the source has {}", t.n_dims, S.n_dims));
+            if (t.ne != want) {
+                TensorInfo shown = S;
+                shown.ne = want;
+                finding(fmt::format("has shape {}, expected {}{}", shape_string(t), shape_string(shown),
+                                    ex != expert_of.end()
+                                        ? fmt::format(" ({} of the source's {} experts kept on axis {})",
+                                                      kept.n, layout.expert_count, ex->second.et->axis)
+                                        : std::string(" (as in the source)")));
+                ok = false;
+            }
+            if (!ok) continue;
+            TensorExpect te;
+            if (ex == expert_of.end()) {
+                if (S.nbytes > 0)
+                    te.runs.push_back({r->shard, r->abs_offset, S.nbytes, -1, -1, "tensor data"});
+            } else if (kept.valid) {
+                const ExpertTensor& et = *ex->second.et;
+                const auto kb = kept.blocks.find(ex->second.block);
+                if (kb == kept.blocks.end() || et.slab == 0) continue;
+                for (size_t k = 0; k < kb->second.size(); ++k) {
+                    const int64_t e = kb->second[k];
+                    te.runs.push_back({r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, et.slab,
+                                       static_cast<int64_t>(k), e, region_of(et.role)});
+                }
+            }
+            exp[si][ti] = std::move(te);
+        }
+    }
+
+    // Missing tensors: only meaningful when every shard was read (a missing shard is named already).
+    if (out.complete()) {
+        for (size_t g = 0; g < refs.size(); ++g) {
+            if (paired[g]) continue;
+            const TensorInfo& S = src.info(refs[g]);
+            Finding f = make_finding(FindingKind::kTensorInfo, out.shards.front().path,
+                                     fmt::format("tensor '{}'", S.name), std::nullopt,
+                                     fmt::format("missing from the output (the source has it in {})",
+                                                 base_name(src.shards()[refs[g].shard].path)));
+            f.tensor = S.name;
+            report.findings.push_back(std::move(f));
+        }
+    } else {
+        size_t missing = 0;
+        for (bool p : paired) missing += p ? 0 : 1;
+        if (missing)
+            report.notes.push_back(
+                fmt::format("{} source tensors were not found in the readable output shards", missing));
+    }
+
+    // Order: tensors keep the source's global order (shards may be cut elsewhere).
+    std::vector<size_t> sorted;
+    sorted.reserve(order.size());
+    for (const auto& p : order) sorted.push_back(p.src_index);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i].src_index == sorted[i]) continue;
+        Finding f =
+            make_finding(FindingKind::kTensorInfo, order[i].shard->path,
+                         fmt::format("tensor '{}'", order[i].info->name), order[i].info->info_offset,
+                         fmt::format("tensor order differs from the source: '{}' stands where the source has "
+                                     "'{}' (splice keeps the source's tensor order)",
+                                     order[i].info->name, src.info(refs[sorted[i]]).name));
+        f.tensor = order[i].info->name;
+        report.findings.push_back(std::move(f));
+        break;
+    }
+    return exp;
+}
+
+}  // namespace gguf_reap::audit_detail

@@ -1,0 +1,152 @@
+// The sha256 wrapper and the manifest format: known digests, streaming in pieces, round trips, and one
+// named error per malformation.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gguf_reap/error.h"
+#include "gguf_reap/manifest.h"
+#include "gguf_reap/sha256.h"
+#include "test_util.h"
+
+namespace gguf_reap {
+namespace {
+
+TEST(Sha256, KnownDigests) {
+    EXPECT_EQ(sha256_hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_EQ(sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Sha256, StreamingInAnyPiecesEqualsOneShot) {
+    std::vector<uint8_t> data(1 << 20);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 9));
+    const std::string whole = sha256_hex(data.data(), data.size());
+    EXPECT_EQ(whole, test::sha256_hex(data.data(), data.size()));
+    Sha256 h;
+    size_t off = 0, step = 1;
+    while (off < data.size()) {
+        const size_t n = std::min(step, data.size() - off);
+        h.update(data.data() + off, n);
+        off += n;
+        step = step * 3 + 1;
+    }
+    EXPECT_EQ(h.finish_hex(), whole);
+    // finish() resets: the same object hashes the next stream from scratch.
+    h.update("abc", 3);
+    EXPECT_EQ(h.finish_hex(), sha256_hex("abc", 3));
+}
+
+TEST(Sha256, HexForm) {
+    EXPECT_TRUE(is_sha256_hex(std::string(64, 'a')));
+    EXPECT_FALSE(is_sha256_hex(std::string(64, 'A')));
+    EXPECT_FALSE(is_sha256_hex(std::string(63, 'a')));
+    EXPECT_FALSE(is_sha256_hex(std::string(63, 'a') + "g"));
+    const uint8_t b[] = {0x00, 0x0f, 0xa5, 0xff};
+    EXPECT_EQ(to_hex(b), "000fa5ff");
+}
+
+Manifest sample() {
+    Manifest m;
+    m.tool = "gguf-reap 0.1.0";
+    m.shards.push_back({"out-00001-of-00002.gguf",
+                        1000,
+                        std::string(64, '1'),
+                        {{"a", 96, 10, std::string(64, '2')}, {"b", 128, 0, std::string(64, '3')}}});
+    m.shards.push_back({"out-00002-of-00002.gguf", 500, std::string(64, '4'), {}});
+    return m;
+}
+
+TEST(Manifest, RoundTripsThroughJson) {
+    const Manifest m = sample();
+    const Manifest back = Manifest::parse(m.to_json().dump(), "m.json");
+    EXPECT_EQ(back.to_json(), m.to_json());
+    ASSERT_NE(back.find_shard("out-00002-of-00002.gguf"), nullptr);
+    EXPECT_EQ(back.find_shard("nope"), nullptr);
+    EXPECT_EQ(back.shards[0].tensors[1].name, "b");
+}
+
+TEST(Manifest, Sha256sumText) {
+    EXPECT_EQ(sample().sha256sum_text(), std::string(64, '1') + "  out-00001-of-00002.gguf\n" +
+                                             std::string(64, '4') + "  out-00002-of-00002.gguf\n");
+}
+
+TEST(Manifest, SumsPathBesideTheJson) {
+    EXPECT_EQ(manifest_sums_path("dir/model.manifest.json"), "dir/model.manifest.sha256");
+    EXPECT_EQ(manifest_sums_path("dir/model.manifest"), "dir/model.manifest.sha256");
+    EXPECT_EQ(manifest_sums_path(".json"), ".json.sha256");
+}
+
+std::string parse_error(const std::string& text) {
+    try {
+        Manifest::parse(text, "m.json");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(parsed)";
+}
+
+TEST(Manifest, EachMalformationIsNamed) {
+    nlohmann::ordered_json good = sample().to_json();
+    EXPECT_EQ(parse_error("{\"format\": "), "m.json: json at offset 11 (0xb): not valid JSON");
+    EXPECT_EQ(parse_error("[]"), "m.json: json: a manifest must be a JSON object");
+    auto with = [&](auto edit) {
+        nlohmann::ordered_json j = good;
+        edit(j);
+        return parse_error(j.dump());
+    };
+    EXPECT_EQ(with([](auto& j) { j["format"] = "gguf-reap.keeplist"; }),
+              "m.json: format: is \"gguf-reap.keeplist\", expected \"gguf-reap.manifest\"");
+    EXPECT_EQ(with([](auto& j) { j["version"] = 2; }),
+              "m.json: version: manifest version 2 is not supported (this gguf-reap reads version 1)");
+    EXPECT_EQ(with([](auto& j) { j.erase("shards"); }), "m.json: json: missing \"shards\"");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["sha256"] = "abc"; }),
+              "m.json: shards[0].sha256: \"abc\" is not a sha256 (64 lower-case hex digits)");
+    EXPECT_EQ(with([](auto& j) { j["shards"][1]["name"] = "../etc/passwd"; }),
+              "m.json: shards[1].name: \"../etc/passwd\" is not a plain file name");
+    EXPECT_EQ(with([](auto& j) { j["shards"][1]["name"] = j["shards"][0]["name"]; }),
+              "m.json: shards[1].name: shard \"out-00001-of-00002.gguf\" is listed twice");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["size"] = -1; }),
+              "m.json: shards[0].size: must be a non-negative integer, found -1");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["tensors"][1]["name"] = "a"; }),
+              "m.json: shards[0].tensors[1].name: tensor \"a\" is listed twice");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["tensors"][0].erase("nbytes"); }),
+              "m.json: shards[0].tensors[0]: missing \"nbytes\"");
+    EXPECT_EQ(parse_error(std::string(100, '[') + std::string(100, ']')),
+              "m.json: json: nested deeper than 16 levels");
+}
+
+TEST(Manifest, SavedAtomicallyAndLoadedBack) {
+    test::TempDir d;
+    const std::string p = d.file("x.json");
+    save_manifest(sample(), p);
+    EXPECT_EQ(Manifest::load(p).to_json(), sample().to_json());
+    std::ifstream in(d.file("x.sha256"));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, sample().sha256sum_text());
+    size_t files = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(d.path())) ++files;
+    EXPECT_EQ(files, 2u) << "no temporaries left behind";
+}
+
+TEST(Manifest, DestinationChecks) {
+    test::TempDir d;
+    const std::string input = d.file("model.gguf");
+    test::write_file(input, {1, 2, 3});
+    EXPECT_NO_THROW(check_manifest_destination(d.file("m.json"), {input}, false));
+    test::write_file(d.file("m.json"), {'{', '}'});
+    EXPECT_THROW(check_manifest_destination(d.file("m.json"), {input}, false), UsageError);
+    EXPECT_NO_THROW(check_manifest_destination(d.file("m.json"), {input}, true));
+    try {
+        check_manifest_destination(input, {input}, true);
+        FAIL();
+    } catch (const UsageError& e) {
+        EXPECT_EQ(std::string(e.what()), input + ": the manifest would overwrite an input (" + input + ")");
+    }
+    // The .sha256 text file beside it counts too.
+    std::filesystem::create_symlink(input, d.file("n.sha256"));
+    EXPECT_THROW(check_manifest_destination(d.file("n.json"), {input}, true), UsageError);
+}
+
+}  // namespace
+}  // namespace gguf_reap
