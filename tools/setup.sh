@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (run as root, or with sudo available):
-#   tools/setup.sh demo   install what is missing, build, run rank → splice → audit on a generated model
+#   tools/setup.sh demo   install what is missing, build, run inspect → rank → splice → audit on a generated model
 #   tools/setup.sh test   install what is missing, build (normal + ASan/UBSan), run every test and fuzz smoke
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +33,18 @@ demo() {
     build build
     local out=${DEMO_DIR:-$ROOT/out/demo}
     rm -rf "$out" && mkdir -p "$out"
-    # A small synthetic Kimi-K2-shaped MoE model (2 shards) and two imatrix domains, made on the fly.
+    local r=build/gguf-reap
+    # A small synthetic Kimi-K2-shaped MoE model (2 shards) and two calibration domains, made on the fly.
     build/gguf-reap-gen model --preset demo --shards 2 -o "$out/model"
-    build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain chat --seed 1 -o "$out/chat.imatrix.gguf"
-    build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain code --seed 2 -o "$out/code.imatrix.gguf"
-    build/gguf-reap inspect "$out/model-00001-of-00002.gguf"
+    build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain chat --seed 7 --dead-per-block 2 -o "$out/chat.imatrix.gguf"
+    build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain code --seed 7 --dead-per-block 2 -o "$out/code.imatrix.gguf"
+    echo "== inspect"; $r inspect "$out/model-00001-of-00002.gguf"
+    echo "== rank";    $r rank --model "$out/model-00001-of-00002.gguf" --imatrix chat="$out/chat.imatrix.gguf" \
+                          --imatrix code="$out/code.imatrix.gguf" --ratio 25% -o "$out/rank"
+    echo "== splice";  $r splice "$out/model-00001-of-00002.gguf" --keeplist "$out/rank/keeplist.json" -o "$out/pruned"
+    echo "== audit";   $r audit "$out/pruned-00001-of-00002.gguf" --source "$out/model-00001-of-00002.gguf" \
+                          --manifest-out "$out/pruned.manifest.json"
+    echo "demo outputs in $out"
 }
 
 run_tests() {
