@@ -51,7 +51,7 @@ run_tests() {
     build build
     (cd build && ctest --output-on-failure -j "$JOBS")
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-    build build-asan -DCMAKE_BUILD_TYPE=Debug -DGGUF_REAP_SANITIZE=ON
+    build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGUF_REAP_SANITIZE=ON
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
     # libFuzzer smoke: each parser target for a short fixed time.
     build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DGGUF_REAP_FUZZ=ON -DBUILD_TESTING=OFF
