@@ -622,7 +622,8 @@ TEST_F(AuditTest, KeeplistForAnotherModelIsBadInput) {
     const std::string kl = dir.file("other.json");
     std::ofstream(kl) << R"({"format": "gguf-reap.keeplist", "version": 1,
         "source": {"architecture": "deepseek2", "expert_count": 8},
-        "blocks": [{"block": 1, "keep": [0, 1]}, {"block": 2, "keep": [0, 1]}, {"block": 3, "keep": [0, 1]}]})";
+        "blocks": [{"block": 1, "keep": [0, 1]}, {"block": 2, "keep": [0, 1]},
+                   {"block": 3, "keep": [0, 1]}]})";
     try {
         audit(shards[0], fixture(kQ8), kl);
         FAIL() << "expected UsageError";
@@ -642,6 +643,9 @@ TEST_F(AuditTest, CorruptProvenanceIsAFinding) {
     write_at(shards[0], at, &bad, 4);
     const AuditReport r = audit(shards[0], fixture(kQ8));
     const std::string lines = all_lines(r);
+    EXPECT_EQ(r.findings.size(), 1u) << lines;
+    EXPECT_EQ(r.summary.expert_tensors, 0u) << "expert tensors cannot be verified without kept ids";
+    EXPECT_EQ(r.summary.tensors_identical, 55u);
     EXPECT_NE(lines.find("[keeplist] " + shards[0] +
                          ": kv 'gguf_reap.kept.*': the provenance keys do not describe a "
                          "pruning of this source (gguf_reap.kept.*: block 2: kept id 99 is out of range"),

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "gguf_reap/copy_engine.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/progress.h"
 #include "gguf_reap/signals.h"
 #include "test_util.h"
 
@@ -37,7 +39,8 @@ struct Expected {
     CopyJob job;
     std::vector<uint8_t> bytes;
 };
-Expected random_job(const std::string& path, const std::vector<std::vector<uint8_t>>& sources, uint32_t seed) {
+Expected random_job(const std::string& path, const std::vector<std::vector<uint8_t>>& sources,
+                    uint32_t seed) {
     std::mt19937 rng(seed);
     Expected e;
     e.job.path = path;
@@ -78,8 +81,9 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
     std::filesystem::create_directory(dir.path() / "out");
     int run = 0;
     for (CopyMethod m : {CopyMethod::kAuto, CopyMethod::kKernel, CopyMethod::kReadWrite}) {
-        for (unsigned threads : {1u, 3u}) {
-            for (uint64_t item : {uint64_t{4099}, uint64_t{512} << 20}) {
+        // One thread writing whole files, and three threads writing odd-sized pieces of them.
+        for (auto [threads, item] : {std::pair<unsigned, uint64_t>{1, 0}, {3, 4099}}) {
+            {
                 SCOPED_TRACE(fmt::format("{} threads {} item {}", copy_method_name(m), threads, item));
                 ++run;
                 Expected a = random_job(dir.file(fmt::format("out/a{}", run)), data, 10 + run);
@@ -113,7 +117,7 @@ TEST(CopyEngine, AdjacentCopiesMergeIntoOneExtent) {
     j.append_copy(1, 120, 10);  // other source
     j.append_copy(1, 140, 10);  // gap in the source
     j.append_zeros(3);
-    j.append_zeros(2);  // merged
+    j.append_zeros(2);          // merged
     j.append_copy(1, 150, 10);  // continues the source range but not the file: not merged
     ASSERT_EQ(j.segments.size(), 5u);
     EXPECT_EQ(j.segments[0].length, 20u);
@@ -143,8 +147,8 @@ TEST(CopyEngine, MalformedJobIsRefusedBeforeAnyFileExists) {
     try {
         check_copy_jobs({&past_end}, {f.get()});
     } catch (const std::logic_error& e) {
-        EXPECT_EQ(std::string(e.what()), "copy plan for " + dir.file("o1") + ": segment at 0: reads past the end of " +
-                                             dir.file("src"));
+        EXPECT_EQ(std::string(e.what()), "copy plan for " + dir.file("o1") +
+                                             ": segment at 0: reads past the end of " + dir.file("src"));
     }
     EXPECT_EQ(entries(dir.path()), 1u);
 }
@@ -163,7 +167,8 @@ TEST(CopyEngine, InterruptLeavesNoFile) {
 }
 
 TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
-    struct statfs a {}, b {};
+    struct statfs a {
+    }, b{};
     if (::statfs("/dev/shm", &a) != 0 || ::statfs(std::filesystem::temp_directory_path().c_str(), &b) != 0 ||
         a.f_type == b.f_type)
         GTEST_SKIP() << "needs /dev/shm on a filesystem of another type than the temp dir";
@@ -187,10 +192,43 @@ TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
         run_copy_jobs({&j}, {f.get()}, o);
         ADD_FAILURE() << "copy_file_range across filesystems succeeded";
     } catch (const IoError& e) {
-        EXPECT_EQ(std::string(e.what()), j.path + ": copy_file_range from " + src + ": Invalid cross-device link");
+        EXPECT_EQ(std::string(e.what()),
+                  j.path + ": copy_file_range from " + src + ": Invalid cross-device link");
     }
     EXPECT_EQ(entries(dir.path()), 0u);
     std::filesystem::remove(src);
+}
+
+TEST(Progress, LineShowsBytesRateAndEta) {
+    EXPECT_EQ(format_progress_line("splice", 1ull << 30, 4ull << 30, 2.0),
+              "splice [#####               ]  25%  1.0 GiB / 4.0 GiB  512.0 MiB/s  ETA 0:06");
+    EXPECT_EQ(format_progress_line("splice", 0, 100, 0.0),
+              "splice [                    ]   0%  0 B / 100 B  0 B/s  ETA --:--");
+    EXPECT_EQ(format_progress_line("x", 7200ull << 20, 7200ull << 20, 3600.0),
+              "x [####################] 100%  7.0 GiB / 7.0 GiB  2.0 MiB/s  ETA 0:00");
+}
+
+TEST(Progress, DrawsOnlyWhenEnabledAndErasesItsLine) {
+    TempDir dir;
+    for (bool enabled : {false, true}) {
+        std::FILE* f = std::fopen(dir.file("err").c_str(), "w+");
+        {
+            Progress p("splice", 1000, enabled, f);
+            p.add(500);
+            if (enabled) std::this_thread::sleep_for(std::chrono::milliseconds(450));
+            p.finish();
+        }
+        std::fclose(f);
+        const auto bytes = test::read_file(dir.file("err"));
+        const std::string text(bytes.begin(), bytes.end());
+        if (!enabled) {
+            EXPECT_EQ(text, "");
+        } else {
+            EXPECT_EQ(text.rfind("\r\033[K"), text.size() - 4) << "ends by erasing the line";
+            EXPECT_NE(text.find("\rsplice [##########          ]  50%  500 B / 1000 B"), std::string::npos)
+                << text;
+        }
+    }
 }
 
 }  // namespace

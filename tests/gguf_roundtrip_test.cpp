@@ -54,9 +54,11 @@ TEST(GgufRoundtrip, KeepAllSpliceIsByteIdentical) {
         SCOPED_TRACE(m);
         const std::string src = fixture(std::string("models/") + m + ".gguf");
         splice_api(src, keep_all, dir.file(m), o);
-        EXPECT_EQ(test::sha256_file_range(dir.file(std::string(m) + ".gguf"), 0, std::filesystem::file_size(src)),
-                  test::sha256_file_range(src, 0, std::filesystem::file_size(src)));
-        EXPECT_EQ(std::filesystem::file_size(dir.file(std::string(m) + ".gguf")), std::filesystem::file_size(src));
+        EXPECT_EQ(
+            test::sha256_file_range(dir.file(std::string(m) + ".gguf"), 0, std::filesystem::file_size(src)),
+            test::sha256_file_range(src, 0, std::filesystem::file_size(src)));
+        EXPECT_EQ(std::filesystem::file_size(dir.file(std::string(m) + ".gguf")),
+                  std::filesystem::file_size(src));
     }
 }
 

@@ -25,7 +25,8 @@ void gen(const std::string& args) {
 
 // Bytes of one expert along `axis`, from shape and type.
 uint64_t slab_bytes(const TensorInfo& t, int axis) {
-    uint64_t n = axis == 0 ? static_cast<uint64_t>(ggml_type(t.type)->type_size) : *ggml_row_size(t.type, t.ne[0]);
+    uint64_t n =
+        axis == 0 ? static_cast<uint64_t>(ggml_type(t.type)->type_size) : *ggml_row_size(t.type, t.ne[0]);
     for (int d = 1; d < axis; ++d) n *= static_cast<uint64_t>(t.ne[d]);
     return n;
 }
@@ -58,7 +59,8 @@ size_t check_output(const ShardSet& src, const ShardSet& out, const std::map<int
         const int axis = s.name.rfind("blk.", 0) == 0 ? expert_axis(s.name) : -1;
         if (axis < 0) {
             EXPECT_EQ(o.ne, s.ne) << s.name;
-            EXPECT_EQ(test::tensor_sha(out, out.tensors()[i]), test::tensor_sha(src, src.tensors()[i])) << s.name;
+            EXPECT_EQ(test::tensor_sha(out, out.tensors()[i]), test::tensor_sha(src, src.tensors()[i]))
+                << s.name;
             continue;
         }
         ++sliced;
@@ -85,7 +87,8 @@ std::string drop_json(const std::map<int, std::vector<int64_t>>& drop) {
     return j.dump();
 }
 
-std::map<int, std::vector<int64_t>> keep_of(const std::map<int, std::vector<int64_t>>& drop, int64_t experts) {
+std::map<int, std::vector<int64_t>> keep_of(const std::map<int, std::vector<int64_t>>& drop,
+                                            int64_t experts) {
     std::map<int, std::vector<int64_t>> keep;
     for (const auto& [b, ids] : drop)
         for (int64_t e = 0; e < experts; ++e)
@@ -96,14 +99,16 @@ std::map<int, std::vector<int64_t>> keep_of(const std::map<int, std::vector<int6
 TEST(SpliceGenerated, EveryExpertTensorClassGroupsMtpAlignment) {
     TempDir dir;
     // 4 blocks (1 dense) + 1 MTP block; 16 experts in 4 groups; fused gate_up; biases; scales.
-    gen(fmt::format("model -o {} --blocks 4 --dense-blocks 1 --nextn 1 --experts 16 --used 4 --groups 4 "
-                    "--group-used 2 --probs-bias --router-bias --exps-bias --scales --fused-gate-up --alignment 64 "
-                    "--type-exps Q8_0 --type-down Q4_0 --seed 7",
-                    dir.file("m.gguf")));
+    gen(fmt::format(
+        "model -o {} --blocks 4 --dense-blocks 1 --nextn 1 --experts 16 --used 4 --groups 4 "
+        "--group-used 2 --probs-bias --router-bias --exps-bias --scales --fused-gate-up --alignment 64 "
+        "--type-exps Q8_0 --type-down Q4_0 --seed 7",
+        dir.file("m.gguf")));
     // Two per group kept in every block, incl. the MTP block 4.
-    const std::map<int, std::vector<int64_t>> drop = {
-        {1, {1, 2, 4, 7, 9, 10, 13, 15}}, {2, {0, 1, 6, 7, 8, 11, 12, 13}},
-        {3, {2, 3, 5, 6, 10, 11, 14, 15}}, {4, {0, 3, 4, 5, 8, 9, 12, 14}}};
+    const std::map<int, std::vector<int64_t>> drop = {{1, {1, 2, 4, 7, 9, 10, 13, 15}},
+                                                      {2, {0, 1, 6, 7, 8, 11, 12, 13}},
+                                                      {3, {2, 3, 5, 6, 10, 11, 14, 15}},
+                                                      {4, {0, 3, 4, 5, 8, 9, 12, 14}}};
     const std::string kl = test::write_text(dir.file("k.json"), drop_json(drop));
     auto s = test::splice_api(dir.file("m.gguf"), kl, dir.file("o"));
     ShardSet out = ShardSet::open(dir.file("o.gguf"));
@@ -121,9 +126,10 @@ TEST(SpliceGenerated, EveryExpertTensorClassGroupsMtpAlignment) {
 
 TEST(SpliceGenerated, KQuantsFromAndToSplitSets) {
     TempDir dir;
-    gen(fmt::format("model -o {} --blocks 5 --dense-blocks 1 --experts 16 --used 2 --embd 256 --expert-ff 256 "
-                    "--type-exps Q4_K --type-down Q6_K --exps-bias --alignment 64 --shards 3 --seed 3",
-                    dir.file("m")));
+    gen(fmt::format(
+        "model -o {} --blocks 5 --dense-blocks 1 --experts 16 --used 2 --embd 256 --expert-ff 256 "
+        "--type-exps Q4_K --type-down Q6_K --exps-bias --alignment 64 --shards 3 --seed 3",
+        dir.file("m")));
     std::map<int, std::vector<int64_t>> drop;
     for (int b = 1; b <= 4; ++b) drop[b] = {b, b + 1, 8, 9 + b, 15};  // 5 of 16; runs of various lengths
     const std::string kl = test::write_text(dir.file("k.json"), drop_json(drop));
@@ -136,7 +142,8 @@ TEST(SpliceGenerated, KQuantsFromAndToSplitSets) {
         auto s = test::splice_api(dir.file("m-00002-of-00003.gguf"), kl, prefix, o);
         ShardSet out = ShardSet::open(splice_output_paths(prefix, count).back());
         ASSERT_EQ(out.shards().size(), count);
-        EXPECT_EQ(check_output(s->model, out, keep_of(drop, 16), 16), 4u * 7u);  // router, gate, up, down, 3 biases
+        EXPECT_EQ(check_output(s->model, out, keep_of(drop, 16), 16),
+                  4u * 7u);  // router, gate, up, down, 3 biases
         EXPECT_EQ(out.arch_uint("expert_count"), 11u);
         // Shard 1 keeps general.alignment = 64; the others carry only split.* and so use 32, each
         // consistent with what it declares.
@@ -150,8 +157,9 @@ TEST(SpliceGenerated, KQuantsFromAndToSplitSets) {
 
 TEST(SpliceGenerated, TiedNoSharedKeepOne) {
     TempDir dir;
-    gen(fmt::format("model -o {} --blocks 3 --dense-blocks 0 --experts 8 --used 1 --shared 0 --tied --seed 11",
-                    dir.file("m.gguf")));
+    gen(fmt::format(
+        "model -o {} --blocks 3 --dense-blocks 0 --experts 8 --used 1 --shared 0 --tied --seed 11",
+        dir.file("m.gguf")));
     const std::map<int, std::vector<int64_t>> drop = {
         {0, {0, 1, 2, 3, 4, 5, 6}}, {1, {1, 2, 3, 4, 5, 6, 7}}, {2, {0, 1, 2, 4, 5, 6, 7}}};
     const std::string kl = test::write_text(dir.file("k.json"), drop_json(drop));
@@ -165,13 +173,15 @@ TEST(SpliceGenerated, UnevenGroupsAreRefused) {
     TempDir dir;
     gen(fmt::format("model -o {} --blocks 2 --dense-blocks 1 --experts 16 --used 4 --groups 4 --group-used 2",
                     dir.file("m.gguf")));
-    const std::string kl = test::write_text(dir.file("k.json"), R"({"drop": {"1": [0, 4, 5, 8, 12, 13, 14, 15]}})");
+    const std::string kl =
+        test::write_text(dir.file("k.json"), R"({"drop": {"1": [0, 4, 5, 8, 12, 13, 14, 15]}})");
     try {
         test::splice_api(dir.file("m.gguf"), kl, dir.file("o"), {}, false);
         FAIL() << "uneven groups accepted";
     } catch (const UsageError& e) {
-        EXPECT_EQ(std::string(e.what()), kl + ": block 1: group 0 (experts 0..3) keeps 3 experts, but every group must "
-                                              "keep 2 so that group-limited routing still works");
+        EXPECT_EQ(std::string(e.what()),
+                  kl + ": block 1: group 0 (experts 0..3) keeps 3 experts, but every group must "
+                       "keep 2 so that group-limited routing still works");
     }
 }
 

@@ -16,7 +16,9 @@ using test::drop_spec;
 using test::fixture;
 using test::TempDir;
 
-bool is_expert_entry(const std::string& name) { return name.find("_exps") != std::string::npos; }
+bool is_expert_entry(const std::string& name) {
+    return name.find("_exps") != std::string::npos;
+}
 
 // Rows of `values` (ne0 per expert) for the kept ids.
 std::vector<float> kept_rows(const std::vector<float>& v, size_t ne0, const std::vector<int64_t>& keep) {
@@ -27,7 +29,8 @@ std::vector<float> kept_rows(const std::vector<float>& v, size_t ne0, const std:
     return out;
 }
 
-void check_pruned(const ImatrixFile& src, const ImatrixFile& out, const KeepList& kl, const ShardSet& pruned_model) {
+void check_pruned(const ImatrixFile& src, const ImatrixFile& out, const KeepList& kl,
+                  const ShardSet& pruned_model) {
     ASSERT_EQ(out.kind(), src.kind());
     ASSERT_EQ(out.entries().size(), src.entries().size());
     EXPECT_EQ(out.datasets(), src.datasets());
@@ -71,8 +74,8 @@ TEST(SpliceImatrix, FixtureImatricesBothFormats) {
             const std::string in = fixture(fmt::format("imatrix/tiny-deepseek2.all.imatrix.{}", ext));
             SpliceOptions o;
             o.imatrix_out = dir.file(fmt::format("pruned.imatrix.{}", ext));
-            auto s = test::splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec(spec), dir.file("m"), o,
-                                      true, in);
+            auto s = test::splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec(spec),
+                                      dir.file("m"), o, true, in);
             ImatrixFile src = ImatrixFile::open(in);
             ImatrixFile out = ImatrixFile::open(o.imatrix_out);
             ShardSet pruned = ShardSet::open(dir.file("m.gguf"));
@@ -103,18 +106,21 @@ TEST(SpliceImatrix, FixtureImatricesBothFormats) {
 
 TEST(SpliceImatrix, GeneratedModelWithMtpBothFormats) {
     TempDir dir;
-    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 3 --dense-blocks 1 --nextn 1 --experts 12 --used 2 "
-                                        "--fused-gate-up",
-                                        dir.file("m.gguf")))
-                  .exit_code,
-              0);
-    const std::string kl = test::write_text(dir.file("k.json"), R"({"drop": {"1": [0, 5], "2": [11, 3], "3": [6, 7]}})");
+    ASSERT_EQ(
+        test::run_gen(fmt::format("model -o {} --blocks 3 --dense-blocks 1 --nextn 1 --experts 12 --used 2 "
+                                  "--fused-gate-up",
+                                  dir.file("m.gguf")))
+            .exit_code,
+        0);
+    const std::string kl =
+        test::write_text(dir.file("k.json"), R"({"drop": {"1": [0, 5], "2": [11, 3], "3": [6, 7]}})");
     for (const char* format : {"gguf", "dat"}) {
         SCOPED_TRACE(format);
         const std::string in = dir.file(fmt::format("in.{}", format));
-        ASSERT_EQ(test::run_gen(fmt::format("imatrix --model {} --format {} -o {}", dir.file("m.gguf"), format, in))
-                      .exit_code,
-                  0);
+        ASSERT_EQ(
+            test::run_gen(fmt::format("imatrix --model {} --format {} -o {}", dir.file("m.gguf"), format, in))
+                .exit_code,
+            0);
         SpliceOptions o;
         o.imatrix_out = dir.file(fmt::format("out.{}", format));
         auto s = test::splice_api(dir.file("m.gguf"), kl, dir.file(fmt::format("p-{}", format)), o, true, in);
@@ -125,10 +131,16 @@ TEST(SpliceImatrix, GeneratedModelWithMtpBothFormats) {
 
 TEST(SpliceImatrix, ImatrixOfAnotherModelIsRefused) {
     TempDir dir;
-    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 2 --experts 16 --used 2", dir.file("a.gguf"))).exit_code, 0);
-    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 2 --experts 8 --used 2", dir.file("b.gguf"))).exit_code, 0);
-    ASSERT_EQ(test::run_gen(fmt::format("imatrix --model {} -o {}", dir.file("b.gguf"), dir.file("b.imatrix"))).exit_code,
+    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 2 --experts 16 --used 2", dir.file("a.gguf")))
+                  .exit_code,
               0);
+    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 2 --experts 8 --used 2", dir.file("b.gguf")))
+                  .exit_code,
+              0);
+    ASSERT_EQ(
+        test::run_gen(fmt::format("imatrix --model {} -o {}", dir.file("b.gguf"), dir.file("b.imatrix")))
+            .exit_code,
+        0);
     const std::string kl = test::write_text(dir.file("k.json"), R"({"drop": {"1": [0]}})");
     SpliceOptions o;
     o.imatrix_out = dir.file("out.imatrix");
@@ -137,7 +149,8 @@ TEST(SpliceImatrix, ImatrixOfAnotherModelIsRefused) {
         FAIL() << "an 8-expert imatrix accepted for a 16-expert model";
     } catch (const InputError& e) {
         EXPECT_EQ(e.file(), dir.file("b.imatrix"));
-        EXPECT_NE(e.detail().find("rows, but the model has 16 experts per block"), std::string::npos) << e.what();
+        EXPECT_NE(e.detail().find("rows, but the model has 16 experts per block"), std::string::npos)
+            << e.what();
     }
     EXPECT_FALSE(std::filesystem::exists(dir.file("out.imatrix")));
 }

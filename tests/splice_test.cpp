@@ -27,7 +27,9 @@ using test::TempDir;
 
 const char* kSpecs[] = {"drop-dead", "drop-live"};
 
-std::vector<int64_t> ne_of(const TensorInfo& t) { return std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims); }
+std::vector<int64_t> ne_of(const TensorInfo& t) {
+    return std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims);
+}
 
 // Every rewritten tensor has the oracle's data sha256 and ne; every other tensor is the source's.
 void expect_matches_oracle(const ShardSet& src, const ShardSet& out, const nlohmann::json& oracle) {
@@ -44,7 +46,8 @@ void expect_matches_oracle(const ShardSet& src, const ShardSet& out, const nlohm
             EXPECT_EQ(ne_of(o), nes[s.name].get<std::vector<int64_t>>()) << s.name;
         } else {
             EXPECT_EQ(o.ne, s.ne) << s.name;
-            EXPECT_EQ(test::tensor_sha(out, out.tensors()[i]), test::tensor_sha(src, src.tensors()[i])) << s.name;
+            EXPECT_EQ(test::tensor_sha(out, out.tensors()[i]), test::tensor_sha(src, src.tensors()[i]))
+                << s.name;
         }
     }
     EXPECT_EQ(out.arch_uint("expert_count"), oracle["expert_count"].get<uint64_t>());
@@ -68,8 +71,10 @@ TEST(SplicePlan, FixturesMatchOracleWithoutDisk) {
                 const auto bytes = test::planned_bytes(s->plan, f.job, t.data_offset, t.info.nbytes);
                 const std::string sha = test::sha256_hex(bytes.data(), bytes.size());
                 if (oracle["pruned_tensor_data_sha256"].contains(t.info.name)) {
-                    EXPECT_EQ(sha, oracle["pruned_tensor_data_sha256"][t.info.name].get<std::string>()) << t.info.name;
-                    EXPECT_EQ(ne_of(t.info), oracle["pruned_tensor_ne"][t.info.name].get<std::vector<int64_t>>());
+                    EXPECT_EQ(sha, oracle["pruned_tensor_data_sha256"][t.info.name].get<std::string>())
+                        << t.info.name;
+                    EXPECT_EQ(ne_of(t.info),
+                              oracle["pruned_tensor_ne"][t.info.name].get<std::vector<int64_t>>());
                     EXPECT_GE(t.expert_axis, 0);
                 } else {
                     EXPECT_EQ(t.expert_axis, -1) << t.info.name;
@@ -89,7 +94,8 @@ TEST(SplicePlan, AdjacentKeptSlabsMerge) {
     REQUIRE_FIXTURES();
     TempDir dir;
     // drop-dead keeps 16 - 3 experts in runs: blk.1 drops 3, 7, 12 → runs 0-2, 4-6, 8-11, 13-15.
-    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("x"), {}, false);
+    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("x"), {},
+                        false);
     for (const PlannedTensor& t : s->plan.shards[0].tensors) {
         if (t.info.name == "blk.1.ffn_down_exps.weight") {
             EXPECT_EQ(t.extents, 4u);
@@ -117,7 +123,8 @@ TEST(SpliceRun, FixtureModelsMatchOracle) {
 
 TEST(SpliceRun, ShardedSourceMatchesOracle) {
     REQUIRE_FIXTURES();
-    const auto& oracle_all = expected_json()["models"]["models/tiny-deepseek2-IQ2_XXS.gguf"]["pruning_oracle"];
+    const auto& oracle_all =
+        expected_json()["models"]["models/tiny-deepseek2-IQ2_XXS.gguf"]["pruning_oracle"];
     for (const char* spec : kSpecs) {
         SCOPED_TRACE(spec);
         TempDir dir;
@@ -171,7 +178,8 @@ TEST(SpliceRun, ProvenanceKeys) {
     SpliceOptions o;
     o.keeplist_sha256 = "ab" + std::string(62, 'c');
     o.tool_version = "gguf-reap 9.9.9";
-    auto s = splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("p"), o);
+    auto s =
+        splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("p"), o);
     ShardSet out = ShardSet::open(dir.file("p.gguf"));
     const auto& kvs = out.metadata().kvs;
     const size_t n_src = s->model.metadata().kvs.size();
@@ -198,7 +206,8 @@ TEST(SpliceRun, ProvenanceKeys) {
     }
     // --no-provenance: exactly the source KVs.
     o.provenance = false;
-    auto s2 = splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("q"), o);
+    auto s2 =
+        splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("q"), o);
     ShardSet out2 = ShardSet::open(dir.file("q.gguf"));
     EXPECT_EQ(out2.metadata().kvs.size(), n_src);
 }
@@ -208,7 +217,8 @@ TEST(SpliceRun, ResplicingReplacesOldProvenance) {
     TempDir dir;
     splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("a"));
     // Second pass on the 13-expert output: drop expert 0 of every block → 12.
-    const std::string kl = test::write_text(dir.file("k.json"), R"({"drop": {"1": [0], "2": [0], "3": [0]}})");
+    const std::string kl =
+        test::write_text(dir.file("k.json"), R"({"drop": {"1": [0], "2": [0], "3": [0]}})");
     auto s = splice_api(dir.file("a.gguf"), kl, dir.file("b"));
     ShardSet out = ShardSet::open(dir.file("b.gguf"));
     EXPECT_EQ(out.arch_uint("expert_count"), 12u);
@@ -222,15 +232,16 @@ TEST(SpliceRun, SplitModes) {
     REQUIRE_FIXTURES();
     const std::string shards = fixture("shards/tiny-deepseek2-IQ2_XXS-00001-of-00003.gguf");
     const std::string model = fixture("models/tiny-deepseek2-IQ2_XXS.gguf");
-    const auto& oracle = expected_json()["models"]["models/tiny-deepseek2-IQ2_XXS.gguf"]["pruning_oracle"]["drop-dead"];
+    const auto& oracle =
+        expected_json()["models"]["models/tiny-deepseek2-IQ2_XXS.gguf"]["pruning_oracle"]["drop-dead"];
     struct Case {
         std::string src;
         SplitMode mode;
         uint64_t value;
         size_t shards;
     };
-    const Case cases[] = {{shards, SplitMode::kCount, 1, 1},       {model, SplitMode::kCount, 4, 4},
-                          {model, SplitMode::kMaxTensors, 10, 7},  {shards, SplitMode::kMaxTensors, 70, 1},
+    const Case cases[] = {{shards, SplitMode::kCount, 1, 1},        {model, SplitMode::kCount, 4, 4},
+                          {model, SplitMode::kMaxTensors, 10, 7},   {shards, SplitMode::kMaxTensors, 70, 1},
                           {model, SplitMode::kMaxSize, 1000000, 5}, {model, SplitMode::kMaxSize, 1, 70}};
     for (const Case& c : cases) {
         SCOPED_TRACE(fmt::format("{} mode {} value {}", c.src, static_cast<int>(c.mode), c.value));
@@ -240,12 +251,14 @@ TEST(SpliceRun, SplitModes) {
         o.split_value = c.value;
         auto s = splice_api(c.src, drop_spec("drop-dead"), dir.file("o"), o);
         ASSERT_EQ(s->plan.shards.size(), c.shards);
-        const std::string first = c.shards == 1 ? dir.file("o.gguf") : dir.file(fmt::format("o-00001-of-{:05}.gguf", c.shards));
+        const std::string first =
+            c.shards == 1 ? dir.file("o.gguf") : dir.file(fmt::format("o-00001-of-{:05}.gguf", c.shards));
         ShardSet out = ShardSet::open(first);
         EXPECT_EQ(out.shards().size(), c.shards);
         expect_matches_oracle(s->model, out, oracle);
         if (c.shards == 1) {
-            for (const char* k : {"split.no", "split.count", "split.tensors.count"}) EXPECT_EQ(out.find_kv(k), nullptr) << k;
+            for (const char* k : {"split.no", "split.count", "split.tensors.count"})
+                EXPECT_EQ(out.find_kv(k), nullptr) << k;
         }
         for (const PlannedFile& f : s->plan.shards) {
             EXPECT_GE(f.tensors.size(), 1u);
@@ -266,7 +279,8 @@ TEST(SplicePlan, DefaultShardsAreBalancedByBytes) {
     SpliceOptions o;
     o.split_mode = SplitMode::kCount;
     o.split_value = 3;
-    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), o, false);
+    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), o,
+                        false);
     ASSERT_EQ(s->plan.shards.size(), 3u);
     uint64_t largest_tensor = 0;
     for (const auto& f : s->plan.shards)
@@ -285,7 +299,8 @@ TEST(SplicePlan, ImpossibleSplitsAreRefused) {
     o.split_mode = SplitMode::kCount;
     o.split_value = 71;
     try {
-        splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), o, false);
+        splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), o,
+                   false);
         FAIL() << "71 shards of 70 tensors";
     } catch (const UsageError& e) {
         EXPECT_STREQ(e.what(), "cannot write 70 tensors into 71 shards: every shard needs a tensor");
@@ -317,14 +332,17 @@ TEST(SplicePreflight, OutputNeverAliasesAnInput) {
     const std::string src = dir.file("m.gguf");
     std::filesystem::copy_file(fixture("models/tiny-deepseek2-Q8_0.gguf"), src);
     // The output prefix names the source itself, a hard link to it, and a symlink to it.
-    EXPECT_EQ(error_of<UsageError>([&] { splice_api(src, drop_spec("drop-dead"), dir.file("m"), {}, true, "", true); }),
+    EXPECT_EQ(error_of<UsageError>(
+                  [&] { splice_api(src, drop_spec("drop-dead"), dir.file("m"), {}, true, "", true); }),
               src + ": is the same file as the input " + src + " (an output never overwrites an input)");
     std::filesystem::create_hard_link(src, dir.file("hard.gguf"));
-    EXPECT_EQ(error_of<UsageError>([&] { splice_api(src, drop_spec("drop-dead"), dir.file("hard"), {}, true, "", true); }),
+    EXPECT_EQ(error_of<UsageError>(
+                  [&] { splice_api(src, drop_spec("drop-dead"), dir.file("hard"), {}, true, "", true); }),
               dir.file("hard.gguf") + ": is the same file as the input " + src +
                   " (an output never overwrites an input)");
     std::filesystem::create_symlink(src, dir.file("link.gguf"));
-    EXPECT_EQ(error_of<UsageError>([&] { splice_api(src, drop_spec("drop-dead"), dir.file("link"), {}, true, "", true); }),
+    EXPECT_EQ(error_of<UsageError>(
+                  [&] { splice_api(src, drop_spec("drop-dead"), dir.file("link"), {}, true, "", true); }),
               dir.file("link.gguf") + ": is the same file as the input " + src +
                   " (an output never overwrites an input)");
     // The keeplist is an input too.
@@ -359,13 +377,15 @@ TEST(SplicePreflight, ShardsOfAnotherSetUnderThePrefix) {
     two.split_value = 2;
     // The third shard of the old set would be taken for an extra shard of the new one: refused
     // without --force, removed with it.
-    EXPECT_EQ(error_of<UsageError>([&] { splice_api(m, drop_spec("drop-dead"), dir.file("o"), two); }),
-              dir.file("o-00001-of-00003.gguf") +
-                  ": belongs to another shard set under the same prefix and would be taken for part of the output "
-                  "(use --force to remove it)");
+    EXPECT_EQ(
+        error_of<UsageError>([&] { splice_api(m, drop_spec("drop-dead"), dir.file("o"), two); }),
+        dir.file("o-00001-of-00003.gguf") +
+            ": belongs to another shard set under the same prefix and would be taken for part of the output "
+            "(use --force to remove it)");
     splice_api(m, drop_spec("drop-dead"), dir.file("o"), two, true, "", true);
     std::set<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.insert(e.path().filename().string());
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+        names.insert(e.path().filename().string());
     EXPECT_EQ(names, (std::set<std::string>{"o-00001-of-00002.gguf", "o-00002-of-00002.gguf"}));
     EXPECT_EQ(ShardSet::open(dir.file("o-00002-of-00002.gguf")).shards().size(), 2u);
 }
@@ -373,11 +393,13 @@ TEST(SplicePreflight, ShardsOfAnotherSetUnderThePrefix) {
 TEST(SplicePreflight, FreeSpaceIsChecked) {
     REQUIRE_FIXTURES();
     TempDir dir;
-    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), {}, false);
+    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), {},
+                        false);
     s->plan.shards[0].job.size = uint64_t{1} << 62;  // more than any disk
     SpliceInputs in;
     const std::string msg = error_of<IoError>([&] { preflight_splice(s->plan, in, dir.file("o"), false); });
-    EXPECT_NE(msg.find(dir.path().string() + ": not enough free space: the output needs 4096.0 PiB"), std::string::npos)
+    EXPECT_NE(msg.find(dir.path().string() + ": not enough free space: the output needs 4096.0 PiB"),
+              std::string::npos)
         << msg;
 }
 
@@ -447,11 +469,13 @@ TEST(SpliceRun, DeadTemporariesAreRemovedLiveOnesKept) {
     const std::string dead = dir.file(fmt::format(".o.gguf.gguf-reap-tmp.{}.0", child));
     const std::string live = dir.file(fmt::format(".o.gguf.gguf-reap-tmp.{}.0", ::getppid()));
     const std::string other = dir.file(fmt::format(".x.gguf.gguf-reap-tmp.{}.0", child));
-    for (const auto& p : {dead, live, other}) test::write_text(p, "partial");
+    const std::string longer = dir.file(fmt::format(".o.gguf2.gguf-reap-tmp.{}.0", child));
+    for (const auto& p : {dead, live, other, longer}) test::write_text(p, "partial");
     EXPECT_EQ(remove_dead_temporaries(dir.path().string(), "o.gguf"), std::vector<std::string>{dead});
     EXPECT_FALSE(std::filesystem::exists(dead));
     EXPECT_TRUE(std::filesystem::exists(live));
     EXPECT_TRUE(std::filesystem::exists(other)) << "another output's temporaries are not ours to judge";
+    EXPECT_TRUE(std::filesystem::exists(longer));
 }
 
 }  // namespace

@@ -37,8 +37,9 @@ inline std::string write_text(const std::string& path, const std::string& text) 
 
 // open → layout → keeplist → plan (→ preflight → execute when `execute`).
 inline std::unique_ptr<Spliced> splice_api(const std::string& model, const std::string& keeplist,
-                                           const std::string& out_prefix, SpliceOptions o = {}, bool execute = true,
-                                           const std::string& imatrix_in = "", bool force = false) {
+                                           const std::string& out_prefix, SpliceOptions o = {},
+                                           bool execute = true, const std::string& imatrix_in = "",
+                                           bool force = false) {
     auto s = std::make_unique<Spliced>(Spliced{ShardSet::open(model), {}, {}, {}, {}});
     s->layout = build_moe_layout(s->model);
     s->keeplist = KeepList::load(keeplist);
@@ -62,16 +63,20 @@ inline std::unique_ptr<Spliced> splice_api(const std::string& model, const std::
 }
 
 // Bytes [off, off+n) of a planned file, assembled from its segments: what the engine would write.
-inline std::vector<uint8_t> planned_bytes(const SplicePlan& plan, const CopyJob& job, uint64_t off, uint64_t n) {
+inline std::vector<uint8_t> planned_bytes(const SplicePlan& plan, const CopyJob& job, uint64_t off,
+                                          uint64_t n) {
     std::vector<uint8_t> out(n);
     for (const CopySegment& s : job.segments) {
         const uint64_t lo = std::max(off, s.dst_offset), hi = std::min(off + n, s.dst_offset + s.length);
         if (lo >= hi) continue;
         uint8_t* dst = out.data() + (lo - off);
         const uint64_t skip = lo - s.dst_offset;
-        if (s.src == kSegmentZeros) std::memset(dst, 0, hi - lo);
-        else if (s.src == kSegmentLiteral) std::memcpy(dst, job.literals[s.src_offset].data() + skip, hi - lo);
-        else plan.sources[s.src]->read(s.src_offset + skip, dst, hi - lo);
+        if (s.src == kSegmentZeros)
+            std::memset(dst, 0, hi - lo);
+        else if (s.src == kSegmentLiteral)
+            std::memcpy(dst, job.literals[s.src_offset].data() + skip, hi - lo);
+        else
+            plan.sources[s.src]->read(s.src_offset + skip, dst, hi - lo);
     }
     return out;
 }
@@ -81,6 +86,8 @@ inline std::string tensor_sha(const ShardSet& m, const TensorRef& r) {
     return sha256_file_range(m.shards()[r.shard].path, r.abs_offset, r.nbytes);
 }
 
-inline std::string drop_spec(const std::string& name) { return fixture("prune_specs/tiny-deepseek2." + name + ".json"); }
+inline std::string drop_spec(const std::string& name) {
+    return fixture("prune_specs/tiny-deepseek2." + name + ".json");
+}
 
 }  // namespace gguf_reap::test

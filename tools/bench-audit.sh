@@ -66,14 +66,16 @@ seconds() {
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 cmp_all() { for f in "${OUT[@]}"; do cmp -s "$f" "copy-$f"; done; }
+cat_all() { cat "${OUT[@]}" copy-out-*.gguf >/dev/null; }
 
-declare -a T_AUDIT T_CMP T_MAN T_SHA
+declare -a T_AUDIT T_CMP T_MAN T_SHA T_CAT
 for i in $(seq "$RUNS"); do
+    T_CAT+=("$(seconds cat_all)")
     T_CMP+=("$(seconds cmp_all)")
     T_AUDIT+=("$(seconds "$BIN" audit "${OUT[0]}" --source "$SRC")")
     T_SHA+=("$(seconds sha256sum "${OUT[@]}")")
     T_MAN+=("$(seconds "$BIN" audit "${OUT[0]}" --manifest-out manifest.json --force)")
-    echo "bench: run $i: cmp ${T_CMP[-1]} s, audit ${T_AUDIT[-1]} s, sha256sum ${T_SHA[-1]} s, manifest ${T_MAN[-1]} s" >&2
+    echo "bench: run $i: cat ${T_CAT[-1]} s, cmp ${T_CMP[-1]} s, audit ${T_AUDIT[-1]} s, sha256sum ${T_SHA[-1]} s, manifest ${T_MAN[-1]} s" >&2
 done
 
 OUT_BYTES=$(stat -c %s "${OUT[@]}" | paste -sd+ | bc)
@@ -81,7 +83,7 @@ SRC_BYTES=$(stat -c %s src-*.gguf | paste -sd+ | bc)
 J=$("$BIN" audit "${OUT[0]}" --source "$SRC" --json)
 READ=$(echo "$J" | /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(s["bytes_read"], s["source_bytes_read"], s["slabs"], s["tensors"])')
 read -r A_OUT A_SRC SLABS TENSORS <<<"$READ"
-m_cmp=$(median "${T_CMP[@]}"); m_audit=$(median "${T_AUDIT[@]}")
+m_cat=$(median "${T_CAT[@]}"); m_cmp=$(median "${T_CMP[@]}"); m_audit=$(median "${T_AUDIT[@]}")
 m_sha=$(median "${T_SHA[@]}"); m_man=$(median "${T_MAN[@]}")
 gbps() { echo "scale=2; $1 / $2 / 1000000000" | bc -l; }
 
@@ -92,6 +94,7 @@ echo "model:   $SIZE: source $SRC_BYTES bytes, output ${#OUT[@]} shards $OUT_BYT
 echo "cold:    every file flushed and dropped from the page cache before every run; median of $RUNS runs"
 echo
 printf '%-44s %10s %12s %9s\n' "run" "seconds" "bytes read" "GB/s"
+printf '%-44s %10.2f %12s %9s\n' "(reference) cat output shards and copies" "$m_cat" $((2 * OUT_BYTES)) "$(gbps $((2 * OUT_BYTES)) "$m_cat")"
 printf '%-44s %10.2f %12s %9s\n' "cmp output shards with copies" "$m_cmp" $((2 * OUT_BYTES)) "$(gbps $((2 * OUT_BYTES)) "$m_cmp")"
 printf '%-44s %10.2f %12s %9s\n' "gguf-reap audit --source" "$m_audit" $((A_OUT + A_SRC)) "$(gbps $((A_OUT + A_SRC)) "$m_audit")"
 printf '%-44s %10.2f %12s %9s\n' "sha256sum output shards" "$m_sha" "$OUT_BYTES" "$(gbps "$OUT_BYTES" "$m_sha")"

@@ -36,9 +36,9 @@ struct FreeSpace {
 };
 FreeSpace free_space(const std::string& dir);
 
-// Removes "<dir>/.<name>.gguf-reap-tmp.<pid>.<n>" temporaries whose <name> starts with
-// `name_prefix` and whose writing process no longer exists (a crash, a SIGKILL, a power cut).
-// Temporaries of live processes are left alone. Returns the paths removed.
-std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name_prefix);
+// Removes "<dir>/.<name>.gguf-reap-tmp.<pid>.<n>" temporaries of the output file `name` whose writing
+// process no longer exists (a crash, a SIGKILL, a power cut). Temporaries of live processes are left
+// alone. Returns the paths removed.
+std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name);
 
 }  // namespace gguf_reap

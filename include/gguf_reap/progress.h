@@ -14,7 +14,7 @@
 namespace gguf_reap {
 
 class Progress {
-public:
+  public:
     // `out` receives the line ("\r...") while enabled; nothing is ever written when !enabled.
     Progress(std::string label, uint64_t total, bool enabled, std::FILE* out = stderr);
     ~Progress();
@@ -29,7 +29,7 @@ public:
     // True when file descriptor 2 is a terminal and TERM is not "dumb".
     static bool stderr_is_terminal();
 
-private:
+  private:
     void loop();
     std::string label_;
     uint64_t total_;

@@ -65,7 +65,7 @@ struct PlannedFile {
     uint32_t version = 3;
     uint32_t alignment = 0;  // 0 for a legacy .dat imatrix
     uint64_t header_bytes = 0;
-    std::vector<Kv> kvs;
+    size_t kv_count = 0;  // the KVs themselves are in the header bytes (job.literals[0])
     std::vector<PlannedTensor> tensors;
     size_t sliced_tensors = 0;
     uint64_t slabs = 0;
@@ -86,7 +86,7 @@ struct SplicePlan {
 
     size_t sliced_tensors() const;
     uint64_t slabs() const;
-    size_t extents() const;          // source extents after merging, all files
+    size_t extents() const;          // source extents of the model shards after merging
     uint64_t bytes_read() const;     // from sources, all files
     uint64_t bytes_written() const;  // sum of exact file sizes
     std::vector<const CopyJob*> jobs() const;
@@ -108,7 +108,8 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
 // in_sum2 and counts) or values (.dat) of the kept experts in ascending order; everything else is
 // copied unchanged. `source_index` is the imatrix's index in SplicePlan::sources.
 PlannedFile plan_imatrix_prune(const ImatrixFile& imatrix, uint32_t source_index, const ShardSet& model,
-                               const MoeLayout& layout, const KeepList& keeplist, const std::string& out_path);
+                               const MoeLayout& layout, const KeepList& keeplist,
+                               const std::string& out_path);
 
 // What must hold before the first byte is written. Throws UsageError when an output is an input
 // (same device and inode, symlinks followed) or exists without `force`, or when two outputs collide;

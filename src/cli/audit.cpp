@@ -42,7 +42,9 @@ nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool
     j["manifest"] = or_null(c.manifest);
     j["kept_from"] = or_null(r.kept_from);
     if (!c.source.empty())
-        j["expert_count"] = {{"source", r.source_expert_count}, {"output", r.output_expert_count}};
+        j["expert_count"] = {
+            {"source", r.source_expert_count},
+            {"output", r.output_expert_count ? ordered_json(r.output_expert_count) : ordered_json(nullptr)}};
     ordered_json shards = ordered_json::array();
     for (const auto& s : r.shards) {
         ordered_json o{{"path", s.path},
@@ -101,8 +103,12 @@ void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written)
                            : r.kept_from == "provenance" ? "the output's gguf_reap.kept.* keys"
                            : r.kept_from == "unchanged"  ? "no pruning recorded: every expert kept"
                                                          : "unknown";
-        std::cout << fmt::format("experts   {} of {} per block kept (from {})\n", r.output_expert_count,
-                                 r.source_expert_count, from);
+        if (r.output_expert_count > 0)
+            std::cout << fmt::format("experts   {} of {} per block kept (from {})\n", r.output_expert_count,
+                                     r.source_expert_count, from);
+        else
+            std::cout << fmt::format("experts   kept experts unknown ({}): expert tensors not verified\n",
+                                     from);
     }
     if (!c.manifest.empty()) std::cout << fmt::format("manifest  {}\n", c.manifest);
     if (!r.findings.empty()) {

@@ -4,9 +4,9 @@
 #include <sstream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "gguf_reap/error.h"
@@ -57,7 +57,8 @@ SpliceOptions splice_options(const SpliceCli& c, const std::string& keeplist_sha
     o.out_prefix = c.out;
     const int modes = !c.split_max_size.empty() + (c.split_count > 0) + (c.split_max_tensors > 0);
     if (modes > 1)
-        throw UsageError("--split-max-size, --split-count and --split-max-tensors exclude each other: give one");
+        throw UsageError(
+            "--split-max-size, --split-count and --split-max-tensors exclude each other: give one");
     if (!c.split_max_size.empty()) {
         auto bytes = parse_size(c.split_max_size);
         if (!bytes || *bytes == 0)
@@ -86,11 +87,13 @@ CopyMethod parse_method(const std::string& m) {
     throw UsageError(fmt::format("--copy-method '{}': expected auto, copy_file_range or pread", m));
 }
 
-std::string base_name(const std::string& p) { return std::filesystem::path(p).filename().string(); }
+std::string base_name(const std::string& p) {
+    return std::filesystem::path(p).filename().string();
+}
 
 nlohmann::ordered_json file_json(const PlannedFile& f) {
-    return {{"path", f.job.path},          {"tensors", f.tensors.size()}, {"sliced_tensors", f.sliced_tensors},
-            {"slabs", f.slabs},            {"header_bytes", f.header_bytes}, {"alignment", f.alignment},
+    return {{"path", f.job.path},     {"tensors", f.tensors.size()},    {"sliced_tensors", f.sliced_tensors},
+            {"slabs", f.slabs},       {"header_bytes", f.header_bytes}, {"alignment", f.alignment},
             {"file_size", f.job.size}};
 }
 
@@ -130,26 +133,25 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
     std::cout << fmt::format("{} {}: {} MoE blocks, {} → {} experts per block\n",
                              dry_run ? "plan (dry run, nothing written) for" : "spliced", plan.source_path,
                              plan.moe_blocks, plan.source_expert_count, plan.kept_expert_count);
-    std::cout << fmt::format("  {:<5} {:<40} {:>8} {:>7} {:>16}\n", "shard", "file", "tensors", "sliced", "bytes");
-    for (size_t i = 0; i < plan.shards.size(); ++i) {
-        const PlannedFile& f = plan.shards[i];
-        std::cout << fmt::format("  {:<5} {:<40} {:>8} {:>7} {:>16}\n", i + 1, f.job.path, f.tensors.size(),
+    const auto row = [](const std::string& no, const PlannedFile& f) {
+        std::cout << fmt::format("  {:<5} {:<44} {:>7} {:>6} {:>16}\n", no, f.job.path, f.tensors.size(),
                                  f.sliced_tensors, with_commas(f.job.size));
-    }
-    if (plan.imatrix)
-        std::cout << fmt::format("  {:<5} {:<40} {:>8} {:>7} {:>16}\n", "imat", plan.imatrix->job.path,
-                                 plan.imatrix->tensors.size(), plan.imatrix->sliced_tensors,
-                                 with_commas(plan.imatrix->job.size));
+    };
+    std::cout << fmt::format("  {:<5} {:<44} {:>7} {:>6} {:>16}\n", "shard", "file", "tensors", "sliced",
+                             "bytes");
+    for (size_t i = 0; i < plan.shards.size(); ++i) row(std::to_string(i + 1), plan.shards[i]);
+    if (plan.imatrix) row("imat", *plan.imatrix);
     std::cout << fmt::format("shards   {}\n", plan.shards.size());
     std::cout << fmt::format("tensors  {} ({} sliced, {} expert slabs in {} extents)\n", plan.tensor_count,
                              plan.sliced_tensors(), with_commas(plan.slabs()), with_commas(plan.extents()));
-    std::cout << fmt::format("{}     {} ({} bytes)\n", dry_run ? "read " : "read ", human_bytes(plan.bytes_read()),
+    std::cout << fmt::format("read     {} ({} bytes)\n", human_bytes(plan.bytes_read()),
                              with_commas(plan.bytes_read()));
-    std::cout << fmt::format("{}  {} ({} bytes)\n", dry_run ? "to write" : "written ", human_bytes(plan.bytes_written()),
-                             with_commas(plan.bytes_written()));
+    std::cout << fmt::format("{} {} ({} bytes)\n", dry_run ? "to write" : "written ",
+                             human_bytes(plan.bytes_written()), with_commas(plan.bytes_written()));
     if (r)
-        std::cout << fmt::format("time     {:.2f} s ({:.2f} GB/s)\n", r->seconds,
-                                 r->seconds > 0 ? static_cast<double>(r->bytes_written()) / r->seconds / 1e9 : 0.0);
+        std::cout << fmt::format(
+            "time     {:.3f} s ({:.2f} GB/s)\n", r->seconds,
+            r->seconds > 0 ? static_cast<double>(r->bytes_written()) / r->seconds / 1e9 : 0.0);
 }
 
 // The outputs read back under ggml's rules: every shard parses, the set opens as one model, and each
@@ -164,7 +166,8 @@ void verify_outputs(const SplicePlan& plan) {
             const TensorInfo& got = out.info(out.tensors()[i++]);
             if (got.name != t.info.name || got.type != t.info.type || got.ne != t.info.ne ||
                 got.nbytes != t.info.nbytes)
-                throw IoError(f.job.path, fmt::format("tensor '{}' does not read back as planned", t.info.name));
+                throw IoError(f.job.path,
+                              fmt::format("tensor '{}' does not read back as planned", t.info.name));
         }
     if (plan.imatrix) ImatrixFile::open(plan.imatrix->job.path);
 }
@@ -184,8 +187,8 @@ int run_splice(const SpliceCli& c) {
     if (!c.imatrix_in.empty()) imatrix = ImatrixFile::open(c.imatrix_in);
 
     // Plan every byte, then check the outputs against the inputs and the disk.
-    const SplicePlan plan =
-        plan_splice(model, layout, kl, splice_options(c, file_sha256(c.keeplist)), imatrix ? &*imatrix : nullptr);
+    const SplicePlan plan = plan_splice(model, layout, kl, splice_options(c, file_sha256(c.keeplist)),
+                                        imatrix ? &*imatrix : nullptr);
     SpliceInputs inputs;
     for (const Shard& s : model.shards()) inputs.paths.push_back(s.path);
     inputs.paths.push_back(c.keeplist);
@@ -193,8 +196,10 @@ int run_splice(const SpliceCli& c) {
     const Preflight pf = preflight_splice(plan, inputs, c.out, c.force);
 
     if (c.dry_run) {
-        if (c.json) print_json(report_json(plan, true, nullptr));
-        else print_text(plan, true, nullptr);
+        if (c.json)
+            print_json(report_json(plan, true, nullptr));
+        else
+            print_text(plan, true, nullptr);
         return kExitOk;
     }
 
@@ -212,12 +217,13 @@ int run_splice(const SpliceCli& c) {
     // One thread per output file, each writing its file front to back, is what disks like best; more
     // threads than files cut files into 256 MiB pieces written in parallel (for fast SSD arrays).
     const auto files = static_cast<unsigned>(plan.jobs().size());
-    eo.copy.threads = c.threads ? c.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
+    eo.copy.threads =
+        c.threads ? c.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
     if (eo.copy.threads > files) eo.copy.work_item_bytes = uint64_t{256} << 20;
     Progress progress("splice", plan.bytes_written(), !c.quiet && Progress::stderr_is_terminal());
     eo.copy.on_progress = [&progress](uint64_t n) { progress.add(n); };
-    spdlog::debug("copying {} with {} thread(s), method {}", human_bytes(plan.bytes_written()), eo.copy.threads,
-                  copy_method_name(method));
+    spdlog::debug("copying {} with {} thread(s), method {}", human_bytes(plan.bytes_written()),
+                  eo.copy.threads, copy_method_name(method));
     CopyReport r;
     try {
         r = execute_splice(plan, pf, eo);
@@ -226,12 +232,15 @@ int run_splice(const SpliceCli& c) {
         throw;
     }
     progress.finish();
-    for (const std::string& p : pf.stale_siblings) spdlog::info("removed {} (a shard of the previous set)", p);
+    for (const std::string& p : pf.stale_siblings)
+        spdlog::info("removed {} (a shard of the previous set)", p);
 
     // Read the result back, then report.
     verify_outputs(plan);
-    if (c.json) print_json(report_json(plan, false, &r));
-    else print_text(plan, false, &r);
+    if (c.json)
+        print_json(report_json(plan, false, &r));
+    else
+        print_text(plan, false, &r);
     return kExitOk;
 }
 
@@ -240,24 +249,31 @@ int run_splice(const SpliceCli& c) {
 Command add_splice(CLI::App& app, const GlobalOptions&) {
     auto o = std::make_shared<SpliceCli>();
     CLI::App* sub = app.add_subcommand("splice", "Write the pruned model as new shards, byte-exact");
-    sub->add_option("model", o->model, "The source model: an unsplit GGUF or any shard of a split set")->required();
-    sub->add_option("--keeplist", o->keeplist, "keeplist.json from `rank` (or a {\"drop\": ...} spec)")->required();
+    sub->add_option("model", o->model, "The source model: an unsplit GGUF or any shard of a split set")
+        ->required();
+    sub->add_option("--keeplist", o->keeplist, "keeplist.json from `rank` (or a {\"drop\": ...} spec)")
+        ->required();
     sub->add_option("-o,--output", o->out,
                     "Output prefix: OUT-00001-of-0000N.gguf, or OUT.gguf when there is one shard")
         ->required();
-    sub->add_option("--split-max-size", o->split_max_size, "At most this many bytes per shard (40G, 500M, 1.5GiB)");
+    sub->add_option("--split-max-size", o->split_max_size,
+                    "At most this many bytes per shard (40G, 500M, 1.5GiB)");
     sub->add_option("--split-count", o->split_count, "Exactly N shards, balanced by bytes");
     sub->add_option("--split-max-tensors", o->split_max_tensors, "At most N tensors per shard");
-    sub->add_option("--threads", o->threads, "Copy threads (default: one per output file, at most 4 and the cores)")
+    sub->add_option("--threads", o->threads,
+                    "Copy threads (default: one per output file, at most 4 and the cores)")
         ->check(CLI::Range(1u, 64u));
-    sub->add_flag("--dry-run", o->dry_run, "Print the plan and the exact size of every output file; write nothing");
+    sub->add_flag("--dry-run", o->dry_run,
+                  "Print the plan and the exact size of every output file; write nothing");
     sub->add_flag("--force", o->force, "Replace existing outputs (never an input)");
     sub->add_flag("-q,--quiet", o->quiet, "No progress and no info messages on stderr");
     sub->add_flag("--json", o->json, "Print one JSON document on stdout");
     sub->add_flag("--no-provenance", o->no_provenance, "Do not write the gguf_reap.* provenance keys");
     sub->add_option("--imatrix-in", o->imatrix_in, "Also prune this imatrix (GGUF or legacy .dat) ...");
-    sub->add_option("--imatrix-out", o->imatrix_out, "... and write it here, for llama-quantize on the pruned model");
-    sub->add_option("--copy-method", o->copy_method, "auto | copy_file_range | pread (for diagnosis and benchmarks)");
+    sub->add_option("--imatrix-out", o->imatrix_out,
+                    "... and write it here, for llama-quantize on the pruned model");
+    sub->add_option("--copy-method", o->copy_method,
+                    "auto | copy_file_range | pread (for diagnosis and benchmarks)");
     return {sub, [o] { return run_splice(*o); }};
 }
 

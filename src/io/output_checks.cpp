@@ -19,10 +19,10 @@ namespace {
 constexpr std::string_view kTempTag = ".gguf-reap-tmp.";
 
 // The pid in ".<name>.gguf-reap-tmp.<pid>.<n>" (OutputFile's naming), or 0 when the name differs.
-pid_t temp_owner(std::string_view filename, std::string_view name_prefix) {
+pid_t temp_owner(std::string_view filename, std::string_view name) {
     if (!OutputFile::is_temp_name(std::string(filename))) return 0;
     const size_t tag = filename.rfind(kTempTag);
-    if (tag == std::string_view::npos || filename.substr(1, name_prefix.size()) != name_prefix) return 0;
+    if (tag == std::string_view::npos || filename.substr(1, tag - 1) != name) return 0;
     std::string_view rest = filename.substr(tag + kTempTag.size());
     const size_t dot = rest.find('.');
     if (dot == std::string_view::npos) return 0;
@@ -32,7 +32,9 @@ pid_t temp_owner(std::string_view filename, std::string_view name_prefix) {
     return pid;
 }
 
-bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+bool process_alive(pid_t pid) {
+    return ::kill(pid, 0) == 0 || errno == EPERM;
+}
 
 }  // namespace
 
@@ -63,12 +65,11 @@ FreeSpace free_space(const std::string& dir) {
     return {st.st_dev, static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize)};
 }
 
-std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name_prefix) {
+std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name) {
     std::vector<std::string> removed;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        const pid_t pid = temp_owner(name, name_prefix);
+        const pid_t pid = temp_owner(entry.path().filename().string(), name);
         if (pid == 0 || pid == ::getpid() || process_alive(pid)) continue;
         if (::unlink(entry.path().c_str()) == 0) removed.push_back(entry.path().string());
     }

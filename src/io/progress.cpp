@@ -31,8 +31,8 @@ std::string format_progress_line(const std::string& label, uint64_t done, uint64
     const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total - std::min(done, total)) / rate : -1.0;
     return fmt::format("{} [{}{}] {:3.0f}%  {} / {}  {}/s  ETA {}", label, std::string(filled, '#'),
-                       std::string(kBarWidth - filled, ' '), frac * 100.0, human_bytes(done), human_bytes(total),
-                       human_bytes(static_cast<uint64_t>(rate)), format_eta(eta));
+                       std::string(kBarWidth - filled, ' '), frac * 100.0, human_bytes(done),
+                       human_bytes(total), human_bytes(static_cast<uint64_t>(rate)), format_eta(eta));
 }
 
 Progress::Progress(std::string label, uint64_t total, bool enabled, std::FILE* out)
@@ -40,7 +40,9 @@ Progress::Progress(std::string label, uint64_t total, bool enabled, std::FILE* o
     if (enabled) thread_ = std::thread([this] { loop(); });
 }
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+    finish();
+}
 
 void Progress::finish() {
     {

@@ -56,8 +56,9 @@ struct KeptExperts {
     bool valid = false;  // false: expert tensors cannot be verified (findings or notes say why)
     uint64_t n = 0;      // experts per block in the output
     std::map<int, std::vector<int64_t>> blocks;
-    std::string from;         // "keeplist", "provenance", "unchanged"
-    bool provenance = false;  // the output carries gguf_reap.* keys
+    std::vector<int> moe_blocks;  // the source's MoE blocks (known even when the kept ids are not)
+    std::string from;             // "keeplist", "provenance", "unchanged"
+    bool provenance = false;      // the output carries gguf_reap.* keys
 };
 
 KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,

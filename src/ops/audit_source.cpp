@@ -247,6 +247,7 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
     Provenance prov;
     if (first.header) prov = read_provenance(first, report.findings);
     k.provenance = prov.present;
+    for (const auto& b : layout.blocks) k.moe_blocks.push_back(b.block);
     report.source_expert_count = layout.expert_count;
 
     if (keeplist_path) {
@@ -375,7 +376,7 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
         exp.push_back({"gguf_reap.source_expert_count", Match::kExact, &owned.back(),
                        fmt::format("{}; the source's expert_count", why)});
         exp.push_back({"gguf_reap.keeplist_sha256", Match::kSha256, nullptr, "a sha256 in hex"});
-        for (const auto& [block, ids] : kept.blocks)
+        for (int block : kept.moe_blocks)
             exp.push_back({fmt::format("gguf_reap.kept.{}", block), Match::kPresence, nullptr,
                            fmt::format("{}; one per MoE block", why)});
     }
@@ -440,8 +441,11 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
             const TensorInfo& S = src.info(*r);
             const auto ex = expert_of.find(g);
             std::array<int64_t, 4> want = S.ne;
-            if (ex != expert_of.end() && kept.valid)
-                want[static_cast<size_t>(ex->second.et->axis)] = static_cast<int64_t>(kept.n);
+            if (ex != expert_of.end()) {
+                // With the kept experts unknown the expert axis can be anything; the rest must match.
+                const auto axis = static_cast<size_t>(ex->second.et->axis);
+                want[axis] = kept.valid ? static_cast<int64_t>(kept.n) : t.ne[axis];
+            }
             bool ok = true;
             if (t.type != S.type) {
                 finding(fmt::format("has type {}, the source has {} (pruning never requantises)",

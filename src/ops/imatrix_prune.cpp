@@ -43,23 +43,25 @@ struct ExpertEntry {
     const TensorInfo* model_tensor = nullptr;
     const std::vector<int64_t>* keep = nullptr;
 };
-std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSet& model, const MoeLayout& layout,
-                                        const KeepList& kl, const std::string& path, uint64_t offset,
-                                        const std::string& field) {
+std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSet& model,
+                                        const MoeLayout& layout, const KeepList& kl, const std::string& path,
+                                        uint64_t offset, const std::string& field) {
     if (weight.find("_exps") == std::string::npos) return std::nullopt;
     const auto block = block_of(weight);
     const TensorRef* ref = model.find_tensor(weight);
     const MoeBlock* mb = block ? layout.find_block(*block) : nullptr;
     const KeepBlock* kb = block ? kl.find_block(*block) : nullptr;
     if (!ref || !mb || !kb)
-        throw InputError(path, offset, field,
-                         fmt::format("is an expert entry for '{}', which {} (was the imatrix made for another "
-                                     "model?)",
-                                     weight, ref ? "is not in an MoE block of the model" : "the model does not have"));
+        throw InputError(
+            path, offset, field,
+            fmt::format("is an expert entry for '{}', which {} (was the imatrix made for another "
+                        "model?)",
+                        weight, ref ? "is not in an MoE block of the model" : "the model does not have"));
     const size_t index = static_cast<size_t>(ref - model.tensors().data());
     for (const ExpertTensor& et : mb->tensors)
         if (et.tensor == index && is_expert_weight(et.role)) return ExpertEntry{&model.info(*ref), &kb->keep};
-    throw InputError(path, offset, field, fmt::format("'{}' is not a stacked expert weight of the model", weight));
+    throw InputError(path, offset, field,
+                     fmt::format("'{}' is not a stacked expert weight of the model", weight));
 }
 
 // GGUF imatrix: in_sum2 [ne0, E] and counts [1, E] lose the rows of pruned experts.
@@ -71,7 +73,7 @@ PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model
     PlannedFile f;
     f.version = h.version;
     f.alignment = h.alignment;
-    f.kvs = h.kvs;
+    f.kv_count = h.kvs.size();
 
     struct Row {
         uint64_t row_bytes = 0;
@@ -101,7 +103,7 @@ PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model
         infos[i].nbytes = rows[i].row_bytes * ee->keep->size();
     }
     assign_offsets(infos, f.alignment);
-    std::vector<uint8_t> header = serialize_header(f.version, f.kvs, infos, f.alignment);
+    std::vector<uint8_t> header = serialize_header(f.version, h.kvs, infos, f.alignment);
     f.header_bytes = header.size();
     f.job.path = out_path;
     f.job.append_literal(std::move(header));
@@ -166,10 +168,11 @@ PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& mod
         }
         const uint64_t ne0 = static_cast<uint64_t>(ee->model_tensor->ne[0]);
         if (static_cast<uint64_t>(e.nval) != ne0 * E)
-            throw InputError(path, e.entry_offset, field,
-                             fmt::format("has {} values, but '{}' needs ne[0] × experts = {} × {} = {} (was the "
-                                         "imatrix made for another model?)",
-                                         e.nval, e.name, ne0, E, ne0 * E));
+            throw InputError(
+                path, e.entry_offset, field,
+                fmt::format("has {} values, but '{}' needs ne[0] × experts = {} × {} = {} (was the "
+                            "imatrix made for another model?)",
+                            e.nval, e.name, ne0, E, ne0 * E));
         const uint64_t n_keep = ee->keep->size();
         std::vector<uint8_t> head;
         put_le<int32_t>(head, static_cast<int32_t>(e.name.size()));
@@ -178,7 +181,8 @@ PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& mod
         put_le<int32_t>(head, static_cast<int32_t>(ne0 * n_keep));
         f.job.append_literal(std::move(head));
         pt.data_offset = f.job.size;
-        for (int64_t x : *ee->keep) f.job.append_copy(src, e.sums_offset + static_cast<uint64_t>(x) * ne0 * 4, ne0 * 4);
+        for (int64_t x : *ee->keep)
+            f.job.append_copy(src, e.sums_offset + static_cast<uint64_t>(x) * ne0 * 4, ne0 * 4);
         pt.info.ne[0] = static_cast<int64_t>(ne0 * n_keep);
         pt.info.nbytes = ne0 * n_keep * 4;
         pt.expert_axis = 0;
@@ -195,11 +199,15 @@ PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& mod
 
 PlannedFile plan_imatrix_prune(const ImatrixFile& im, uint32_t source_index, const ShardSet& model,
                                const MoeLayout& layout, const KeepList& kl, const std::string& out_path) {
-    if (out_path.empty()) throw UsageError("--imatrix-in needs --imatrix-out (where the pruned imatrix goes)");
+    if (out_path.empty())
+        throw UsageError("--imatrix-in needs --imatrix-out (where the pruned imatrix goes)");
     switch (im.kind()) {
-        case ImatrixKind::kGguf: return plan_gguf(im, source_index, model, layout, kl, out_path);
-        case ImatrixKind::kLegacy: return plan_legacy(im, source_index, model, layout, kl, out_path);
-        case ImatrixKind::kNotImatrix: break;
+        case ImatrixKind::kGguf:
+            return plan_gguf(im, source_index, model, layout, kl, out_path);
+        case ImatrixKind::kLegacy:
+            return plan_legacy(im, source_index, model, layout, kl, out_path);
+        case ImatrixKind::kNotImatrix:
+            break;
     }
     throw InputError(im.path(), std::nullopt, "file", "is not an imatrix");
 }

@@ -34,7 +34,8 @@ const Input* same_file(const std::vector<Input>& inputs, const std::optional<Fil
 // ShardSet::open (and llama.cpp's users) would take them for extra or missing shards.
 std::vector<std::string> other_sets(const std::string& out_prefix, const std::vector<std::string>& outputs) {
     std::string prefix = out_prefix;
-    if (prefix.size() >= 5 && prefix.compare(prefix.size() - 5, 5, ".gguf") == 0) prefix.resize(prefix.size() - 5);
+    if (prefix.size() >= 5 && prefix.compare(prefix.size() - 5, 5, ".gguf") == 0)
+        prefix.resize(prefix.size() - 5);
     const std::string dir = parent_dir(prefix);
     const std::string base = std::filesystem::path(prefix).filename().string();
     std::vector<std::string> found;
@@ -81,9 +82,11 @@ Preflight preflight_splice(const SplicePlan& plan, const SpliceInputs& inputs, c
             if (id && file_identity(outputs[j]) == id)
                 throw UsageError(fmt::format("{}: is the same file as the output {}", out, outputs[j]));
         if (const Input* in = same_file(ins, id))
-            throw UsageError(fmt::format("{}: is the same file as the input {} (an output never overwrites an input)",
-                                         out, in->path));
+            throw UsageError(fmt::format(
+                "{}: is the same file as the input {} (an output never overwrites an input)", out, in->path));
         if (path_exists(out)) {
+            if (std::filesystem::is_directory(out, ec))
+                throw UsageError(fmt::format("{}: is a directory; an output file cannot replace it", out));
             if (!force) throw UsageError(fmt::format("{}: already exists (use --force to replace it)", out));
             pf.replaced.push_back(out);
         }
@@ -97,13 +100,15 @@ Preflight preflight_splice(const SplicePlan& plan, const SpliceInputs& inputs, c
     if (plan.shards.size() > 1) {
         for (const std::string& p : other_sets(out_prefix, outputs)) {
             if (const Input* in = same_file(ins, file_identity(p)))
-                throw UsageError(fmt::format("{}: a shard of another set under the output prefix is the input {}; "
-                                             "choose another output prefix",
-                                             p, in->path));
+                throw UsageError(
+                    fmt::format("{}: a shard of another set under the output prefix is the input {}; "
+                                "choose another output prefix",
+                                p, in->path));
             if (!force)
-                throw UsageError(fmt::format("{}: belongs to another shard set under the same prefix and would be "
-                                             "taken for part of the output (use --force to remove it)",
-                                             p));
+                throw UsageError(
+                    fmt::format("{}: belongs to another shard set under the same prefix and would be "
+                                "taken for part of the output (use --force to remove it)",
+                                p));
             pf.stale_siblings.push_back(p);
         }
     }
@@ -111,9 +116,10 @@ Preflight preflight_splice(const SplicePlan& plan, const SpliceInputs& inputs, c
     for (const auto& [dev, what] : need) {
         const FreeSpace fs = free_space(what.first);
         if (fs.available < what.second)
-            throw IoError(what.first, fmt::format("not enough free space: the output needs {} ({} bytes), {} is "
-                                                  "available",
-                                                  human_bytes(what.second), what.second, human_bytes(fs.available)));
+            throw IoError(what.first,
+                          fmt::format("not enough free space: the output needs {} ({} bytes), {} is "
+                                      "available",
+                                      human_bytes(what.second), what.second, human_bytes(fs.available)));
     }
     return pf;
 }

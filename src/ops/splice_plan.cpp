@@ -19,7 +19,9 @@ constexpr const char* kSplitTensors = "split.tensors.count";
 // split.count is a u16 in every llama.cpp reader.
 constexpr size_t kMaxShards = 65535;
 
-bool is_split_key(const std::string& k) { return k == kSplitNo || k == kSplitCount || k == kSplitTensors; }
+bool is_split_key(const std::string& k) {
+    return k == kSplitNo || k == kSplitCount || k == kSplitTensors;
+}
 
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -32,8 +34,12 @@ uint64_t padded(uint64_t n, uint32_t alignment) {
 }
 
 // Encoded sizes, as serialize_header writes them.
-uint64_t kv_bytes(const Kv& kv) { return 8 + kv.key.size() + 4 + kv.raw.size(); }
-uint64_t info_bytes(const TensorInfo& t) { return 8 + t.name.size() + 4 + 8 * uint64_t{t.n_dims} + 4 + 8; }
+uint64_t kv_bytes(const Kv& kv) {
+    return 8 + kv.key.size() + 4 + kv.raw.size();
+}
+uint64_t info_bytes(const TensorInfo& t) {
+    return 8 + t.name.size() + 4 + 8 * uint64_t{t.n_dims} + 4 + 8;
+}
 constexpr uint64_t kFixedHeader = 24;  // magic, version, n_tensors, n_kv
 
 Kv make_u32_array(std::string key, const std::vector<int64_t>& values) {
@@ -91,7 +97,8 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
     }
     if (o.provenance) {
         kvs.push_back(Kv::make_string(kProvenanceVersionKey, o.tool_version));
-        kvs.push_back(Kv::make_u32(kProvenanceSourceExpertCountKey, static_cast<uint32_t>(layout.expert_count)));
+        kvs.push_back(
+            Kv::make_u32(kProvenanceSourceExpertCountKey, static_cast<uint32_t>(layout.expert_count)));
         kvs.push_back(Kv::make_string(kProvenanceKeeplistShaKey, o.keeplist_sha256));
         for (const KeepBlock& b : kl.blocks)
             kvs.push_back(make_u32_array(fmt::format("{}{}", kProvenanceKeptPrefix, b.block), b.keep));
@@ -142,7 +149,8 @@ using Cuts = std::vector<size_t>;
 Cuts balanced_cuts(const std::vector<uint64_t>& weight, uint64_t first_extra, size_t k) {
     const size_t n = weight.size();
     if (k > n)
-        throw UsageError(fmt::format("cannot write {} tensors into {} shards: every shard needs a tensor", n, k));
+        throw UsageError(
+            fmt::format("cannot write {} tensors into {} shards: every shard needs a tensor", n, k));
     long double total = first_extra;
     for (uint64_t w : weight) total += w;
     Cuts cuts{0};
@@ -219,8 +227,6 @@ size_t SplicePlan::extents() const {
     size_t n = 0;
     for (const auto& f : shards)
         for (const auto& s : f.job.segments) n += s.src != kSegmentLiteral && s.src != kSegmentZeros;
-    if (imatrix)
-        for (const auto& s : imatrix->job.segments) n += s.src != kSegmentLiteral && s.src != kSegmentZeros;
     return n;
 }
 
@@ -248,12 +254,13 @@ std::vector<std::string> splice_output_paths(const std::string& out_prefix, size
     if (n == 1) return {ends_with(prefix, ".gguf") ? prefix : prefix + ".gguf"};
     if (ends_with(prefix, ".gguf")) prefix.resize(prefix.size() - 5);
     std::vector<std::string> paths;
-    for (size_t i = 1; i <= n; ++i) paths.push_back(split_path(prefix, static_cast<int>(i), static_cast<int>(n)));
+    for (size_t i = 1; i <= n; ++i)
+        paths.push_back(split_path(prefix, static_cast<int>(i), static_cast<int>(n)));
     return paths;
 }
 
-SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const KeepList& kl, const SpliceOptions& o,
-                       const ImatrixFile* imatrix) {
+SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
+                       const SpliceOptions& o, const ImatrixFile* imatrix) {
     if (kl.blocks.empty() || layout.blocks.empty())
         throw std::logic_error("plan_splice needs a keeplist validated against an MoE layout");
     SplicePlan plan;
@@ -279,48 +286,56 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
 
     // Cut the tensor sequence into shards. Shard 1's header is sized with split.* present; when the
     // result is a single file they are dropped, which only makes it smaller.
-    const std::vector<Kv> kvs_multi = first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, refs.size()));
     uint64_t first_kv_bytes = 0, other_kv_bytes = 0;
-    for (const Kv& kv : kvs_multi) first_kv_bytes += kv_bytes(kv);
+    uint32_t first_alignment = kGgufDefaultAlignment;
+    {
+        const std::vector<Kv> kvs_multi = first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, refs.size()));
+        for (const Kv& kv : kvs_multi) first_kv_bytes += kv_bytes(kv);
+        first_alignment = header_alignment(kvs_multi);
+    }
     for (const Kv& kv : split_kvs(1, 2, refs.size())) other_kv_bytes += kv_bytes(kv);
     std::vector<uint64_t> weight;
-    for (const TensorInfo& t : infos) weight.push_back(info_bytes(t) + padded(t.nbytes, kGgufDefaultAlignment));
+    for (const TensorInfo& t : infos)
+        weight.push_back(info_bytes(t) + padded(t.nbytes, kGgufDefaultAlignment));
     Cuts cuts;
     switch (o.split_mode) {
-        case SplitMode::kAsSource: cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size()); break;
+        case SplitMode::kAsSource:
+            cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size());
+            break;
         case SplitMode::kCount:
             if (o.split_value == 0) throw UsageError("--split-count must be at least 1");
             if (o.split_value > kMaxShards)
-                throw UsageError(fmt::format("--split-count {} is more than the 65535 shards split.count can number",
-                                             o.split_value));
+                throw UsageError(fmt::format(
+                    "--split-count {} is more than the 65535 shards split.count can number", o.split_value));
             cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
             break;
-        case SplitMode::kMaxTensors: cuts = max_tensor_cuts(refs.size(), o.split_value); break;
+        case SplitMode::kMaxTensors:
+            cuts = max_tensor_cuts(refs.size(), o.split_value);
+            break;
         case SplitMode::kMaxSize:
-            cuts = max_size_cuts(infos, first_kv_bytes, header_alignment(kvs_multi), other_kv_bytes, o.split_value);
+            cuts = max_size_cuts(infos, first_kv_bytes, first_alignment, other_kv_bytes, o.split_value);
             break;
     }
     const size_t n_shards = cuts.size() - 1;
     if (n_shards > kMaxShards)
-        throw UsageError(fmt::format("the split options ask for {} shards; split.count can number at most 65535",
-                                     n_shards));
+        throw UsageError(fmt::format(
+            "the split options ask for {} shards; split.count can number at most 65535", n_shards));
     const std::vector<std::string> paths = splice_output_paths(o.out_prefix, n_shards);
 
     const uint32_t version = model.metadata().version;
     for (size_t s = 0; s < n_shards; ++s) {
         PlannedFile f;
         f.version = version;
-        if (s == 0) {
-            f.kvs = first_shard_kvs(model, layout, kl, o,
-                                    n_shards > 1 ? split_kvs(0, n_shards, refs.size()) : std::vector<Kv>{});
-        } else {
-            f.kvs = split_kvs(s, n_shards, refs.size());
-        }
-        f.alignment = header_alignment(f.kvs);
+        const std::vector<Kv> kvs =
+            s == 0 ? first_shard_kvs(model, layout, kl, o,
+                                     n_shards > 1 ? split_kvs(0, n_shards, refs.size()) : std::vector<Kv>{})
+                   : split_kvs(s, n_shards, refs.size());
+        f.kv_count = kvs.size();
+        f.alignment = header_alignment(kvs);
         std::vector<TensorInfo> shard_infos(infos.begin() + static_cast<ptrdiff_t>(cuts[s]),
                                             infos.begin() + static_cast<ptrdiff_t>(cuts[s + 1]));
         assign_offsets(shard_infos, f.alignment);
-        std::vector<uint8_t> header = serialize_header(version, f.kvs, shard_infos, f.alignment);
+        std::vector<uint8_t> header = serialize_header(version, kvs, shard_infos, f.alignment);
         f.header_bytes = header.size();
         f.job.path = paths[s];
         f.job.append_literal(std::move(header));
@@ -330,8 +345,9 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
             pt.info = shard_infos[i - cuts[s]];
             pt.data_offset = f.job.size;
             if (pt.data_offset != f.header_bytes + pt.info.offset)
-                throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}", pt.info.name,
-                                                   pt.data_offset, f.header_bytes + pt.info.offset));
+                throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}",
+                                                   pt.info.name, pt.data_offset,
+                                                   f.header_bytes + pt.info.offset));
             pt.extents = append_tensor_data(f.job, refs[i], how[i]);
             f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
             if (how[i].expert) {

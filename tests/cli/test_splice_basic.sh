@@ -30,7 +30,7 @@ if have_fixtures; then
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/p"
     expect_code 0
     expect_out "spliced $M: 3 MoE blocks, 16 → 13 experts per block"
-    expect_out "written   12.8 MiB (13,454,336 bytes)"
+    expect_out "written  12.8 MiB (13,454,336 bytes)"
     expect_out "GB/s"
     [ ! -s "$ERR" ] && _pass || _fail "stderr not empty"
     [ "$(stat -c %s "$WORK/p.gguf")" -eq 13454336 ] && _pass || _fail "size differs from the dry run"

@@ -109,6 +109,13 @@ if have_fixtures; then
     [ "$(cat "$WORK/out/o.gguf")" = old ] && _pass || _fail "existing output touched"
     rm "$WORK/out/o.gguf"
 
+    case_ "an output name taken by a directory"
+    mkdir "$WORK/out/d.gguf"
+    run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/out/d" --force
+    expect_code 2
+    expect_err "gguf-reap: error: $WORK/out/d.gguf: is a directory; an output file cannot replace it"
+    rmdir "$WORK/out/d.gguf"
+
     case_ "a missing output directory is an I/O error"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/nope/o"
     expect_code 3
