@@ -54,7 +54,10 @@ run_tests() {
     build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGUF_REAP_SANITIZE=ON
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
     # libFuzzer smoke: each parser target for a short fixed time.
-    build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DGGUF_REAP_FUZZ=ON -DBUILD_TESTING=OFF
+    # (only the fuzz targets: they compile the parsers themselves, instrumented for coverage)
+    cmake -S "$ROOT" -B build-fuzz -G Ninja -DGGUF_REAP_WERROR=ON -DCMAKE_CXX_COMPILER=clang++ \
+        -DGGUF_REAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+    cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf_header fuzz_imatrix fuzz_keeplist
     tools/fuzz-smoke.sh build-fuzz "${FUZZ_SECONDS:-20}"
 }
 
