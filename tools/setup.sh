@@ -51,7 +51,9 @@ run_tests() {
     build build
     (cd build && ctest --output-on-failure -j "$JOBS")
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-    build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGUF_REAP_SANITIZE=ON
+    # (-Werror stays in the build above: g++ 12's flow warnings are unreliable under ASan instrumentation,
+    #  e.g. a false -Wmaybe-uninitialized inside std::regex)
+    build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGUF_REAP_SANITIZE=ON -DGGUF_REAP_WERROR=OFF
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
     # libFuzzer smoke: each parser target for a short fixed time.
     # (only the fuzz targets: they compile the parsers themselves, instrumented for coverage)
