@@ -101,8 +101,13 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
                 EXPECT_EQ(progress.load(), r.bytes_written());
                 if (m == CopyMethod::kReadWrite) {
                     EXPECT_EQ(r.kernel_bytes, 0u);
-                } else {
+                }
+                if (m == CopyMethod::kKernel) {
                     EXPECT_EQ(r.buffered_bytes, 0u);
+                }
+                if (m == CopyMethod::kAuto && item == 0) {  // extents of 1 B .. 1.5 MB: both paths
+                    EXPECT_GT(r.kernel_bytes, 0u);
+                    EXPECT_GT(r.buffered_bytes, 0u);
                 }
             }
         }
@@ -174,7 +179,7 @@ TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
         GTEST_SKIP() << "needs /dev/shm on a filesystem of another type than the temp dir";
     TempDir dir;
     const std::string src = fmt::format("/dev/shm/gguf-reap-test-{}", ::getpid());
-    const auto bytes = random_bytes(300000, 5);
+    const auto bytes = random_bytes(3 << 20, 5) /* above kernel_min_bytes: auto tries the kernel first */;
     test::write_file(src, bytes);
     auto f = InputFile::open(src);
     CopyJob j;

@@ -246,15 +246,16 @@ uint64_t kernel_copy(Shared& s, const InputFile& src, OutputFile& out, uint64_t 
     return 0;
 }
 
-// Keeps the kernel reading the sources ahead of the copy. copy_file_range of extents with gaps between
-// them (the pruned slabs) defeats the kernel's own readahead: from a cold cache every 17 KiB slab
-// became a synchronous read and a Kimi-K3-shaped splice ran 4× slower than cp. So the next kPrefetch
-// bytes of source ranges are announced with POSIX_FADV_WILLNEED, merged across gaps of up to kGap
-// (reading a small pruned slab costs less than a separate request), refilled when half used.
+// Keeps the kernel reading the sources ahead of the copy. Extents with gaps between them (the pruned
+// slabs) defeat the kernel's own readahead: from a cold cache every 17 KiB slab became a synchronous
+// read and a Kimi-K3-shaped splice ran 4× slower than cp. So the next kPrefetch bytes of source ranges
+// are announced with POSIX_FADV_WILLNEED, refilled when half used. Ranges separated by at most kGap
+// are announced as one (one pruned slab of a few KiB is cheaper to read than to skip); merging gaps up
+// to 128 KiB read the whole tensor and was slower than 32 KiB (docs/perf/splice.md).
 class Prefetcher {
   public:
     static constexpr uint64_t kPrefetch = uint64_t{64} << 20;
-    static constexpr uint64_t kGap = uint64_t{128} << 10;
+    static constexpr uint64_t kGap = uint64_t{32} << 10;
 
     Prefetcher(const Shared& s, const std::vector<CopySegment>& segs,
                std::vector<CopySegment>::const_iterator from, uint64_t dst)
@@ -330,7 +331,10 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
             const InputFile& src = *s.sources[it->src];
             const uint64_t from = it->src_offset + skip;
             uint64_t left = n;
-            if (s.options.method != CopyMethod::kReadWrite && s.kernel_ok) {
+            const bool kernel = s.options.method == CopyMethod::kKernel ||
+                                (s.options.method == CopyMethod::kAuto && s.kernel_ok &&
+                                 it->length >= s.options.kernel_min_bytes);
+            if (kernel) {
                 w.flush();
                 left = kernel_copy(s, src, out, from, lo, n);
                 w.resume(hi - left);
