@@ -2,11 +2,12 @@
 // zero padding, or a range of a source file), each under a temporary name, and renames them into place
 // only when every file is complete and flushed. It knows nothing about GGUF or experts.
 //
-// Source ranges move with copy_file_range, one call per extent (the kernel copies page to page, or
-// the filesystem clones); header bytes and padding are gathered into one pwritev. Where the kernel
-// refuses copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) bytes go through one bounded pread
-// buffer per thread. Memory is therefore threads × buffer_bytes plus the segment lists, whatever the
-// size of the model or of any tensor: no tensor is ever held in memory.
+// Source extents of at least kernel_min_bytes move with copy_file_range (the kernel copies page to
+// page, or the filesystem clones); smaller ones are read into a bounded buffer and written together
+// with the header bytes and padding around them in one pwritev. Where the kernel refuses
+// copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) every extent goes through the buffer. Memory is
+// therefore threads × buffer_bytes plus the segment lists, whatever the size of the model or of any
+// tensor: no tensor is ever held in memory.
 #pragma once
 
 #include <cstdint>
@@ -45,9 +46,9 @@ struct CopyJob {
 };
 
 enum class CopyMethod {
-    kAuto,       // copy_file_range, falling back to pread/pwritev where the kernel refuses
-    kKernel,     // copy_file_range only (an error when the kernel refuses)
-    kReadWrite,  // pread into the bounded buffer, then pwritev, only
+    kAuto,       // copy_file_range for large extents, the buffer for small ones and where the kernel refuses
+    kKernel,     // copy_file_range for every extent (an error when the kernel refuses)
+    kReadWrite,  // pread into the bounded buffer, then pwritev, for every extent
 };
 const char* copy_method_name(CopyMethod m);
 

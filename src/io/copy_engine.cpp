@@ -72,13 +72,12 @@ struct Shared {
 };
 
 // Gathers consecutive output bytes that are not a kernel copy (header literals and padding, which
-// point at memory we hold, and bounce-buffer reads on the fallback path) as an iovec list and writes
-// them with one pwritev: the zero padding after each tensor costs no syscall of its own.
+// point at memory we hold, and small extents read into the bounce buffer) as an iovec list and writes
+// them with one pwritev: a run of 17 KiB slabs with their padding costs one pread per slab and one
+// write per 512 KiB, where copy_file_range would cost a heavier syscall per slab.
 //
-// Measured (docs/perf/splice.md): gathering small source extents straight from the source's mapping
-// into one pwritev, instead of one copy_file_range per extent, was 30-60 % slower even for 16 KiB
-// extents, because faulting the mapping in costs more than the syscalls it saves. So every source
-// extent goes through copy_file_range.
+// Measured (docs/perf/splice.md): pwritev straight from the source's mmap (no pread copy) was slower
+// still, because faulting the mapping in costs more than the copy it saves.
 class Writer {
   public:
     Writer(Shared& s, size_t batch) : s_(s), batch_(batch) {}
