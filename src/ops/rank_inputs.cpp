@@ -27,6 +27,7 @@
 #include "gguf_reap/ggml_types.h"
 #include "gguf_reap/imatrix.h"
 #include "gguf_reap/moe_layout.h"
+#include "gguf_reap/neuron_plan.h"
 #include "gguf_reap/npz.h"
 #include "gguf_reap/rank.h"
 #include "gguf_reap/sha256.h"
@@ -138,108 +139,6 @@ void dequantize_row(int32_t type, const uint8_t* src, int64_t ne0, float* dst) {
         default:
             break;
     }
-}
-
-// ---- the plan: which channels each (block, expert) keeps ---------------------------------------
-
-struct NeuronPlan {
-    int64_t k = 0;
-    std::vector<int32_t> channels;  // [block index][expert][k]
-    const int32_t* row(size_t b, int64_t e, int64_t E) const {
-        return channels.data() +
-               (b * static_cast<size_t>(E) + static_cast<size_t>(e)) * static_cast<size_t>(k);
-    }
-};
-
-const NpyArray* find_array(const std::map<std::string, NpyArray>& m,
-                           std::initializer_list<const char*> names) {
-    for (const char* n : names)
-        if (auto it = m.find(n); it != m.end()) return &it->second;
-    return nullptr;
-}
-
-NeuronPlan load_plan(const std::string& path, const std::vector<int>& blocks, int64_t E, int64_t width) {
-    const auto arrays = read_npz(path);
-    const NpyArray* ch = find_array(arrays, {"channels"});
-    if (!ch) {
-        for (const auto& [name, a] : arrays) {
-            const char kind = a.descr.size() > 1 ? a.descr[1] : '?';
-            if (a.shape.size() == 2 && (kind == 'u' || kind == 'i')) {
-                if (ch)
-                    throw InputError(
-                        path, std::nullopt, "channels",
-                        "has no 'channels' array and several 2-D integer arrays: which one is the plan?");
-                ch = &a;
-            }
-        }
-    }
-    if (!ch)
-        throw InputError(path, std::nullopt, "channels",
-                         "no [pairs, k] integer array of channel ids (expected 'channels')");
-    if (ch->shape.size() != 2) throw InputError(path, std::nullopt, "channels", "must be 2-D [pairs, k]");
-    const int64_t rows = ch->shape[0], k = ch->shape[1];
-    if (k < 1) throw InputError(path, std::nullopt, "channels", "keeps no channels (k = 0)");
-    const std::vector<int64_t> ids = ch->to_int64();
-    const NpyArray* ba = find_array(arrays, {"block", "blocks", "block_ids"});
-    const NpyArray* ea = find_array(arrays, {"expert", "experts", "expert_ids"});
-    std::vector<int64_t> bid, eid;
-    if (ba && ea) {
-        bid = ba->to_int64();
-        eid = ea->to_int64();
-        if (static_cast<int64_t>(bid.size()) != rows || static_cast<int64_t>(eid.size()) != rows)
-            throw InputError(path, std::nullopt, "block/expert",
-                             fmt::format("must have one entry per plan row ({})", rows));
-    } else {
-        // Without id arrays, rows are block-major over the MoE blocks in ascending order.
-        if (rows != static_cast<int64_t>(blocks.size()) * E)
-            throw InputError(
-                path, std::nullopt, "channels",
-                fmt::format("has {} rows but the model has {} MoE blocks × {} experts = {} (and the plan "
-                            "has no block/expert id arrays)",
-                            rows, blocks.size(), E, static_cast<int64_t>(blocks.size()) * E));
-        for (size_t b = 0; b < blocks.size(); ++b)
-            for (int64_t e = 0; e < E; ++e) {
-                bid.push_back(blocks[b]);
-                eid.push_back(e);
-            }
-    }
-    NeuronPlan p;
-    p.k = k;
-    p.channels.assign(blocks.size() * static_cast<size_t>(E) * static_cast<size_t>(k), -1);
-    std::vector<uint8_t> seen(blocks.size() * static_cast<size_t>(E), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-        auto it = std::lower_bound(blocks.begin(), blocks.end(), bid[static_cast<size_t>(r)]);
-        if (it == blocks.end() || *it != bid[static_cast<size_t>(r)] || eid[static_cast<size_t>(r)] < 0 ||
-            eid[static_cast<size_t>(r)] >= E)
-            throw InputError(path, std::nullopt, fmt::format("row {}", r),
-                             fmt::format("names block {} expert {}, which the model does not have",
-                                         bid[static_cast<size_t>(r)], eid[static_cast<size_t>(r)]));
-        const size_t b = static_cast<size_t>(it - blocks.begin());
-        const size_t pair = b * static_cast<size_t>(E) + static_cast<size_t>(eid[static_cast<size_t>(r)]);
-        if (seen[pair]++)
-            throw InputError(path, std::nullopt, fmt::format("row {}", r),
-                             fmt::format("block {} expert {} appears twice", bid[static_cast<size_t>(r)],
-                                         eid[static_cast<size_t>(r)]));
-        std::set<int64_t> uniq;
-        for (int64_t j = 0; j < k; ++j) {
-            const int64_t c = ids[static_cast<size_t>(r * k + j)];
-            if (c < 0 || (width > 0 && c >= width))
-                throw InputError(
-                    path, std::nullopt, fmt::format("row {}", r),
-                    fmt::format("channel {} is outside the expert width {} of the imatrix", c, width));
-            if (!uniq.insert(c).second)
-                throw InputError(path, std::nullopt, fmt::format("row {}", r),
-                                 fmt::format("channel {} is listed twice", c));
-            p.channels[pair * static_cast<size_t>(k) + static_cast<size_t>(j)] = static_cast<int32_t>(c);
-        }
-    }
-    for (size_t pair = 0; pair < seen.size(); ++pair)
-        if (!seen[pair])
-            throw InputError(
-                path, std::nullopt, "channels",
-                fmt::format("has no row for block {} expert {}", blocks[pair / static_cast<size_t>(E)],
-                            pair % static_cast<size_t>(E)));
-    return p;
 }
 
 // ---- per-row statistics ------------------------------------------------------------------------
@@ -393,7 +292,7 @@ void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
         }
         for (int64_t r = 0; r < n; ++r, ++e) {
             const size_t ei = static_cast<size_t>(e);
-            const int32_t* plan = job.plan ? job.plan->row(job.block_index, e, job.E) : nullptr;
+            const int32_t* plan = job.plan ? job.plan->row(job.block_index, e) : nullptr;
             const float* cn = job.colnorm ? job.colnorm->data() + ei * static_cast<size_t>(w) : nullptr;
             const float equal_to = legacy && en.ncall > 0 ? static_cast<float>(en.ncall)
                                                           : std::numeric_limits<float>::quiet_NaN();
@@ -880,7 +779,7 @@ RankInput load_rank_input(const RankOptions& opts) {
     std::optional<NeuronPlan> plan;
     if (!opts.neuron_plan.empty()) {
         const int64_t native = *std::max_element(block_width.begin(), block_width.end());
-        plan = load_plan(opts.neuron_plan, in.blocks, in.expert_count, native);
+        plan = read_neuron_plan(opts.neuron_plan, in.blocks, in.expert_count, native);
         in.plan_path = opts.neuron_plan;
         in.plan_k = plan->k;
         if (opts.hash_inputs) in.plan_sha256 = sha256_file(*InputFile::open(opts.neuron_plan));
