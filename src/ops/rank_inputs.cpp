@@ -13,6 +13,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -39,7 +40,7 @@ namespace gguf_reap {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr size_t kBufferFloats = size_t{1} << 18;  // 1 MiB of values per read
+constexpr size_t kChunkBytes = size_t{4} << 20;  // bytes mapped at a time (measured best of 256 KiB..64 MiB)
 constexpr uint64_t kMaxScoresJson = uint64_t{256} << 20;
 
 constexpr int32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ8_0 = 8, kTypeBF16 = 30;
@@ -60,33 +61,76 @@ std::optional<int> down_exps_block(std::string_view name) {
     return n;
 }
 
-// Unmaps the whole pages of [offset, offset + n) from this process. On a read-only file mapping this
-// only drops page-table entries (the page cache keeps the data): a pass over a large file then does not
-// grow the resident set.
-void drop_pages(std::span<const uint8_t> map, uint64_t offset, uint64_t n, uint64_t page) {
-    const uint64_t lo = (offset + page - 1) / page * page, hi = (offset + n) / page * page;
-    if (hi > lo) ::madvise(const_cast<uint8_t*>(map.data()) + lo, hi - lo, MADV_DONTNEED);
+// Reads [offset, offset + n) of `f` with pread into `dst`.
+void pread_exact(const InputFile& f, uint64_t offset, uint8_t* dst, size_t n) {
+    while (n > 0) {
+        const ssize_t got = ::pread(f.fd(), dst, n, static_cast<off_t>(offset));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            throw IoError(f.path(), "read", errno);
+        }
+        if (got == 0) throw IoError(f.path(), "unexpected end of file (was it truncated?)");
+        dst += got;
+        offset += static_cast<uint64_t>(got);
+        n -= static_cast<size_t>(got);
+    }
+}
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14
+#endif
+
+// Calls fn(p) with p pointing at the bytes [offset, offset + n) of `f`. The range is mapped on its own
+// and populated in one call (MADV_POPULATE_READ), then unmapped: page-cache pages are used in place,
+// without the copy that pread makes and without a fault per page, which measured half the CPU time of
+// reading the same bytes with pread (and a third of faulting a whole-file mapping page by page). A
+// range that cannot be populated (the file shrank: the call reports what would be a SIGBUS) is an
+// error; where the kernel cannot do it at all, the bytes are read with pread instead.
+template <typename Fn>
+void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
+    if (!range_inside(offset, n, f.size()))
+        throw IoError(f.path(), "read past the end of the file (was it truncated?)");
+    if (n == 0) return;
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    thread_local bool populate_works = true;
+    if (populate_works) {
+        const uint64_t start = offset / page * page;
+        const size_t len = static_cast<size_t>(offset - start) + n;
+        void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, f.fd(), static_cast<off_t>(start));
+        if (p != MAP_FAILED) {
+            struct Unmap {
+                void* p;
+                size_t len;
+                ~Unmap() { ::munmap(p, len); }
+            } unmap{p, len};
+            if (::madvise(p, len, MADV_POPULATE_READ) == 0) {
+                fn(static_cast<const uint8_t*>(p) + (offset - start));
+                return;
+            }
+            if (errno == EFAULT) throw IoError(f.path(), "the file shrank while it was read", EFAULT);
+        }
+        populate_works = false;
+    }
+    thread_local std::vector<uint8_t> buf;
+    if (buf.size() < n) buf.resize(n);
+    pread_exact(f, offset, buf.data(), n);
+    fn(buf.data());
+}
+
+// Feeds [from, to) of `f` to `h`.
+void hash_range(const InputFile& f, Sha256& h, uint64_t from, uint64_t to) {
+    while (from < to) {
+        check_interrupted();
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, to - from));
+        with_bytes(f, from, n, [&](const uint8_t* p) { h.update(p, n); });
+        from += n;
+    }
 }
 
 std::string sha256_file(const InputFile& f) {
     Sha256 h;
-    const auto map = f.mapping();
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<uint8_t> buf(map.empty() ? size_t{4} << 20 : 0);
-    constexpr uint64_t kChunk = uint64_t{4} << 20;
     f.advise_sequential(0, f.size());
-    for (uint64_t off = 0; off < f.size();) {
-        check_interrupted();
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, f.size() - off));
-        if (map.empty()) {
-            f.read(off, buf.data(), n);
-            h.update(buf.data(), n);
-        } else {
-            h.update(map.data() + off, n);
-            drop_pages(map, off, n, page);
-        }
-        off += n;
-    }
+    hash_range(f, h, 0, f.size());
     return h.finish_hex();
 }
 
@@ -260,90 +304,109 @@ void init_stats(BlockStats& s, int64_t E, bool plan, bool weighted) {
     if (weighted) s.weighted.assign(n, kNaN);
 }
 
-// Experts [e0, e1) of one block entry into `s`.
-void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
+// Rows [e, e + n) of one block entry, whose values are at `rows`, into `s`.
+void process_row_data(const BlockJob& job, BlockStats& s, int64_t e, int64_t n, const uint8_t* rows) {
     const ImatrixFile& im = *job.im;
     const ImatrixEntry& en = *job.entry;
     const bool legacy = im.kind() == ImatrixKind::kLegacy;
     const int64_t ne0 = job.ne0;
-    const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kBufferFloats) / ne0);
-    // Mapped files are read in place (no copy), and the pages done with are dropped from this process
-    // (MADV_DONTNEED on a read-only file mapping only unmaps them; the page cache keeps them), so the
-    // resident set stays at about one buffer whatever the file size. Otherwise pread into a buffer.
-    const auto map = im.file().mapping();
-    std::vector<float> buf(map.empty() ? static_cast<size_t>(std::min<int64_t>(rows_per_read, e1 - e0) * ne0)
-                                       : 0);
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const int64_t k = job.plan ? job.plan->k : 0;
     const int64_t w = job.plan ? k : ne0;
     const double ncall = en.ncall > 0 ? static_cast<double>(en.ncall) : 1.0;
-    for (int64_t e = e0; e < e1;) {
-        check_interrupted();
-        const int64_t n = std::min(rows_per_read, e1 - e);
-        const uint64_t first = en.sums_offset + static_cast<uint64_t>(e * ne0) * 4;
-        const uint64_t bytes = static_cast<uint64_t>(n * ne0) * 4;
-        const uint8_t* rows = nullptr;
-        if (map.empty()) {
-            im.read_values_range(en, static_cast<uint64_t>(e * ne0), static_cast<size_t>(n * ne0),
-                                 buf.data());
-            rows = reinterpret_cast<const uint8_t*>(buf.data());
-        } else {
-            rows = map.data() + first;
-        }
-        for (int64_t r = 0; r < n; ++r, ++e) {
-            const size_t ei = static_cast<size_t>(e);
-            const int32_t* plan = job.plan ? job.plan->row(job.block_index, e) : nullptr;
-            const float* cn = job.colnorm ? job.colnorm->data() + ei * static_cast<size_t>(w) : nullptr;
-            const float equal_to = legacy && en.ncall > 0 ? static_cast<float>(en.ncall)
-                                                          : std::numeric_limits<float>::quiet_NaN();
-            const RowStats st = row_stats(rows + r * ne0 * 4, ne0, plan, k, cn, equal_to);
-            const std::string where = fmt::format("entry '{}' expert {}", en.name, e);
-            const uint64_t row_off =
-                en.sums_offset + static_cast<uint64_t>(e) * static_cast<uint64_t>(ne0) * 4;
-            if (st.any_nan && !(legacy && st.all_nan))
-                throw InputError(im.path(), row_off, where, "holds NaN values");
-            if (!st.any_nan && (!std::isfinite(st.sum) || st.min < 0))
-                throw InputError(im.path(), row_off, where,
-                                 "holds negative or infinite values (sums of squares cannot be)");
-            if (legacy) {
-                // Stored values are per-token means × ncall. A never-routed expert is NaN (writers before
-                // 2024-06) or exactly ncall in every channel (the current writer stores value 1, count 1).
-                if (st.all_nan || st.all_equal_to) {
-                    s.dead[ei] = 1;
-                    s.mean[ei] = 0;
-                    s.peak[ei] = 0;
-                    if (!s.mean_full.empty()) s.mean_full[ei] = 0;
-                    if (!s.weighted.empty()) s.weighted[ei] = 0;
-                    continue;
-                }
-                s.mean[ei] = (plan ? st.restricted : st.sum) / ncall;
-                s.peak[ei] = st.max / ncall;
-                if (!s.mean_full.empty()) s.mean_full[ei] = st.sum / ncall;
-                if (!s.weighted.empty()) s.weighted[ei] = st.weighted / ncall;
-                continue;
-            }
-            const double c = job.counts[ei];
-            s.count[ei] = c;
-            s.energy[ei] = plan ? st.restricted : st.sum;
-            if (!s.energy_full.empty()) s.energy_full[ei] = st.sum;
-            if (!s.weighted.empty()) s.weighted[ei] = st.weighted;
-            if (c == 0) {
-                if (st.sum != 0)
-                    throw InputError(
-                        im.path(), row_off, where,
-                        fmt::format("has no routed tokens but energy {:.6g} (damaged imatrix?)", st.sum));
+    const float equal_to =
+        legacy && en.ncall > 0 ? static_cast<float>(en.ncall) : std::numeric_limits<float>::quiet_NaN();
+    for (int64_t r = 0; r < n; ++r, ++e) {
+        const size_t ei = static_cast<size_t>(e);
+        const int32_t* plan = job.plan ? job.plan->row(job.block_index, e) : nullptr;
+        const float* cn = job.colnorm ? job.colnorm->data() + ei * static_cast<size_t>(w) : nullptr;
+        const RowStats st = row_stats(rows + r * ne0 * 4, ne0, plan, k, cn, equal_to);
+        const auto where = [&] { return fmt::format("entry '{}' expert {}", en.name, e); };
+        const uint64_t row_off = en.sums_offset + static_cast<uint64_t>(e) * static_cast<uint64_t>(ne0) * 4;
+        if (st.any_nan && !(legacy && st.all_nan))
+            throw InputError(im.path(), row_off, where(), "holds NaN values");
+        if (!st.any_nan && (!std::isfinite(st.sum) || st.min < 0))
+            throw InputError(im.path(), row_off, where(),
+                             "holds negative or infinite values (sums of squares cannot be)");
+        if (legacy) {
+            // Stored values are per-token means × ncall. A never-routed expert is NaN (writers before
+            // 2024-06) or exactly ncall in every channel (the current writer stores value 1, count 1).
+            if (st.all_nan || st.all_equal_to) {
                 s.dead[ei] = 1;
                 s.mean[ei] = 0;
                 s.peak[ei] = 0;
                 if (!s.mean_full.empty()) s.mean_full[ei] = 0;
-            } else {
-                s.mean[ei] = s.energy[ei] / c;
-                s.peak[ei] = st.max / c;
-                if (!s.mean_full.empty()) s.mean_full[ei] = st.sum / c;
+                if (!s.weighted.empty()) s.weighted[ei] = 0;
+                continue;
             }
+            s.mean[ei] = (plan ? st.restricted : st.sum) / ncall;
+            s.peak[ei] = st.max / ncall;
+            if (!s.mean_full.empty()) s.mean_full[ei] = st.sum / ncall;
+            if (!s.weighted.empty()) s.weighted[ei] = st.weighted / ncall;
+            continue;
         }
-        if (!map.empty()) drop_pages(map, first, bytes, page);
+        const double c = job.counts[ei];
+        s.count[ei] = c;
+        s.energy[ei] = plan ? st.restricted : st.sum;
+        if (!s.energy_full.empty()) s.energy_full[ei] = st.sum;
+        if (!s.weighted.empty()) s.weighted[ei] = st.weighted;
+        if (c == 0) {
+            if (st.sum != 0)
+                throw InputError(
+                    im.path(), row_off, where(),
+                    fmt::format("has no routed tokens but energy {:.6g} (damaged imatrix?)", st.sum));
+            s.dead[ei] = 1;
+            s.mean[ei] = 0;
+            s.peak[ei] = 0;
+            if (!s.mean_full.empty()) s.mean_full[ei] = 0;
+        } else {
+            s.mean[ei] = s.energy[ei] / c;
+            s.peak[ei] = st.max / c;
+            if (!s.mean_full.empty()) s.mean_full[ei] = st.sum / c;
+        }
     }
+}
+
+// Experts [e0, e1) of one block entry into `s`.
+void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
+    const uint64_t row_bytes = static_cast<uint64_t>(job.ne0) * 4;
+    const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
+    for (int64_t e = e0; e < e1;) {
+        check_interrupted();
+        const int64_t n = std::min(rows_per_read, e1 - e);
+        with_bytes(job.im->file(), job.entry->sums_offset + static_cast<uint64_t>(e) * row_bytes,
+                   static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes),
+                   [&](const uint8_t* rows) { process_row_data(job, s, e, n, rows); });
+        e += n;
+    }
+}
+
+// One domain's file front to back in one pass: every byte goes to the sha256, and the bytes of the
+// block entries (`jobs`, in file order) are also ranked from the same buffer, so a hashed run reads
+// the entries once, not twice.
+std::string hash_and_process(const InputFile& f, const std::vector<const BlockJob*>& jobs,
+                             const std::function<BlockStats&(const BlockJob&)>& stats_of) {
+    Sha256 h;
+    f.advise_sequential(0, f.size());
+    uint64_t pos = 0;
+    for (const BlockJob* job : jobs) {
+        const uint64_t row_bytes = static_cast<uint64_t>(job->ne0) * 4;
+        hash_range(f, h, pos, job->entry->sums_offset);
+        pos = job->entry->sums_offset;
+        const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
+        for (int64_t e = 0; e < job->E;) {
+            check_interrupted();
+            const int64_t n = std::min(rows_per_read, job->E - e);
+            const size_t bytes = static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes);
+            with_bytes(f, pos, bytes, [&](const uint8_t* rows) {
+                h.update(rows, bytes);
+                process_row_data(*job, stats_of(*job), e, n, rows);
+            });
+            pos += bytes;
+            e += n;
+        }
+    }
+    hash_range(f, h, pos, f.size());
+    return h.finish_hex();
 }
 
 // Runs fn(i) for i in [0, n) on up to `threads` threads; rethrows the first error (by index).
@@ -434,9 +497,32 @@ ExternalFile load_external(const std::string& path) {
     in.read(text.data(), static_cast<std::streamsize>(size));
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text, nullptr, true, false);
+        // A score file nests 3 levels; refusing depth 32 in the parser's callback (the parser itself
+        // does not recurse) keeps 100k nested brackets from overflowing the stack of the recursive
+        // copies and destructors of the DOM.
+        // 16 million values (a few fields × 1,024 experts × 512 blocks is 3 million) bound the DOM, at
+        // 16+ bytes a value, to a few hundred MB whatever the 256 MiB of text hold.
+        constexpr int kMaxScoresDepth = 32;
+        constexpr size_t kMaxScoresValues = size_t{16} << 20;
+        size_t values = 0;
+        j = nlohmann::json::parse(
+            text,
+            [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+                if (depth > kMaxScoresDepth)
+                    throw InputError(path, std::nullopt, "json",
+                                     fmt::format("nested deeper than {} levels", kMaxScoresDepth));
+                if (event == nlohmann::json::parse_event_t::value && ++values > kMaxScoresValues)
+                    throw InputError(path, std::nullopt, "json",
+                                     fmt::format("holds more than {} values, more than a score file needs",
+                                                 kMaxScoresValues));
+                return true;
+            },
+            true, false);
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
+    } catch (const nlohmann::json::exception& e) {
+        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
+        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
     }
     if (!j.is_object()) throw InputError(path, std::nullopt, "json", "a score file must be a JSON object");
     const nlohmann::json& blocks = j.contains("blocks") ? j["blocks"] : j;
@@ -861,10 +947,23 @@ RankInput load_rank_input(const RankOptions& opts) {
         init_stats(in.domains[d].blocks[bi], in.expert_count, plan.has_value(), weighted);
         return j;
     };
-    auto run_jobs = [&](std::vector<BlockJob>& jobs) {
+    // With `fused_hash`, each file is read once, front to back, by one thread that hashes every byte
+    // and ranks the entries from the same buffer (the hash is serial per file anyway).
+    auto run_jobs = [&](std::vector<BlockJob>& jobs, bool fused_hash) {
         std::sort(jobs.begin(), jobs.end(), [](const BlockJob& a, const BlockJob& b) {
             return a.domain != b.domain ? a.domain < b.domain : a.entry->sums_offset < b.entry->sums_offset;
         });
+        if (fused_hash) {
+            std::vector<std::vector<const BlockJob*>> per_domain(ims.size());
+            for (const BlockJob& j : jobs) per_domain[j.domain].push_back(&j);
+            parallel_for(ims.size(), threads, [&](size_t d) {
+                in.domains[d].sha256 =
+                    hash_and_process(ims[d].file(), per_domain[d], [&](const BlockJob& j) -> BlockStats& {
+                        return in.domains[j.domain].blocks[j.block_index];
+                    });
+            });
+            return;
+        }
         for (const BlockJob& j : jobs)  // opened for random access (header parsing); read front to back
             j.im->file().advise_sequential(j.entry->sums_offset, static_cast<uint64_t>(j.entry->nval) * 4);
         std::vector<Item> items;
@@ -881,7 +980,7 @@ RankInput load_rank_input(const RankOptions& opts) {
         for (size_t d = 0; d < ims.size(); ++d)
             for (size_t bi = 0; bi < in.blocks.size(); ++bi)
                 if (entry[d][bi]) jobs.push_back(make_job(d, bi, nullptr));
-        run_jobs(jobs);
+        run_jobs(jobs, opts.hash_inputs);
     } else {
         for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
             check_interrupted();
@@ -889,11 +988,11 @@ RankInput load_rank_input(const RankOptions& opts) {
             std::vector<BlockJob> jobs;
             for (size_t d = 0; d < ims.size(); ++d)
                 if (entry[d][bi]) jobs.push_back(make_job(d, bi, &colnorm));
-            run_jobs(jobs);
+            run_jobs(jobs, false);
         }
     }
 
-    if (opts.hash_inputs)
+    if (opts.hash_inputs && weighted)  // otherwise hashed in the values pass
         parallel_for(ims.size(), threads,
                      [&](size_t d) { in.domains[d].sha256 = sha256_file(ims[d].file()); });
     return in;
