@@ -28,14 +28,15 @@
 namespace gguf_reap {
 
 struct AuditOptions {
-    std::string output;                   // any shard of the output (or the single file)
-    std::optional<std::string> source;    // any shard of the source model
-    std::optional<std::string> keeplist;  // needs source
-    std::optional<std::string> manifest;  // verify against this manifest
-    bool compute_manifest = false;        // fill AuditReport::manifest
-    int threads = 0;                      // shards verified in parallel; 0 = one per core
-    bool drop_cache = true;               // fdatasync + DONTNEED on output shards before reading them
-    size_t buffer_bytes = 8u << 20;       // per-stream read buffer (output and each source stream)
+    std::string output;                      // any shard of the output (or the single file)
+    std::optional<std::string> source;       // any shard of the source model
+    std::optional<std::string> keeplist;     // needs source
+    std::optional<std::string> neuron_plan;  // width-spliced output: the plan it was cut with (needs source)
+    std::optional<std::string> manifest;     // verify against this manifest
+    bool compute_manifest = false;           // fill AuditReport::manifest
+    int threads = 0;                         // shards verified in parallel; 0 = one per core
+    bool drop_cache = true;                  // fdatasync + DONTNEED on output shards before reading them
+    size_t buffer_bytes = 8u << 20;          // per-stream read buffer (output and each source stream)
 };
 
 enum class FindingKind {
@@ -64,6 +65,7 @@ struct Finding {
     std::optional<int64_t> expert;         // output expert index k
     std::optional<int64_t> source_expert;  // kept[k]
     std::string region;  // "kept slab", "router row", "exp_probs_b", "tensor data", "padding", ...
+    std::optional<int64_t> channel;  // width cut: the source FFN channel of the first difference
 
     // "<file>: <subject> at offset <dec> (0x<hex>): <message>" (the shape of an InputError).
     std::string line() const;
@@ -101,6 +103,9 @@ struct AuditReport {
     std::string kept_from;           // "keeplist", "provenance", "unchanged" (no pruning), or ""
     uint64_t source_expert_count = 0;
     uint64_t output_expert_count = 0;
+    std::string neuron_plan;   // "" without --neuron-plan
+    int64_t source_width = 0;  // width cut: the source's expert FFN width ...
+    int64_t output_width = 0;  // ... and K
     std::vector<Finding> findings;
     std::vector<std::string> notes;  // things worth knowing that are not differences
     AuditSummary summary;

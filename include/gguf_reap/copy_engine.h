@@ -5,7 +5,9 @@
 // Source extents of at least kernel_min_bytes move with copy_file_range (the kernel copies page to
 // page, or the filesystem clones); smaller ones are read into a bounded buffer and written together
 // with the header bytes and padding around them in one pwritev. Where the kernel refuses
-// copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) every extent goes through the buffer. Memory is
+// copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) every extent goes through the buffer. Gather
+// segments (selected elements of every row of a source range) always go through the buffer, a chunk of
+// whole rows at a time (a row longer than the buffer: one read per run of adjacent elements). Memory is
 // therefore threads × buffer_bytes plus the segment lists, whatever the size of the model or of any
 // tensor: no tensor is ever held in memory.
 #pragma once
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,15 +24,30 @@
 namespace gguf_reap {
 
 // One contiguous run of an output file. `src` is an index into the engine's source list, or one of
-// the two markers below; for literals, src_offset indexes CopyJob::literals.
+// the two markers below; for literals, src_offset indexes CopyJob::literals. A segment with `gather`
+// set (an index into CopyJob::gathers) is an element gather from source `src`, described there.
 struct CopySegment {
     uint64_t dst_offset = 0;
     uint64_t length = 0;
     uint64_t src_offset = 0;
     uint32_t src = 0;
+    uint32_t gather = std::numeric_limits<uint32_t>::max();  // kNoGather: a plain byte range
 };
 inline constexpr uint32_t kSegmentLiteral = std::numeric_limits<uint32_t>::max();
 inline constexpr uint32_t kSegmentZeros = std::numeric_limits<uint32_t>::max() - 1;
+inline constexpr uint32_t kNoGather = std::numeric_limits<uint32_t>::max();
+
+// A gather: the source range [src_offset, src_offset + rows × row_bytes) holds `rows` rows of
+// `row_bytes` bytes, each a sequence of elements of `elem_bytes` bytes; the output is, row after row,
+// the elements `index` of each row (so length = rows × index.size() × elem_bytes). Selecting columns
+// of a row-major matrix this way costs one pread per buffer of whole rows instead of one per element.
+// `index` must be strictly ascending (the gather compacts rows in place) and may be shared by many
+// segments.
+struct CopyGather {
+    uint64_t row_bytes = 0;
+    uint32_t elem_bytes = 0;
+    std::shared_ptr<const std::vector<uint32_t>> index;
+};
 
 // One output file: segments in ascending dst_offset, contiguous, covering exactly [0, size).
 struct CopyJob {
@@ -37,12 +55,15 @@ struct CopyJob {
     uint64_t size = 0;
     std::vector<CopySegment> segments;
     std::vector<std::vector<uint8_t>> literals;
+    std::vector<CopyGather> gathers;
 
     // Appends at the current end of the file. append_copy merges with the previous segment when it
     // continues the same source range (adjacent kept slabs become one extent).
     void append_literal(std::vector<uint8_t> bytes);
     void append_zeros(uint64_t n);
     void append_copy(uint32_t src, uint64_t src_offset, uint64_t n);
+    // Appends the gather of `rows` rows starting at `src_offset` of source `src` (see CopyGather).
+    void append_gather(uint32_t src, uint64_t src_offset, uint64_t rows, CopyGather gather);
 };
 
 enum class CopyMethod {
@@ -82,9 +103,10 @@ struct CopyReport {
     uint64_t buffered_bytes = 0;  // moved by pread + pwritev
     uint64_t literal_bytes = 0;   // headers and other literal bytes
     uint64_t zero_bytes = 0;      // padding
+    uint64_t gathered_bytes = 0;  // written by gather segments (whole rows are read, these bytes kept)
     uint64_t copy_calls = 0;      // copy_file_range, pread and pwritev calls
     double seconds = 0;           // copy and flush, wall clock
-    uint64_t bytes_read() const { return kernel_bytes + buffered_bytes; }
+    uint64_t bytes_read() const { return kernel_bytes + buffered_bytes + gathered_bytes; }
     uint64_t bytes_written() const { return bytes_read() + literal_bytes + zero_bytes; }
 };
 
@@ -92,9 +114,11 @@ struct CopyReport {
 // their files, literal sizes). Throws std::logic_error: a malformed job is a planner bug.
 void check_copy_jobs(const std::vector<const CopyJob*>& jobs, const std::vector<const InputFile*>& sources);
 
-// Writes every job to a temporary in its final directory, flushes them all, then renames them into
-// place. On any error or interrupt (SIGINT/SIGTERM via signals.h) every temporary is removed, files
-// already renamed by this call are removed again, and the error propagates (IoError, Interrupted).
+// Writes every job to a temporary in its final directory, flushes them all, checks that no source
+// changed while it was read (InputFile::check_unchanged, IoError), removes existing files under the
+// final names, then renames the temporaries into place last job first. On any error or interrupt
+// (SIGINT/SIGTERM via signals.h) every temporary is removed, files already renamed by this call are
+// removed again, and the error propagates (IoError, Interrupted).
 CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
                          const std::vector<const InputFile*>& sources, const CopyOptions& options);
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gguf_reap/input_file.h"
@@ -69,5 +70,9 @@ class ImatrixFile {
 };
 
 const char* imatrix_kind_name(ImatrixKind k);  // "gguf", "dat"
+
+// The block N of an entry named "blk.N.ffn_down_exps.weight" (the entry every criterion reads);
+// nullopt for any other name.
+std::optional<int> down_exps_block(std::string_view entry_name);
 
 }  // namespace gguf_reap

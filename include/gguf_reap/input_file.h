@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +14,7 @@
 namespace gguf_reap {
 
 class InputFile {
-public:
+  public:
     // Opens `path` read-only. Throws IoError when it cannot be opened or is not a regular file.
     // `use_mmap = false` forces the pread path (also taken when mmap fails).
     static std::shared_ptr<InputFile> open(const std::string& path, bool use_mmap = true);
@@ -38,13 +39,21 @@ public:
     // Advise the kernel about an upcoming sequential pass over [offset, offset+len) (no-op on failure).
     void advise_sequential(uint64_t offset, uint64_t len) const;
 
-private:
+    // Throws IoError when the file is no longer what open() saw: another size, modification or change
+    // time (fstat of the open descriptor), or the path now names another file. Bytes copied from a file
+    // that changed while it was read may mix old and new contents, so nothing made from them may be
+    // renamed into place (splice) or declared verified (audit).
+    void check_unchanged() const;
+
+  private:
     InputFile() = default;
     std::string path_;
     int fd_ = -1;
     uint64_t size_ = 0;
     dev_t dev_ = 0;
     ino_t ino_ = 0;
+    struct timespec mtime_ {};
+    struct timespec ctime_ {};
     const uint8_t* map_ = nullptr;
 };
 

@@ -40,6 +40,11 @@ class Sha256 {
 std::string to_hex(std::span<const uint8_t> bytes);
 // One-shot digest, lower-case hex.
 std::string sha256_hex(const void* data, size_t n);
+class InputFile;
+// The digest of a whole file, lower-case hex (what sha256sum prints), read front to back with pread
+// through a 1 MiB buffer; stops with Interrupted on SIGINT/SIGTERM. IoError when it cannot be read.
+std::string sha256_file(const InputFile& f);
+std::string sha256_file(const std::string& path);
 // True for exactly 64 lower-case hex digits (the form sha256sum prints).
 bool is_sha256_hex(std::string_view s);
 

@@ -9,9 +9,14 @@
 // source order; expert e of a tensor is bytes [e*slab, (e+1)*slab) of its data (moe_layout.h), so a
 // sliced tensor is a list of source extents and adjacent kept slabs merge into one. Every other tensor
 // is one extent. Tensor order is the source order; output shards are cut from that order.
+//
+// With a neuron plan (WidthCut) every kept expert also keeps only K of its n_ff FFN channels: rows of
+// ffn_gate/up_exps (row extents), elements of every ffn_down_exps row (gather segments), elements of
+// gpt-oss gate/up biases; the exact contract is in docs/splice.md, "Width pruning (--neuron-plan)".
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +26,9 @@
 #include "gguf_reap/imatrix.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/moe_layout.h"
+#include "gguf_reap/neuron_plan.h"
 #include "gguf_reap/shard_set.h"
+#include "gguf_reap/width.h"
 
 namespace gguf_reap {
 
@@ -30,6 +37,32 @@ inline constexpr const char* kProvenanceVersionKey = "gguf_reap.version";
 inline constexpr const char* kProvenanceSourceExpertCountKey = "gguf_reap.source_expert_count";
 inline constexpr const char* kProvenanceKeeplistShaKey = "gguf_reap.keeplist_sha256";
 inline constexpr const char* kProvenanceKeptPrefix = "gguf_reap.kept.";  // + block number
+// Width-spliced outputs only, after the keys above.
+inline constexpr const char* kProvenanceNeuronPlanShaKey = "gguf_reap.neuron_plan_sha256";
+inline constexpr const char* kProvenanceSourceExpertWidthKey = "gguf_reap.source_expert_feed_forward_length";
+
+// A width cut (--neuron-plan): every routed expert keeps K of its n_ff FFN channels.
+struct WidthCut {
+    NeuronPlan plan;
+    WidthRules rules;
+    std::string plan_sha256;  // hex sha256 of the plan file's bytes (provenance)
+    // Kept channels of plan row (block index, expert), ascending: the gather index of ffn_down_exps.
+    std::vector<std::shared_ptr<const std::vector<uint32_t>>> rows;
+    const std::vector<uint32_t>& row(size_t block_index, int64_t expert) const {
+        return *rows[block_index * static_cast<size_t>(plan.expert_count) + static_cast<size_t>(expert)];
+    }
+};
+
+// Reads the neuron plan at `plan_path` for `model` and checks, before anything is written, that the
+// cut can be made byte-exact: the plan names every (MoE block, expert) pair of the model with channel
+// ids below its expert width, K is a legal width (check_width: the legal list is in the message), and
+// every tensor whose rows are cut element-wise (ffn_down_exps, gpt-oss gate/up biases) is F32, F16 or
+// BF16 — a quantized one is refused (requantisation needed). Throws InputError / UsageError.
+WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const std::string& plan_path,
+                        std::string plan_sha256);
+
+// A keeplist that keeps every expert of every MoE block (a width cut without --keeplist).
+KeepList keep_all_experts(const MoeLayout& layout);
 
 enum class SplitMode {
     kAsSource,    // as many shards as the source, balanced by bytes
@@ -43,9 +76,10 @@ struct SpliceOptions {
     SplitMode split_mode = SplitMode::kAsSource;
     uint64_t split_value = 0;
     bool provenance = true;
-    std::string keeplist_sha256;  // hex sha256 of the keeplist file's bytes (provenance)
-    std::string tool_version;     // "gguf-reap 0.1.0" (provenance)
-    std::string imatrix_out;      // with a source imatrix: where its pruned copy goes
+    std::string keeplist_sha256;      // hex sha256 of the keeplist file's bytes (provenance)
+    std::string tool_version;         // "gguf-reap 0.1.0" (provenance)
+    std::string imatrix_out;          // with a source imatrix: where its pruned copy goes
+    const WidthCut* width = nullptr;  // --neuron-plan: also cut every expert to K channels
 };
 
 // A tensor as it will be written: its bytes are [data_offset, data_offset + info.nbytes) of the file,
@@ -83,6 +117,8 @@ struct SplicePlan {
     uint64_t kept_expert_count = 0;
     size_t moe_blocks = 0;
     size_t tensor_count = 0;
+    int64_t native_width = 0;  // width cut only: n_ff of the source ...
+    int64_t width = 0;         // ... and K (0: no width cut)
 
     size_t sliced_tensors() const;
     uint64_t slabs() const;
@@ -106,10 +142,11 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
 
 // The pruned imatrix, GGUF or legacy .dat as the input: every "_exps" entry keeps the rows (GGUF
 // in_sum2 and counts) or values (.dat) of the kept experts in ascending order; everything else is
-// copied unchanged. `source_index` is the imatrix's index in SplicePlan::sources.
+// copied unchanged. With a width cut, ffn_down_exps entries also keep only the kept channels' values
+// of each kept expert (ne0 n_ff → K). `source_index` is the imatrix's index in SplicePlan::sources.
 PlannedFile plan_imatrix_prune(const ImatrixFile& imatrix, uint32_t source_index, const ShardSet& model,
-                               const MoeLayout& layout, const KeepList& keeplist,
-                               const std::string& out_path);
+                               const MoeLayout& layout, const KeepList& keeplist, const std::string& out_path,
+                               const WidthCut* width = nullptr);
 
 // What must hold before the first byte is written. Throws UsageError when an output is an input
 // (same device and inode, symlinks followed) or exists without `force`, or when two outputs collide;

@@ -17,5 +17,7 @@ std::string human_bytes(uint64_t bytes);
 
 // 1234567 → "1,234,567".
 std::string with_commas(uint64_t v);
+// A count for people: "1,752,192 (1.75 M)", "671,026,419,200 (671.03 B)", "812" (below a million).
+std::string human_count(uint64_t n);
 
 }  // namespace gguf_reap

@@ -39,8 +39,10 @@ int run(int argc, char** argv) {
     std::vector<Command> commands;
     commands.push_back(add_inspect(app, g));
     commands.push_back(add_rank(app, g));
+    commands.push_back(add_plan_width(app, g));
     commands.push_back(add_splice(app, g));
     commands.push_back(add_audit(app, g));
+    commands.push_back(add_estimate(app, g));
 
     try {
         app.parse(argc, argv);

@@ -21,6 +21,7 @@ struct AuditCli {
     std::string output;
     std::string source;
     std::string keeplist;
+    std::string neuron_plan;
     std::string manifest;
     std::string manifest_out;
     int threads = 0;
@@ -39,6 +40,8 @@ nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool
     j["output"] = c.output;
     j["source"] = or_null(c.source);
     j["keeplist"] = or_null(c.keeplist);
+    j["neuron_plan"] = or_null(c.neuron_plan);
+    if (!c.neuron_plan.empty()) j["expert_width"] = {{"source", r.source_width}, {"output", r.output_width}};
     j["manifest"] = or_null(c.manifest);
     j["kept_from"] = or_null(r.kept_from);
     if (!c.source.empty())
@@ -81,6 +84,7 @@ nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool
         o["expert"] = f.expert ? ordered_json(*f.expert) : ordered_json(nullptr);
         o["source_expert"] = f.source_expert ? ordered_json(*f.source_expert) : ordered_json(nullptr);
         o["region"] = or_null(f.region);
+        o["channel"] = f.channel ? ordered_json(*f.channel) : ordered_json(nullptr);
         o["message"] = f.message;
         fs.push_back(std::move(o));
     }
@@ -110,6 +114,10 @@ void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written)
             std::cout << fmt::format("experts   kept experts unknown ({}): expert tensors not verified\n",
                                      from);
     }
+    if (!c.neuron_plan.empty())
+        std::cout << fmt::format(
+            "width     {} of {} FFN channels per expert kept (from the neuron plan {})\n", r.output_width,
+            r.source_width, c.neuron_plan);
     if (!c.manifest.empty()) std::cout << fmt::format("manifest  {}\n", c.manifest);
     if (!r.findings.empty()) {
         std::cout << fmt::format("\nfindings ({})\n", r.findings.size());
@@ -151,11 +159,12 @@ int run_audit_cli(const AuditCli& c) {
     o.output = c.output;
     if (!c.source.empty()) o.source = c.source;
     if (!c.keeplist.empty()) o.keeplist = c.keeplist;
+    if (!c.neuron_plan.empty()) o.neuron_plan = c.neuron_plan;
     if (!c.manifest.empty()) o.manifest = c.manifest;
     o.compute_manifest = !c.manifest_out.empty();
     o.threads = c.threads;
     std::vector<std::string> inputs{c.output};
-    for (const auto* p : {&c.source, &c.keeplist, &c.manifest})
+    for (const auto* p : {&c.source, &c.keeplist, &c.neuron_plan, &c.manifest})
         if (!p->empty()) inputs.push_back(*p);
     // Refuse an unusable destination now rather than after reading the whole model.
     if (!c.manifest_out.empty()) check_manifest_destination(c.manifest_out, inputs, c.force);
@@ -190,6 +199,8 @@ Command add_audit(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--source", c->source, "Any shard of the source model: verify every byte against it");
     sub->add_option("--keeplist", c->keeplist,
                     "The keeplist the output was made from (default: the output's gguf_reap.kept.* keys)");
+    sub->add_option("--neuron-plan", c->neuron_plan,
+                    "The width plan (.npz) a width-spliced output was cut with: verify every kept channel");
     sub->add_option("--manifest", c->manifest, "Verify every shard and tensor sha256 against this manifest");
     sub->add_option("--manifest-out", c->manifest_out,
                     "Write a manifest (JSON, plus a sha256sum -c file beside it) when the audit passes");

@@ -155,8 +155,7 @@ void model_text(const ShardSet& model, const ModelSummary& s, bool with_tensors)
                                      human_bytes(sh.file->size()));
     std::cout << fmt::format("tensors      {} ({} of data), {} key/value pairs\n",
                              with_commas(s.tensor_count), human_bytes(s.tensor_bytes), meta.kvs.size());
-    std::cout << fmt::format("parameters   {} ({:.2f} B)\n", with_commas(s.parameters),
-                             static_cast<double>(s.parameters) / 1e9);
+    std::cout << fmt::format("parameters   {}\n", human_count(s.parameters));
     std::cout << "\nby tensor class and type\n";
     std::cout << fmt::format("  {:<28} {:<8} {:>7} {:>8} {:>11}\n", "class", "type", "tensors", "bpw",
                              "bytes");

@@ -1,7 +1,6 @@
-// gguf-reap splice MODEL --keeplist K -o OUT_PREFIX: write the pruned model as new shards, byte-exact.
-#include <fstream>
+// gguf-reap splice MODEL [--keeplist K] [--neuron-plan P] -o OUT_PREFIX: write the pruned model as new
+// shards, byte-exact.
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,8 +12,10 @@
 #include "gguf_reap/ggml_types.h"
 #include "gguf_reap/imatrix.h"
 #include "gguf_reap/keeplist.h"
+#include "gguf_reap/llama_limits.h"
 #include "gguf_reap/moe_layout.h"
 #include "gguf_reap/output_checks.h"
+#include "gguf_reap/output_lock.h"
 #include "gguf_reap/progress.h"
 #include "gguf_reap/sha256.h"
 #include "gguf_reap/shard_set.h"
@@ -28,6 +29,7 @@ namespace {
 struct SpliceCli {
     std::string model;
     std::string keeplist;
+    std::string neuron_plan;
     std::string out;
     std::string split_max_size;
     uint64_t split_count = 0;
@@ -42,15 +44,6 @@ struct SpliceCli {
     std::string imatrix_out;
     std::string copy_method = "auto";
 };
-
-std::string file_sha256(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(path, "open", errno);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string bytes = ss.str();
-    return sha256_hex(bytes.data(), bytes.size());
-}
 
 SpliceOptions splice_options(const SpliceCli& c, const std::string& keeplist_sha) {
     SpliceOptions o;
@@ -106,6 +99,8 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
                    {"expert_count", plan.source_expert_count}};
     j["expert_count"] = plan.kept_expert_count;
     j["moe_blocks"] = plan.moe_blocks;
+    j["expert_width"] = plan.width ? nlohmann::ordered_json{{"native", plan.native_width}, {"k", plan.width}}
+                                   : nlohmann::ordered_json(nullptr);
     nlohmann::ordered_json outs = nlohmann::ordered_json::array();
     for (const PlannedFile& f : plan.shards) outs.push_back(file_json(f));
     j["outputs"] = outs;
@@ -120,11 +115,9 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
     if (r) {
         j["seconds"] = r->seconds;
         j["gb_per_s"] = r->seconds > 0 ? static_cast<double>(r->bytes_written()) / r->seconds / 1e9 : 0.0;
-        j["copy"] = {{"copy_file_range_bytes", r->kernel_bytes},
-                     {"pread_pwrite_bytes", r->buffered_bytes},
-                     {"literal_bytes", r->literal_bytes},
-                     {"padding_bytes", r->zero_bytes},
-                     {"calls", r->copy_calls}};
+        j["copy"] = {{"copy_file_range_bytes", r->kernel_bytes}, {"pread_pwrite_bytes", r->buffered_bytes},
+                     {"literal_bytes", r->literal_bytes},        {"padding_bytes", r->zero_bytes},
+                     {"gathered_bytes", r->gathered_bytes},      {"calls", r->copy_calls}};
     }
     return j;
 }
@@ -133,6 +126,9 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
     std::cout << fmt::format("{} {}: {} MoE blocks, {} → {} experts per block\n",
                              dry_run ? "plan (dry run, nothing written) for" : "spliced", plan.source_path,
                              plan.moe_blocks, plan.source_expert_count, plan.kept_expert_count);
+    if (plan.width)
+        std::cout << fmt::format("expert FFN width {} → {} channels per expert (neuron plan)\n",
+                                 plan.native_width, plan.width);
     const auto row = [](const std::string& no, const PlannedFile& f) {
         std::cout << fmt::format("  {:<5} {:<44} {:>7} {:>6} {:>16}\n", no, f.job.path, f.tensors.size(),
                                  f.sliced_tensors, with_commas(f.job.size));
@@ -178,21 +174,42 @@ int run_splice(const SpliceCli& c) {
         throw UsageError("--imatrix-in and --imatrix-out go together: give both or neither");
     const CopyMethod method = parse_method(c.copy_method);
 
-    // Open the source and the keeplist, and check that one fits the other.
+    if (c.keeplist.empty() && c.neuron_plan.empty())
+        throw UsageError("splice needs --keeplist, --neuron-plan or both: nothing to prune");
+
+    // Open the source, the keeplist and the neuron plan, and check that they fit each other.
     ShardSet model = ShardSet::open(c.model);
     const MoeLayout layout = build_moe_layout(model);
-    KeepList kl = KeepList::load(c.keeplist);
-    validate_keeplist(kl, layout, c.keeplist);
+    KeepList kl;
+    if (!c.keeplist.empty()) {
+        kl = KeepList::load(c.keeplist);
+        validate_keeplist(kl, layout, c.keeplist);
+    }
+    std::optional<WidthCut> width;
+    if (!c.neuron_plan.empty()) {
+        width = load_width_cut(model, layout, c.neuron_plan, sha256_file(c.neuron_plan));
+        if (c.keeplist.empty()) kl = keep_all_experts(layout);  // every expert stays, only narrower
+    }
+    for (const std::string& w : llama_cpp_limit_problems(kl.n_keep, layout.block_count))
+        spdlog::warn("the output will not load in llama.cpp: {}", w);
     std::optional<ImatrixFile> imatrix;
     if (!c.imatrix_in.empty()) imatrix = ImatrixFile::open(c.imatrix_in);
 
-    // Plan every byte, then check the outputs against the inputs and the disk.
-    const SplicePlan plan = plan_splice(model, layout, kl, splice_options(c, file_sha256(c.keeplist)),
-                                        imatrix ? &*imatrix : nullptr);
+    // Plan every byte, then check the outputs against the inputs and the disk. Without a keeplist the
+    // recorded keeplist sha256 is that of no bytes at all (docs/splice.md).
+    SpliceOptions so = splice_options(c, c.keeplist.empty() ? sha256_hex("", 0) : sha256_file(c.keeplist));
+    if (width) so.width = &*width;
+    const SplicePlan plan = plan_splice(model, layout, kl, so, imatrix ? &*imatrix : nullptr);
     SpliceInputs inputs;
     for (const Shard& s : model.shards()) inputs.paths.push_back(s.path);
-    inputs.paths.push_back(c.keeplist);
+    if (!c.keeplist.empty()) inputs.paths.push_back(c.keeplist);
+    if (!c.neuron_plan.empty()) inputs.paths.push_back(c.neuron_plan);
     if (imatrix) inputs.paths.push_back(c.imatrix_in);
+    // One writer per output prefix, from before the checks until the set is renamed and read back: a
+    // second splice into the same prefix is refused instead of mixing its shards with ours. (Without
+    // the output directory there is nothing to lock; preflight names the missing directory.)
+    std::optional<OutputLock> lock;
+    if (!c.dry_run && std::filesystem::is_directory(parent_dir(c.out))) lock.emplace(c.out);
     const Preflight pf = preflight_splice(plan, inputs, c.out, c.force);
 
     if (c.dry_run) {
@@ -251,8 +268,10 @@ Command add_splice(CLI::App& app, const GlobalOptions&) {
     CLI::App* sub = app.add_subcommand("splice", "Write the pruned model as new shards, byte-exact");
     sub->add_option("model", o->model, "The source model: an unsplit GGUF or any shard of a split set")
         ->required();
-    sub->add_option("--keeplist", o->keeplist, "keeplist.json from `rank` (or a {\"drop\": ...} spec)")
-        ->required();
+    sub->add_option("--keeplist", o->keeplist,
+                    "keeplist.json from `rank` (or a {\"drop\": ...} spec); optional with --neuron-plan");
+    sub->add_option("--neuron-plan", o->neuron_plan,
+                    "plan.npz from `plan-width`: also cut every routed expert to K FFN channels");
     sub->add_option("-o,--output", o->out,
                     "Output prefix: OUT-00001-of-0000N.gguf, or OUT.gguf when there is one shard")
         ->required();

@@ -1,5 +1,6 @@
 #include "gguf_reap/imatrix.h"
 
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -224,6 +225,17 @@ std::vector<float> ImatrixFile::read_counts(const ImatrixEntry& e) const {
     std::vector<float> v(static_cast<size_t>(e.n_mat));
     file_->read(e.counts_offset, v.data(), v.size() * 4);
     return v;
+}
+
+std::optional<int> down_exps_block(std::string_view name) {
+    constexpr std::string_view kSuffix = ".ffn_down_exps.weight";
+    if (name.substr(0, 4) != "blk." || name.size() <= 4 + kSuffix.size()) return std::nullopt;
+    if (name.substr(name.size() - kSuffix.size()) != kSuffix) return std::nullopt;
+    const std::string_view num = name.substr(4, name.size() - 4 - kSuffix.size());
+    int n = 0;
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec != std::errc() || p != num.data() + num.size() || n < 0) return std::nullopt;
+    return n;
 }
 
 }  // namespace gguf_reap

@@ -63,6 +63,7 @@ struct Shared {
     std::mutex error_mutex;
     std::exception_ptr error;
     std::atomic<uint64_t> kernel_bytes{0}, buffered_bytes{0}, literal_bytes{0}, zero_bytes{0}, calls{0};
+    std::atomic<uint64_t> gathered_bytes{0};
 
     void fail(std::exception_ptr e) {
         std::lock_guard<std::mutex> lock(error_mutex);
@@ -134,6 +135,102 @@ class Writer {
         }
     }
 
+    // A run of adjacent gather indices: bytes [in, in + len) of a row go to [out, out + len) of its output.
+    struct Run {
+        uint64_t in = 0, out = 0, len = 0;
+    };
+
+    // to[j] = from[index[j]] for elements of N bytes, where to <= from and index is ascending: each
+    // element is loaded before any store could reach it.
+    template <size_t N>
+    static void move_elements(uint8_t* to, const uint8_t* from, const std::vector<uint32_t>& index) {
+        for (size_t j = 0; j < index.size(); ++j) {
+            uint8_t e[N];
+            std::memcpy(e, from + size_t{index[j]} * N, N);
+            std::memcpy(to + j * N, e, N);
+        }
+    }
+
+    // Bytes [skip, skip + n) of a gather segment's output (copy_engine.h) whose rows start at `base`.
+    void put_gather(const InputFile& src, const CopyGather& g, uint64_t base, uint64_t skip, uint64_t n) {
+        std::vector<Run> runs;
+        for (size_t j = 0; j < g.index->size(); ++j) {
+            const uint64_t in = uint64_t{(*g.index)[j]} * g.elem_bytes;
+            if (!runs.empty() && runs.back().in + runs.back().len == in)
+                runs.back().len += g.elem_bytes;
+            else
+                runs.push_back({in, j * uint64_t{g.elem_bytes}, g.elem_bytes});
+        }
+        const uint64_t out_row = g.index->size() * uint64_t{g.elem_bytes};
+        const uint64_t end = skip + n;
+        uint64_t row = skip / out_row;
+        const uint64_t last = (end + out_row - 1) / out_row;  // one past the last row touched
+        if (g.row_bytes > batch_) {
+            for (; row < last; ++row)
+                put_long_row(src, base + row * g.row_bytes, runs, row * out_row, skip, end);
+            return;
+        }
+        const uint64_t per_chunk = batch_ / g.row_bytes;
+        while (row < last) {
+            if (s_.stop) return;
+            flush();  // the whole buffer is ours
+            const uint64_t rows = std::min(per_chunk, last - row);
+            uint8_t* buf = buffer();
+            read_all(src, base + row * g.row_bytes, buf, static_cast<size_t>(rows * g.row_bytes));
+            // In place: with ascending indices every element moves towards the front, never over an
+            // element still to be moved.
+            for (uint64_t r = 0; r < rows; ++r) {
+                uint8_t* to = buf + r * out_row;
+                const uint8_t* from = buf + r * g.row_bytes;
+                // Scattered channels make runs of one or two elements: a fixed-size copy per element
+                // is then several times cheaper than a memmove call per run.
+                if (g.elem_bytes == 2 && runs.size() * 2 > g.index->size())
+                    move_elements<2>(to, from, *g.index);
+                else if (g.elem_bytes == 4 && runs.size() * 2 > g.index->size())
+                    move_elements<4>(to, from, *g.index);
+                else
+                    for (const Run& run : runs) std::memmove(to + run.out, from + run.in, run.len);
+            }
+            const uint64_t lo = std::max(skip, row * out_row);
+            const uint64_t hi = std::min(end, (row + rows) * out_row);
+            add(buf + (lo - row * out_row), static_cast<size_t>(hi - lo));
+            fill_ = static_cast<size_t>(rows * out_row);
+            s_.gathered_bytes.fetch_add(hi - lo, std::memory_order_relaxed);
+            row += rows;
+        }
+    }
+
+    // One row longer than the buffer, read in windows of the buffer's size that start at the next kept
+    // element; `out` is the row's first byte in the segment's output, of which [skip, end) is wanted.
+    void put_long_row(const InputFile& src, uint64_t row_at, const std::vector<Run>& runs, uint64_t out,
+                      uint64_t skip, uint64_t end) {
+        size_t ri = 0;
+        uint64_t done = 0;  // bytes of runs[ri] already taken
+        while (ri < runs.size()) {
+            if (s_.stop) return;
+            flush();
+            uint8_t* buf = buffer();
+            const uint64_t win = runs[ri].in + done;
+            const uint64_t win_end = std::min(win + batch_, runs.back().in + runs.back().len);
+            const uint64_t o_lo = out + runs[ri].out + done;
+            read_all(src, row_at + win, buf, static_cast<size_t>(win_end - win));
+            uint64_t n = 0;  // compacted bytes; in place, as in put_gather
+            while (ri < runs.size() && runs[ri].in + done < win_end) {
+                const uint64_t take = std::min(runs[ri].len - done, win_end - (runs[ri].in + done));
+                std::memmove(buf + n, buf + (runs[ri].in + done - win), take);
+                n += take;
+                done += take;
+                if (done == runs[ri].len) ++ri, done = 0;
+            }
+            const uint64_t lo = std::max(skip, o_lo), hi = std::min(end, o_lo + n);
+            if (lo < hi) {
+                add(buf + (lo - o_lo), static_cast<size_t>(hi - lo));
+                fill_ = static_cast<size_t>(n);
+                s_.gathered_bytes.fetch_add(hi - lo, std::memory_order_relaxed);
+            }
+        }
+    }
+
     void flush() {
         size_t first = 0;
         while (first < iov_.size()) {
@@ -184,6 +281,25 @@ class Writer {
     }
 
     static inline const uint8_t kZeros[64 << 10] = {};
+
+    void read_all(const InputFile& src, uint64_t off, uint8_t* p, size_t n) {
+        while (n > 0) {
+            const ssize_t got = ::pread(src.fd(), p, n, static_cast<off_t>(off));
+            s_.calls.fetch_add(1, std::memory_order_relaxed);
+            if (got < 0) {
+                if (errno == EINTR) {
+                    check_interrupted();
+                    continue;
+                }
+                throw IoError(src.path(), "read", errno);
+            }
+            if (got == 0)
+                throw IoError(src.path(), "unexpected end of file (was it truncated while copying?)");
+            p += got;
+            off += static_cast<uint64_t>(got);
+            n -= static_cast<size_t>(got);
+        }
+    }
 
     uint8_t* buffer() {
         if (!bounce_) bounce_ = std::make_unique<uint8_t[]>(batch_);
@@ -256,17 +372,20 @@ class Prefetcher {
     static constexpr uint64_t kPrefetch = uint64_t{64} << 20;
     static constexpr uint64_t kGap = uint64_t{32} << 10;
 
+    // Announces nothing past `end` (the work item's end): another item reads beyond it, and with small
+    // items a 64 MiB window per item made the announcements quadratic in the item count.
     Prefetcher(const Shared& s, const std::vector<CopySegment>& segs,
-               std::vector<CopySegment>::const_iterator from, uint64_t dst)
-        : s_(s), segs_(segs), next_(from), done_to_(dst) {}
+               std::vector<CopySegment>::const_iterator from, uint64_t dst, uint64_t end)
+        : s_(s), segs_(segs), next_(from), done_to_(dst), end_(end) {}
 
     // The copy has reached `dst`.
     void at(uint64_t dst) {
         if (dst + kPrefetch / 2 < done_to_) return;
-        const uint64_t target = dst + kPrefetch;
+        const uint64_t target = std::min(dst + kPrefetch, end_);
         for (; next_ != segs_.end() && next_->dst_offset < target; ++next_) {
             const CopySegment& c = *next_;
-            if (c.src == kSegmentLiteral || c.src == kSegmentZeros) continue;
+            // Gathers read whole rows front to back, which the kernel's own readahead serves.
+            if (c.src == kSegmentLiteral || c.src == kSegmentZeros || c.gather != kNoGather) continue;
             const uint64_t skip = done_to_ > c.dst_offset ? done_to_ - c.dst_offset : 0;
             if (skip >= c.length) continue;
             const uint64_t n = std::min(c.length, target - c.dst_offset) - skip;
@@ -299,6 +418,7 @@ class Prefetcher {
     const std::vector<CopySegment>& segs_;
     std::vector<CopySegment>::const_iterator next_;
     uint64_t done_to_;  // prefetch issued for output bytes before this
+    uint64_t end_;
     uint32_t src_ = 0;
     uint64_t lo_ = 0, hi_ = 0;
 };
@@ -311,7 +431,7 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
     auto it = std::upper_bound(segs.begin(), segs.end(), item.lo,
                                [](uint64_t v, const CopySegment& c) { return v < c.dst_offset + c.length; });
     w.begin(&out, item.lo);
-    Prefetcher prefetch(s, segs, it, item.lo);
+    Prefetcher prefetch(s, segs, it, item.lo, item.hi);
     for (; it != segs.end() && it->dst_offset < item.hi; ++it) {
         if (s.stop) return;
         check_interrupted();
@@ -326,6 +446,8 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
         } else if (it->src == kSegmentZeros) {
             w.put_zeros(n);
             s.zero_bytes.fetch_add(n, std::memory_order_relaxed);
+        } else if (it->gather != kNoGather) {
+            w.put_gather(*s.sources[it->src], job.gathers[it->gather], it->src_offset, skip, n);
         } else {
             const InputFile& src = *s.sources[it->src];
             const uint64_t from = it->src_offset + skip;
@@ -421,6 +543,14 @@ void CopyJob::append_copy(uint32_t src, uint64_t src_offset, uint64_t n) {
     size += n;
 }
 
+void CopyJob::append_gather(uint32_t src, uint64_t src_offset, uint64_t rows, CopyGather gather) {
+    const uint64_t n = rows * gather.index->size() * gather.elem_bytes;
+    if (n == 0) return;
+    gathers.push_back(std::move(gather));
+    segments.push_back({size, n, src_offset, src, static_cast<uint32_t>(gathers.size() - 1)});
+    size += n;
+}
+
 const char* copy_method_name(CopyMethod m) {
     switch (m) {
         case CopyMethod::kAuto:
@@ -448,7 +578,23 @@ void check_copy_jobs(const std::vector<const CopyJob*>& jobs, const std::vector<
                     bad("literal does not match its length");
             } else if (s.src != kSegmentZeros) {
                 if (s.src >= sources.size()) bad("names no source");
-                if (!range_inside(s.src_offset, s.length, sources[s.src]->size()))
+                uint64_t src_length = s.length;
+                if (s.gather != kNoGather) {
+                    if (s.gather >= job->gathers.size()) bad("names no gather");
+                    const CopyGather& g = job->gathers[s.gather];
+                    if (!g.index || g.index->empty() || g.elem_bytes == 0 || g.row_bytes % g.elem_bytes != 0)
+                        bad("gather has no elements, or rows that are not whole elements");
+                    for (size_t j = 1; j < g.index->size(); ++j)
+                        if ((*g.index)[j] <= (*g.index)[j - 1]) bad("gather indices are not ascending");
+                    if ((uint64_t{g.index->back()} + 1) * g.elem_bytes > g.row_bytes)
+                        bad("gather index past the end of its row");
+                    const uint64_t out_row = g.index->size() * uint64_t{g.elem_bytes};
+                    if (s.length % out_row != 0) bad("gather length is not whole rows");
+                    auto in = checked_mul(s.length / out_row, g.row_bytes);
+                    if (!in) bad("gather overflows");
+                    src_length = *in;
+                }
+                if (!range_inside(s.src_offset, src_length, sources[s.src]->size()))
                     bad(fmt::format("reads past the end of {}", sources[s.src]->path()));
             }
             auto end = checked_add(at, s.length);
@@ -496,12 +642,21 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     // Complete: flush everything, then rename. A failure in between takes back the renames done.
     check_interrupted();
     flush_all(outputs, threads);
+    // Every source must still be the file that was parsed and planned: one truncated or rewritten while
+    // it was copied leaves old and new bytes mixed in the output (docs/reliability.md).
+    for (const InputFile* src : sources) src->check_unchanged();
     check_interrupted();
+    // Renamed last to first: the first shard, the one llama.cpp is given, appears only once every
+    // other file of the set is in place, so a crash between two renames leaves no loadable partial set.
+    // Files of an earlier set being replaced (--force) go first, the first shard first: a crash then
+    // cannot leave old and new shards of the same shape mixed into one loadable set.
+    const size_t n = outputs.size();
+    for (const auto& out : outputs) ::unlink(out->final_path().c_str());  // ENOENT: nothing to replace
     size_t committed = 0;
     try {
-        for (; committed < outputs.size(); ++committed) outputs[committed]->commit();
+        for (; committed < n; ++committed) outputs[n - 1 - committed]->commit();
     } catch (...) {
-        for (size_t i = 0; i < committed; ++i) ::unlink(outputs[i]->final_path().c_str());
+        for (size_t i = 0; i < committed; ++i) ::unlink(outputs[n - 1 - i]->final_path().c_str());
         throw;
     }
 
@@ -510,6 +665,7 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     r.buffered_bytes = s.buffered_bytes;
     r.literal_bytes = s.literal_bytes;
     r.zero_bytes = s.zero_bytes;
+    r.gathered_bytes = s.gathered_bytes;
     r.copy_calls = s.calls;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;

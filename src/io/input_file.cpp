@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "gguf_reap/checked.h"
 #include "gguf_reap/error.h"
 
@@ -24,6 +26,8 @@ std::shared_ptr<InputFile> InputFile::open(const std::string& path, bool use_mma
     f->size_ = static_cast<uint64_t>(st.st_size);
     f->dev_ = st.st_dev;
     f->ino_ = st.st_ino;
+    f->mtime_ = st.st_mtim;
+    f->ctime_ = st.st_ctim;
     if (use_mmap && f->size_ > 0) {
         void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, f->fd_, 0);
         if (p != MAP_FAILED) {
@@ -42,7 +46,8 @@ InputFile::~InputFile() {
 }
 
 void InputFile::read(uint64_t offset, void* dst, size_t n) const {
-    if (!range_inside(offset, n, size_)) throw IoError(path_, "read past the end of the file (was it truncated?)");
+    if (!range_inside(offset, n, size_))
+        throw IoError(path_, "read past the end of the file (was it truncated?)");
     if (map_) {
         std::memcpy(dst, map_ + offset, n);
         return;
@@ -59,6 +64,27 @@ void InputFile::read(uint64_t offset, void* dst, size_t n) const {
         offset += static_cast<uint64_t>(got);
         n -= static_cast<size_t>(got);
     }
+}
+
+void InputFile::check_unchanged() const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) throw IoError(path_, "stat", errno);
+    auto same = [](const timespec& a, const timespec& b) {
+        return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+    };
+    struct stat named {};
+    const bool replaced = ::stat(path_.c_str(), &named) != 0 || named.st_dev != dev_ || named.st_ino != ino_;
+    std::string what;
+    if (static_cast<uint64_t>(st.st_size) != size_)
+        what = fmt::format("its size went from {} to {} bytes", size_, st.st_size);
+    else if (replaced)  // before the times: unlinking the old file moved its ctime too
+        what = "its name now points to another file";
+    else if (!same(st.st_mtim, mtime_) || !same(st.st_ctim, ctime_))
+        what = "it was modified";
+    if (!what.empty())
+        throw IoError(path_, fmt::format("changed while gguf-reap was reading it ({}); nothing made from it "
+                                         "is kept: run again once the file is stable",
+                                         what));
 }
 
 void InputFile::advise_sequential(uint64_t offset, uint64_t len) const {

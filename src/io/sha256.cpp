@@ -1,10 +1,15 @@
 #include "gguf_reap/sha256.h"
 
 #include <openssl/evp.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <utility>
+#include <vector>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/input_file.h"
+#include "gguf_reap/signals.h"
 
 namespace gguf_reap {
 
@@ -78,6 +83,29 @@ bool is_sha256_hex(std::string_view s) {
     for (char c : s)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
     return true;
+}
+
+std::string sha256_file(const InputFile& f) {
+    Sha256 h;
+    std::vector<uint8_t> buf(size_t{1} << 20);
+    f.advise_sequential(0, f.size());
+    for (uint64_t at = 0; at < f.size();) {
+        check_interrupted();
+        // pread, not the mapping: a file that shrinks meanwhile is an error, not a SIGBUS.
+        const ssize_t got = ::pread(f.fd(), buf.data(), buf.size(), static_cast<off_t>(at));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            throw IoError(f.path(), "read", errno);
+        }
+        if (got == 0) throw IoError(f.path(), "unexpected end of file (was it truncated?)");
+        h.update(buf.data(), static_cast<size_t>(got));
+        at += static_cast<uint64_t>(got);
+    }
+    return h.finish_hex();
+}
+
+std::string sha256_file(const std::string& path) {
+    return sha256_file(*InputFile::open(path));
 }
 
 }  // namespace gguf_reap

@@ -50,6 +50,13 @@ std::string human_bytes(uint64_t bytes) {
     return fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string human_count(uint64_t n) {
+    const auto d = static_cast<double>(n);
+    if (n >= 1'000'000'000) return fmt::format("{} ({:.2f} B)", with_commas(n), d / 1e9);
+    if (n >= 1'000'000) return fmt::format("{} ({:.2f} M)", with_commas(n), d / 1e6);
+    return with_commas(n);
+}
+
 std::string with_commas(uint64_t v) {
     const std::string digits = std::to_string(v);
     std::string out;

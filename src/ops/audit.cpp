@@ -47,6 +47,9 @@ AuditReport run_audit(const AuditOptions& o) {
     if (o.keeplist && !o.source)
         throw UsageError(
             "--keeplist needs --source: the keeplist says which source experts the output keeps");
+    if (o.neuron_plan && !o.source)
+        throw UsageError(
+            "--neuron-plan needs --source: the plan says which source channels the output keeps");
     AuditReport r;
     if (o.source) r.source = *o.source;
     if (o.keeplist) r.keeplist = *o.keeplist;
@@ -71,7 +74,8 @@ AuditReport run_audit(const AuditOptions& o) {
     Expectations expect;
     std::vector<std::string> source_paths;
     if (src) {
-        const KeptExperts kept = derive_kept(layout, out, o.keeplist, r);
+        KeptExperts kept = derive_kept(layout, out, o.keeplist, r);
+        kept.width = derive_width(*src, layout, out, o.neuron_plan, r);
         check_metadata(*src, kept, out, r);
         expect = check_tensor_infos(*src, layout, kept, out, r);
         for (const auto& s : src->shards()) source_paths.push_back(s.path);
@@ -92,6 +96,13 @@ AuditReport run_audit(const AuditOptions& o) {
     // 6. Manifests: check against the given one, build the output's own.
     if (manifest) check_manifest(*manifest, out, bytes, r.findings);
     if (o.compute_manifest) r.manifest = build_manifest(out, bytes);
+
+    // The verdict holds only for files that stayed as they were opened: one truncated or rewritten
+    // during the pass may have been read half old, half new, so the audit stops without one.
+    if (src)
+        for (const auto& s : src->shards()) s.file->check_unchanged();
+    for (const OutShard& s : out.shards)
+        if (s.file) s.file->check_unchanged();
 
     // 7. Summary.
     AuditSummary& sum = r.summary;

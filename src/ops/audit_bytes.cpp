@@ -270,6 +270,102 @@ Finding padding_finding(const OutShard& s, const Piece& p, uint64_t first, uint6
     return f;
 }
 
+// A width-cut expert: compares output bytes [p.offset, p.offset + p.length) with what the plan gathers
+// from the source slab, one output row (elements) or one kept row (rows) at a time, through `expect`
+// (at most one source row: never a whole slab in memory). Every output byte goes to `feed` in order.
+struct GatherResult {
+    uint64_t diffs = 0, first = 0;
+    int64_t channel = -1, row = -1;
+    uint64_t src_offset = 0;
+};
+
+template <typename Feed>
+GatherResult compare_gather(const Piece& p, StreamReader& out, StreamReader& src, uint64_t fill, Feed feed,
+                            const std::atomic<bool>& stop) {
+    const SourceRun& run = *p.run;
+    const WidthGather& g = *run.gather;
+    const int32_t* ch = g.channels(run.source_expert);
+    const uint64_t src_slab_end =
+        run.src_offset + (g.elements ? g.unit * static_cast<uint64_t>(g.n_ff * g.rows)
+                                     : g.unit * static_cast<uint64_t>(g.fused ? 2 * g.n_ff : g.n_ff));
+    GatherResult res;
+    std::vector<uint8_t> expect, row;
+    // Copies [off, off + n) of the source into dst through the stream (a view may end early).
+    auto read_src = [&](uint64_t off, uint64_t n, uint8_t* dst) {
+        while (n > 0) {
+            const auto v = src.view(off, n, src_slab_end);
+            std::memcpy(dst, v.data(), v.size());
+            dst += v.size();
+            off += v.size();
+            n -= v.size();
+        }
+    };
+    const int64_t units = g.elements ? g.rows : (g.fused ? 2 * g.k : g.k);
+    uint64_t off = p.offset;
+    for (int64_t u = 0; u < units; ++u) {
+        if (stop.load(std::memory_order_relaxed)) return res;
+        check_interrupted();
+        uint64_t src_at = 0;
+        if (g.elements) {
+            const uint64_t src_row = g.unit * static_cast<uint64_t>(g.n_ff);
+            src_at = run.src_offset + static_cast<uint64_t>(u) * src_row;
+            row.resize(src_row);
+            read_src(src_at, src_row, row.data());
+            expect.resize(g.unit * static_cast<uint64_t>(g.k));
+            for (int64_t j = 0; j < g.k; ++j)
+                std::memcpy(expect.data() + static_cast<uint64_t>(j) * g.unit,
+                            row.data() + static_cast<uint64_t>(ch[j]) * g.unit, g.unit);
+        } else {
+            const int64_t c = ch[u % g.k] + (u >= g.k ? g.n_ff : 0);
+            src_at = run.src_offset + static_cast<uint64_t>(c) * g.unit;
+            expect.resize(g.unit);
+            read_src(src_at, g.unit, expect.data());
+        }
+        for (uint64_t i = 0; i < expect.size();) {
+            const auto a = out.view(off, expect.size() - i, fill);
+            if (std::memcmp(a.data(), expect.data() + i, a.size()) != 0)
+                for (size_t j = 0; j < a.size(); ++j)
+                    if (a[j] != expect[i + j] && res.diffs++ == 0) {
+                        res.first = off + j;
+                        const uint64_t at = i + j;
+                        res.row = g.elements ? u : -1;
+                        res.channel = g.elements ? ch[at / g.unit] : ch[u % g.k];
+                        res.src_offset =
+                            g.elements ? src_at + static_cast<uint64_t>(res.channel) * g.unit + at % g.unit
+                                       : src_at + at;
+                    }
+            feed(a.data(), a.size());
+            off += a.size();
+            i += a.size();
+        }
+    }
+    return res;
+}
+
+Finding gather_finding(const OutShard& s, const Piece& p, const std::string& src_path,
+                       const GatherResult& g) {
+    const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
+    const SourceRun& run = *p.run;
+    Finding f;
+    f.kind = FindingKind::kData;
+    f.file = s.path;
+    f.tensor = t.name;
+    f.offset = g.first;
+    f.region = run.region;
+    f.expert = run.expert;
+    f.source_expert = run.source_expert;
+    f.channel = g.channel;
+    const bool upper = run.gather->fused && !run.gather->elements && g.first - p.offset >= p.length / 2;
+    f.subject = fmt::format("tensor '{}' expert {} (source expert {}) channel {}{}", t.name, run.expert,
+                            run.source_expert, g.channel, upper ? " (up half)" : "");
+    f.message = fmt::format(
+        "differs from source expert {} channel {}{}: {} of {} bytes of the expert's {} differ, "
+        "the first at byte {} ({} offset {})",
+        run.source_expert, g.channel, g.row >= 0 ? fmt::format(" in row {}", g.row) : "", g.diffs, p.length,
+        run.region, g.first - p.offset, base_name(src_path), g.src_offset);
+    return f;
+}
+
 struct ShardJob {
     const OutShard* shard;
     std::vector<Piece> pieces;
@@ -310,6 +406,28 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
         if (p.tensor >= 0 && p.tensor != cur) {
             cur = p.tensor;
             cur_bad = cur_compared = cur_expert = false;
+        }
+        if (p.check == Check::kSource && p.run->gather) {
+            const uint64_t fill = o.read_all ? size : p.offset + p.length;
+            const GatherResult g = compare_gather(
+                p, out, src.get(p.run->src_shard), fill,
+                [&](const uint8_t* d, size_t n) {
+                    if (file_hash) {
+                        file_hash->update(d, n);
+                        tensor_hash->update(d, n);
+                    }
+                },
+                stop);
+            if (stop.load(std::memory_order_relaxed)) return r;
+            r.counts.bytes_compared += p.length;
+            cur_compared = cur_expert = true;
+            if (g.diffs) {
+                cur_bad = true;
+                r.findings.push_back(gather_finding(s, p, source_paths[p.run->src_shard], g));
+            } else {
+                ++r.counts.slabs;
+            }
+            continue;
         }
         uint64_t off = p.offset, left = p.length;
         uint64_t src_off = p.run ? p.run->src_offset : 0;

@@ -12,6 +12,7 @@
 #include "gguf_reap/gguf.h"
 #include "gguf_reap/input_file.h"
 #include "gguf_reap/moe_layout.h"
+#include "gguf_reap/neuron_plan.h"
 #include "gguf_reap/shard_set.h"
 
 namespace gguf_reap::audit_detail {
@@ -51,6 +52,24 @@ uint64_t kv_value_offset(const Kv& kv);
 
 // ---- expectations from the source (audit_source.cpp) ----------------------------------------------
 
+// A width cut (--neuron-plan): every kept expert keeps the plan's K channels of its n_ff, in ascending
+// channel order (docs/audit.md, "Width-spliced outputs").
+struct WidthAudit {
+    NeuronPlan plan;               // rows ascending, for the source's (block, expert) pairs
+    int64_t native_width = 0;      // n_ff of the source
+    std::string sha256;            // of the plan file
+    std::string width_key;         // <arch>.expert_feed_forward_length
+    std::string shared_count_key;  // set when the loader derives the shared width from the count
+    int64_t shared_width = 0;
+};
+
+// Reads and checks the plan against the source; names a plan sha the output records differently. An
+// output that records a plan without --neuron-plan is refused (UsageError). nullptr without a plan.
+std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLayout& layout,
+                                               const OutputSet& out,
+                                               const std::optional<std::string>& plan_path,
+                                               AuditReport& report);
+
 // Kept source expert ids per MoE block (output expert k = source expert kept[k]).
 struct KeptExperts {
     bool valid = false;  // false: expert tensors cannot be verified (findings or notes say why)
@@ -59,6 +78,7 @@ struct KeptExperts {
     std::vector<int> moe_blocks;  // the source's MoE blocks (known even when the kept ids are not)
     std::string from;             // "keeplist", "provenance", "unchanged"
     bool provenance = false;      // the output carries gguf_reap.* keys
+    std::shared_ptr<const WidthAudit> width;  // --neuron-plan
 };
 
 KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
@@ -66,6 +86,22 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
 
 // Key/value pairs of every shard against the source plus the documented changes.
 void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report);
+
+// How one kept expert's bytes of a width-cut tensor are gathered from its source slab: whole rows
+// (ffn_gate/up_exps; ffn_gate_up_exps: gate rows then up rows) or elements of every row
+// (ffn_down_exps, gpt-oss gate/up biases).
+struct WidthGather {
+    bool elements = false;
+    bool fused = false;  // rows of a fused gate_up: rows c, then n_ff + c
+    uint64_t unit = 0;   // bytes of one row (rows) or of one element (elements)
+    int64_t rows = 1;    // elements: rows per expert slab
+    int64_t n_ff = 0, k = 0;
+    size_t block_index = 0;  // into plan.blocks
+    std::shared_ptr<const WidthAudit> width;
+    const int32_t* channels(int64_t source_expert) const {
+        return width->plan.row(block_index, source_expert);
+    }
+};
 
 // One run of source bytes an output tensor must reproduce, in output order.
 struct SourceRun {
@@ -75,10 +111,13 @@ struct SourceRun {
     int64_t expert = -1;         // output expert k (expert tensors only)
     int64_t source_expert = -1;  // kept[k]
     const char* region = "tensor data";
+    const WidthGather* gather =
+        nullptr;  // width cut: `length` output bytes gathered from the slab at src_offset
 };
 
 struct TensorExpect {
     std::vector<SourceRun> runs;  // empty: nothing to compare (no source, or the info already differs)
+    std::shared_ptr<const WidthGather> gather;  // what runs[i].gather points at
 };
 
 // [shard][tensor index in that shard's header]

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <fstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,6 +14,7 @@
 #include "gguf_reap/ggml_types.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/sha256.h"
+#include "gguf_reap/width.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {
@@ -22,6 +23,29 @@ namespace {
 
 constexpr std::string_view kProvenancePrefix = "gguf_reap.";
 constexpr std::string_view kKeptPrefix = "gguf_reap.kept.";
+constexpr const char* kPlanShaKey = "gguf_reap.neuron_plan_sha256";
+constexpr const char* kSourceWidthKey = "gguf_reap.source_expert_feed_forward_length";
+
+// Which tensors a width cut changes, and along which ne[] they become K (2K for a fused gate_up).
+std::optional<std::pair<int, int64_t>> width_axis(const ExpertTensor& et, int64_t k) {
+    switch (et.role) {
+        case ExpertRole::kGateExps:
+        case ExpertRole::kUpExps:
+            return std::make_pair(1, k);
+        case ExpertRole::kGateUpExps:
+            return std::make_pair(1, 2 * k);
+        case ExpertRole::kDownExps:
+            return std::make_pair(0, k);
+        case ExpertRole::kExpsBias:
+            // gpt-oss gate/up biases [n_ff, E] are cut; the down bias [n_embd, E] is not.
+            if (et.name.find(".ffn_gate_exps.") != std::string::npos ||
+                et.name.find(".ffn_up_exps.") != std::string::npos)
+                return std::make_pair(0, k);
+            return std::nullopt;
+        default:
+            return std::nullopt;
+    }
+}
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
@@ -91,18 +115,6 @@ Provenance read_provenance(const OutShard& first, std::vector<Finding>& findings
         p.kept_kv[block] = &kv;
     }
     return p;
-}
-
-std::string file_sha256(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(path, "open", errno);
-    Sha256 h;
-    std::vector<char> buf(1 << 16);
-    while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        h.update(buf.data(), static_cast<size_t>(in.gcount()));
-    }
-    return h.finish_hex();
 }
 
 void fill_from(const KeepList& kl, KeptExperts& k) {
@@ -240,6 +252,58 @@ const char* region_of(ExpertRole role) {
 
 }  // namespace
 
+std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLayout& layout,
+                                               const OutputSet& out,
+                                               const std::optional<std::string>& plan_path,
+                                               AuditReport& report) {
+    const OutShard& first = out.meta();
+    const Kv* recorded = first.header ? first.header->find(kPlanShaKey) : nullptr;
+    const auto recorded_sha = recorded ? recorded->as_string() : std::nullopt;
+    if (!plan_path) {
+        if (recorded)
+            throw UsageError(
+                fmt::format("{}: was width-spliced with plan sha256 {}: pass --neuron-plan (the plan it "
+                            "was cut with) to verify its expert tensors",
+                            first.path, recorded_sha.value_or(recorded->display())));
+        return nullptr;
+    }
+    auto w = std::make_shared<WidthAudit>();
+    const WidthRules rules = width_rules(src, layout);
+    w->native_width = rules.native_width;
+    w->width_key = rules.width_key;
+    if (rules.shared_derived && rules.shared_width > 0) {
+        w->shared_count_key = rules.shared_count_key;
+        w->shared_width = rules.shared_width;
+    }
+    std::vector<int> blocks;
+    for (const auto& b : layout.blocks) blocks.push_back(b.block);
+    w->plan =
+        read_neuron_plan(*plan_path, blocks, static_cast<int64_t>(layout.expert_count), rules.native_width);
+    check_width(rules, w->plan.k, src.shards().front().path);
+    // Elements of a quantized row are not bytes: a width cut of such a tensor cannot be byte-exact.
+    for (const auto& b : layout.blocks)
+        for (const auto& et : b.tensors) {
+            const TensorInfo& t = src.info(src.tensors()[et.tensor]);
+            const auto ax = width_axis(et, w->plan.k);
+            if (ax && ax->first == 0 && ggml_type(t.type)->block_size != 1)
+                throw UsageError(
+                    fmt::format("{}: {} is {}: its columns cannot be cut byte-exactly, so no width-spliced "
+                                "output of this source can be verified",
+                                src.shards().front().path, t.name, ggml_type_display(t.type)));
+        }
+    w->sha256 = sha256_file(*plan_path);
+    if (recorded && recorded_sha != w->sha256)
+        report.findings.push_back(make_finding(
+            FindingKind::kKeeplist, first.path, fmt::format("kv '{}'", kPlanShaKey),
+            kv_value_offset(*recorded),
+            fmt::format("the output was cut with plan sha256 {}, but {} has sha256 {}: another plan",
+                        recorded_sha.value_or(recorded->display()), *plan_path, w->sha256)));
+    report.neuron_plan = *plan_path;
+    report.source_width = w->native_width;
+    report.output_width = w->plan.k;
+    return w;
+}
+
 KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
                         const std::optional<std::string>& keeplist_path, AuditReport& report) {
     KeptExperts k;
@@ -273,7 +337,7 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
                 report.findings.push_back(std::move(f));
             }
             const auto recorded = prov.keeplist_sha ? prov.keeplist_sha->as_string() : std::nullopt;
-            if (same && recorded && *recorded != file_sha256(*keeplist_path))
+            if (same && recorded && *recorded != sha256_file(*keeplist_path))
                 report.notes.push_back(fmt::format(
                     "{} keeps the same experts as the output records, but its sha256 differs from "
                     "gguf_reap.keeplist_sha256 ({}): a reformatted copy?",
@@ -343,7 +407,21 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
     const Header& meta = src.metadata();
     const std::string ec_key = src.architecture() + ".expert_count";
     std::vector<Kv> owned;  // values made here; reserved so that pointers into it stay valid
-    owned.reserve(8);
+    owned.reserve(16);
+    // A width cut sets the expert width to K and, where the loader derives the shared width from it,
+    // the shared-expert count to W / K.
+    std::vector<std::tuple<std::string, uint64_t, std::string>> width_kvs;
+    if (kept.width) {
+        const WidthAudit& w = *kept.width;
+        width_kvs.emplace_back(
+            w.width_key, static_cast<uint64_t>(w.plan.k),
+            fmt::format("the expert FFN width becomes K = {} (the neuron plan)", w.plan.k));
+        if (!w.shared_count_key.empty())
+            width_kvs.emplace_back(
+                w.shared_count_key, static_cast<uint64_t>(w.shared_width / w.plan.k),
+                fmt::format("the shared experts stay {} wide, so the count becomes W / K = {} / {}",
+                            w.shared_width, w.shared_width, w.plan.k));
+    }
     std::vector<ExpectedKv> exp;
     std::unordered_set<std::string> src_split;
     for (const Kv& kv : meta.kvs) {
@@ -363,9 +441,26 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
                 exp.push_back({kv.key, Match::kExact, &owned.back(),
                                fmt::format("expert_count of the source, {}, becomes the {} experts kept",
                                            kv.display(), kept.n)});
+                // A source relying on the loader's fallback gets the width KVs right after expert_count.
+                for (const auto& [key, value, why] : width_kvs)
+                    if (!meta.find(key)) {
+                        owned.push_back(Kv::make_u32(key, static_cast<uint32_t>(value)));
+                        exp.push_back(
+                            {key, Match::kExact, &owned.back(),
+                             fmt::format("{} (added after expert_count: the source lacks it)", why)});
+                    }
                 continue;
             }
         }
+        bool width_changed = false;
+        for (const auto& [key, value, why] : width_kvs)
+            if (kv.key == key)
+                if (auto v = Kv::make_int_like(kv, value)) {
+                    owned.push_back(std::move(*v));
+                    exp.push_back({kv.key, Match::kExact, &owned.back(), why});
+                    width_changed = true;
+                }
+        if (width_changed) continue;
         exp.push_back({kv.key, Match::kExact, &kv, "copied unchanged from the source"});
     }
     if (kept.provenance) {
@@ -379,6 +474,12 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
         for (int block : kept.moe_blocks)
             exp.push_back({fmt::format("gguf_reap.kept.{}", block), Match::kPresence, nullptr,
                            fmt::format("{}; one per MoE block", why)});
+        if (kept.width) {
+            owned.push_back(Kv::make_string(kPlanShaKey, kept.width->sha256));
+            exp.push_back({kPlanShaKey, Match::kExact, &owned.back(), "the sha256 of the neuron plan"});
+            owned.push_back(Kv::make_u32(kSourceWidthKey, static_cast<uint32_t>(kept.width->native_width)));
+            exp.push_back({kSourceWidthKey, Match::kExact, &owned.back(), "the source's expert FFN width"});
+        }
     }
     if (out.multi())
         for (const char* k : {"split.no", "split.count", "split.tensors.count"})
@@ -441,10 +542,13 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
             const TensorInfo& S = src.info(*r);
             const auto ex = expert_of.find(g);
             std::array<int64_t, 4> want = S.ne;
+            std::optional<std::pair<int, int64_t>> cut;
             if (ex != expert_of.end()) {
                 // With the kept experts unknown the expert axis can be anything; the rest must match.
                 const auto axis = static_cast<size_t>(ex->second.et->axis);
                 want[axis] = kept.valid ? static_cast<int64_t>(kept.n) : t.ne[axis];
+                if (kept.width) cut = width_axis(*ex->second.et, kept.width->plan.k);
+                if (cut) want[static_cast<size_t>(cut->first)] = cut->second;
             }
             bool ok = true;
             if (t.type != S.type) {
@@ -459,8 +563,11 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                 shown.ne = want;
                 finding(fmt::format("has shape {}, expected {}{}", shape_string(t), shape_string(shown),
                                     ex != expert_of.end()
-                                        ? fmt::format(" ({} of the source's {} experts kept on axis {})",
-                                                      kept.n, layout.expert_count, ex->second.et->axis)
+                                        ? fmt::format(" ({} of the source's {} experts kept on axis {}{})",
+                                                      kept.n, layout.expert_count, ex->second.et->axis,
+                                                      cut ? fmt::format(", {} channels on axis {}",
+                                                                        kept.width->plan.k, cut->first)
+                                                          : std::string())
                                         : std::string(" (as in the source)")));
                 ok = false;
             }
@@ -473,10 +580,37 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                 const ExpertTensor& et = *ex->second.et;
                 const auto kb = kept.blocks.find(ex->second.block);
                 if (kb == kept.blocks.end() || et.slab == 0) continue;
+                uint64_t out_slab = et.slab;
+                if (cut) {
+                    // This expert's bytes are gathered from its source slab: rows c (gate/up; a fused
+                    // gate_up rows c then n_ff + c) or elements c of every row (down, gate/up biases).
+                    const WidthAudit& w = *kept.width;
+                    auto g = std::make_shared<WidthGather>();
+                    g->elements = cut->first == 0;
+                    g->fused = et.role == ExpertRole::kGateUpExps;
+                    g->n_ff = w.native_width;
+                    g->k = w.plan.k;
+                    g->width = kept.width;
+                    g->block_index = static_cast<size_t>(
+                        std::lower_bound(w.plan.blocks.begin(), w.plan.blocks.end(), ex->second.block) -
+                        w.plan.blocks.begin());
+                    if (g->elements) {
+                        g->unit = static_cast<uint64_t>(ggml_type(S.type)->type_size);
+                        g->rows = et.axis == 1 ? 1 : S.ne[1];  // a bias [n_ff, E] is one row per expert
+                        out_slab = g->unit * static_cast<uint64_t>(g->k * g->rows);
+                    } else {
+                        g->unit = *ggml_row_size(S.type, S.ne[0]);
+                        out_slab = g->unit * static_cast<uint64_t>(g->fused ? 2 * g->k : g->k);
+                    }
+                    te.gather = g;
+                }
                 for (size_t k = 0; k < kb->second.size(); ++k) {
                     const int64_t e = kb->second[k];
-                    te.runs.push_back({r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, et.slab,
-                                       static_cast<int64_t>(k), e, region_of(et.role)});
+                    te.runs.push_back(
+                        {r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, out_slab,
+                         static_cast<int64_t>(k), e,
+                         cut ? (te.gather->elements ? "kept columns" : "kept rows") : region_of(et.role),
+                         te.gather.get()});
                 }
             }
             exp[si][ti] = std::move(te);

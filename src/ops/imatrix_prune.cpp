@@ -1,7 +1,8 @@
 // plan_imatrix_prune: the source imatrix with every routed-expert entry cut to the kept experts, so
 // that llama-quantize, which demands ne[0] * n_expert values per expert tensor, accepts it for the
 // pruned model. Router, shared-expert, attention and dense entries carry no per-expert rows and are
-// copied unchanged, as are the imatrix KVs (datasets, chunk count and size).
+// copied unchanged, as are the imatrix KVs (datasets, chunk count and size). Under a width cut the
+// ffn_down_exps entries also keep only each kept expert's kept channels; counts are per expert and stay.
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -42,7 +43,25 @@ bool is_expert_weight(ExpertRole r) {
 struct ExpertEntry {
     const TensorInfo* model_tensor = nullptr;
     const std::vector<int64_t>* keep = nullptr;
+    ExpertRole role = ExpertRole::kGateExps;
+    size_t block_index = 0;  // into MoeLayout::blocks
 };
+
+// With a width cut, an ffn_down_exps entry keeps per kept expert only the values of the kept channels:
+// llama-quantize wants ne0 == the tensor's ne0, which becomes K.
+const WidthCut* cuts_channels(const ExpertEntry& ee, const WidthCut* width) {
+    return width && ee.role == ExpertRole::kDownExps ? width : nullptr;
+}
+
+// Appends, per kept expert, the kept channels of its row of `ne0` f32 values at `at`.
+void append_kept_channels(CopyJob& job, uint32_t src, uint64_t at, uint64_t ne0, const ExpertEntry& ee,
+                          const WidthCut& w) {
+    for (int64_t e : *ee.keep)
+        job.append_gather(
+            src, at + static_cast<uint64_t>(e) * ne0 * 4, 1,
+            {ne0 * 4, 4,
+             w.rows[ee.block_index * static_cast<size_t>(w.plan.expert_count) + static_cast<size_t>(e)]});
+}
 std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSet& model,
                                         const MoeLayout& layout, const KeepList& kl, const std::string& path,
                                         uint64_t offset, const std::string& field) {
@@ -59,14 +78,16 @@ std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSe
                         weight, ref ? "is not in an MoE block of the model" : "the model does not have"));
     const size_t index = static_cast<size_t>(ref - model.tensors().data());
     for (const ExpertTensor& et : mb->tensors)
-        if (et.tensor == index && is_expert_weight(et.role)) return ExpertEntry{&model.info(*ref), &kb->keep};
+        if (et.tensor == index && is_expert_weight(et.role))
+            return ExpertEntry{&model.info(*ref), &kb->keep, et.role,
+                               static_cast<size_t>(mb - layout.blocks.data())};
     throw InputError(path, offset, field,
                      fmt::format("'{}' is not a stacked expert weight of the model", weight));
 }
 
 // GGUF imatrix: in_sum2 [ne0, E] and counts [1, E] lose the rows of pruned experts.
 PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model, const MoeLayout& layout,
-                      const KeepList& kl, const std::string& out_path) {
+                      const KeepList& kl, const std::string& out_path, const WidthCut* width) {
     const std::string& path = im.path();
     const Header h = parse_gguf_header(im.file());
     const int64_t E = static_cast<int64_t>(layout.expert_count);
@@ -78,6 +99,7 @@ PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model
     struct Row {
         uint64_t row_bytes = 0;
         const std::vector<int64_t>* keep = nullptr;
+        std::optional<ExpertEntry> channels;  // in_sum2 of ffn_down_exps under a width cut
     };
     std::vector<Row> rows(h.tensors.size());
     std::vector<TensorInfo> infos = h.tensors;
@@ -98,9 +120,17 @@ PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model
                              fmt::format("has {} values per expert, but '{}' has ne[0] = {} (was the imatrix "
                                          "made for another model?)",
                                          t.ne[0], weight, ee->model_tensor->ne[0]));
-        rows[i] = {t.nbytes / static_cast<uint64_t>(E), ee->keep};
+        rows[i] = {t.nbytes / static_cast<uint64_t>(E), ee->keep, std::nullopt};
         infos[i].ne[1] = static_cast<int64_t>(ee->keep->size());
         infos[i].nbytes = rows[i].row_bytes * ee->keep->size();
+        if (sums && cuts_channels(*ee, width)) {
+            if (t.type != 0)
+                throw InputError(path, t.info_offset, field,
+                                 fmt::format("is {}, but imatrix sums are F32", ggml_type_display(t.type)));
+            rows[i].channels = *ee;
+            infos[i].ne[0] = width->plan.k;
+            infos[i].nbytes = static_cast<uint64_t>(width->plan.k) * 4 * ee->keep->size();
+        }
     }
     assign_offsets(infos, f.alignment);
     std::vector<uint8_t> header = serialize_header(f.version, h.kvs, infos, f.alignment);
@@ -113,7 +143,14 @@ PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model
         pt.info = infos[i];
         pt.data_offset = f.job.size;
         const uint64_t at = h.data_start + h.tensors[i].offset;
-        if (rows[i].keep) {
+        if (rows[i].channels) {
+            append_kept_channels(f.job, src, at, static_cast<uint64_t>(h.tensors[i].ne[0]), *rows[i].channels,
+                                 *width);
+            pt.expert_axis = 1;
+            pt.slabs = rows[i].keep->size();
+            ++f.sliced_tensors;
+            f.slabs += pt.slabs;
+        } else if (rows[i].keep) {
             for (int64_t e : *rows[i].keep)
                 f.job.append_copy(src, at + static_cast<uint64_t>(e) * rows[i].row_bytes, rows[i].row_bytes);
             pt.expert_axis = 1;
@@ -140,7 +177,7 @@ void put_le(std::vector<uint8_t>& out, T v) {
 // expert entry holds nval = ne0 * E values, expert-major; it keeps ne0 * N. ncall stays: values are
 // means scaled by ncall, so dividing by it still gives each kept expert's own mean.
 PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& model, const MoeLayout& layout,
-                        const KeepList& kl, const std::string& out_path) {
+                        const KeepList& kl, const std::string& out_path, const WidthCut* width) {
     const std::string& path = im.path();
     const uint64_t E = layout.expert_count;
     PlannedFile f;
@@ -174,17 +211,22 @@ PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& mod
                             "imatrix made for another model?)",
                             e.nval, e.name, ne0, E, ne0 * E));
         const uint64_t n_keep = ee->keep->size();
+        const WidthCut* w = cuts_channels(*ee, width);
+        const uint64_t out_ne0 = w ? static_cast<uint64_t>(w->plan.k) : ne0;
         std::vector<uint8_t> head;
         put_le<int32_t>(head, static_cast<int32_t>(e.name.size()));
         head.insert(head.end(), e.name.begin(), e.name.end());
         put_le<int32_t>(head, e.ncall);
-        put_le<int32_t>(head, static_cast<int32_t>(ne0 * n_keep));
+        put_le<int32_t>(head, static_cast<int32_t>(out_ne0 * n_keep));
         f.job.append_literal(std::move(head));
         pt.data_offset = f.job.size;
-        for (int64_t x : *ee->keep)
-            f.job.append_copy(src, e.sums_offset + static_cast<uint64_t>(x) * ne0 * 4, ne0 * 4);
-        pt.info.ne[0] = static_cast<int64_t>(ne0 * n_keep);
-        pt.info.nbytes = ne0 * n_keep * 4;
+        if (w)
+            append_kept_channels(f.job, src, e.sums_offset, ne0, *ee, *w);
+        else
+            for (int64_t x : *ee->keep)
+                f.job.append_copy(src, e.sums_offset + static_cast<uint64_t>(x) * ne0 * 4, ne0 * 4);
+        pt.info.ne[0] = static_cast<int64_t>(out_ne0 * n_keep);
+        pt.info.nbytes = out_ne0 * n_keep * 4;
         pt.expert_axis = 0;
         pt.slabs = n_keep;
         ++f.sliced_tensors;
@@ -198,14 +240,15 @@ PlannedFile plan_legacy(const ImatrixFile& im, uint32_t src, const ShardSet& mod
 }  // namespace
 
 PlannedFile plan_imatrix_prune(const ImatrixFile& im, uint32_t source_index, const ShardSet& model,
-                               const MoeLayout& layout, const KeepList& kl, const std::string& out_path) {
+                               const MoeLayout& layout, const KeepList& kl, const std::string& out_path,
+                               const WidthCut* width) {
     if (out_path.empty())
         throw UsageError("--imatrix-in needs --imatrix-out (where the pruned imatrix goes)");
     switch (im.kind()) {
         case ImatrixKind::kGguf:
-            return plan_gguf(im, source_index, model, layout, kl, out_path);
+            return plan_gguf(im, source_index, model, layout, kl, out_path, width);
         case ImatrixKind::kLegacy:
-            return plan_legacy(im, source_index, model, layout, kl, out_path);
+            return plan_legacy(im, source_index, model, layout, kl, out_path, width);
         case ImatrixKind::kNotImatrix:
             break;
     }

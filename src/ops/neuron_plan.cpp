@@ -23,6 +23,16 @@ const NpyArray* find_array(const std::map<std::string, NpyArray>& m,
     return nullptr;
 }
 
+// An id array's elements; a float or string array is bad input naming the file (to_int64's own
+// UsageError knows neither the file nor the array).
+std::vector<int64_t> integers(const NpyArray& a, const std::string& path, const char* name) {
+    const char kind = a.descr.size() > 1 ? a.descr[1] : '?';
+    if (kind != 'i' && kind != 'u' && kind != 'b')
+        throw InputError(path, std::nullopt, name,
+                         fmt::format("must be an integer array, found dtype '{}'", a.descr));
+    return a.to_int64();
+}
+
 }  // namespace
 
 NeuronPlan read_neuron_plan(const std::string& path, const std::vector<int>& blocks, int64_t E,
@@ -47,24 +57,31 @@ NeuronPlan read_neuron_plan(const std::string& path, const std::vector<int>& blo
     if (ch->shape.size() != 2) throw InputError(path, std::nullopt, "channels", "must be 2-D [pairs, k]");
     const int64_t rows = ch->shape[0], k = ch->shape[1];
     if (k < 1) throw InputError(path, std::nullopt, "channels", "keeps no channels (k = 0)");
-    const std::vector<int64_t> ids = ch->to_int64();
+    // Every (block, expert) pair has exactly one row, so any other row count is wrong whatever the id
+    // arrays say; checking it first also bounds k (rows × k elements were read) before k sizes anything.
+    const int64_t pairs = static_cast<int64_t>(blocks.size()) * E;
+    if (rows != pairs)
+        throw InputError(path, std::nullopt, "channels",
+                         fmt::format("has {} rows but the model has {} MoE blocks × {} experts = {}: a plan "
+                                     "has one row per (block, expert) pair",
+                                     rows, blocks.size(), E, pairs));
+    if (width > 0 && k > width)
+        throw InputError(
+            path, std::nullopt, "channels",
+            fmt::format("keeps {} channels per expert, more than the expert width {}", k, width));
+    const std::vector<int64_t> ids = integers(*ch, path, "channels");
     const NpyArray* ba = find_array(arrays, {"block", "blocks", "block_ids"});
     const NpyArray* ea = find_array(arrays, {"expert", "experts", "expert_ids"});
     std::vector<int64_t> bid, eid;
     if (ba && ea) {
-        bid = ba->to_int64();
-        eid = ea->to_int64();
+        bid = integers(*ba, path, "block");
+        eid = integers(*ea, path, "expert");
         if (static_cast<int64_t>(bid.size()) != rows || static_cast<int64_t>(eid.size()) != rows)
             throw InputError(path, std::nullopt, "block/expert",
                              fmt::format("must have one entry per plan row ({})", rows));
     } else {
-        // Without id arrays, rows are block-major over the MoE blocks in ascending order.
-        if (rows != static_cast<int64_t>(blocks.size()) * E)
-            throw InputError(
-                path, std::nullopt, "channels",
-                fmt::format("has {} rows but the model has {} MoE blocks × {} experts = {} (and the plan "
-                            "has no block/expert id arrays)",
-                            rows, blocks.size(), E, static_cast<int64_t>(blocks.size()) * E));
+        // Without id arrays, rows are block-major over the MoE blocks in ascending order (the row count
+        // was checked above).
         for (size_t b = 0; b < blocks.size(); ++b)
             for (int64_t e = 0; e < E; ++e) {
                 bid.push_back(blocks[b]);
@@ -72,7 +89,7 @@ NeuronPlan read_neuron_plan(const std::string& path, const std::vector<int>& blo
             }
     }
     if (const NpyArray* ka = find_array(arrays, {"k"})) {
-        const std::vector<int64_t> kv = ka->to_int64();
+        const std::vector<int64_t> kv = integers(*ka, path, "k");
         if (kv.size() != 1 || kv[0] != k)
             throw InputError(path, std::nullopt, "k",
                              fmt::format("says {} but 'channels' has {} columns",

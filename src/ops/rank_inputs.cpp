@@ -49,18 +49,6 @@ std::string base_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
 }
 
-// "blk.N.ffn_down_exps.weight" → N.
-std::optional<int> down_exps_block(std::string_view name) {
-    constexpr std::string_view kSuffix = ".ffn_down_exps.weight";
-    if (name.substr(0, 4) != "blk." || name.size() <= 4 + kSuffix.size()) return std::nullopt;
-    if (name.substr(name.size() - kSuffix.size()) != kSuffix) return std::nullopt;
-    const std::string_view num = name.substr(4, name.size() - 4 - kSuffix.size());
-    int n = 0;
-    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
-    if (ec != std::errc() || p != num.data() + num.size() || n < 0) return std::nullopt;
-    return n;
-}
-
 // Reads [offset, offset + n) of `f` with pread into `dst`.
 void pread_exact(const InputFile& f, uint64_t offset, uint8_t* dst, size_t n) {
     while (n > 0) {
@@ -125,13 +113,6 @@ void hash_range(const InputFile& f, Sha256& h, uint64_t from, uint64_t to) {
         with_bytes(f, from, n, [&](const uint8_t* p) { h.update(p, n); });
         from += n;
     }
-}
-
-std::string sha256_file(const InputFile& f) {
-    Sha256 h;
-    f.advise_sequential(0, f.size());
-    hash_range(f, h, 0, f.size());
-    return h.finish_hex();
 }
 
 float half_to_float(uint16_t h) {

@@ -8,6 +8,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/ggml_types.h"
 #include "gguf_reap/splice.h"
+#include "splice_width.h"
 
 namespace gguf_reap {
 
@@ -68,9 +69,21 @@ std::vector<Kv> split_kvs(size_t no, size_t count, size_t tensors) {
             Kv::make_u16(kSplitCount, static_cast<uint16_t>(count))};
 }
 
+// The KVs a width cut sets: the expert width, and the shared-expert count where the loader derives
+// the shared width as expert_feed_forward_length × expert_shared_count.
+std::vector<std::pair<std::string, uint64_t>> width_kvs(const WidthCut& w) {
+    std::vector<std::pair<std::string, uint64_t>> kvs{{w.rules.width_key, static_cast<uint64_t>(w.plan.k)}};
+    if (w.rules.shared_derived && w.rules.shared_width > 0)
+        kvs.emplace_back(w.rules.shared_count_key, static_cast<uint64_t>(w.rules.shared_width / w.plan.k));
+    return kvs;
+}
+
 // Shard 1's KVs: every source KV in source order with expert_count = N, source split.* replaced in
 // place by `split` (or dropped when `split` is empty), then provenance, then split.* keys the source
 // lacked. Provenance keys of an earlier splice are dropped: they would describe the wrong source.
+// A width cut sets expert_feed_forward_length = K (a u32 right after expert_count when the source
+// relied on the loader's fallback) and, where the loader derives the shared width from it,
+// expert_shared_count = W / K (likewise added after it when absent).
 std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
                                 const SpliceOptions& o, const std::vector<Kv>& split) {
     const std::string expert_key = layout.arch + ".expert_count";
@@ -91,7 +104,21 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
             auto v = Kv::make_int_like(kv, n_keep);
             if (!v) throw std::logic_error(fmt::format("{} cannot hold {}", expert_key, n_keep));
             kvs.push_back(*v);
+            if (o.width)
+                for (const auto& [key, value] : width_kvs(*o.width))
+                    if (!model.find_kv(key)) kvs.push_back(Kv::make_u32(key, static_cast<uint32_t>(value)));
             continue;
+        }
+        if (o.width) {
+            bool replaced = false;
+            for (const auto& [key, value] : width_kvs(*o.width))
+                if (kv.key == key) {
+                    auto v = Kv::make_int_like(kv, value);
+                    if (!v) throw std::logic_error(fmt::format("{} cannot hold {}", key, value));
+                    kvs.push_back(*v);
+                    replaced = true;
+                }
+            if (replaced) continue;
         }
         kvs.push_back(kv);
     }
@@ -102,6 +129,11 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
         kvs.push_back(Kv::make_string(kProvenanceKeeplistShaKey, o.keeplist_sha256));
         for (const KeepBlock& b : kl.blocks)
             kvs.push_back(make_u32_array(fmt::format("{}{}", kProvenanceKeptPrefix, b.block), b.keep));
+        if (o.width) {
+            kvs.push_back(Kv::make_string(kProvenanceNeuronPlanShaKey, o.width->plan_sha256));
+            kvs.push_back(Kv::make_u32(kProvenanceSourceExpertWidthKey,
+                                       static_cast<uint32_t>(o.width->rules.native_width)));
+        }
     }
     for (size_t i = 0; i < split.size(); ++i)
         if (!placed[i]) kvs.push_back(split[i]);
@@ -112,6 +144,8 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
 struct TensorSource {
     const ExpertTensor* expert = nullptr;
     const std::vector<int64_t>* keep = nullptr;
+    const WidthCut* width = nullptr;  // with a width cut: expert tensors lose channels too
+    size_t block_index = 0;           // into MoeLayout::blocks
 };
 
 TensorInfo output_info(const TensorInfo& src, const TensorSource& ts) {
@@ -120,17 +154,22 @@ TensorInfo output_info(const TensorInfo& src, const TensorSource& ts) {
     if (ts.expert) {
         t.ne[ts.expert->axis] = static_cast<int64_t>(ts.keep->size());
         t.nbytes = ts.expert->slab * ts.keep->size();
+        if (ts.width) splice_width::cut_info(t, splice_width::cut_of(*ts.expert), ts.width->plan.k);
     }
     return t;
 }
 
 // Appends a tensor's data extents to `job`; returns the number of extents (after merging).
-size_t append_tensor_data(CopyJob& job, const TensorRef& ref, const TensorSource& ts) {
+size_t append_tensor_data(CopyJob& job, const TensorRef& ref, const TensorInfo& source,
+                          const TensorSource& ts) {
     const auto src = static_cast<uint32_t>(ref.shard);
     if (!ts.expert) {
         job.append_copy(src, ref.abs_offset, ref.nbytes);
         return ref.nbytes > 0 ? 1 : 0;
     }
+    if (ts.width)
+        return splice_width::append_data(job, src, ref.abs_offset, source, *ts.expert, *ts.keep, *ts.width,
+                                         ts.block_index);
     const uint64_t slab = ts.expert->slab;
     size_t extents = 0;
     int64_t prev = -2;
@@ -269,16 +308,21 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
     plan.source_expert_count = layout.expert_count;
     plan.kept_expert_count = kl.blocks.front().keep.size();
     plan.moe_blocks = layout.blocks.size();
+    if (o.width) {
+        plan.native_width = o.width->rules.native_width;
+        plan.width = o.width->plan.k;
+    }
     const auto& refs = model.tensors();
     plan.tensor_count = refs.size();
     if (refs.empty()) throw UsageError(fmt::format("{}: the model has no tensors", plan.source_path));
 
     // Which tensors are sliced, and with which ids.
     std::vector<TensorSource> how(refs.size());
-    for (const MoeBlock& b : layout.blocks) {
+    for (size_t bi = 0; bi < layout.blocks.size(); ++bi) {
+        const MoeBlock& b = layout.blocks[bi];
         const KeepBlock* kb = kl.find_block(b.block);
         if (!kb) throw std::logic_error(fmt::format("keeplist lacks block {}", b.block));
-        for (const ExpertTensor& et : b.tensors) how[et.tensor] = {&et, &kb->keep};
+        for (const ExpertTensor& et : b.tensors) how[et.tensor] = {&et, &kb->keep, o.width, bi};
     }
     std::vector<TensorInfo> infos;
     infos.reserve(refs.size());
@@ -348,7 +392,7 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
                 throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}",
                                                    pt.info.name, pt.data_offset,
                                                    f.header_bytes + pt.info.offset));
-            pt.extents = append_tensor_data(f.job, refs[i], how[i]);
+            pt.extents = append_tensor_data(f.job, refs[i], model.info(refs[i]), how[i]);
             f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
             if (how[i].expert) {
                 pt.expert_axis = how[i].expert->axis;
@@ -364,7 +408,7 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
     if (imatrix) {
         const auto index = static_cast<uint32_t>(plan.sources.size());
         plan.sources.push_back(&imatrix->file());
-        plan.imatrix = plan_imatrix_prune(*imatrix, index, model, layout, kl, o.imatrix_out);
+        plan.imatrix = plan_imatrix_prune(*imatrix, index, model, layout, kl, o.imatrix_out, o.width);
     }
     return plan;
 }

@@ -7,10 +7,10 @@ no_output() {  # no file under $WORK/out at all (final names or temporaries)
 }
 mkdir -p "$WORK/out"
 
-case_ "missing --keeplist is a usage error"
+case_ "neither --keeplist nor --neuron-plan is a usage error"
 run "$BIN" splice "$WORK/m.gguf" -o "$WORK/out/o"
 expect_code 2
-expect_err "--keeplist is required"
+expect_err "splice needs --keeplist, --neuron-plan or both: nothing to prune"
 
 if have_fixtures; then
     M=$FIX/models/tiny-deepseek2-Q8_0.gguf

@@ -1,0 +1,252 @@
+// gguf-reap estimate MODEL [--keeplist K] [--neuron-plan P] [--tp LIST] [--overhead SIZE] [--gpu-mem SIZE]
+// [--ctx N] [--json]: size, parameters, decode bytes, per-rank weights and fit, before and after pruning.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/estimate.h"
+#include "gguf_reap/shard_set.h"
+#include "gguf_reap/units.h"
+
+namespace gguf_reap::cli {
+
+namespace {
+
+struct EstimateCli {
+    std::string model;
+    std::string keeplist;
+    std::string neuron_plan;
+    std::string tp = "2,4,8";
+    std::string overhead = "0";
+    std::string gpu_mem;
+    std::string ctx = "0";
+    bool json = false;
+};
+
+uint64_t size_option(const char* option, const std::string& text) {
+    auto v = parse_size(text);
+    if (!v)
+        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
+    return *v;
+}
+
+// A token count: digits only (CLI11 would wrap "-1" into 2^64 − 1), at most 2^40.
+uint64_t ctx_option(const std::string& text) {
+    uint64_t v = 0;
+    bool ok = !text.empty() && text.size() <= 13;
+    for (char c : text) ok = ok && c >= '0' && c <= '9';
+    if (ok)
+        for (char c : text) v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (!ok || v > (uint64_t{1} << 40))
+        throw UsageError(
+            fmt::format("--ctx '{}' is not a number of tokens (a whole number, e.g. 131072)", text));
+    return v;
+}
+
+nlohmann::ordered_json figures_json(const ModelFigures& f) {
+    return {{"expert_count", f.expert_count},
+            {"expert_width", f.expert_width},
+            {"file_bytes", f.file_bytes},
+            {"file_bytes_exact", f.file_bytes_exact},
+            {"file_bytes_slack", f.file_bytes_slack},
+            {"file_human", human_bytes(f.file_bytes)},
+            {"tensor_bytes", f.tensor_bytes},
+            {"parameters", f.parameters},
+            {"active_parameters", f.active_parameters},
+            {"decode_bytes_per_token",
+             {{"dense", f.decode_dense},
+              {"router", f.decode_router},
+              {"experts", f.decode_experts},
+              {"total", f.decode_total()},
+              {"total_human", human_bytes(f.decode_total())}}},
+            {"replicated_bytes", f.replicated_bytes},
+            {"nextn_bytes", f.nextn_bytes}};
+}
+
+nlohmann::ordered_json fit_json(const FitRow& r, uint64_t gpu_mem) {
+    nlohmann::ordered_json j = {{"weights", r.weights},   {"weights_human", human_bytes(r.weights)},
+                                {"kv_cache", r.kv_cache}, {"overhead", r.overhead},
+                                {"need", r.need()},       {"need_human", human_bytes(r.need())}};
+    j["fits"] = gpu_mem ? nlohmann::ordered_json(r.fits(gpu_mem)) : nlohmann::ordered_json(nullptr);
+    j["headroom"] = gpu_mem ? nlohmann::ordered_json(r.headroom(gpu_mem)) : nlohmann::ordered_json(nullptr);
+    return j;
+}
+
+nlohmann::ordered_json estimate_json(const Estimate& e, const EstimateCli& c) {
+    using nlohmann::ordered_json;
+    ordered_json j;
+    j["model"] = e.model_path;
+    j["arch"] = e.arch;
+    j["moe_blocks"] = e.moe_blocks;
+    j["nextn_blocks"] = e.nextn_blocks;
+    j["expert_used_count"] = e.expert_used_count;
+    j["tied_embeddings"] = e.tied_embeddings;
+    j["keeplist"] = c.keeplist.empty() ? ordered_json(nullptr) : ordered_json(c.keeplist);
+    j["neuron_plan"] = c.neuron_plan.empty() ? ordered_json(nullptr) : ordered_json(c.neuron_plan);
+    j["overhead"] = e.overhead;
+    j["gpu_mem"] = e.gpu_mem ? ordered_json(e.gpu_mem) : ordered_json(nullptr);
+    j["ctx"] = e.ctx;
+    j["before"] = figures_json(e.before);
+    j["after"] = e.after ? figures_json(*e.after) : ordered_json(nullptr);
+    j["after_requantised"] = e.after_requantised;
+    ordered_json kv = {{"kind", kv_kind_name(e.kv.kind)},
+                       {"bytes_per_token", e.kv.bytes_per_token},
+                       {"attention_layers", e.kv.attention_layers},
+                       {"stateful_layers", e.kv.stateful_layers},
+                       {"cache_type", "F16"}};
+    if (e.kv.kind == KvKind::kMla) {
+        kv["kv_lora_rank"] = e.kv.kv_lora_rank;
+        kv["rope_dims"] = e.kv.rope_dims;
+    } else if (e.kv.kind == KvKind::kStandard) {
+        kv["heads_kv"] = e.kv.heads_kv;
+        kv["key_length"] = e.kv.key_length;
+        kv["value_length"] = e.kv.value_length;
+    }
+    j["kv_cache"] = kv;
+    ordered_json tp = ordered_json::array();
+    for (size_t i = 0; i < e.tp.size(); ++i) {
+        ordered_json row = {{"tp", e.tp[i]}, {"kv_bytes_per_token", e.kv.bytes_per_token_per_rank(e.tp[i])}};
+        row["before"] = fit_json(e.fits_before[i], e.gpu_mem);
+        row["after"] = e.after ? fit_json(e.fits_after[i], e.gpu_mem) : ordered_json(nullptr);
+        tp.push_back(row);
+    }
+    j["tensor_parallel"] = tp;
+    return j;
+}
+
+void print_text(const Estimate& e) {
+    const bool a = e.after.has_value();
+    const ModelFigures& b = e.before;
+    std::cout << fmt::format("model        {}\n", e.model_path);
+    std::cout << fmt::format(
+        "architecture {}; {} MoE blocks, {} experts ({} used per token), expert width {}",
+        e.arch.empty() ? "(none)" : e.arch, e.moe_blocks, b.expert_count, e.expert_used_count,
+        b.expert_width);
+    std::cout << fmt::format(
+        "{}\n", e.nextn_blocks ? fmt::format("; {} MTP block(s), not in decode figures", e.nextn_blocks)
+                               : std::string());
+    if (a)
+        std::cout << fmt::format("pruned to    {} experts per block, expert width {}\n",
+                                 e.after->expert_count, e.after->expert_width);
+
+    const auto line = [&](const std::string& what, const std::string& before, const std::string& after) {
+        std::cout << fmt::format("  {:<24} {:>22}", what, before);
+        if (a) std::cout << fmt::format(" {:>22}", after);
+        std::cout << "\n";
+    };
+    const auto file = [](const ModelFigures& f) {
+        return human_bytes(f.file_bytes) +
+               (f.file_bytes_exact ? "" : fmt::format(" ±{}", human_bytes(f.file_bytes_slack)));
+    };
+    std::cout << "\n";
+    line("", "before", "after");
+    line("size on disk", file(b), a ? file(*e.after) : "");
+    line("  tensor data", human_bytes(b.tensor_bytes), a ? human_bytes(e.after->tensor_bytes) : "");
+    line("parameters", human_count(b.parameters), a ? human_count(e.after->parameters) : "");
+    line("  active per token", human_count(b.active_parameters),
+         a ? human_count(e.after->active_parameters) : "");
+    line("decode bytes per token", human_bytes(b.decode_total()),
+         a ? human_bytes(e.after->decode_total()) : "");
+    line("  dense", human_bytes(b.decode_dense), a ? human_bytes(e.after->decode_dense) : "");
+    line("  router", human_bytes(b.decode_router), a ? human_bytes(e.after->decode_router) : "");
+    line("  experts", human_bytes(b.decode_experts), a ? human_bytes(e.after->decode_experts) : "");
+    line("replicated per rank", human_bytes(b.replicated_bytes),
+         a ? human_bytes(e.after->replicated_bytes) : "");
+
+    std::cout << "\nKV cache per token (F16): ";
+    switch (e.kv.kind) {
+        case KvKind::kMla:
+            std::cout << fmt::format(
+                "{} = (kv_lora_rank {} + rope {}) × {} MLA layers × 2 bytes; every TP rank "
+                "holds all of it\n",
+                human_bytes(e.kv.bytes_per_token), e.kv.kv_lora_rank, e.kv.rope_dims, e.kv.attention_layers);
+            break;
+        case KvKind::kStandard:
+            std::cout << fmt::format(
+                "{} over {} attention layers ({} KV heads × (key {} + value {}) × 2 bytes "
+                "in the first)\n",
+                human_bytes(e.kv.bytes_per_token), e.kv.attention_layers, e.kv.heads_kv, e.kv.key_length,
+                e.kv.value_length);
+            break;
+        case KvKind::kNone:
+            std::cout << "none found (no attention keys)\n";
+            break;
+    }
+    if (e.kv.stateful_layers)
+        std::cout << fmt::format(
+            "  {} layer(s) without a KV cache: their recurrent state is constant per "
+            "sequence and not counted\n",
+            e.kv.stateful_layers);
+
+    std::cout << fmt::format(
+        "\nper GPU at tensor parallel N: weights + KV cache ({} tokens) + overhead {}{}\n",
+        with_commas(e.ctx), human_bytes(e.overhead),
+        e.gpu_mem ? fmt::format(", against {} per GPU", human_bytes(e.gpu_mem)) : "");
+    const auto cell = [&](const FitRow& r) {
+        std::string s = human_bytes(r.need());
+        if (e.gpu_mem)
+            s += r.fits(e.gpu_mem) ? fmt::format(" fits, {} free",
+                                                 human_bytes(static_cast<uint64_t>(r.headroom(e.gpu_mem))))
+                                   : fmt::format(" NO, {} short",
+                                                 human_bytes(static_cast<uint64_t>(-r.headroom(e.gpu_mem))));
+        return s;
+    };
+    std::cout << fmt::format("  {:<10} {:>34}", "TP", "before");
+    if (a) std::cout << fmt::format(" {:>34}", "after");
+    std::cout << "\n";
+    for (size_t i = 0; i < e.tp.size(); ++i) {
+        std::cout << fmt::format("  {:<10} {:>34}", e.tp[i] == 1 ? "1 (single)" : std::to_string(e.tp[i]),
+                                 cell(e.fits_before[i]));
+        if (a) std::cout << fmt::format(" {:>34}", cell(e.fits_after[i]));
+        std::cout << "\n";
+    }
+}
+
+int run_estimate(const EstimateCli& c) {
+    // Options first, so that a typo fails before a large model is opened.
+    EstimateInputs in;
+    in.keeplist_path = c.keeplist;
+    in.neuron_plan_path = c.neuron_plan;
+    in.tp = parse_tp_list(c.tp);
+    in.overhead = size_option("--overhead", c.overhead);
+    in.gpu_mem = c.gpu_mem.empty() ? 0 : size_option("--gpu-mem", c.gpu_mem);
+    if (!c.gpu_mem.empty() && in.gpu_mem == 0) throw UsageError("--gpu-mem must be more than 0 bytes");
+    in.ctx = ctx_option(c.ctx);
+    in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+
+    // Open, read the keeplist / plan as splice would, compute, report.
+    const ShardSet model = ShardSet::open(c.model);
+    const Estimate e = estimate_model(model, in);
+    if (c.json)
+        print_json(estimate_json(e, c));
+    else
+        print_text(e);
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_estimate(CLI::App& app, const GlobalOptions&) {
+    auto o = std::make_shared<EstimateCli>();
+    CLI::App* sub = app.add_subcommand(
+        "estimate", "Size, parameters, decode bytes, per-GPU memory and KV cache, before and after pruning");
+    sub->add_option("model", o->model, "The model: an unsplit GGUF or any shard of a split set")->required();
+    sub->add_option("--keeplist", o->keeplist, "keeplist.json (or a {\"drop\": ...} spec): experts kept");
+    sub->add_option("--neuron-plan", o->neuron_plan, "plan.npz from `plan-width`: expert FFN channels kept");
+    sub->add_option("--tp", o->tp, "Tensor-parallel degrees, comma-separated (1 is always shown)")
+        ->capture_default_str();
+    sub->add_option("--overhead", o->overhead,
+                    "Memory per GPU besides weights and KV cache (activations, CUDA graphs, buffers)")
+        ->capture_default_str();
+    sub->add_option("--gpu-mem", o->gpu_mem, "Memory per GPU (e.g. 141GiB, 80G): say whether it fits");
+    sub->add_option("--ctx", o->ctx, "Tokens of KV cache to budget per GPU (all sequences together)")
+        ->capture_default_str();
+    sub->add_flag("--json", o->json, "Print one JSON document on stdout");
+    return {sub, [o] { return run_estimate(*o); }};
+}
+
+}  // namespace gguf_reap::cli
