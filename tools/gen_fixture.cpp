@@ -110,6 +110,8 @@ struct ModelCommand {
         bind_option(c, ov, "--type-shexp", &ModelSpec::type_shexp, "Type of the shared experts");
         bind_option(c, ov, "--type-dense", &ModelSpec::type_dense, "Type of the dense blocks' FFN");
         bind_option(c, ov, "--type-router", &ModelSpec::type_router, "Type of ffn_gate_inp (default F32)");
+        bind_option(c, ov, "--filler", &ModelSpec::filler,
+                    "Extra 1-element F32 tensors filler.N.weight (large tensor counts)");
         alignment_opt = c->add_option("--alignment", alignment, "Write general.alignment (a power of two)");
         sub = c;
     }

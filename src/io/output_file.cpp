@@ -24,7 +24,9 @@ OutputFile::OutputFile(std::string final_path) : final_path_(std::move(final_pat
     const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
     temp_path_ = fmt::format("{}/.{}{}{}.{}", dir, p.filename().string(), kTempTag, ::getpid(), g_counter++);
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw IoError(temp_path_, "create", errno);
+    // Named by the path the user gave: the temporary name means nothing to them ("out/m.json: create:
+    // Not a directory" when out is a file).
+    if (fd_ < 0) throw IoError(final_path_, "create", errno);
 }
 
 OutputFile::~OutputFile() { discard(); }

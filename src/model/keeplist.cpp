@@ -17,6 +17,10 @@ namespace {
 
 constexpr uint64_t kMaxKeeplistBytes = 64ull << 20;
 constexpr int kMaxDepth = 64;
+// A parsed JSON value costs nlohmann 16+ bytes, so 64 MiB of "0," would cost 1.4 GB (measured). The
+// largest keeplist llama.cpp can use, 512 blocks × 1,024 experts in keep + prune, holds 0.5 million
+// values; this is 8× that and bounds the parse to ~100 MB.
+constexpr size_t kMaxValues = size_t{4} << 20;
 
 using json = nlohmann::ordered_json;
 
@@ -102,7 +106,14 @@ KeepList KeepList::parse(const std::string& text, const std::string& path) {
     check_depth(text, path);
     json j;
     try {
-        j = json::parse(text);
+        size_t values = 0;
+        j = json::parse(text, [&](int, json::parse_event_t event, json&) {
+            if (event == json::parse_event_t::value && ++values > kMaxValues)
+                bad(path, "json",
+                    fmt::format("holds more than {} values, more than any model's keeplist needs",
+                                kMaxValues));
+            return true;
+        });
     } catch (const json::parse_error& e) {
         throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
     } catch (const json::exception& e) {
@@ -134,10 +145,12 @@ KeepList KeepList::parse(const std::string& text, const std::string& path) {
     if (j.contains("format") && j["format"] != "gguf-reap.keeplist")
         bad(path, "format",
             fmt::format("is {}, expected \"gguf-reap.keeplist\"", j["format"].dump().substr(0, 60)));
-    kl.version = static_cast<int>(get_uint(member(j, "version", path, "version"), path, "version"));
-    if (kl.version != 1)
+    // Compared before narrowing: version 2^32 + 1 must not pass as 1.
+    const uint64_t version = get_uint(member(j, "version", path, "version"), path, "version");
+    if (version != 1)
         bad(path, "version",
-            fmt::format("keeplist version {} is not supported (this gguf-reap reads version 1)", kl.version));
+            fmt::format("keeplist version {} is not supported (this gguf-reap reads version 1)", version));
+    kl.version = 1;
     if (j.contains("source")) {
         const json& s = j["source"];
         KeepListSource src;

@@ -23,6 +23,9 @@ constexpr uint64_t kMaxManifestBytes = 256ull << 20;
 // The schema nests 4 levels; anything much deeper is not a manifest (and deep nesting is how a hostile
 // document makes a recursive reader overflow its stack).
 constexpr int kMaxDepth = 16;
+// Each parsed value costs nlohmann 16+ bytes: 256 MiB of "0," would take ~5 GB. 16 million values is
+// four per tensor for 4 million tensors and bounds the parse to a few hundred MB.
+constexpr size_t kMaxValues = size_t{16} << 20;
 
 [[noreturn]] void bad(const std::string& path, const std::string& field, const std::string& msg) {
     throw InputError(path, std::nullopt, field, msg);
@@ -100,12 +103,19 @@ std::string Manifest::sha256sum_text() const {
 Manifest Manifest::parse(const std::string& text, const std::string& path) {
     json j;
     try {
-        j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+        size_t values = 0;
+        j = json::parse(text, [&](int depth, json::parse_event_t event, json&) {
             if (depth > kMaxDepth) bad(path, "json", fmt::format("nested deeper than {} levels", kMaxDepth));
+            if (event == json::parse_event_t::value && ++values > kMaxValues)
+                bad(path, "json",
+                    fmt::format("holds more than {} values, more than a manifest needs", kMaxValues));
             return true;
         });
     } catch (const json::parse_error& e) {
         throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
+    } catch (const json::exception& e) {
+        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
+        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
     }
     if (!j.is_object()) bad(path, "json", "a manifest must be a JSON object");
     const std::string format = get_string(member(j, "format", path, "json"), path, "format");

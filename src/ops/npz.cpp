@@ -1,7 +1,10 @@
 #include "gguf_reap/npz.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <memory>
@@ -371,10 +374,17 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_b
     if (!za) {
         ZipErrorGuard err;
         zip_error_init_with_code(&err.e, code);
-        if (code == ZIP_ER_NOENT || code == ZIP_ER_OPEN || code == ZIP_ER_READ)
-            throw IoError(path, fmt::format("open: {}", zip_error_strerror(&err.e)));
+        if (code == ZIP_ER_READ) throw IoError(path, fmt::format("read: {}", zip_error_strerror(&err.e)));
+        // libzip's code does not tell a missing file from a damaged archive (a forged directory gives
+        // ZIP_ER_NOENT too): ask the file system, so that only an unreadable file is an I/O error.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw IoError(path, "open", errno);
+        ::close(fd);
+        // (libzip's own words for ZIP_ER_NOENT, "No such file", would send the user looking for a file.)
         throw InputError(path, 0, "zip",
-                         fmt::format("not a valid .npz (zip) archive: {}", zip_error_strerror(&err.e)));
+                         fmt::format("not a valid .npz (zip) archive: {}",
+                                     code == ZIP_ER_NOENT ? std::string("its central directory is damaged")
+                                                          : std::string(zip_error_strerror(&err.e))));
     }
     std::unique_ptr<zip_t, void (*)(zip_t*)> guard(za, [](zip_t* z) { zip_discard(z); });
     std::map<std::string, NpyArray> out;
@@ -393,12 +403,24 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_b
             throw InputError(
                 path, std::nullopt, fmt::format("member '{}'", name),
                 fmt::format("{} bytes of arrays is more than the {} this reader accepts", total, max_bytes));
-        std::vector<uint8_t> b(static_cast<size_t>(st.size));
         zip_file_t* zf = zip_fopen_index(za, static_cast<zip_uint64_t>(i), 0);
         if (!zf) throw InputError(path, std::nullopt, fmt::format("member '{}'", name), zip_strerror(za));
-        const zip_int64_t got = b.empty() ? 0 : zip_fread(zf, b.data(), b.size());
+        // The size is the directory's claim: grow with the bytes that really inflate, 1 MiB at a time,
+        // so that a forged size costs nothing (fuzz_plan_npz: a 907-byte archive claiming a 1.9 GB member).
+        std::vector<uint8_t> b;
+        zip_int64_t got = 0;
+        while (b.size() < st.size) {
+            const size_t at = b.size();
+            b.resize(at + static_cast<size_t>(std::min<uint64_t>(st.size - at, uint64_t{1} << 20)));
+            got = zip_fread(zf, b.data() + at, b.size() - at);
+            if (got <= 0) {
+                b.resize(at);
+                break;
+            }
+            b.resize(at + static_cast<size_t>(got));
+        }
         zip_fclose(zf);
-        if (got < 0 || static_cast<uint64_t>(got) != b.size())
+        if (got < 0 || static_cast<uint64_t>(b.size()) != st.size)
             throw InputError(path, std::nullopt, fmt::format("member '{}'", name),
                              "cannot be decompressed (damaged archive?)");
         out[name.substr(0, name.size() - 4)] = parse_npy(b, path, name);

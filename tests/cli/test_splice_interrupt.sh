@@ -1,5 +1,7 @@
 # gguf-reap splice interrupted: SIGINT and SIGTERM mid-copy exit 130 and leave neither a final-named
-# file nor a temporary; after a SIGKILL (a crash) the next run removes the dead run's temporary.
+# file nor a temporary; after a SIGKILL (a crash) the next run removes the dead run's temporary. With
+# the fault shim: SIGINT/SIGTERM/SIGKILL at random bytes of the writes and reads (FAULT_SEED=N repeats
+# a run), during fsync and between renames, each followed by a clean re-run.
 source "$(dirname "$0")/lib.sh"
 
 # A 600 MB model: big enough that the copy is still running when the signal arrives.
@@ -14,7 +16,7 @@ start_splice() {
         >"$OUT" 2>"$ERR" </dev/null &
     PID=$!
     for _ in $(seq 1 500); do
-        [ -n "$(ls -A "$WORK/out")" ] && return 0
+        ls -A "$WORK/out" | grep -q gguf-reap-tmp && return 0
         sleep 0.01
     done
     return 1
@@ -35,7 +37,7 @@ case_ "after SIGKILL the temporary stays; the next run removes it and succeeds"
 start_splice && _pass || _fail "no temporary appeared"
 kill -KILL $PID
 wait $PID 2>/dev/null
-TMP=$(ls -A "$WORK/out")
+TMP=$(ls -A "$WORK/out" | grep -v '^\.o\.gguf-reap\.lock$')  # the lock dies with its holder; its file may stay
 case "$TMP" in .o.gguf.gguf-reap-tmp.*) _pass ;; *) _fail "expected a temporary, found '$TMP'" ;; esac
 [ ! -e "$WORK/out/o.gguf" ] && _pass || _fail "a final name after a crash"
 run "$BIN" splice "$WORK/m.gguf" --keeplist "$WORK/k.json" -o "$WORK/out/o"
@@ -43,4 +45,110 @@ expect_code 0
 expect_err "gguf-reap: info: removed $WORK/out/$TMP (left by an interrupted run)"
 [ "$(ls -A "$WORK/out")" = "o.gguf" ] && _pass || _fail "left: $(ls -A "$WORK/out")"
 rm -f "$WORK/m.gguf"
+
+# ---- signals at random points (the fault shim raises them at a chosen byte or call) -----------------
+source "$(dirname "$0")/fault_lib.sh"
+if have_shim; then
+    "$GEN" model -o "$WORK/s" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
+        --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
+    S=$WORK/s-00001-of-00003.gguf
+    printf '{"drop": {"1": [1], "2": [3], "3": [15]}}' >"$WORK/k3.json"
+    OUTS="o-00001-of-00003.gguf o-00002-of-00003.gguf o-00003-of-00003.gguf"
+    mkdir -p "$WORK/ref"
+    "$BIN" splice "$S" --keeplist "$WORK/k3.json" -o "$WORK/ref/o" -q >/dev/null
+    (cd "$WORK/ref" && sha256sum $OUTS >"$WORK/ref.sha256")
+    TOTAL=$(cat "$WORK"/ref/o-* | wc -c)
+    SEED=${FAULT_SEED:-$RANDOM}
+    RANDOM=$SEED
+    echo "random kill points from FAULT_SEED=$SEED"
+
+    splice3() { faulty "$@" "$BIN" splice "$S" --keeplist "$WORK/k3.json" -o "$WORK/out/o" -q --threads 2; }
+    clean_rerun() {  # clean_rerun [--force]: the next run succeeds, with the reference bytes, nothing else left
+        run "$BIN" splice "$S" --keeplist "$WORK/k3.json" -o "$WORK/out/o" "$@"
+        expect_code 0
+        expect_only "$WORK/out" $OUTS
+        expect_same_bytes "$WORK/ref.sha256"
+    }
+    no_final_names() {
+        for f in $OUTS; do [ ! -e "$WORK/out/$f" ] || { _fail "$f exists after a crash"; return; }; done
+        _pass
+    }
+    cp "$WORK/ref.sha256" "$WORK/out.sha256"
+    sed -i "s|  |  $WORK/out/|" "$WORK/out.sha256"
+    expect_same_bytes() { sha256sum --quiet -c "$WORK/out.sha256" >/dev/null 2>&1 && _pass || _fail "bytes differ"; }
+
+    for round in 1 2; do
+        for sig in INT TERM KILL; do
+            for op in write read; do
+                at=$(((RANDOM * 32768 + RANDOM) % (TOTAL - 1) + 1))
+                case_ "SIG$sig at $op byte $at (seed $SEED), then a clean re-run"
+                rm -rf "$WORK/out"
+                mkdir -p "$WORK/out"
+                if [ $op = write ]; then where=out/; else where=s-0000; fi
+                splice3 FAULT_OP=$op FAULT_PATH=$where FAULT_AFTER_BYTES=$at FAULT_SIGNAL=$sig
+                if [ $sig = KILL ]; then
+                    expect_code 137
+                    no_final_names
+                else
+                    expect_code 130
+                    expect_err "gguf-reap: error: interrupted"
+                    expect_err_lines 1
+                    expect_only "$WORK/out"
+                fi
+                if [ $round = 1 ]; then clean_rerun; else clean_rerun --force; fi
+            done
+        done
+    done
+
+    for sig in INT KILL; do
+        case_ "SIG$sig while the outputs are flushed (fsync), then a clean re-run"
+        rm -rf "$WORK/out"
+        mkdir -p "$WORK/out"
+        splice3 FAULT_OP=fsync FAULT_PATH=out/ FAULT_AFTER_CALLS=1 FAULT_SIGNAL=$sig
+        if [ $sig = KILL ]; then
+            expect_code 137
+            no_final_names
+        else
+            expect_code 130
+            expect_only "$WORK/out"
+        fi
+        clean_rerun
+    done
+
+    # Files are renamed last to first, so shard 1 (what llama.cpp is given) is never there without the
+    # rest. A crash in the microseconds between two renames leaves the later shards complete under
+    # their names: the re-run refuses to replace them without --force and succeeds with it.
+    case_ "SIGKILL between two renames: shard 1 absent; re-run needs --force, then succeeds"
+    rm -rf "$WORK/out"
+    mkdir -p "$WORK/out"
+    splice3 FAULT_OP=rename FAULT_PATH=out/o- FAULT_AFTER_CALLS=1 FAULT_SIGNAL=KILL
+    expect_code 137
+    [ ! -e "$WORK/out/o-00001-of-00003.gguf" ] && [ -e "$WORK/out/o-00003-of-00003.gguf" ] && _pass ||
+        _fail "expected shard 3 renamed and shard 1 not: $(ls -A "$WORK/out")"
+    cmp -s "$WORK/out/o-00003-of-00003.gguf" "$WORK/ref/o-00003-of-00003.gguf" && _pass ||
+        _fail "the renamed shard is not complete"
+    run "$BIN" splice "$S" --keeplist "$WORK/k3.json" -o "$WORK/out/o"
+    expect_code 2
+    expect_err "gguf-reap: error: $WORK/out/o-00003-of-00003.gguf: already exists (use --force to replace it)"
+    clean_rerun --force
+
+    # The same with --force over an earlier set of the same shape (another keeplist): the old files go
+    # before the first rename, so no old shard is left to mix with the new ones.
+    case_ "SIGKILL between two renames while --force replaces a set: no old shard mixed with new ones"
+    printf '{"drop": {"1": [2], "2": [4], "3": [14]}}' >"$WORK/k4.json"
+    rm -rf "$WORK/out"
+    mkdir -p "$WORK/out"
+    run "$BIN" splice "$S" --keeplist "$WORK/k4.json" -o "$WORK/out/o" -q
+    expect_code 0
+    faulty FAULT_OP=rename FAULT_PATH=out/o- FAULT_AFTER_CALLS=1 FAULT_SIGNAL=KILL \
+        "$BIN" splice "$S" --keeplist "$WORK/k3.json" -o "$WORK/out/o" -q --threads 2 --force
+    expect_code 137
+    [ ! -e "$WORK/out/o-00001-of-00003.gguf" ] && [ ! -e "$WORK/out/o-00002-of-00003.gguf" ] && _pass ||
+        _fail "an old shard survived next to a new one: $(ls -A "$WORK/out")"
+    cmp -s "$WORK/out/o-00003-of-00003.gguf" "$WORK/ref/o-00003-of-00003.gguf" && _pass ||
+        _fail "shard 3 is not the new, complete file"
+    clean_rerun --force
+else
+    echo "signals at random points skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
+fi
 finish

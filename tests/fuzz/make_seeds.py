@@ -2,12 +2,15 @@
 """Writes the small seed corpora under tests/fuzz/corpus/<target>/ (rerun after changing a format).
 
 Seeds are tiny hand-built files that reach deep into each parser: every GGUF value type, a small MoE
-model, split keys, both imatrix formats, both keeplist shapes. Usage: make_seeds.py [FIXTURES_DIR]
+model, split keys, both imatrix formats, both keeplist shapes, width plans (.npz built here, no numpy),
+sha256 manifests, and the reproducers of past findings (regress-*). Usage: make_seeds.py [FIXTURES_DIR]
 (the shared fixtures add truncated real headers when present).
 """
+import io
 import os
 import struct
 import sys
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -148,6 +151,41 @@ KEEPLIST_GROUPS = """{"format": "gguf-reap.keeplist", "version": 1, "n_keep": 8,
 """
 
 
+def npy(descr, shape, values, fmt):
+    """One .npy member (version 1.0, header padded to 64 bytes as numpy writes it)."""
+    dims = "(" + (f"{shape[0]}," if len(shape) == 1 else ", ".join(str(d) for d in shape)) + ")"
+    h = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}"
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<" + fmt * len(values), *values)
+
+
+def npz(members, compress=False):
+    """members: [(name, npy bytes)] → a zip archive like numpy.savez(_compressed) writes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED) as z:
+        for name, data in members:
+            z.writestr(zipfile.ZipInfo(name + ".npy", (1980, 1, 1, 0, 0, 0)), data,
+                       compress_type=zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED)
+    return buf.getvalue()
+
+
+def plan_channels(k, pairs=12):
+    """k channel ids per (block, expert) pair, rank order (not sorted), unique, below 64."""
+    rows = []
+    for p in range(pairs):
+        rows += [(p * 7 + j * 13) % 64 for j in range(k)]
+    return rows
+
+
+MANIFEST = """{"format": "gguf-reap.manifest", "version": 1, "tool": "gguf-reap 0.1.0",
+ "shards": [{"name": "out-00001-of-00002.gguf", "size": 4096,
+             "sha256": "%s",
+             "tensors": [{"name": "token_embd.weight", "offset": 1024, "nbytes": 2048, "sha256": "%s"},
+                         {"name": "blk.1.ffn_up_exps.weight", "offset": 3072, "nbytes": 1024, "sha256": "%s"}]},
+            {"name": "out-00002-of-00002.gguf", "size": 96, "sha256": "%s", "tensors": []}]}
+""" % ("0" * 64, "a" * 64, "0123456789abcdef" * 4, "f" * 64)
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -174,6 +212,36 @@ def main():
     write("fuzz_keeplist", "regress-reason-not-string.json",
           '{"version":1,"blocks":[{"block":1,"keep":[1],"protected":[{"expert":1,"reason":5}],'
           '"dead_reasons":[{"expert":1,"reason":[]}]}]}\n')
+    # Width plans for blocks 1..3 × 4 experts (fuzz_plan_npz's model): block-major without id arrays,
+    # with explicit block/expert ids (and k), compressed, and one with an id array that is not an integer.
+    ch4 = npy("<u2", [12, 4], plan_channels(4), "H")
+    write("fuzz_plan_npz", "plan-k4.npz", npz([("channels", ch4)]))
+    write("fuzz_plan_npz", "plan-ids-k.npz", npz([
+        ("channels", npy("<i4", [12, 3], plan_channels(3), "i")),
+        ("block", npy("<i8", [12], [1 + p // 4 for p in range(12)][::-1], "q")),
+        ("expert", npy("<i8", [12], [p % 4 for p in range(12)][::-1], "q")),
+        ("k", npy("<i8", [1], [3], "q"))]))
+    write("fuzz_plan_npz", "plan-deflate.npz", npz([("channels", ch4)], compress=True))
+    write("fuzz_plan_npz", "npz-every-dtype.npz", npz([
+        ("f", npy("<f8", [2], [0.5, 1.5], "d")), ("b", npy("|b1", [3], [1, 0, 1], "B")),
+        ("u", npy("<U2", [1], [0x61, 0x62], "I")), ("s", npy("<i1", [], [-3], "b"))]))
+    # Reproducers of findings (docs/fuzzing.md).
+    write("fuzz_plan_npz", "regress-zero-rows-huge-k.npz", npz([
+        ("channels", npy("<u2", [0, 1 << 40], [], "H")), ("block", npy("<i8", [0], [], "q")),
+        ("expert", npy("<i8", [0], [], "q"))]))
+    write("fuzz_plan_npz", "regress-float-block-ids.npz", npz([
+        ("channels", ch4), ("block", npy("<f8", [12], [1.0] * 12, "d")),
+        ("expert", npy("<f8", [12], [0.0] * 12, "d"))]))
+    def patch_first_cd(data, at, value):  # a 4-byte field of the first central directory entry
+        cd = data.index(b"PK\x01\x02")
+        return data[:cd + at] + struct.pack("<I", value) + data[cd + at + 4:]
+    write("fuzz_plan_npz", "regress-forged-member-size.npz", patch_first_cd(npz([("channels", ch4)]), 24, 1919120229))
+    write("fuzz_plan_npz", "regress-cd-offset-ffffffff.npz", patch_first_cd(npz([("channels", ch4)]), 42, 0xFFFFFFFF))
+    write("fuzz_manifest", "manifest.json", MANIFEST)
+    write("fuzz_manifest", "manifest-empty.json", '{"format": "gguf-reap.manifest", "version": 1, "shards": []}\n')
+    write("fuzz_manifest", "regress-number-overflow.json",
+          '{"format": "gguf-reap.manifest", "version": 1E400, "shards": []}\n')
+    write("fuzz_keeplist", "regress-version-wraps.json", '{"version": 4294967297, "blocks": []}\n')
     fixtures = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "../../../shared/fixtures")
     shard = os.path.join(fixtures, "shards/tiny-deepseek2-IQ2_XXS-00002-of-00003.gguf")
     if os.path.exists(shard):

@@ -113,6 +113,7 @@ void validate_shape(const ModelSpec& s) {
         require(v >= 1 && v <= (int64_t{1} << 30), fmt::format("{} {}: must be 1..2^30", opt, v));
     require(s.embd % s.heads == 0, fmt::format("--embd {} is not a multiple of --heads {}", s.embd, s.heads));
     require(s.experts >= 0 && s.experts <= 65535, fmt::format("--experts {}: must be 0..65535", s.experts));
+    require(s.filler >= 0 && s.filler <= 1'000'000, fmt::format("--filler {}: must be 0..1000000", s.filler));
     if (s.experts == 0) {
         require(s.nextn == 0, "--nextn needs routed experts (--experts > 0)");
         return;
@@ -285,6 +286,9 @@ ModelPlan plan_model(const ModelSpec& spec) {
     L.add("output_norm.weight", {embd, 1, 1, 1}, kF32, kOne, kNorm, "--embd");
     if (!spec.tied)
         L.add("output.weight", {embd, spec.vocab, 1, 1}, ty.output, kSmall, "--type-output", "--embd");
+    // Not llama.cpp tensors (it would refuse them): only for testing tensor counts near and above 100k.
+    for (int64_t i = 0; i < spec.filler; ++i)
+        L.add(fmt::format("filler.{}.weight", i), {1, 1, 1, 1}, kF32, kSmall, "(filler is F32)", "");
 
     for (const auto& t : plan.tensors) {
         auto sum = checked_add(plan.tensor_bytes, t.info.nbytes);

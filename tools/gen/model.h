@@ -49,6 +49,7 @@ struct ModelSpec {
     std::string type_router = "F32";
     std::optional<uint32_t> alignment;
     uint64_t seed = 42;
+    int64_t filler = 0;  // extra 1-element F32 tensors "filler.N.weight", to reach large tensor counts
 };
 
 // The defaults of a preset: "tiny", "demo" or "kimi-k3". Throws UsageError for any other name.

@@ -1,0 +1,97 @@
+# Two splices into one output prefix: the second is refused while the first holds the prefix's lock, and
+# the first finishes unharmed. --threads 1..64 give identical bytes (splice) and identical reports
+# (audit). (docs/reliability.md, "Concurrency")
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/fault_lib.sh"
+
+"$GEN" model -o "$WORK/m" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
+    --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
+M=$WORK/m-00001-of-00003.gguf
+printf '{"drop": {"1": [0], "2": [7], "3": [9]}}' >"$WORK/k.json"
+OUTS="o-00001-of-00003.gguf o-00002-of-00003.gguf o-00003-of-00003.gguf"
+mkdir -p "$WORK/ref" "$WORK/out"
+run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/ref/o" -q --threads 1
+expect_code 0
+(cd "$WORK/ref" && sha256sum $OUTS >"$WORK/ref.sha256")
+same_as_ref() {  # same_as_ref DIR
+    (cd "$1" && sha256sum --quiet -c "$WORK/ref.sha256" >/dev/null 2>&1) && _pass || _fail "$1: bytes differ"
+}
+
+case_ "--threads 1, 2, 3, 7 and 64 write identical bytes"
+for t in 2 3 7 64; do
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" -q --threads $t
+    expect_code 0
+    same_as_ref "$WORK/out"
+    expect_only "$WORK/out" $OUTS
+done
+
+case_ "--threads outside 1..64 is a usage error"
+for t in 0 65; do
+    run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/x" --threads $t
+    expect_code 2
+    expect_err "--threads"
+done
+
+case_ "audit --threads 1, 2, 7 and 64 give the same report"
+audit_report() {
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("seconds",None); print(json.dumps(d, sort_keys=True))' "$OUT"
+}
+run "$BIN" audit "$WORK/ref/o-00001-of-00003.gguf" --source "$M" --keeplist "$WORK/k.json" --json --threads 1
+expect_code 0
+expect_json "d['result'] == 'pass'"
+audit_report >"$WORK/audit1.json"
+for t in 2 7 64; do
+    run "$BIN" audit "$WORK/ref/o-00001-of-00003.gguf" --source "$M" --keeplist "$WORK/k.json" --json --threads $t
+    expect_code 0
+    audit_report | cmp -s - "$WORK/audit1.json" && _pass || _fail "audit --threads $t reports differently"
+done
+
+if have_shim; then
+    # The first splice is slowed down deterministically: every write to its outputs sleeps 100 ms.
+    case_ "a second splice into the same prefix is refused while the first runs; the first completes"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    env LD_PRELOAD="$SHIM" FAULT_OP=write FAULT_PATH=out/ FAULT_DELAY_MS=100 \
+        "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" -q --threads 1 \
+        >"$WORK/first.out" 2>"$WORK/first.err" </dev/null &
+    FIRST=$!
+    for _ in $(seq 1 500); do
+        ls -A "$WORK/out" | grep -q gguf-reap-tmp && break
+        sleep 0.01
+    done
+    ls -A "$WORK/out" | grep -q gguf-reap-tmp && _pass || _fail "the first splice did not start"
+    for spelling in "$WORK/out/o" "$WORK/out/o.gguf"; do
+        run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$spelling" --force
+        expect_code 3
+        expect_err "gguf-reap: error: $spelling: another gguf-reap process (pid $FIRST) is writing to this output prefix (lock $WORK/out/.o.gguf-reap.lock); wait for it to finish or choose another prefix"
+        expect_err_lines 1
+    done
+    case_ "another prefix in the same directory is not blocked; --dry-run takes no lock"
+    run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/p" -q
+    expect_code 0
+    run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" --dry-run
+    expect_code 0
+    kill -0 $FIRST 2>/dev/null && _pass || _fail "the first splice ended too early for this test"
+
+    case_ "the first splice completes with the right bytes and removes its lock"
+    CODE=0
+    wait $FIRST || CODE=$?
+    expect_code 0
+    rm -f "$WORK"/out/p-*
+    expect_only "$WORK/out" $OUTS
+    same_as_ref "$WORK/out"
+
+    case_ "after a SIGKILL the lock is free: the next run takes it"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    run env LD_PRELOAD="$SHIM" FAULT_OP=write FAULT_PATH=out/ FAULT_AFTER_BYTES=100000 FAULT_SIGNAL=KILL \
+        "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" -q
+    expect_code 137
+    [ -e "$WORK/out/.o.gguf-reap.lock" ] && _pass || _fail "expected the dead run's lock file"
+    run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" -q
+    expect_code 0
+    expect_only "$WORK/out" $OUTS
+    same_as_ref "$WORK/out"
+else
+    echo "lock tests skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
+fi
+finish
