@@ -2,6 +2,7 @@
 // imatrix (its in_sum2 rows hold each expert's intermediate-activation energy per channel, its counts
 // the routed tokens), read in place 1 MiB at a time with the pages done with dropped again, so memory
 // is O(domains × blocks × experts) whatever the file size.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -105,11 +106,21 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
     fn(buf.data());
 }
 
+// Asks the kernel to start reading [offset, offset + n) now (clipped to the file), so that from a cold
+// cache the disk works on the next chunks while this one is computed: populating a mapping otherwise
+// reads it synchronously, a readahead window at a time.
+void prefetch(const InputFile& f, uint64_t offset, uint64_t n) {
+    if (offset >= f.size() || n == 0) return;
+    n = std::min(n, f.size() - offset);
+    ::posix_fadvise(f.fd(), static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+}
+
 // Feeds [from, to) of `f` to `h`.
 void hash_range(const InputFile& f, Sha256& h, uint64_t from, uint64_t to) {
     while (from < to) {
         check_interrupted();
         const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, to - from));
+        prefetch(f, from + n, std::min<uint64_t>(to - from - n, uint64_t{4} * kChunkBytes));
         with_bytes(f, from, n, [&](const uint8_t* p) { h.update(p, n); });
         from += n;
     }
@@ -351,9 +362,14 @@ void process_row_data(const BlockJob& job, BlockStats& s, int64_t e, int64_t n, 
 void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
     const uint64_t row_bytes = static_cast<uint64_t>(job.ne0) * 4;
     const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
+    const uint64_t base = job.entry->sums_offset;
     for (int64_t e = e0; e < e1;) {
         check_interrupted();
         const int64_t n = std::min(rows_per_read, e1 - e);
+        const uint64_t next = static_cast<uint64_t>(e + n) * row_bytes,
+                       stop = static_cast<uint64_t>(e1) * row_bytes;
+        prefetch(job.im->file(), base + next,
+                 std::min(stop - std::min(next, stop), uint64_t{4} * kChunkBytes));
         with_bytes(job.im->file(), job.entry->sums_offset + static_cast<uint64_t>(e) * row_bytes,
                    static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes),
                    [&](const uint8_t* rows) { process_row_data(job, s, e, n, rows); });
@@ -378,6 +394,7 @@ std::string hash_and_process(const InputFile& f, const std::vector<const BlockJo
             check_interrupted();
             const int64_t n = std::min(rows_per_read, job->E - e);
             const size_t bytes = static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes);
+            prefetch(f, pos + bytes, uint64_t{4} * kChunkBytes);
             with_bytes(f, pos, bytes, [&](const uint8_t* rows) {
                 h.update(rows, bytes);
                 process_row_data(*job, stats_of(*job), e, n, rows);
