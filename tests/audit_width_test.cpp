@@ -236,6 +236,21 @@ TEST_F(AuditWidthTest, RefusesWithoutThePlanAndNamesAnotherPlan) {
     EXPECT_TRUE(metadata) << all(r);
 }
 
+TEST_F(AuditWidthTest, WithoutProvenanceTheWidthKeySaysWhatIsMissing) {
+    make("", 32, "--no-provenance");
+    try {
+        audit(std::nullopt);
+        FAIL() << "no error";
+    } catch (const UsageError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  out() +
+                      ": has deepseek2.expert_feed_forward_length = 32 but the source has 64: it was "
+                      "width-spliced (without provenance keys); pass --neuron-plan (the plan it was cut "
+                      "with) to verify its expert tensors");
+    }
+    EXPECT_TRUE(audit(plan()).passed()) << "and with the plan it passes";
+}
+
 TEST_F(AuditWidthTest, PlanNeedsSourceAndAnUnquantizedDown) {
     AuditOptions o;
     o.output = "x.gguf";

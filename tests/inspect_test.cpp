@@ -74,6 +74,26 @@ TEST(ModelSummary, DecodeBytesUntiedEmbeddings) {
     EXPECT_EQ(s.parameters, 3200u + 32 + 2048 + 32 + 256 + 8 + 3 * 8192 + 1024 + 3200);
 }
 
+TEST(ModelSummary, MtpBlocksAreNotReadByDecoding) {
+    // The same model plus blk.2, an MTP (nextn) block with its own routed experts: block_count 3,
+    // nextn_predict_layers 1. Decoding one token never reads blk.2.
+    std::vector<Kv> kvs{Kv::make_string("general.architecture", "deepseek2"),
+                        Kv::make_u32("deepseek2.block_count", 3), Kv::make_u32("deepseek2.expert_count", 8),
+                        Kv::make_u32("deepseek2.expert_used_count", 2),
+                        Kv::make_u32("deepseek2.nextn_predict_layers", 1)};
+    std::vector<TensorSpec> t = small_model(true);
+    t.push_back({"blk.2.attn_norm.weight", {32}, test::kF32});
+    for (auto& spec : test::moe_block(2, 8)) t.push_back(spec);
+    test::TempDir d;
+    test::write_gguf(d.file("m.gguf"), kvs, t);
+    const ModelSummary s = summarize_model(ShardSet::open(d.file("m.gguf")));
+    EXPECT_EQ(s.decode.dense_bytes, 34u + 256 + 2176 + 1088 + 6400) << "as without blk.2";
+    EXPECT_EQ(s.decode.router_bytes, 1024u + 32);
+    EXPECT_EQ(s.decode.expert_bytes, 2u * 3 * 1088);
+    // blk.2: attn_norm 128 + router 1024 + probs bias 32 + 3 × 8 expert slabs of 1088
+    EXPECT_EQ(s.decode.nextn_bytes, 128u + 1024 + 32 + 3 * 8 * 1088);
+}
+
 TEST(ModelSummary, TiedEmbeddingsReadWhole) {
     test::TempDir d;
     test::write_gguf(d.file("m.gguf"), moe_kvs(), small_model(false));

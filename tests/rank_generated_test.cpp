@@ -154,9 +154,10 @@ TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
     o.model = f("narrow.gguf");
     o.prune = 3;
     o.hash_inputs = false;
-    EXPECT_EQ(usage_error(o), f("narrow.gguf") +
-                                  ": blk.1.ffn_down_exps.weight has expert width 32 but the imatrix entry "
-                                  "has 64: a width-pruned model needs its --neuron-plan");
+    EXPECT_EQ(usage_error(o),
+              f("narrow.gguf") +
+                  ": blk.1.ffn_down_exps.weight has expert width 32 but the imatrix entry in " + f("a.gguf") +
+                  " has 64: a width-pruned model needs its --neuron-plan");
     o.neuron_plan = f("plan.npz");
     const RankInput in = load_rank_input(o);
     EXPECT_EQ(in.plan_k, 32);
@@ -209,9 +210,9 @@ TEST_F(RankGenerated, MismatchedModelsAreNamed) {
                                   ": has no ffn_down_exps entry for MoE block(s) 4 of the model: was it made "
                                   "for another model?");
     o.model = f("wide.gguf");
-    EXPECT_EQ(usage_error(o), f("wide.gguf") +
-                                  ": blk.1.ffn_down_exps.weight has expert width 128 but the imatrix entry "
-                                  "has 64: the imatrix was made for another model");
+    EXPECT_EQ(usage_error(o),
+              f("wide.gguf") + ": blk.1.ffn_down_exps.weight has expert width 128 but the imatrix entry in " +
+                  f("a.gguf") + " has 64: the imatrix was made for another model");
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ struct DecodeCost {
     uint64_t dense_bytes = 0;   // non-expert tensors read once per token (token_embd: one row if untied)
     uint64_t router_bytes = 0;  // router weights and biases, read whole
     uint64_t expert_bytes = 0;  // expert_used_count slabs per MoE block
+    uint64_t nextn_bytes = 0;   // MTP (nextn) blocks: not read by plain decoding, not in total()
     uint64_t total() const { return dense_bytes + router_bytes + expert_bytes; }
 };
 

@@ -119,11 +119,10 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
     } else {
         j["moe"] = nullptr;
     }
-    j["decode_bytes_per_token"] = {{"dense", s.decode.dense_bytes},
-                                   {"router", s.decode.router_bytes},
-                                   {"experts", s.decode.expert_bytes},
-                                   {"total", s.decode.total()},
-                                   {"tied_embeddings", s.tied_embeddings}};
+    j["decode_bytes_per_token"] = {
+        {"dense", s.decode.dense_bytes},          {"router", s.decode.router_bytes},
+        {"experts", s.decode.expert_bytes},       {"total", s.decode.total()},
+        {"nextn_excluded", s.decode.nextn_bytes}, {"tied_embeddings", s.tied_embeddings}};
     if (with_tensors) {
         ordered_json ts = ordered_json::array();
         for (const auto& r : model.tensors()) {
@@ -191,6 +190,9 @@ void model_text(const ShardSet& model, const ModelSummary& s, bool with_tensors)
                              human_bytes(s.decode.total()), human_bytes(s.decode.dense_bytes),
                              human_bytes(s.decode.router_bytes), human_bytes(s.decode.expert_bytes),
                              s.tied_embeddings ? "; token_embd doubles as output" : "");
+    if (s.decode.nextn_bytes)
+        std::cout << fmt::format("  (MTP/nextn blocks, {}, are not read by plain decoding and not counted)\n",
+                                 human_bytes(s.decode.nextn_bytes));
     if (with_tensors) {
         std::cout << "\ntensors\n";
         for (const auto& r : model.tensors()) {

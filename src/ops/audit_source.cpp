@@ -265,6 +265,17 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
                 fmt::format("{}: was width-spliced with plan sha256 {}: pass --neuron-plan (the plan it "
                             "was cut with) to verify its expert tensors",
                             first.path, recorded_sha.value_or(recorded->display())));
+        // Without provenance keys a width cut still shows in the expert width: say what is missing
+        // rather than report every expert tensor's shape.
+        const std::string key = src.architecture() + ".expert_feed_forward_length";
+        const Kv* out_kv = first.header ? first.header->find(key) : nullptr;
+        const auto out_w = out_kv ? out_kv->as_uint() : std::nullopt;
+        const auto src_w = src.arch_uint("expert_feed_forward_length");
+        if (out_w && src_w && *out_w < *src_w)
+            throw UsageError(fmt::format(
+                "{}: has {} = {} but the source has {}: it was width-spliced (without provenance keys); "
+                "pass --neuron-plan (the plan it was cut with) to verify its expert tensors",
+                first.path, key, *out_w, *src_w));
         return nullptr;
     }
     auto w = std::make_shared<WidthAudit>();

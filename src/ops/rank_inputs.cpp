@@ -879,11 +879,13 @@ RankInput load_rank_input(const RankOptions& opts) {
                         fmt::format("{}: {} has width {} but the neuron plan keeps {} channels: the model "
                                     "must be the width-pruned one made with this plan",
                                     opts.model, t.name, t.ne[0], plan->k));
-                throw UsageError(fmt::format("{}: {} has expert width {} but the imatrix entry has {}{}",
-                                             opts.model, t.name, t.ne[0], block_width[bi],
-                                             t.ne[0] < block_width[bi]
-                                                 ? ": a width-pruned model needs its --neuron-plan"
-                                                 : ": the imatrix was made for another model"));
+                size_t from = 0;  // the first domain with data for the block (all agree)
+                while (from + 1 < ims.size() && !width[from][bi]) ++from;
+                throw UsageError(
+                    fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}{}", opts.model,
+                                t.name, t.ne[0], specs[from].path, block_width[bi],
+                                t.ne[0] < block_width[bi] ? ": a width-pruned model needs its --neuron-plan"
+                                                          : ": the imatrix was made for another model"));
             }
             if (opts.criterion == Criterion::kWeightedEnergy && t.type != kTypeF32 && t.type != kTypeF16 &&
                 t.type != kTypeBF16 && t.type != kTypeQ8_0)

@@ -89,7 +89,7 @@ expect_code 2
 expect_err "gguf-reap: error: $WORK/b5.imatrix.gguf: has expert data for block 4 (blk.4.ffn_down_exps.weight), which is not an MoE block of $M: was the imatrix made for another model?"
 run "$BIN" rank --imatrix "$WORK/w32.imatrix.gguf" --model "$M" --prune 1 -o "$WORK/out/r"
 expect_code 2
-expect_err "blk.1.ffn_down_exps.weight has expert width 64 but the imatrix entry has 32: the imatrix was made for another model"
+expect_err "blk.1.ffn_down_exps.weight has expert width 64 but the imatrix entry in $WORK/w32.imatrix.gguf has 32: the imatrix was made for another model"
 no_output
 
 case_ "splice --imatrix-in with an imatrix of another model"
