@@ -94,6 +94,9 @@ struct CopyOptions {
     bool prefetch = true;
     // Start writeback of every finished 256 MiB at once (sync_file_range), so the final fsync is short.
     bool early_writeback = true;
+    // fsync every output (and its directory) before and after renaming it into place. false (splice
+    // --no-fsync): outputs are still complete before their names appear, but not yet on the disk.
+    bool durable = true;
     // Called from worker threads with the number of output bytes just finished; must be thread-safe.
     std::function<void(uint64_t)> on_progress;
 };

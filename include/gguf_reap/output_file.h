@@ -25,8 +25,11 @@ public:
     void write_at(uint64_t offset, const void* data, size_t n);
     // Sets the final size up front (ftruncate), so sparse gaps read as zero padding.
     void truncate(uint64_t size);
-    // fsync, close, rename to the final name, fsync the directory. Throws IoError.
-    void commit();
+    // fsync, close, rename to the final name, fsync the directory. Throws IoError. With `durable`
+    // false neither fsync is made: the file is still complete before its name appears (a crash of the
+    // process never leaves a partial file), but a power loss soon after may lose data the kernel had
+    // not yet written.
+    void commit(bool durable = true);
     // Removes the temporary (idempotent; called by the destructor when not committed).
     void discard();
 

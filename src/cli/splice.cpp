@@ -40,6 +40,7 @@ struct SpliceCli {
     bool quiet = false;
     bool json = false;
     bool no_provenance = false;
+    bool no_fsync = false;
     std::string imatrix_in;
     std::string imatrix_out;
     std::string copy_method = "auto";
@@ -231,6 +232,7 @@ int run_splice(const SpliceCli& c) {
     // Copy.
     ExecuteOptions eo;
     eo.copy.method = method;
+    eo.copy.durable = !c.no_fsync;
     // One thread per output file, each writing its file front to back, is what disks like best; more
     // threads than files cut files into 256 MiB pieces written in parallel (for fast SSD arrays).
     const auto files = static_cast<unsigned>(plan.jobs().size());
@@ -288,6 +290,10 @@ Command add_splice(CLI::App& app, const GlobalOptions&) {
     sub->add_flag("-q,--quiet", o->quiet, "No progress and no info messages on stderr");
     sub->add_flag("--json", o->json, "Print one JSON document on stdout");
     sub->add_flag("--no-provenance", o->no_provenance, "Do not write the gguf_reap.* provenance keys");
+    sub->add_flag("--no-fsync", o->no_fsync,
+                  "Do not wait for the disk: outputs are complete before they are renamed into place, but "
+                  "may be lost on a power failure before the kernel writes them (run sync before relying on "
+                  "them)");
     sub->add_option("--imatrix-in", o->imatrix_in, "Also prune this imatrix (GGUF or legacy .dat) ...");
     sub->add_option("--imatrix-out", o->imatrix_out,
                     "... and write it here, for llama-quantize on the pruned model");

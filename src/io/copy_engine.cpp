@@ -273,7 +273,7 @@ class Writer {
     static constexpr uint64_t kWriteback = uint64_t{256} << 20;
 
     void start_writeback() {
-        if (!out_ || !s_.options.early_writeback || dst_ < kicked_ + kWriteback) return;
+        if (!out_ || !s_.options.early_writeback || !s_.options.durable || dst_ < kicked_ + kWriteback) return;
         // Advisory: a failure here changes nothing that fsync will not report.
         ::sync_file_range(out_->fd(), static_cast<off64_t>(kicked_), static_cast<off64_t>(dst_ - kicked_),
                           SYNC_FILE_RANGE_WRITE);
@@ -641,7 +641,7 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
 
     // Complete: flush everything, then rename. A failure in between takes back the renames done.
     check_interrupted();
-    flush_all(outputs, threads);
+    if (options.durable) flush_all(outputs, threads);
     // Every source must still be the file that was parsed and planned: one truncated or rewritten while
     // it was copied leaves old and new bytes mixed in the output (docs/reliability.md).
     for (const InputFile* src : sources) src->check_unchanged();
@@ -654,7 +654,7 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     for (const auto& out : outputs) ::unlink(out->final_path().c_str());  // ENOENT: nothing to replace
     size_t committed = 0;
     try {
-        for (; committed < n; ++committed) outputs[n - 1 - committed]->commit();
+        for (; committed < n; ++committed) outputs[n - 1 - committed]->commit(options.durable);
     } catch (...) {
         for (size_t i = 0; i < committed; ++i) ::unlink(outputs[n - 1 - i]->final_path().c_str());
         throw;

@@ -52,8 +52,8 @@ void OutputFile::truncate(uint64_t size) {
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) throw IoError(final_path_, "truncate", errno);
 }
 
-void OutputFile::commit() {
-    if (::fsync(fd_) != 0) throw IoError(final_path_, "fsync", errno);
+void OutputFile::commit(bool durable) {
+    if (durable && ::fsync(fd_) != 0) throw IoError(final_path_, "fsync", errno);
     if (::close(fd_) != 0) {
         fd_ = -1;
         throw IoError(final_path_, "close", errno);
@@ -61,6 +61,7 @@ void OutputFile::commit() {
     fd_ = -1;
     if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) throw IoError(final_path_, "rename", errno);
     committed_ = true;
+    if (!durable) return;
     const std::filesystem::path p(final_path_);
     const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
     int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -84,6 +84,14 @@ case_ "EIO from fsync: nothing is renamed"
 fails 3 "$WORK/out/o-00002-of-00003.gguf: fsync: Input/output error" \
     FAULT_OP=fsync FAULT_PATH=o-00002 FAULT_ERRNO=EIO
 
+case_ "--no-fsync flushes nothing (the fsync fault is never met) and writes the same bytes"
+fresh
+splice FAULT_OP=fsync FAULT_PATH=/ FAULT_ERRNO=EIO --no-fsync --threads 1
+expect_code 0
+(cd "$WORK/out" && sha256sum --quiet -c "$WORK/ref.sha256" >/dev/null 2>&1) && _pass ||
+    _fail "bytes differ from the reference"
+expect_only "$WORK/out" $OUTS
+
 case_ "a failed run with --force leaves the earlier complete set as it was"
 cp "$WORK"/ref/o-* "$WORK/out/"
 splice FAULT_OP=write FAULT_PATH=/out/ FAULT_AFTER_BYTES=20000000 FAULT_ERRNO=ENOSPC --force
