@@ -182,5 +182,20 @@ TEST(OutputLockTest, SecondWriterIsRefusedUntilTheFirstLetsGo) {
             ": output directory: cannot create the lock file .o.gguf-reap.lock: No such file or directory");
 }
 
+// Found by the fuzz_imatrix smoke run (corpus seed regress-empty-read-null-dst.gguf): an imatrix entry
+// with no counts read zero bytes into an empty vector, whose data() is null, and the mapped path passed
+// that null to memcpy (undefined behaviour; the sanitizer build aborts on it).
+TEST(InputFileRead, ZeroBytesIntoNoBufferIsANoOpOnBothPaths) {
+    TempDir dir;
+    test::write_file(dir.file("f"), std::vector<uint8_t>(64, 7));
+    for (const bool use_mmap : {true, false}) {
+        const auto f = InputFile::open(dir.file("f"), use_mmap);
+        std::vector<float> none;
+        f->read(0, none.data(), 0);
+        f->read(64, none.data(), 0);  // at the very end: still inside
+        EXPECT_THROW(f->read(65, none.data(), 0), IoError) << "past the end is still an error";
+    }
+}
+
 }  // namespace
 }  // namespace gguf_reap

@@ -48,6 +48,7 @@ InputFile::~InputFile() {
 void InputFile::read(uint64_t offset, void* dst, size_t n) const {
     if (!range_inside(offset, n, size_))
         throw IoError(path_, "read past the end of the file (was it truncated?)");
+    if (n == 0) return;  // dst may be the null data() of an empty vector: memcpy must not see it
     if (map_) {
         std::memcpy(dst, map_ + offset, n);
         return;
