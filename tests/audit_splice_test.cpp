@@ -37,16 +37,6 @@ Located locate(const std::vector<std::string>& shards, const std::string& tensor
     return {};
 }
 
-void flip(const std::string& path, uint64_t offset) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(offset));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x81);
-    f.seekp(static_cast<std::streamoff>(offset));
-    f.write(&c, 1);
-}
-
 class AuditSpliceTest : public ::testing::Test {
   protected:
     // A 2-shard generated model with every optional expert role, pruned to 14 of 16 experts into 3
@@ -107,9 +97,9 @@ TEST_F(AuditSpliceTest, FlipsInBiasesScalesAndRouterBiasAreNamed) {
         const Located w = locate(out, c.tensor);
         const uint64_t slab = w.nbytes / 14;
         const uint64_t at = w.abs + c.expert * slab + slab / 2;
-        flip(w.path, at);
+        test::flip_byte(w.path, at);
         const auto r = run_cli(fmt::format("audit {} --source {} --json", out[0], source()));
-        flip(w.path, at);  // restore for the next case
+        test::flip_byte(w.path, at);  // restore for the next case
         EXPECT_EQ(r.exit_code, 1) << r.err;
         const auto j = nlohmann::json::parse(r.out);
         ASSERT_EQ(j["findings"].size(), 1u) << r.out;
@@ -126,7 +116,7 @@ TEST_F(AuditSpliceTest, FlipsInBiasesScalesAndRouterBiasAreNamed) {
 
 TEST_F(AuditSpliceTest, TextReportAndExitCodes) {
     const Located w = locate(out, "token_embd.weight");
-    flip(w.path, w.abs + 3);
+    test::flip_byte(w.path, w.abs + 3);
     const auto r = run_cli(fmt::format("audit {} --source {}", out[2], source()));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.out.find(fmt::format(
@@ -161,7 +151,7 @@ TEST_F(AuditSpliceTest, ManifestWrittenOnlyWhenThePassSucceedsAndVerifiedLater) 
 
     // A broken output gets no manifest.
     const Located w = locate(out, "blk.2.ffn_down_exps.weight");
-    flip(w.path, w.abs + 17);
+    test::flip_byte(w.path, w.abs + 17);
     const std::string m2 = dir.file("m2.json");
     const auto bad = run_cli(fmt::format("audit {} --source {} --manifest-out {}", out[0], source(), m2));
     EXPECT_EQ(bad.exit_code, 1);

@@ -35,16 +35,6 @@ Located locate(const std::string& path, const std::string& tensor) {
     return {};
 }
 
-void flip(const std::string& path, uint64_t offset) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(offset));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x81);
-    f.seekp(static_cast<std::streamoff>(offset));
-    f.write(&c, 1);
-}
-
 class AuditWidthTest : public ::testing::Test {
   protected:
     // A generated F16 model (expert width 64, E = 16, MoE blocks 1..3), a plan keeping `k` channels,
@@ -102,7 +92,7 @@ TEST_F(AuditWidthTest, PassesAndNamesAFlippedDownColumn) {
     ASSERT_EQ(d.info.ne[0], 32);
     const uint64_t slab = 2 * 32 * 128;
     const uint64_t at = d.abs + 5 * slab + 7 * (2 * 32) + 3 * 2 + 1;
-    flip(out(), at);
+    test::flip_byte(out(), at);
     r = audit(plan());
     ASSERT_EQ(r.findings.size(), 1u) << all(r);
     const Finding& f = r.findings[0];
@@ -126,7 +116,7 @@ TEST_F(AuditWidthTest, FlippedGateRowNamesItsChannel) {
     make("", 16);
     const Located g = locate(out(), "blk.1.ffn_gate_exps.weight");
     const uint64_t row = 2 * 128, slab = row * 16;
-    flip(out(), g.abs + 9 * slab + 10 * row + 4);
+    test::flip_byte(out(), g.abs + 9 * slab + 10 * row + 4);
     const AuditReport r = audit(plan());
     ASSERT_EQ(r.findings.size(), 1u) << all(r);
     EXPECT_EQ(r.findings[0].channel, read_plan().row(0, 9)[10]);
@@ -142,7 +132,7 @@ TEST_F(AuditWidthTest, FusedGateUp) {
     const Located gu = locate(out(), "blk.3.ffn_gate_up_exps.weight");
     ASSERT_EQ(gu.info.ne[1], 64);
     const uint64_t row = 2 * 128, slab = row * 64;
-    flip(out(), gu.abs + 2 * slab + (32 + 6) * row);
+    test::flip_byte(out(), gu.abs + 2 * slab + (32 + 6) * row);
     r = audit(plan());
     ASSERT_EQ(r.findings.size(), 1u) << all(r);
     EXPECT_EQ(r.findings[0].tensor, "blk.3.ffn_gate_up_exps.weight");
@@ -158,7 +148,7 @@ TEST_F(AuditWidthTest, GptOssBiases) {
     const Located ub = locate(out(), "blk.3.ffn_up_exps.bias");
     ASSERT_EQ(ub.info.ne[0], 32);
     EXPECT_EQ(locate(out(), "blk.3.ffn_down_exps.bias").info.ne[0], 128);
-    flip(out(), ub.abs + 4 * 32 * 4 + 31 * 4);
+    test::flip_byte(out(), ub.abs + 4 * 32 * 4 + 31 * 4);
     r = audit(plan());
     ASSERT_EQ(r.findings.size(), 1u) << all(r);
     EXPECT_EQ(r.findings[0].tensor, "blk.3.ffn_up_exps.bias");

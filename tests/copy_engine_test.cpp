@@ -23,17 +23,6 @@ namespace {
 
 using test::TempDir;
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<uint8_t> v(n);
-    for (auto& b : v) b = static_cast<uint8_t>(rng());
-    return v;
-}
-
-size_t entries(const std::filesystem::path& dir) {
-    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
-}
-
 // A job of random segments over `sources`, and the bytes it must produce.
 struct Expected {
     CopyJob job;
@@ -47,7 +36,7 @@ Expected random_job(const std::string& path, const std::vector<std::vector<uint8
     for (int i = 0; i < 300; ++i) {
         const int kind = static_cast<int>(rng() % 4);
         if (kind == 0) {
-            auto lit = random_bytes(1 + rng() % 5000, rng());
+            auto lit = test::random_bytes(1 + rng() % 5000, rng());
             e.bytes.insert(e.bytes.end(), lit.begin(), lit.end());
             e.job.append_literal(std::move(lit));
         } else if (kind == 1) {
@@ -70,7 +59,8 @@ Expected random_job(const std::string& path, const std::vector<std::vector<uint8
 
 TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
     TempDir dir;
-    const std::vector<std::vector<uint8_t>> data = {random_bytes(3 << 20, 1), random_bytes(1 << 20, 2)};
+    const std::vector<std::vector<uint8_t>> data = {test::random_bytes(3 << 20, 1),
+                                                    test::random_bytes(1 << 20, 2)};
     std::vector<std::shared_ptr<InputFile>> files;
     std::vector<const InputFile*> sources;
     for (size_t i = 0; i < data.size(); ++i) {
@@ -112,7 +102,7 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
             }
         }
     }
-    EXPECT_EQ(entries(dir.path() / "out"), static_cast<size_t>(2 * run)) << "no temporaries left";
+    EXPECT_EQ(test::count_entries(dir.path() / "out"), static_cast<size_t>(2 * run)) << "no temporaries left";
 }
 
 TEST(CopyEngine, AdjacentCopiesMergeIntoOneExtent) {
@@ -134,7 +124,7 @@ TEST(CopyEngine, AdjacentCopiesMergeIntoOneExtent) {
 
 TEST(CopyEngine, MalformedJobIsRefusedBeforeAnyFileExists) {
     TempDir dir;
-    test::write_file(dir.file("src"), random_bytes(100, 3));
+    test::write_file(dir.file("src"), test::random_bytes(100, 3));
     auto f = InputFile::open(dir.file("src"));
     CopyJob past_end;
     past_end.path = dir.file("o1");
@@ -155,12 +145,12 @@ TEST(CopyEngine, MalformedJobIsRefusedBeforeAnyFileExists) {
         EXPECT_EQ(std::string(e.what()), "copy plan for " + dir.file("o1") +
                                              ": segment at 0: reads past the end of " + dir.file("src"));
     }
-    EXPECT_EQ(entries(dir.path()), 1u);
+    EXPECT_EQ(test::count_entries(dir.path()), 1u);
 }
 
 TEST(CopyEngine, InterruptLeavesNoFile) {
     TempDir dir;
-    test::write_file(dir.file("src"), random_bytes(1 << 20, 4));
+    test::write_file(dir.file("src"), test::random_bytes(1 << 20, 4));
     auto f = InputFile::open(dir.file("src"));
     CopyJob j;
     j.path = dir.file("out");
@@ -168,7 +158,7 @@ TEST(CopyEngine, InterruptLeavesNoFile) {
     set_interrupted_for_test(true);
     EXPECT_THROW(run_copy_jobs({&j}, {f.get()}, {}), Interrupted);
     set_interrupted_for_test(false);
-    EXPECT_EQ(entries(dir.path()), 1u);
+    EXPECT_EQ(test::count_entries(dir.path()), 1u);
 }
 
 TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
@@ -179,7 +169,8 @@ TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
         GTEST_SKIP() << "needs /dev/shm on a filesystem of another type than the temp dir";
     TempDir dir;
     const std::string src = fmt::format("/dev/shm/gguf-reap-test-{}", ::getpid());
-    const auto bytes = random_bytes(3 << 20, 5) /* above kernel_min_bytes: auto tries the kernel first */;
+    const auto bytes =
+        test::random_bytes(3 << 20, 5) /* above kernel_min_bytes: auto tries the kernel first */;
     test::write_file(src, bytes);
     auto f = InputFile::open(src);
     CopyJob j;
@@ -200,7 +191,7 @@ TEST(CopyEngine, CrossFilesystemFallsBackToReadWrite) {
         EXPECT_EQ(std::string(e.what()),
                   j.path + ": copy_file_range from " + src + ": Invalid cross-device link");
     }
-    EXPECT_EQ(entries(dir.path()), 0u);
+    EXPECT_EQ(test::count_entries(dir.path()), 0u);
     std::filesystem::remove(src);
 }
 

@@ -17,13 +17,6 @@ namespace {
 
 using test::TempDir;
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<uint8_t> v(n);
-    for (auto& b : v) b = static_cast<uint8_t>(rng());
-    return v;
-}
-
 // `k` distinct ascending ids below `n`.
 std::vector<uint32_t> random_index(uint32_t n, uint32_t k, std::mt19937& rng) {
     std::vector<uint32_t> all(n);
@@ -49,7 +42,7 @@ Expected gather_job(const std::string& path, const std::vector<uint8_t>& src, ui
     const uint64_t row_bytes = uint64_t{elem} * elems;
     auto shared = std::make_shared<const std::vector<uint32_t>>(random_index(elems, elems / 3 + 1, rng));
     for (int i = 0; i < 12; ++i) {
-        auto lit = random_bytes(1 + rng() % 300, rng());
+        auto lit = test::random_bytes(1 + rng() % 300, rng());
         e.bytes.insert(e.bytes.end(), lit.begin(), lit.end());
         e.job.append_literal(std::move(lit));
         const uint64_t rows = 1 + rng() % 40;
@@ -71,7 +64,7 @@ Expected gather_job(const std::string& path, const std::vector<uint8_t>& src, ui
 
 TEST(CopyGather, SelectsElementsOfEveryRowByteExact) {
     TempDir dir;
-    const auto data = random_bytes(6 << 20, 11);
+    const auto data = test::random_bytes(6 << 20, 11);
     test::write_file(dir.file("src"), data);
     auto f = InputFile::open(dir.file("src"));
     int run = 0;
@@ -119,7 +112,7 @@ TEST(CopyGather, AppendSizesTheSegment) {
 
 TEST(CopyGather, MalformedGatherIsRefusedBeforeAnyFileExists) {
     TempDir dir;
-    test::write_file(dir.file("src"), random_bytes(1000, 3));
+    test::write_file(dir.file("src"), test::random_bytes(1000, 3));
     auto f = InputFile::open(dir.file("src"));
     auto idx = [](std::vector<uint32_t> v) { return std::make_shared<const std::vector<uint32_t>>(v); };
     struct Case {

@@ -24,17 +24,6 @@ namespace {
 
 using test::TempDir;
 
-std::vector<uint8_t> noise(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<uint8_t> v(n);
-    for (auto& b : v) b = static_cast<uint8_t>(rng());
-    return v;
-}
-
-size_t entries(const std::filesystem::path& dir) {
-    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
-}
-
 // Sets a file's mtime far in the past, so that a change made in the same clock tick still shows.
 void age(const std::string& path) {
     const timespec times[2] = {{1577836800, 0}, {1577836800, 0}};
@@ -52,7 +41,7 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(Threads, CopyEngineBytesIdenticalForEveryThreadCountAndWorkItemSize) {
     TempDir dir;
-    const auto src = noise(1 << 20, 7);
+    const auto src = test::random_bytes(1 << 20, 7);
     test::write_file(dir.file("src"), src);
     auto file = InputFile::open(dir.file("src"));
     std::filesystem::create_directory(dir.path() / "out");
@@ -63,7 +52,7 @@ TEST(Threads, CopyEngineBytesIdenticalForEveryThreadCountAndWorkItemSize) {
     std::vector<std::vector<uint8_t>> want(3);
     for (size_t j = 0; j < jobs.size(); ++j) {
         CopyJob& job = jobs[j];
-        auto header = noise(1000 + 37 * j, static_cast<uint32_t>(j));
+        auto header = test::random_bytes(1000 + 37 * j, static_cast<uint32_t>(j));
         want[j] = header;
         job.append_literal(header);
         for (int i = 0; i < 100; ++i) {
@@ -104,12 +93,12 @@ TEST(Threads, CopyEngineBytesIdenticalForEveryThreadCountAndWorkItemSize) {
             }
         }
     }
-    EXPECT_EQ(entries(dir.path() / "out"), static_cast<size_t>(3 * run)) << "no temporaries left";
+    EXPECT_EQ(test::count_entries(dir.path() / "out"), static_cast<size_t>(3 * run)) << "no temporaries left";
 }
 
 TEST(SourceChange, CopyEngineRefusesToRenameFromASourceThatChanged) {
     TempDir dir;
-    test::write_file(dir.file("src"), noise(100000, 3));
+    test::write_file(dir.file("src"), test::random_bytes(100000, 3));
     age(dir.file("src"));
     auto file = InputFile::open(dir.file("src"));
     std::filesystem::create_directory(dir.path() / "out");
@@ -117,19 +106,19 @@ TEST(SourceChange, CopyEngineRefusesToRenameFromASourceThatChanged) {
     job.path = dir.file("out/o.gguf");
     job.append_copy(0, 0, 50000);
     // Rewritten in place after open, same size: the bytes read may be old or new.
-    test::write_file(dir.file("src"), noise(100000, 4));
+    test::write_file(dir.file("src"), test::random_bytes(100000, 4));
     EXPECT_EQ(error_of([&] { run_copy_jobs({&job}, {file.get()}, CopyOptions{}); }),
               dir.file("src") +
                   ": changed while gguf-reap was reading it (it was modified); nothing made from it is kept: "
                   "run again once the file is stable");
-    EXPECT_EQ(entries(dir.path() / "out"), 0u) << "neither the output nor its temporary";
+    EXPECT_EQ(test::count_entries(dir.path() / "out"), 0u) << "neither the output nor its temporary";
 }
 
 TEST(SourceChange, InputFileNamesEachKindOfChange) {
     TempDir dir;
     const std::string p = dir.file("f");
     auto fresh = [&] {
-        test::write_file(p, noise(4096, 1));
+        test::write_file(p, test::random_bytes(4096, 1));
         age(p);
         return InputFile::open(p);
     };
@@ -151,7 +140,7 @@ TEST(SourceChange, InputFileNamesEachKindOfChange) {
     }
     {
         auto f = fresh();
-        test::write_file(dir.file("g"), noise(4096, 1));
+        test::write_file(dir.file("g"), test::random_bytes(4096, 1));
         std::filesystem::rename(dir.file("g"), p);
         EXPECT_NE(error_of([&] { f->check_unchanged(); }).find("(its name now points to another file)"),
                   std::string::npos);

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <filesystem>
 
 #include <array>
 #include <cstdio>
@@ -38,7 +39,9 @@ std::string fixtures_dir() {
     return "";
 }
 
-std::string fixture(const std::string& rel) { return fixtures_dir() + "/" + rel; }
+std::string fixture(const std::string& rel) {
+    return fixtures_dir() + "/" + rel;
+}
 
 const nlohmann::json& expected_json() {
     static nlohmann::json j = [] {
@@ -66,8 +69,12 @@ RunResult run_command(const std::string& command_line) {
     return r;
 }
 
-RunResult run_cli(const std::string& args) { return run_command(std::string(GGUF_REAP_BIN) + " " + args); }
-RunResult run_gen(const std::string& args) { return run_command(std::string(GGUF_REAP_GEN) + " " + args); }
+RunResult run_cli(const std::string& args) {
+    return run_command(std::string(GGUF_REAP_BIN) + " " + args);
+}
+RunResult run_gen(const std::string& args) {
+    return run_command(std::string(GGUF_REAP_GEN) + " " + args);
+}
 
 std::vector<uint8_t> read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -116,6 +123,27 @@ Bytes& Bytes::zeros(size_t n) {
 Bytes& Bytes::pad_to(size_t alignment) {
     while (data_.size() % alignment) data_.push_back(0);
     return *this;
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> v(n);
+    for (auto& b : v) b = static_cast<uint8_t>(rng());
+    return v;
+}
+
+void flip_byte(const std::string& path, uint64_t offset) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x81);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(&c, 1);
+}
+
+size_t count_entries(const std::filesystem::path& dir) {
+    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
 }
 
 }  // namespace gguf_reap::test

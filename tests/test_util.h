@@ -14,22 +14,22 @@ namespace gguf_reap::test {
 
 // A fresh directory under the system temp dir, removed at destruction.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     const std::filesystem::path& path() const { return path_; }
     std::string file(const std::string& name) const { return (path_ / name).string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
 // ../shared/fixtures, or "" when absent (tests then GTEST_SKIP()).
 std::string fixtures_dir();
-#define REQUIRE_FIXTURES()                                                   \
-    do {                                                                     \
-        if (::gguf_reap::test::fixtures_dir().empty())                       \
-            GTEST_SKIP() << "../shared/fixtures not present; skipping";     \
+#define REQUIRE_FIXTURES()                                              \
+    do {                                                                \
+        if (::gguf_reap::test::fixtures_dir().empty())                  \
+            GTEST_SKIP() << "../shared/fixtures not present; skipping"; \
     } while (0)
 std::string fixture(const std::string& rel);  // fixtures_dir() + "/" + rel
 const nlohmann::json& expected_json();        // parsed expected.json
@@ -48,10 +48,16 @@ std::vector<uint8_t> read_file(const std::string& path);
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
 std::string sha256_hex(const uint8_t* data, size_t n);
 std::string sha256_file_range(const std::string& path, uint64_t offset, uint64_t n);
+// n bytes of a fixed pseudo-random sequence (mt19937 seeded with `seed`).
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed);
+// XORs the byte at `offset` of the file with 0x81 (one flipped byte, both nibbles).
+void flip_byte(const std::string& path, uint64_t offset);
+// How many entries a directory holds (to prove a failed run left nothing behind).
+size_t count_entries(const std::filesystem::path& dir);
 
 // Little-endian byte builder for hand-made (often malformed) GGUF files.
 class Bytes {
-public:
+  public:
     Bytes& raw(const void* p, size_t n);
     Bytes& str(const std::string& s);  // u64 length + bytes
     Bytes& u8(uint8_t v) { return raw(&v, 1); }
@@ -66,7 +72,7 @@ public:
     size_t size() const { return data_.size(); }
     std::vector<uint8_t>& data() { return data_; }
 
-private:
+  private:
     std::vector<uint8_t> data_;
 };
 
