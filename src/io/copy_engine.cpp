@@ -116,22 +116,12 @@ class Writer {
             if (s_.stop) return;
             if (fill_ == batch_) flush();
             const size_t want = static_cast<size_t>(std::min<uint64_t>({n, room(), batch_ - fill_}));
-            const ssize_t got = ::pread(src.fd(), buffer() + fill_, want, static_cast<off_t>(off));
-            s_.calls.fetch_add(1, std::memory_order_relaxed);
-            if (got < 0) {
-                if (errno == EINTR) {
-                    check_interrupted();
-                    continue;
-                }
-                throw IoError(src.path(), "read", errno);
-            }
-            if (got == 0)
-                throw IoError(src.path(), "unexpected end of file (was it truncated while copying?)");
-            add(buffer() + fill_, static_cast<size_t>(got));
-            fill_ += static_cast<size_t>(got);
-            s_.buffered_bytes.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
-            off += static_cast<uint64_t>(got);
-            n -= static_cast<uint64_t>(got);
+            read_all(src, off, buffer() + fill_, want);  // short reads loop inside
+            add(buffer() + fill_, want);
+            fill_ += want;
+            s_.buffered_bytes.fetch_add(want, std::memory_order_relaxed);
+            off += want;
+            n -= want;
         }
     }
 
