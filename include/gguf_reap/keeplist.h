@@ -67,6 +67,7 @@ struct KeepList {
     static KeepList parse(const std::string& text, const std::string& path_for_messages);
 
     nlohmann::ordered_json to_json() const;
+    std::string text() const;                  // the file's contents, as save writes them
     void save(const std::string& path) const;  // atomic: temp + rename
 };
 

@@ -41,6 +41,10 @@ struct NpyArray {
 // The bytes of one .npy member.
 std::vector<uint8_t> npy_bytes(const NpyArray& a);
 
+// The bytes of an .npz holding `arrays` (what write_npz writes); `path` names it in error messages.
+std::vector<uint8_t> npz_bytes(const std::string& path,
+                               const std::vector<std::pair<std::string, NpyArray>>& arrays);
+
 // Writes an .npz holding `arrays` (member names get ".npy") under a temporary name, then renames it
 // into place (OutputFile). Member order is the map's order; timestamps are fixed so that the same
 // arrays always give the same bytes.

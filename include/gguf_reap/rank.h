@@ -192,8 +192,9 @@ std::string safety_margin_sentence(const RankResult& r);
 nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankResult& r);
 
 // Writes the three files into `dir` (created if missing), each atomically. Existing files are
-// refused unless `force`. Throws UsageError / IoError.
-void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force);
+// refused unless `force`. `threads` build them in parallel (0: one per core). Throws UsageError / IoError.
+void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force,
+                        int threads = 0);
 
 // Spearman rank correlation (average ranks for ties); NaN when either side is constant or n < 2.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);

@@ -1,5 +1,6 @@
 // gguf-reap rank --imatrix NAME=FILE ... (--keep N | --prune N | --ratio R) --out DIR: score experts
 // from imatrix files and write keeplist.json, ranking.npz and REAP-KEEPLIST-RECEIPT.md.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -116,10 +117,18 @@ void print_text(const RankInput& in, const RankResult& r, const std::string& out
 int run_rank(const RankCli& c) {
     const RankOptions opts = to_options(c);
     // Read → decide → write → report.
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
     const RankInput in = load_rank_input(opts);
+    const auto t1 = clock::now();
     for (const auto& n : in.notes) spdlog::info("{}", n);
     const RankResult r = rank_experts(in, opts);
-    write_rank_outputs(in, r, c.out, c.force);
+    const auto t2 = clock::now();
+    write_rank_outputs(in, r, c.out, c.force, opts.threads);
+    const auto t3 = clock::now();
+    const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    spdlog::debug("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0), sec(t2 - t1),
+                  sec(t3 - t2));
     for (const auto& w : r.warnings) spdlog::warn("{}", w);
     if (c.json) {
         nlohmann::ordered_json j = rank_summary_json(in, r);

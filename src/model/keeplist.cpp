@@ -252,8 +252,12 @@ json KeepList::to_json() const {
     return j;
 }
 
+std::string KeepList::text() const {
+    return to_json().dump(1) + "\n";
+}
+
 void KeepList::save(const std::string& path) const {
-    const std::string text = to_json().dump(1) + "\n";
+    const std::string text = this->text();
     OutputFile out(path);
     out.write_at(0, text.data(), text.size());
     out.commit();

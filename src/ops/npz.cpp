@@ -314,9 +314,9 @@ std::vector<uint8_t> npy_bytes(const NpyArray& a) {
     return out;
 }
 
-void write_npz(const std::string& path, const std::vector<std::pair<std::string, NpyArray>>& arrays) {
-    // Build the archive in memory (the arrays are small: blocks × experts), then write it through
-    // OutputFile so that no half-written .npz ever carries the final name.
+std::vector<uint8_t> npz_bytes(const std::string& path,
+                               const std::vector<std::pair<std::string, NpyArray>>& arrays) {
+    // Built in memory (the arrays are small: blocks × experts).
     ZipErrorGuard err;
     zip_source_t* src = zip_source_buffer_create(nullptr, 0, 0, &err.e);
     if (!src) throw IoError(path, fmt::format("zip: {}", zip_error_strerror(&err.e)));
@@ -363,6 +363,12 @@ void write_npz(const std::string& path, const std::vector<std::pair<std::string,
     zip_source_free(src);
     if (got < 0 || static_cast<uint64_t>(got) != st.size)
         throw IoError(path, "zip: short read of the archive built in memory");
+    return bytes;
+}
+
+void write_npz(const std::string& path, const std::vector<std::pair<std::string, NpyArray>>& arrays) {
+    // Through OutputFile, so that no half-written .npz ever carries the final name.
+    const std::vector<uint8_t> bytes = npz_bytes(path, arrays);
     OutputFile out(path);
     out.write_at(0, bytes.data(), bytes.size());
     out.commit();

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "ops/parallel.h"
 
 namespace gguf_reap {
 
@@ -32,9 +33,11 @@ std::string join_ids(const std::vector<int64_t>& ids) {
 
 double median(std::vector<double> v) {
     if (v.empty()) return kNaN;
-    std::sort(v.begin(), v.end());
     const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (n % 2) return *mid;
+    return (*std::max_element(v.begin(), mid) + *mid) / 2;  // the two middle values of the sorted order
 }
 
 // The score a criterion gives one expert of one domain's block. `full`: ignore the neuron plan.
@@ -58,14 +61,17 @@ double score_of(Criterion c, const BlockStats& s, size_t e, bool full) {
 
 // Ranks 1..E by score descending; equal scores rank the lower expert id better. NaN ranks last.
 std::vector<int32_t> rank_desc(const std::vector<double>& score) {
-    std::vector<size_t> order(score.size());
-    std::iota(order.begin(), order.end(), 0);
-    auto key = [&](size_t e) {
-        return std::isnan(score[e]) ? -std::numeric_limits<double>::infinity() : score[e];
+    struct Key {
+        double score;
+        size_t e;
     };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
+    std::vector<Key> order(score.size());
+    for (size_t e = 0; e < score.size(); ++e)
+        order[e] = {std::isnan(score[e]) ? -std::numeric_limits<double>::infinity() : score[e], e};
+    std::sort(order.begin(), order.end(),
+              [](const Key& a, const Key& b) { return a.score != b.score ? a.score > b.score : a.e < b.e; });
     std::vector<int32_t> r(score.size());
-    for (size_t i = 0; i < order.size(); ++i) r[order[i]] = static_cast<int32_t>(i + 1);
+    for (size_t i = 0; i < order.size(); ++i) r[order[i].e] = static_cast<int32_t>(i + 1);
     return r;
 }
 
@@ -274,40 +280,46 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
     r.ranks.assign(D * B * NE, 0);
     r.counts.assign(D * B * NE, -1);
     r.spearman.assign(D * B, kNaN);
-    for (size_t d = 0; d < D; ++d)
-        for (size_t b = 0; b < B; ++b) {
-            const BlockStats& s = in.domains[d].blocks[b];
-            if (!s.present) continue;
-            std::vector<double> sc(NE), full(NE);
-            for (size_t e = 0; e < NE; ++e) {
-                sc[e] = score_of(opts.criterion, s, e, false);
-                full[e] = score_of(opts.criterion, s, e, true);
-                r.scores[r.idx(d, b, e)] = sc[e];
-                if (!std::isnan(s.count[e])) r.counts[r.idx(d, b, e)] = std::llround(s.count[e]);
-            }
-            const auto rk = rank_desc(sc);
-            for (size_t e = 0; e < NE; ++e) r.ranks[r.idx(d, b, e)] = rk[e];
-            if (!in.plan_path.empty()) r.spearman[d * B + b] = spearman(sc, full);
+    // Blocks and domains are independent from here to the decision: each (domain, block) pair, and
+    // then each block, writes only its own slots, so they are shared among the threads.
+    const int threads = resolve_threads(opts.threads);
+    parallel_for(D * B, threads, [&](size_t i) {
+        const size_t d = i / B, b = i % B;
+        const BlockStats& s = in.domains[d].blocks[b];
+        if (!s.present) return;
+        std::vector<double> sc(NE), full(NE);
+        for (size_t e = 0; e < NE; ++e) {
+            sc[e] = score_of(opts.criterion, s, e, false);
+            full[e] = score_of(opts.criterion, s, e, true);
+            r.scores[r.idx(d, b, e)] = sc[e];
+            if (!std::isnan(s.count[e])) r.counts[r.idx(d, b, e)] = std::llround(s.count[e]);
         }
+        const auto rk = rank_desc(sc);
+        for (size_t e = 0; e < NE; ++e) r.ranks[r.idx(d, b, e)] = rk[e];
+        if (!in.plan_path.empty()) r.spearman[d * B + b] = spearman(sc, full);
+    });
 
     // 2. Dead experts: dead in every domain that holds the block (and at least one domain can tell).
     r.dead.assign(B * NE, 0);
     for (size_t b = 0; b < B; ++b)
         for (size_t e = 0; e < NE; ++e) {
             bool any = false, all = true;
-            std::set<std::string> evidence;
-            for (size_t d = 0; d < D; ++d) {
+            for (size_t d = 0; d < D && all; ++d) {
                 const BlockStats& s = in.domains[d].blocks[b];
                 if (!s.present) continue;
                 any = true;
-                all = all && s.dead[e];
+                all = s.dead[e];
+            }
+            if (!any || !all) continue;
+            r.dead[r.idx(b, e)] = 1;
+            std::set<std::string> evidence;
+            for (size_t d = 0; d < D; ++d) {
+                if (!in.domains[d].blocks[b].present) continue;
                 const std::string& f = in.domains[d].format;
                 evidence.insert(f == "gguf"  ? "count 0 and zero energy"
                                 : f == "dat" ? "legacy .dat marks it never routed"
                                              : "activation count 0");
             }
-            if (!any || !all) continue;
-            r.dead[r.idx(b, e)] = 1;
             std::string ev;
             for (const auto& x : evidence) ev += (ev.empty() ? "" : "; ") + x;
             r.dead_experts.push_back({in.blocks[b], static_cast<int64_t>(e),
@@ -410,21 +422,26 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
     // 4. Consensus order in every block.
     r.consensus_rank.assign(B * NE, 0);
     r.consensus_score.assign(B * NE, kNaN);
-    for (size_t b = 0; b < B; ++b) {
-        std::vector<std::vector<int32_t>> rank_vec(NE);
+    parallel_for(B, threads, [&](size_t b) {
+        // Each expert's ranks in the domains that hold the block, sorted best first: row e of P values.
+        std::vector<size_t> present;
+        for (size_t d = 0; d < D; ++d)
+            if (in.domains[d].blocks[b].present) present.push_back(d);
+        const size_t P = present.size();
+        std::vector<int32_t> rank_vec(NE * P);
+        const auto row = [&](size_t e) { return rank_vec.begin() + static_cast<std::ptrdiff_t>(e * P); };
+        for (size_t e = 0; e < NE; ++e) {
+            for (size_t i = 0; i < P; ++i) rank_vec[e * P + i] = r.ranks[r.idx(present[i], b, e)];
+            std::sort(row(e), row(e + 1));
+        }
         std::vector<double> key(NE, 0);
-        for (size_t e = 0; e < NE; ++e)
-            for (size_t d = 0; d < D; ++d)
-                if (in.domains[d].blocks[b].present) rank_vec[e].push_back(r.ranks[r.idx(d, b, e)]);
-        for (auto& v : rank_vec) std::sort(v.begin(), v.end());
         switch (opts.consensus) {
             case Consensus::kMinRank:
-                for (size_t e = 0; e < NE; ++e) key[e] = rank_vec[e].front();
+                for (size_t e = 0; e < NE && P > 0; ++e) key[e] = rank_vec[e * P];
                 break;
             case Consensus::kMeanRank:
-                for (size_t e = 0; e < NE; ++e)
-                    key[e] = std::accumulate(rank_vec[e].begin(), rank_vec[e].end(), 0.0) /
-                             static_cast<double>(rank_vec[e].size());
+                for (size_t e = 0; e < NE && P > 0; ++e)
+                    key[e] = std::accumulate(row(e), row(e + 1), 0.0) / static_cast<double>(P);
                 break;
             case Consensus::kSum:
                 for (size_t d = 0; d < D; ++d) {
@@ -462,14 +479,15 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
             if (key[a] != key[c]) return lower_is_better ? key[a] < key[c] : key[a] > key[c];
             // Ties: the sorted rank vectors compared lexicographically (best rank, then second best, ...),
             // then the lower expert id.
-            if (rank_vec[a] != rank_vec[c]) return rank_vec[a] < rank_vec[c];
+            const auto [pa, pc] = std::mismatch(row(a), row(a + 1), row(c));
+            if (pa != row(a + 1)) return *pa < *pc;
             return a < c;
         });
         for (size_t i = 0; i < NE; ++i) {
             r.consensus_rank[r.idx(b, order[i])] = static_cast<int32_t>(i + 1);
             r.consensus_score[r.idx(b, order[i])] = key[order[i]];
         }
-    }
+    });
 
     // 5. The decision: per block (and per contiguous group), protected experts first, dead experts
     //    never, then the best consensus ranks until the group's quota is full.

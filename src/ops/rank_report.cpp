@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "gguf_reap/output_file.h"
 #include "gguf_reap/rank.h"
 #include "gguf_reap/units.h"
+#include "ops/parallel.h"
 
 namespace gguf_reap {
 
@@ -320,16 +322,9 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
     return s;
 }
 
-void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw IoError(dir, "create directory", ec.value());
-    const fs::path base(dir);
-    for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
-        if (!force && fs::exists(base / f))
-            throw UsageError(fmt::format("{} exists; use --force to overwrite it", (base / f).string()));
-
+// The arrays of ranking.npz (docs/keeplist.md).
+static std::vector<std::pair<std::string, NpyArray>> ranking_arrays(const RankInput& in,
+                                                                    const RankResult& r) {
     const int64_t D = static_cast<int64_t>(in.domains.size()), B = static_cast<int64_t>(r.blocks.size()),
                   E = r.expert_count;
     std::vector<int32_t> blocks(r.blocks.begin(), r.blocks.end());
@@ -345,14 +340,37 @@ void write_rank_outputs(const RankInput& in, const RankResult& r, const std::str
     arrays.emplace_back("dead", NpyArray::boolean({B, E}, r.dead));
     arrays.emplace_back("protected", NpyArray::boolean({B, E}, r.protect));
     if (!in.plan_path.empty()) arrays.emplace_back("spearman", NpyArray::f64({D, B}, r.spearman));
+    return arrays;
+}
 
-    // The receipt is written last: its presence says the other two are complete.
-    r.keeplist.save((base / kKeeplistFile).string());
-    write_npz((base / kRankingFile).string(), arrays);
-    const std::string receipt = render_receipt(in, r);
-    OutputFile out((base / kReceiptFile).string());
-    out.write_at(0, receipt.data(), receipt.size());
-    out.commit();
+void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force,
+                        int threads) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw IoError(dir, "create directory", ec.value());
+    const fs::path base(dir);
+    for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
+        if (!force && fs::exists(base / f))
+            throw UsageError(fmt::format("{} exists; use --force to overwrite it", (base / f).string()));
+
+    // The three files are built in parallel (the ranking's arrays are most of the bytes), then
+    // written one after the other; the receipt goes last: its presence says the other two are complete.
+    std::string keeplist, receipt;
+    std::vector<uint8_t> ranking;
+    parallel_for(3, resolve_threads(threads), [&](size_t i) {
+        if (i == 0) ranking = npz_bytes((base / kRankingFile).string(), ranking_arrays(in, r));
+        if (i == 1) keeplist = r.keeplist.text();
+        if (i == 2) receipt = render_receipt(in, r);
+    });
+    for (const auto& [file, bytes] :
+         {std::pair{kKeeplistFile, std::string_view(keeplist)},
+          {kRankingFile, std::string_view(reinterpret_cast<const char*>(ranking.data()), ranking.size())},
+          {kReceiptFile, std::string_view(receipt)}}) {
+        OutputFile out((base / file).string());
+        out.write_at(0, bytes.data(), bytes.size());
+        out.commit();
+    }
 }
 
 }  // namespace gguf_reap

@@ -1,10 +1,10 @@
 // A fault-injection shim for tests, loaded with LD_PRELOAD into the real gguf-reap binary. It wraps the
-// I/O calls splice and audit make and, configured by environment variables, makes them fail, come up
+// I/O calls splice, audit and rank make and, configured by environment variables, makes them fail, come up
 // short, slow down, or changes the world at a chosen moment. The product has no test hooks: whatever the
 // shim does, a real kernel or disk can do too.
 //
 //   FAULT_OP           which calls count: write (write, pwrite, pwritev, and copy_file_range by its
-//                      destination), read (read, pread, preadv, and copy_file_range by its source),
+//                      destination), read (read, pread, preadv, preadv2, and copy_file_range by its source),
 //                      fallocate, fsync (fsync, fdatasync), rename (by its new name)
 //   FAULT_PATH         only calls on files whose path contains this string (default: any regular file)
 //   FAULT_AFTER_BYTES  the trigger: the matching calls have moved this many bytes (the call that crosses
@@ -296,6 +296,23 @@ WRAP_IOV(pwritev, kWrite, off_t)
 WRAP_IOV(pwritev64, kWrite, off64_t)
 WRAP_IOV(preadv, kRead, off_t)
 WRAP_IOV(preadv64, kRead, off64_t)
+
+#define WRAP_IOV2(name, OP, offtype)                                                            \
+    ssize_t name(int fd, const struct iovec* iov, int cnt, offtype off, int flags) {            \
+        static auto fn = real<ssize_t (*)(int, const struct iovec*, int, offtype, int)>(#name); \
+        if (!active(OP, fd)) return fn(fd, iov, cnt, off, flags);                               \
+        const uint64_t want = iov_total(iov, cnt);                                              \
+        const long long allow = admit(want);                                                    \
+        if (allow < 0) return -1;                                                               \
+        struct iovec cut[1024];                                                                 \
+        const int k = clip_iov(iov, cnt, static_cast<uint64_t>(allow), cut);                    \
+        const ssize_t r = k > 0 ? fn(fd, cut, k, off, flags) : 0;                               \
+        account(r);                                                                             \
+        return r;                                                                               \
+    }
+
+WRAP_IOV2(preadv2, kRead, off_t)
+WRAP_IOV2(preadv64v2, kRead, off64_t)
 
 ssize_t copy_file_range(int in, loff_t* in_off, int out, loff_t* out_off, size_t n, unsigned flags) {
     static auto fn = real<ssize_t (*)(int, loff_t*, int, loff_t*, size_t, unsigned)>("copy_file_range");
