@@ -11,6 +11,8 @@
 #   CACHES      "warm cold" (default): warm = source in the page cache; cold = `sync` and
 #               drop_caches before every timed command (needs root), so both read from the disk
 #   KEEP        fraction of experts kept per block, chosen at random (default 0.5)
+#   SETTLE_MIB  memory touched and freed again before every timed command (default: the output's size
+#               plus 1 GiB, at most half of MemAvailable; 0: none). See "Settling" below.
 #
 # Models (docs/fixture-generator.md):
 #   k3   Kimi-K3-shaped: 93 blocks (92 MoE), 896 experts, 247,296 expert slabs of ~17 KiB, 4.4 GB
@@ -20,6 +22,13 @@
 # fsyncs its outputs before renaming them; cp does not. So there are two like-for-like pairs: splice
 # against `cp && sync FILE` (durable on disk), and `splice --no-fsync` against `cp` (left to the
 # kernel's writeback). Both ratios are printed.
+#
+# Settling: on a VM with free page reporting (virtio-balloon; /sys/module/page_reporting), memory freed
+# by the previous command (its output file deleted, caches dropped) is handed back to the host, and the
+# next command to write pays a host page fault on every page it touches first: on the development VM
+# that spread the same `cp` from 0.6 s to 4.3 s. Touching SETTLE_MIB of memory and freeing it just
+# before each timed command gives every command, splice and cp alike, memory the host still backs.
+# The minimum and the median of the repetitions are both printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -47,12 +56,15 @@ echo "# disk: $(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$DIR"), load $(cut -d' ' -
 echo "# gguf-reap: $("$BIN" --version), cp: $(cp --version | head -1)"
 
 drop_caches() { [ "$1" = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; } || sync; }
+SETTLE=${SETTLE_MIB:-}
+settle() { [ "${SETTLE:-0}" -gt 0 ] && /usr/bin/python3 -c "b'\\x01' * ($SETTLE << 20)" || true; }
 
 # timed CACHE OUTFILE CMD...: runs CMD under /usr/bin/time -v, prints "seconds max_rss_kib".
 timed() {
     local cache=$1 log=$2
     shift 2
     drop_caches "$cache"
+    settle
     "$TIME" -v -o "$log" "$@" >/dev/null
     awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]}
                 /Maximum resident set size/ {m = $2} END {printf "%.3f %d\n", s, m}' "$log"
@@ -60,6 +72,7 @@ timed() {
 
 div() { awk -v a="$1" -v b="$2" 'BEGIN {print a / b}'; }
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+minimum() { sort -g | head -1; }
 
 # A keeplist keeping KEEP of the experts of every MoE block, at random (seeded).
 make_keeplist() {
@@ -91,6 +104,13 @@ print("## %s: %d source shard(s), %d MoE blocks, %d -> %d experts; %d output sha
     { if [ "$prefix" != "$model" ]; then cat "$prefix"-0*-of-*.gguf; else cat "$model"; fi; } 2>/dev/null |
         head -c "$bytes" >"$DIR/ref.bin" || true
     [ "$(stat -c %s "$DIR/ref.bin")" -eq "$bytes" ] || { echo "bench-splice: source smaller than output" >&2; exit 3; }
+    if [ -z "${SETTLE_MIB:-}" ]; then
+        local avail_mib
+        avail_mib=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
+        SETTLE=$((bytes / 1048576 + 1024))
+        [ "$SETTLE" -le $((avail_mib / 2)) ] || SETTLE=$((avail_mib / 2))
+    fi
+    echo "# settle: ${SETTLE} MiB touched and freed before every timed command"
     for cache in $CACHES; do
         : >"$DIR/splice.t"; : >"$DIR/nosync.t"; : >"$DIR/cp.t"; : >"$DIR/cpsync.t"
         for _ in $(seq 1 "$REPS"); do
@@ -105,14 +125,18 @@ print("## %s: %d source shard(s), %d MoE blocks, %d -> %d experts; %d output sha
             rm -f "$DIR/copy.bin"
             timed "$cache" "$DIR/log" sh -c "cp '$DIR/ref.bin' '$DIR/copy.bin' && sync '$DIR/copy.bin'" >>"$DIR/cpsync.t"
         done
-        local s ns c cs rss
-        s=$(cut -d' ' -f1 "$DIR/splice.t" | median)
-        ns=$(cut -d' ' -f1 "$DIR/nosync.t" | median)
-        c=$(cut -d' ' -f1 "$DIR/cp.t" | median)
-        cs=$(cut -d' ' -f1 "$DIR/cpsync.t" | median)
-        rss=$(cut -d' ' -f2 "$DIR/splice.t" | sort -n | tail -1)
-        printf '%-4s %-5s splice %7.2f s  cp+sync %7.2f s  ratio %.3f | splice --no-fsync %7.2f s  cp %7.2f s  ratio %.3f | splice peak RSS %.1f MiB  [splice: %s| cp+sync: %s| --no-fsync: %s| cp: %s]\n' \
-            "$name" "$cache" "$s" "$cs" "$(div "$s" "$cs")" "$ns" "$c" "$(div "$ns" "$c")" "$(div "$rss" 1024)" \
+        local s ns c cs rss stat
+        rss=$(cut -d' ' -f2 "$DIR/splice.t" "$DIR/nosync.t" | sort -n | tail -1)
+        for stat in median minimum; do
+            s=$(cut -d' ' -f1 "$DIR/splice.t" | $stat)
+            ns=$(cut -d' ' -f1 "$DIR/nosync.t" | $stat)
+            c=$(cut -d' ' -f1 "$DIR/cp.t" | $stat)
+            cs=$(cut -d' ' -f1 "$DIR/cpsync.t" | $stat)
+            printf '%-4s %-5s %-7s splice %7.2f s  cp+sync %7.2f s  ratio %.3f | splice --no-fsync %7.2f s  cp %7.2f s  ratio %.3f\n' \
+                "$name" "$cache" "$stat" "$s" "$cs" "$(div "$s" "$cs")" "$ns" "$c" "$(div "$ns" "$c")"
+        done
+        printf '%-4s %-5s splice peak RSS %.1f MiB  [splice: %s| cp+sync: %s| --no-fsync: %s| cp: %s]\n' \
+            "$name" "$cache" "$(div "$rss" 1024)" \
             "$(cut -d' ' -f1 "$DIR/splice.t" | tr '\n' ' ')" "$(cut -d' ' -f1 "$DIR/cpsync.t" | tr '\n' ' ')" \
             "$(cut -d' ' -f1 "$DIR/nosync.t" | tr '\n' ' ')" "$(cut -d' ' -f1 "$DIR/cp.t" | tr '\n' ' ')"
     done
