@@ -73,8 +73,10 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
     for (CopyMethod m : {CopyMethod::kAuto, CopyMethod::kKernel, CopyMethod::kReadWrite}) {
         // One thread writing whole files, and three threads writing odd-sized pieces of them.
         for (auto [threads, item] : {std::pair<unsigned, uint64_t>{1, 0}, {3, 4099}}) {
-            {
-                SCOPED_TRACE(fmt::format("{} threads {} item {}", copy_method_name(m), threads, item));
+            // Each worker reading and writing in turn, and with a second thread writing its batches.
+            for (CopyPipeline pipe : {CopyPipeline::kNever, CopyPipeline::kAlways}) {
+                SCOPED_TRACE(fmt::format("{} threads {} item {} pipelined {}", copy_method_name(m), threads,
+                                         item, pipe == CopyPipeline::kAlways));
                 ++run;
                 Expected a = random_job(dir.file(fmt::format("out/a{}", run)), data, 10 + run);
                 Expected b = random_job(dir.file(fmt::format("out/b{}", run)), data, 100 + run);
@@ -82,6 +84,8 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
                 o.method = m;
                 o.threads = threads;
                 o.work_item_bytes = item;
+                o.pipeline = pipe;
+                o.buffer_bytes = 64 << 10;  // many batches in flight
                 std::atomic<uint64_t> progress{0};
                 o.on_progress = [&](uint64_t n) { progress += n; };
                 CopyReport r = run_copy_jobs({&a.job, &b.job}, sources, o);

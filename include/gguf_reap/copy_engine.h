@@ -7,9 +7,11 @@
 // with the header bytes and padding around them in one pwritev. Where the kernel refuses
 // copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) every extent goes through the buffer. Gather
 // segments (selected elements of every row of a source range) always go through the buffer, a chunk of
-// whole rows at a time (a row longer than the buffer: one read per run of adjacent elements). Memory is
-// therefore threads × buffer_bytes plus the segment lists, whatever the size of the model or of any
-// tensor: no tensor is ever held in memory.
+// whole rows at a time (a row longer than the buffer: one read per run of adjacent elements). When a
+// core would otherwise sit idle, each worker hands its full buffers to a second thread that writes them
+// while it reads into the next (three buffers per worker). Memory is therefore at most 3 × threads ×
+// buffer_bytes (32 MiB in all) plus the segment lists, whatever the size of the model or of any tensor:
+// no tensor is ever held in memory.
 #pragma once
 
 #include <cstdint>
@@ -73,8 +75,17 @@ enum class CopyMethod {
 };
 const char* copy_method_name(CopyMethod m);
 
+// Whether each worker thread gets a second thread that writes its batches while it reads the next
+// (small extents, gathers and header bytes; kernel copies are one call either way).
+enum class CopyPipeline {
+    kAuto,  // when the cores outnumber twice the workers: a core would otherwise sit idle
+    kAlways,
+    kNever,
+};
+
 struct CopyOptions {
     unsigned threads = 1;
+    CopyPipeline pipeline = CopyPipeline::kAuto;
     CopyMethod method = CopyMethod::kAuto;
     // Per thread: the most bytes gathered before one pwritev, and the pread buffer's size. All
     // threads together stay under 32 MiB whatever this says.
