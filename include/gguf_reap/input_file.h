@@ -1,5 +1,7 @@
-// A read-only input file: mmap when possible, pread otherwise. Never writes, never holds the file in
-// memory: callers read ranges they have already bounds-checked against size().
+// A read-only input file, read with pread. Never writes, never holds the file in memory: callers read
+// ranges they have already bounds-checked against size(). It is never mapped: a mapped file that
+// shrinks under the process (llama-imatrix rewrites its output every --output-frequency chunks; a
+// download is replaced) kills it with SIGBUS, where a read returns an error that names the file.
 #pragma once
 
 #include <sys/types.h>
@@ -8,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 
 namespace gguf_reap {
@@ -16,8 +17,7 @@ namespace gguf_reap {
 class InputFile {
   public:
     // Opens `path` read-only. Throws IoError when it cannot be opened or is not a regular file.
-    // `use_mmap = false` forces the pread path (also taken when mmap fails).
-    static std::shared_ptr<InputFile> open(const std::string& path, bool use_mmap = true);
+    static std::shared_ptr<InputFile> open(const std::string& path);
 
     ~InputFile();
     InputFile(const InputFile&) = delete;
@@ -32,9 +32,6 @@ class InputFile {
     // Copies [offset, offset + n) into dst. Precondition: the range lies inside size() (checked; a
     // violation throws IoError because it means the file changed under us). Short reads throw IoError.
     void read(uint64_t offset, void* dst, size_t n) const;
-
-    // The whole file as bytes when mapped; empty when the pread path is in use.
-    std::span<const uint8_t> mapping() const { return {map_, map_ ? static_cast<size_t>(size_) : 0}; }
 
     // Advise the kernel about an upcoming sequential pass over [offset, offset+len) (no-op on failure).
     void advise_sequential(uint64_t offset, uint64_t len) const;
@@ -54,7 +51,6 @@ class InputFile {
     ino_t ino_ = 0;
     struct timespec mtime_ {};
     struct timespec ctime_ {};
-    const uint8_t* map_ = nullptr;
 };
 
 }  // namespace gguf_reap

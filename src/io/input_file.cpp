@@ -1,7 +1,6 @@
 #include "gguf_reap/input_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,7 +14,7 @@
 
 namespace gguf_reap {
 
-std::shared_ptr<InputFile> InputFile::open(const std::string& path, bool use_mmap) {
+std::shared_ptr<InputFile> InputFile::open(const std::string& path) {
     std::shared_ptr<InputFile> f(new InputFile());
     f->path_ = path;
     f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -28,31 +27,17 @@ std::shared_ptr<InputFile> InputFile::open(const std::string& path, bool use_mma
     f->ino_ = st.st_ino;
     f->mtime_ = st.st_mtim;
     f->ctime_ = st.st_ctim;
-    if (use_mmap && f->size_ > 0) {
-        void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, f->fd_, 0);
-        if (p != MAP_FAILED) {
-            f->map_ = static_cast<const uint8_t*>(p);
-            // Random access by default: header parsing must touch only the header's pages, so no
-            // read-ahead into tensor data. Streaming passes ask for sequential advice on their range.
-            ::madvise(p, f->size_, MADV_RANDOM);
-        }
-    }
     return f;
 }
 
 InputFile::~InputFile() {
-    if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
     if (fd_ >= 0) ::close(fd_);
 }
 
 void InputFile::read(uint64_t offset, void* dst, size_t n) const {
     if (!range_inside(offset, n, size_))
         throw IoError(path_, "read past the end of the file (was it truncated?)");
-    if (n == 0) return;  // dst may be the null data() of an empty vector: memcpy must not see it
-    if (map_) {
-        std::memcpy(dst, map_ + offset, n);
-        return;
-    }
+    if (n == 0) return;  // dst may be the null data() of an empty vector
     auto* out = static_cast<uint8_t*>(dst);
     while (n > 0) {
         ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
@@ -90,11 +75,6 @@ void InputFile::check_unchanged() const {
 
 void InputFile::advise_sequential(uint64_t offset, uint64_t len) const {
     ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_SEQUENTIAL);
-    if (map_ && len > 0) {
-        uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-        uint64_t start = offset & ~(page - 1);
-        ::madvise(const_cast<uint8_t*>(map_) + start, len + (offset - start), MADV_SEQUENTIAL);
-    }
 }
 
 }  // namespace gguf_reap

@@ -503,7 +503,7 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
     std::vector<std::shared_ptr<InputFile>> sources;
     if (o.read_all)
         for (const auto& p : source_paths) {
-            sources.push_back(InputFile::open(p, /*use_mmap=*/false));
+            sources.push_back(InputFile::open(p));
             sources.back()->advise_sequential(0, sources.back()->size());
         }
 

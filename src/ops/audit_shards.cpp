@@ -30,7 +30,7 @@ OutShard open_shard(const std::string& path, int number, bool named, bool drop_c
     OutShard s;
     s.path = path;
     s.number = number;
-    s.file = InputFile::open(path, /*use_mmap=*/false);  // pread: the reads must reach the disk
+    s.file = InputFile::open(path);
     if (drop_cache) drop_page_cache(*s.file);
     ParseOptions po;
     po.require_data = false;  // a truncated data section is a finding with every tensor named
