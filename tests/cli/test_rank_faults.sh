@@ -72,4 +72,22 @@ for hash in "" --no-hash; do
     "$GEN" imatrix --model "$WORK/m.gguf" --domain chat --seed 3 --dead-per-block 1 --super 2:7 -o "$IM" >/dev/null 2>&1
 done
 
+case_ "an imatrix truncated after a chunk was mapped and populated, while rank computes from it: an error, not SIGBUS"
+# FAULT_NOWAIT_EAGAIN makes every chunk look uncached, so each is mapped and populated; the third
+# populate is followed by the truncation, and the loads from that mapping then fault.
+rank FAULT_OP=populate FAULT_AFTER_CALLS=2 FAULT_NOWAIT_EAGAIN=1 FAULT_PATH=chat.gguf FAULT_TRUNCATE="$IM:4096" \
+    "$WORK/sigbus" --no-hash --threads 1
+expect_code 3
+expect_err "gguf-reap: error: $IM: the file shrank while it was read"
+expect_err_lines 1
+[ ! -e "$WORK/sigbus/keeplist.json" ] && _pass || _fail "an output was written"
+"$GEN" imatrix --model "$WORK/m.gguf" --domain chat --seed 3 --dead-per-block 1 --super 2:7 -o "$IM" >/dev/null 2>&1
+
+case_ "every chunk uncached (mapped and populated): the same keeplist and ranking"
+rank FAULT_OP=populate FAULT_AFTER_CALLS=1000000 FAULT_NOWAIT_EAGAIN=1 FAULT_PATH=gguf "$WORK/mapped" --no-hash
+expect_code 0
+for f in keeplist.json ranking.npz; do
+    cmp -s "$WORK/ref-nohash/$f" "$WORK/mapped/$f" && _pass || _fail "$f differs from the run that copied"
+done
+
 finish
