@@ -168,11 +168,15 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
                 install_sigbus_guard();
                 if (sigsetjmp(t_guard.env, 1) != 0)  // a SIGBUS inside [p, p + len): the file shrank
                     throw IoError(f.path(), "the file shrank while it was read", EFAULT);
+                // Disarmed however fn leaves (an exception for bad values too): the range is unmapped
+                // next, and a later fault at an address reused there must not jump into this frame.
+                struct Disarm {
+                    ~Disarm() { t_guard.active = 0; }
+                } disarm;
                 t_guard.lo = static_cast<const uint8_t*>(p);
                 t_guard.hi = t_guard.lo + len;
                 t_guard.active = 1;
                 fn(static_cast<const uint8_t*>(p) + (offset - start));
-                t_guard.active = 0;
                 return;
             }
             if (errno == EFAULT) throw IoError(f.path(), "the file shrank while it was read", EFAULT);
