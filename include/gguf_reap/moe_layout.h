@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gguf_reap/shard_set.h"
@@ -62,7 +65,13 @@ struct MoeLayout {
     uint64_t expert_tensor_bytes = 0;
     const MoeBlock* find_block(int block) const;
     bool is_expert_tensor(size_t tensor) const;
+    // Whether blk.N is an MTP (nextn) block: one of the last nextn_predict_layers of block_count
+    // (reference §5.2). Plain decoding never reads them.
+    bool is_nextn_block(int block) const;
 };
+
+// "blk.N.<rest>" → N and rest; nullopt for tensors outside the blocks.
+std::optional<std::pair<int, std::string_view>> split_block_name(std::string_view name);
 
 // Builds the layout from general.architecture and <arch>.expert_count. Throws InputError naming the
 // tensor when something looks expert-indexed but has the wrong shape, and refuses architectures whose

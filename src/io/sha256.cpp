@@ -1,9 +1,8 @@
 #include "gguf_reap/sha256.h"
 
 #include <openssl/evp.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -91,15 +90,10 @@ std::string sha256_file(const InputFile& f) {
     f.advise_sequential(0, f.size());
     for (uint64_t at = 0; at < f.size();) {
         check_interrupted();
-        // pread, not the mapping: a file that shrinks meanwhile is an error, not a SIGBUS.
-        const ssize_t got = ::pread(f.fd(), buf.data(), buf.size(), static_cast<off_t>(at));
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            throw IoError(f.path(), "read", errno);
-        }
-        if (got == 0) throw IoError(f.path(), "unexpected end of file (was it truncated?)");
-        h.update(buf.data(), static_cast<size_t>(got));
-        at += static_cast<uint64_t>(got);
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.size() - at));
+        f.read(at, buf.data(), n);  // IoError if the file shrank meanwhile
+        h.update(buf.data(), n);
+        at += n;
     }
     return h.finish_hex();
 }

@@ -21,18 +21,6 @@ struct Classified {
     int axis;
 };
 
-// "blk.N.<rest>" → N and rest.
-std::optional<std::pair<int, std::string_view>> split_block(std::string_view name) {
-    if (name.substr(0, 4) != "blk.") return std::nullopt;
-    std::string_view rest = name.substr(4);
-    size_t dot = rest.find('.');
-    if (dot == std::string_view::npos || dot == 0) return std::nullopt;
-    int n = 0;
-    auto [p, ec] = std::from_chars(rest.data(), rest.data() + dot, n);
-    if (ec != std::errc() || p != rest.data() + dot) return std::nullopt;
-    return std::make_pair(n, rest.substr(dot + 1));
-}
-
 std::optional<ExpertRole> exps_weight_role(std::string_view base) {
     if (base == "ffn_gate_exps") return ExpertRole::kGateExps;
     if (base == "ffn_up_exps") return ExpertRole::kUpExps;
@@ -117,6 +105,22 @@ bool MoeLayout::is_expert_tensor(size_t tensor) const {
     return false;
 }
 
+std::optional<std::pair<int, std::string_view>> split_block_name(std::string_view name) {
+    if (name.substr(0, 4) != "blk.") return std::nullopt;
+    std::string_view rest = name.substr(4);
+    size_t dot = rest.find('.');
+    if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+    int n = 0;
+    auto [p, ec] = std::from_chars(rest.data(), rest.data() + dot, n);
+    if (ec != std::errc() || p != rest.data() + dot) return std::nullopt;
+    return std::make_pair(n, rest.substr(dot + 1));
+}
+
+bool MoeLayout::is_nextn_block(int block) const {
+    return nextn_predict_layers > 0 && block_count >= nextn_predict_layers && block >= 0 &&
+           static_cast<uint64_t>(block) >= block_count - nextn_predict_layers;
+}
+
 MoeLayout build_moe_layout(const ShardSet& model) {
     MoeLayout L;
     L.arch = model.architecture();
@@ -176,7 +180,7 @@ MoeLayout build_moe_layout(const ShardSet& model) {
     for (size_t i = 0; i < refs.size(); ++i) {
         const TensorInfo& t = model.info(refs[i]);
         const std::string& path = model.shards()[refs[i].shard].path;
-        auto split = split_block(t.name);
+        auto split = split_block_name(t.name);
         if (!split) continue;
         bool looks_expert = false;
         auto c = classify(split->first, split->second, looks_expert);

@@ -17,6 +17,7 @@
 #include "gguf_reap/sha256.h"
 #include "gguf_reap/signals.h"
 #include "ops/audit_internal.h"
+#include "ops/parallel.h"
 
 namespace gguf_reap::audit_detail {
 
@@ -499,7 +500,7 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
         if (s.file) j.pieces = plan_shard(s, i < expect.size() ? &expect[i] : nullptr, o.read_all);
         jobs.push_back(std::move(j));
     }
-    // The source is read with pread too (the ShardSet maps it; page faults are slower than big reads).
+    // Opened again for this pass, with sequential readahead over the whole of each source file.
     std::vector<std::shared_ptr<InputFile>> sources;
     if (o.read_all)
         for (const auto& p : source_paths) {
@@ -522,9 +523,7 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
             stop = true;
         }
     };
-    size_t threads =
-        o.threads > 0 ? static_cast<size_t>(o.threads) : std::max(1u, std::thread::hardware_concurrency());
-    threads = std::min(threads, jobs.size());
+    const size_t threads = std::min(static_cast<size_t>(resolve_threads(o.threads)), jobs.size());
     if (threads <= 1) {
         worker();
     } else {

@@ -145,7 +145,7 @@ struct ShardBytes {
 };
 
 // Verifies every present shard; `expect` may be empty (no source). `source_paths` are the source
-// shard files (opened again for reading, without mmap). Shards run in parallel.
+// shard files (opened again for reading). Shards run in parallel.
 std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& expect,
                                      const std::vector<std::string>& source_paths,
                                      const BytePassOptions& opts);

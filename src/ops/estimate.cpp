@@ -37,16 +37,6 @@ bool contains(std::string_view s, std::string_view part) {
     return s.find(part) != std::string_view::npos;
 }
 
-// "blk.12.attn_q.weight" → 12; -1 for tensors outside the blocks.
-int block_of(std::string_view name) {
-    if (name.substr(0, 4) != "blk.") return -1;
-    int n = 0;
-    size_t i = 4;
-    if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
-    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) n = n * 10 + (name[i] - '0');
-    return n;
-}
-
 uint64_t nbytes_of(int32_t type, const std::array<int64_t, 4>& ne) {
     // The shapes are the model's own or narrower, and the parser has checked the model's sizes.
     return *ggml_row_size(type, ne[0]) * static_cast<uint64_t>(ne[1]) * static_cast<uint64_t>(ne[2]) *
@@ -57,11 +47,6 @@ std::vector<Shaped> model_shapes(const ShardSet& model, const MoeLayout& layout)
     std::vector<const ExpertTensor*> expert_of(model.tensors().size(), nullptr);
     for (const auto& b : layout.blocks)
         for (const auto& et : b.tensors) expert_of[et.tensor] = &et;
-    // MTP blocks are the last nextn_predict_layers of block_count (reference §5.2).
-    const int64_t first_nextn =
-        layout.nextn_predict_layers > 0 && layout.block_count >= layout.nextn_predict_layers
-            ? static_cast<int64_t>(layout.block_count - layout.nextn_predict_layers)
-            : INT64_MAX;
     std::vector<Shaped> out;
     for (size_t i = 0; i < model.tensors().size(); ++i) {
         const TensorInfo& t = model.info(model.tensors()[i]);
@@ -70,8 +55,8 @@ std::vector<Shaped> model_shapes(const ShardSet& model, const MoeLayout& layout)
         s.ne = t.ne;
         s.nbytes = t.nbytes;
         s.expert = expert_of[i];
-        const int b = block_of(t.name);
-        s.nextn = b >= 0 && b >= first_nextn;
+        const auto split = split_block_name(t.name);
+        s.nextn = split && layout.is_nextn_block(split->first);
         out.push_back(s);
     }
     return out;

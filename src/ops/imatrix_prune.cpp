@@ -3,7 +3,6 @@
 // pruned model. Router, shared-expert, attention and dense entries carry no per-expert rows and are
 // copied unchanged, as are the imatrix KVs (datasets, chunk count and size). Under a width cut the
 // ffn_down_exps entries also keep only each kept expert's kept channels; counts are per expert and stay.
-#include <charconv>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -20,16 +19,6 @@ namespace {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::optional<int> block_of(std::string_view name) {
-    if (name.substr(0, 4) != "blk.") return std::nullopt;
-    name.remove_prefix(4);
-    const size_t dot = name.find('.');
-    int n = 0;
-    auto [p, ec] = std::from_chars(name.data(), name.data() + std::min(dot, name.size()), n);
-    if (ec != std::errc() || dot == std::string_view::npos || p != name.data() + dot) return std::nullopt;
-    return n;
 }
 
 bool is_expert_weight(ExpertRole r) {
@@ -66,10 +55,10 @@ std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSe
                                         const MoeLayout& layout, const KeepList& kl, const std::string& path,
                                         uint64_t offset, const std::string& field) {
     if (weight.find("_exps") == std::string::npos) return std::nullopt;
-    const auto block = block_of(weight);
+    const auto split = split_block_name(weight);
     const TensorRef* ref = model.find_tensor(weight);
-    const MoeBlock* mb = block ? layout.find_block(*block) : nullptr;
-    const KeepBlock* kb = block ? kl.find_block(*block) : nullptr;
+    const MoeBlock* mb = split ? layout.find_block(split->first) : nullptr;
+    const KeepBlock* kb = split ? kl.find_block(split->first) : nullptr;
     if (!ref || !mb || !kb)
         throw InputError(
             path, offset, field,

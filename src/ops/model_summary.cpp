@@ -1,9 +1,7 @@
 #include "gguf_reap/model_summary.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
-#include <optional>
 
 #include "gguf_reap/ggml_types.h"
 
@@ -19,20 +17,6 @@ std::string tensor_class(std::string_view name) {
         name = name.substr(0, name.size() - kWeight.size());
     return std::string(name);
 }
-
-namespace {
-
-// N of "blk.N.*"; nullopt for tensors outside the blocks.
-std::optional<uint64_t> block_of(std::string_view name) {
-    if (name.substr(0, 4) != "blk.") return std::nullopt;
-    uint64_t n = 0;
-    const char* end = name.data() + name.size();
-    auto [p, ec] = std::from_chars(name.data() + 4, end, n);
-    if (ec != std::errc() || p == end || *p != '.') return std::nullopt;
-    return n;
-}
-
-}  // namespace
 
 ModelSummary summarize_model(const ShardSet& model) {
     ModelSummary s;
@@ -62,11 +46,10 @@ ModelSummary summarize_model(const ShardSet& model) {
 
         const ExpertTensor* et = expert_of[i];
         if (et) s.expert_bytes += t.nbytes;
-        // MTP (nextn) blocks, the last nextn_predict_layers of block_count, draft extra tokens; plain
-        // decoding never reads them (llama.cpp loads them and skips them at run time).
-        const auto blk = block_of(t.name);
-        if (blk && s.moe.nextn_predict_layers > 0 && s.moe.block_count >= s.moe.nextn_predict_layers &&
-            *blk >= s.moe.block_count - s.moe.nextn_predict_layers) {
+        // MTP (nextn) blocks draft extra tokens; plain decoding never reads them (llama.cpp loads them
+        // and skips them at run time).
+        const auto split = split_block_name(t.name);
+        if (split && s.moe.is_nextn_block(split->first)) {
             s.decode.nextn_bytes += t.nbytes;
             continue;
         }

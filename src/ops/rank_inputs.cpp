@@ -56,21 +56,6 @@ std::string base_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
 }
 
-// Reads [offset, offset + n) of `f` with pread into `dst`.
-void pread_exact(const InputFile& f, uint64_t offset, uint8_t* dst, size_t n) {
-    while (n > 0) {
-        const ssize_t got = ::pread(f.fd(), dst, n, static_cast<off_t>(offset));
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            throw IoError(f.path(), "read", errno);
-        }
-        if (got == 0) throw IoError(f.path(), "unexpected end of file (was it truncated?)");
-        dst += got;
-        offset += static_cast<uint64_t>(got);
-        n -= static_cast<size_t>(got);
-    }
-}
-
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14
 #endif
@@ -184,7 +169,7 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
         populate_works = false;
     }
     if (buf.size() < n) buf.resize(n);
-    pread_exact(f, offset, buf.data(), n);
+    f.read(offset, buf.data(), n);
     fn(buf.data());
 }
 

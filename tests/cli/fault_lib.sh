@@ -2,6 +2,13 @@
 # by CMake and found through GGUF_REAP_FAULT_SHIM; its FAULT_* variables are documented in that file.
 SHIM=${GGUF_REAP_FAULT_SHIM:-}
 have_shim() { [ -n "$SHIM" ] && [ -f "$SHIM" ]; }
+# require_shim: a script made only of fault cases ends here, as skipped, when the shim is not built.
+require_shim() {
+    have_shim && return
+    echo "skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
+    finish
+    exit
+}
 # The ASan build insists on its runtime coming first in the library list; the shim has no sanitizer of
 # its own and only forwards calls, so the order does not matter here.
 if ldd "$BIN" 2>/dev/null | grep -q libasan; then

@@ -4,11 +4,7 @@
 # no file under a final name that is not a complete earlier output (docs/reliability.md, "Faults").
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/fault_lib.sh"
-if ! have_shim; then
-    echo "skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
-    finish
-    exit
-fi
+require_shim
 
 # Three source shards, 16 experts of 272 KiB: kept runs over 1 MiB go through copy_file_range, the
 # rest through pread + pwritev, so both copy paths meet every fault.

@@ -25,6 +25,13 @@ expect_code 2
 expect_err "m.gguf: general.type: this GGUF file is a model, not an imatrix"
 expect_err_lines 1
 
+case_ "-v logs the time spent reading, deciding and writing (stderr), and stdout stays one document"
+run "$BIN" -v rank --imatrix chat="$WORK/a.imatrix.gguf" --model "$WORK/m.gguf" --prune 1 -o "$WORK/out-v" --json
+expect_code 0
+grep -Eq '^gguf-reap: debug: rank: read [0-9.]+ s, decide [0-9.]+ s, write [0-9.]+ s$' "$ERR" && _pass ||
+    _fail "no timing line on stderr"
+/usr/bin/python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$OUT" && _pass || _fail "stdout is not one JSON document"
+
 case_ "generated: --json is one document; files written; no overwrite without --force"
 run "$BIN" rank --imatrix chat="$WORK/a.imatrix.gguf" --model "$WORK/m.gguf" --prune 1 -o "$WORK/out" --json
 expect_code 0

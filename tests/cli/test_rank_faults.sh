@@ -5,11 +5,7 @@
 # output under a final name.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/fault_lib.sh"
-if ! have_shim; then
-    echo "skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
-    finish
-    exit
-fi
+require_shim
 
 # 64 experts × 2048 channels: each block entry is 512 KiB, read in several calls.
 "$GEN" model -o "$WORK/m.gguf" --blocks 6 --dense-blocks 1 --experts 64 --used 4 --embd 64 --expert-ff 2048 \

@@ -284,18 +284,32 @@ WRAP_RW(pread, ssize_t, kRead, (int fd, void* buf, size_t n, off_t off), (fd, bu
 WRAP_RW(pread64, ssize_t, kRead, (int fd, void* buf, size_t n, off64_t off), (fd, buf, n, off), n,
         (fd, buf, static_cast<size_t>(allow), off))
 
-#define WRAP_IOV(name, OP, offtype)                                                        \
-    ssize_t name(int fd, const struct iovec* iov, int cnt, offtype off) {                  \
-        static auto fn = real<ssize_t (*)(int, const struct iovec*, int, offtype)>(#name); \
-        if (!active(OP, fd)) return fn(fd, iov, cnt, off);                                 \
-        const uint64_t want = iov_total(iov, cnt);                                         \
-        const long long allow = admit(want);                                               \
-        if (allow < 0) return -1;                                                          \
-        struct iovec cut[1024];                                                            \
-        const int k = clip_iov(iov, cnt, static_cast<uint64_t>(allow), cut);               \
-        const ssize_t r = k > 0 ? fn(fd, cut, k, off) : 0;                                 \
-        account(r);                                                                        \
-        return r;                                                                          \
+}  // extern "C"
+
+namespace {
+
+// The vector calls' common part: `call(iov, cnt)` makes the real call on (a clipped copy of) the list.
+template <typename Call>
+ssize_t wrapped_iov(OpClass op, int fd, const struct iovec* iov, int cnt, Call call) {
+    if (!active(op, fd)) return call(iov, cnt);
+    const long long allow = admit(iov_total(iov, cnt));
+    if (allow < 0) return -1;
+    struct iovec cut[1024];
+    const int k = clip_iov(iov, cnt, static_cast<uint64_t>(allow), cut);
+    const ssize_t r = k > 0 ? call(cut, k) : 0;
+    account(r);
+    return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+#define WRAP_IOV(name, OP, offtype)                                                          \
+    ssize_t name(int fd, const struct iovec* iov, int cnt, offtype off) {                    \
+        static auto fn = real<ssize_t (*)(int, const struct iovec*, int, offtype)>(#name);   \
+        return wrapped_iov(OP, fd, iov, cnt,                                                 \
+                           [&](const struct iovec* v, int c) { return fn(fd, v, c, off); }); \
     }
 
 WRAP_IOV(pwritev, kWrite, off_t)
@@ -303,22 +317,16 @@ WRAP_IOV(pwritev64, kWrite, off64_t)
 WRAP_IOV(preadv, kRead, off_t)
 WRAP_IOV(preadv64, kRead, off64_t)
 
-#define WRAP_IOV2(name, OP, offtype)                                                            \
-    ssize_t name(int fd, const struct iovec* iov, int cnt, offtype off, int flags) {            \
-        static auto fn = real<ssize_t (*)(int, const struct iovec*, int, offtype, int)>(#name); \
-        if (g_cfg.nowait_eagain && (flags & RWF_NOWAIT) && fd_matches(fd)) {                    \
-            errno = EAGAIN;                                                                     \
-            return -1;                                                                          \
-        }                                                                                       \
-        if (!active(OP, fd)) return fn(fd, iov, cnt, off, flags);                               \
-        const uint64_t want = iov_total(iov, cnt);                                              \
-        const long long allow = admit(want);                                                    \
-        if (allow < 0) return -1;                                                               \
-        struct iovec cut[1024];                                                                 \
-        const int k = clip_iov(iov, cnt, static_cast<uint64_t>(allow), cut);                    \
-        const ssize_t r = k > 0 ? fn(fd, cut, k, off, flags) : 0;                               \
-        account(r);                                                                             \
-        return r;                                                                               \
+// preadv2 also takes flags; with FAULT_NOWAIT_EAGAIN, RWF_NOWAIT reads find nothing cached.
+#define WRAP_IOV2(name, OP, offtype)                                                                \
+    ssize_t name(int fd, const struct iovec* iov, int cnt, offtype off, int flags) {                \
+        static auto fn = real<ssize_t (*)(int, const struct iovec*, int, offtype, int)>(#name);     \
+        if (g_cfg.nowait_eagain && (flags & RWF_NOWAIT) && fd_matches(fd)) {                        \
+            errno = EAGAIN;                                                                         \
+            return -1;                                                                              \
+        }                                                                                           \
+        return wrapped_iov(OP, fd, iov, cnt,                                                        \
+                           [&](const struct iovec* v, int c) { return fn(fd, v, c, off, flags); }); \
     }
 
 WRAP_IOV2(preadv2, kRead, off_t)
