@@ -53,14 +53,14 @@ void append_string(std::vector<uint8_t>& out, std::string_view s) {
 }
 
 // Reads a GGUF string (u64 length + bytes) with ggml's limits; returns the bytes.
-std::string read_string(Cursor& c, const std::string& field) {
+std::string read_string(Cursor& c, Field field) {
     const uint64_t at = c.pos();
-    const uint64_t len = c.read_le<uint64_t>(field + " length");
+    const uint64_t len = c.read_le<uint64_t>([&] { return field.str() + " length"; });
     if (len > kGgufMaxStringLength)
-        throw InputError(c.path(), at, field,
+        throw InputError(c.path(), at, field.str(),
                          fmt::format("string length {} exceeds the 1 GiB limit ggml enforces", len));
     if (len > c.remaining())
-        throw InputError(c.path(), at, field,
+        throw InputError(c.path(), at, field.str(),
                          fmt::format("string of {} bytes runs past the end of the file ({} bytes left)", len,
                                      c.remaining()));
     std::string s(len, '\0');
@@ -68,7 +68,7 @@ std::string read_string(Cursor& c, const std::string& field) {
     return s;
 }
 
-void read_value(Cursor& c, Kv& kv, const std::string& field) {
+void read_value(Cursor& c, Kv& kv, Field field) {
     const auto type = kv.type;
     if (type == GgufType::kString) {
         std::string s = read_string(c, field);
@@ -83,15 +83,15 @@ void read_value(Cursor& c, Kv& kv, const std::string& field) {
         return;
     }
     const uint64_t elem_at = c.pos();
-    const int32_t et = c.read_le<int32_t>(field + " element type");
+    const int32_t et = c.read_le<int32_t>([&] { return field.str() + " element type"; });
     if (et == static_cast<int32_t>(GgufType::kArray))
-        throw InputError(c.path(), elem_at, field, "nested arrays are not supported by ggml");
+        throw InputError(c.path(), elem_at, field.str(), "nested arrays are not supported by ggml");
     if (!valid_type(et))
-        throw InputError(c.path(), elem_at, field, fmt::format("invalid array element type {}", et));
+        throw InputError(c.path(), elem_at, field.str(), fmt::format("invalid array element type {}", et));
     const uint64_t count_at = c.pos();
-    const uint64_t count = c.read_le<uint64_t>(field + " element count");
+    const uint64_t count = c.read_le<uint64_t>([&] { return field.str() + " element count"; });
     if (count > kGgufMaxArrayElements)
-        throw InputError(c.path(), count_at, field,
+        throw InputError(c.path(), count_at, field.str(),
                          fmt::format("array of {} elements exceeds the 2^30 limit ggml enforces", count));
     kv.elem_type = static_cast<GgufType>(et);
     kv.count = count;
@@ -101,17 +101,17 @@ void read_value(Cursor& c, Kv& kv, const std::string& field) {
         // Each element is at least its 8-byte length.
         if (count > c.remaining() / 8)
             throw InputError(
-                c.path(), count_at, field,
+                c.path(), count_at, field.str(),
                 fmt::format("array of {} strings cannot fit in the {} bytes left", count, c.remaining()));
         for (uint64_t i = 0; i < count; ++i) {
-            std::string s = read_string(c, fmt::format("{}[{}]", field, i));
+            std::string s = read_string(c, [&] { return fmt::format("{}[{}]", field.str(), i); });
             append_string(kv.raw, s);
         }
         return;
     }
     const uint64_t esize = gguf_scalar_size(kv.elem_type);
     if (count > c.remaining() / esize)
-        throw InputError(c.path(), count_at, field,
+        throw InputError(c.path(), count_at, field.str(),
                          fmt::format("array of {} × {} bytes runs past the end of the file ({} bytes left)",
                                      count, esize, c.remaining()));
     const size_t head = kv.raw.size();
@@ -419,17 +419,17 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
     for (int64_t i = 0; i < n_kv; ++i) {
         Kv kv;
         kv.file_offset = c.pos();
-        const std::string kfield = fmt::format("kv #{} key", i);
+        const auto kfield = [i] { return fmt::format("kv #{} key", i); };
         kv.key = read_string(c, kfield);
-        if (kv.key.empty()) throw InputError(file.path(), kv.file_offset, kfield, "empty key");
+        if (kv.key.empty()) throw InputError(file.path(), kv.file_offset, kfield(), "empty key");
         if (!keys.insert(kv.key).second)
             throw InputError(file.path(), kv.file_offset, fmt::format("kv #{} '{}'", i, kv.key),
                              "duplicate key");
         const uint64_t type_at = c.pos();
-        const std::string vfield = fmt::format("kv '{}'", kv.key);
-        const int32_t t = c.read_le<int32_t>(vfield + " type");
+        const auto vfield = [&kv] { return fmt::format("kv '{}'", kv.key); };
+        const int32_t t = c.read_le<int32_t>([&] { return vfield() + " type"; });
         if (!valid_type(t))
-            throw InputError(file.path(), type_at, vfield, fmt::format("invalid value type {}", t));
+            throw InputError(file.path(), type_at, vfield(), fmt::format("invalid value type {}", t));
         kv.type = static_cast<GgufType>(t);
         read_value(c, kv, vfield);
         h.kvs.push_back(std::move(kv));
@@ -454,27 +454,27 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         const size_t idx = static_cast<size_t>(i);
         TensorInfo t;
         t.info_offset = c.pos();
-        const std::string nfield = fmt::format("tensor #{} name", i);
+        const auto nfield = [i] { return fmt::format("tensor #{} name", i); };
         const uint64_t name_len_at = c.pos();
         t.name = read_string(c, nfield);
         if (t.name.size() >= kGgmlMaxName)
-            throw InputError(file.path(), name_len_at, nfield,
+            throw InputError(file.path(), name_len_at, nfield(),
                              fmt::format("name of {} bytes is too long (ggml allows at most {})",
                                          t.name.size(), kGgmlMaxName - 1));
         if (!names.insert(t.name).second)
             throw InputError(file.path(), t.info_offset, tensor_field(idx, t.name, "name"),
                              "duplicate tensor name");
         const uint64_t dims_at = c.pos();
-        t.n_dims = c.read_le<uint32_t>(tensor_field(idx, t.name, "n_dims"));
+        t.n_dims = c.read_le<uint32_t>([&] { return tensor_field(idx, t.name, "n_dims"); });
         if (t.n_dims > static_cast<uint32_t>(kGgmlMaxDims))
             throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "n_dims"),
                              fmt::format("{} dimensions (ggml allows at most {})", t.n_dims, kGgmlMaxDims));
         for (uint32_t d = 0; d < t.n_dims; ++d) {
             const uint64_t ne_at = c.pos();
-            const std::string f = tensor_field(idx, t.name, fmt::format("ne[{}]", d));
+            const auto f = [&] { return tensor_field(idx, t.name, fmt::format("ne[{}]", d)); };
             t.ne[d] = c.read_le<int64_t>(f);
             if (t.ne[d] < 0)
-                throw InputError(file.path(), ne_at, f, fmt::format("negative dimension {}", t.ne[d]));
+                throw InputError(file.path(), ne_at, f(), fmt::format("negative dimension {}", t.ne[d]));
         }
         // Element count must fit in int64 (ggml: INT64_MAX/ne[1] <= ne[0] ... checks).
         uint64_t nel = 1;
@@ -490,14 +490,14 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
             }
         }
         const uint64_t type_at = c.pos();
-        const std::string tfield = tensor_field(idx, t.name, "type");
+        const auto tfield = [&] { return tensor_field(idx, t.name, "type"); };
         t.type = c.read_le<int32_t>(tfield);
         const GgmlType* gt = ggml_type(t.type);
         if (!gt)
-            throw InputError(file.path(), type_at, tfield, fmt::format("unknown ggml type id {}", t.type));
+            throw InputError(file.path(), type_at, tfield(), fmt::format("unknown ggml type id {}", t.type));
         if (gt->block_size == 0)
             throw InputError(
-                file.path(), type_at, tfield,
+                file.path(), type_at, tfield(),
                 fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
         if (t.ne[0] % gt->block_size != 0)
             throw InputError(file.path(), t.n_dims > 0 ? dims_at + 4 : dims_at,
@@ -515,7 +515,7 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
                                  "byte size overflows");
             t.nbytes = *nb;
         }
-        t.offset = c.read_le<uint64_t>(tensor_field(idx, t.name, "offset"));
+        t.offset = c.read_le<uint64_t>([&] { return tensor_field(idx, t.name, "offset"); });
         h.tensors.push_back(std::move(t));
     }
     h.infos_end = c.pos();

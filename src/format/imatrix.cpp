@@ -94,20 +94,20 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
         for (const auto& t : h.tensors) {
             if (!ends_with(t.name, ".in_sum2")) continue;
             const std::string name = t.name.substr(0, t.name.size() - 8);
-            const std::string field = fmt::format("tensor '{}'", t.name);
+            const auto field = [&t] { return fmt::format("tensor '{}'", t.name); };
             auto it = counts.find(name);
             if (it == counts.end())
-                throw InputError(path, t.info_offset, field,
+                throw InputError(path, t.info_offset, field(),
                                  fmt::format("has no matching '{}.counts' tensor", name));
             const TensorInfo& c = *it->second;
             if (t.type != kF32)
-                throw InputError(path, t.info_offset, field,
+                throw InputError(path, t.info_offset, field(),
                                  fmt::format("must be F32, found {}", ggml_type_display(t.type)));
             if (c.type != kF32)
                 throw InputError(path, c.info_offset, fmt::format("tensor '{}'", c.name),
                                  fmt::format("must be F32, found {}", ggml_type_display(c.type)));
             if (t.ne[2] != 1 || t.ne[3] != 1)
-                throw InputError(path, t.info_offset, field, "must be 2-D [ne0, n_mat]");
+                throw InputError(path, t.info_offset, field(), "must be 2-D [ne0, n_mat]");
             if (c.ne[0] != 1 || c.ne[1] != t.ne[1] || c.ne[2] != 1 || c.ne[3] != 1)
                 throw InputError(
                     path, c.info_offset, fmt::format("tensor '{}'", c.name),
@@ -152,29 +152,28 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
     for (int32_t i = 0; i < n; ++i) {
         ImatrixEntry e;
         e.entry_offset = c.pos();
-        const std::string lfield = fmt::format("entry #{} name length", i);
+        const auto lfield = [i] { return fmt::format("entry #{} name length", i); };
         const int32_t len = c.read_le<int32_t>(lfield);
         if (len < 1 || static_cast<uint64_t>(len) > c.remaining())
-            throw InputError(path, e.entry_offset, lfield,
+            throw InputError(path, e.entry_offset, lfield(),
                              fmt::format("name length {} is invalid ({} bytes left)", len, c.remaining()));
         e.name.resize(static_cast<size_t>(len));
-        c.read(e.name.data(), static_cast<uint64_t>(len), fmt::format("entry #{} name", i));
-        const std::string ef = fmt::format("entry '{}'", e.name);
-        e.ncall = c.read_le<int32_t>(ef + " ncall");
+        c.read(e.name.data(), static_cast<uint64_t>(len), [i] { return fmt::format("entry #{} name", i); });
+        const auto ef = [&e](const char* what) { return fmt::format("entry '{}'{}", e.name, what); };
+        e.ncall = c.read_le<int32_t>([&] { return ef(" ncall"); });
         const uint64_t nval_at = c.pos();
-        const int32_t nval = c.read_le<int32_t>(ef + " nval");
+        const int32_t nval = c.read_le<int32_t>([&] { return ef(" nval"); });
         if (nval < 1)
-            throw InputError(path, nval_at, ef + " nval",
-                             fmt::format("{} values (must be at least 1)", nval));
+            throw InputError(path, nval_at, ef(" nval"), fmt::format("{} values (must be at least 1)", nval));
         if (static_cast<uint64_t>(nval) > c.remaining() / 4)
             throw InputError(
-                path, nval_at, ef + " nval",
+                path, nval_at, ef(" nval"),
                 fmt::format("{} values run past the end of the file ({} bytes left)", nval, c.remaining()));
         e.nval = nval;
         e.sums_offset = c.pos();
-        c.skip(static_cast<uint64_t>(nval) * 4, ef + " values");
+        c.skip(static_cast<uint64_t>(nval) * 4, [&] { return ef(" values"); });
         if (!seen.emplace(e.name, im.entries_.size()).second)
-            throw InputError(path, e.entry_offset, ef, "duplicate entry name");
+            throw InputError(path, e.entry_offset, ef(""), "duplicate entry name");
         im.entries_.push_back(std::move(e));
     }
     // Optional trailer: last chunk, dataset name.
