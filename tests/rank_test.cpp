@@ -2,6 +2,7 @@
 // protection and the refusals, without any file (rank_experts is pure).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -87,6 +88,47 @@ TEST(RankRules, TiesRankTheLowerExpertIdBetter) {
     const RankResult r = rank_experts(in, keep(4));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{0, 1, 2, 3}));
     for (int64_t e = 0; e < 6; ++e) EXPECT_EQ(r.ranks[r.idx(0, 0, static_cast<size_t>(e))], e + 1);
+}
+
+// Ranks from external scores as given (any sign, zeros of both signs, infinities, NaN, repeats),
+// against the rule stated in docs/method.md, applied here by a comparison sort: score descending, equal
+// scores (0.0 == -0.0) by the lower expert id, NaN last.
+TEST(RankRules, RanksFollowScoresDescendingThenIdsForAnyValues) {
+    std::vector<double> v = {3.5,     -1.0, 0.0, -0.0, std::nan(""), INFINITY, -INFINITY, 1e300,
+                             -1e-300, 3.5,  2.0, 7.0,  -INFINITY,    0.0,      5e-324,    -5e-324};
+    uint64_t x = 12345;
+    for (int i = 0; i < 1000; ++i) {  // many values with few distinct ones (ties) and spread exponents
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        const double m = static_cast<double>((x >> 33) % 17) - 8;
+        v.push_back(i % 3 ? m : std::ldexp(m, static_cast<int>((x >> 20) % 200) - 100));
+    }
+    const int64_t E = static_cast<int64_t>(v.size());
+    RankInput in = input(E, {0});
+    DomainData d;
+    d.name = "ext";
+    d.path = "ext.json";
+    d.format = "json";
+    BlockStats s;
+    s.present = true;
+    s.external = v;
+    s.count.assign(v.size(), std::nan(""));
+    s.dead.assign(v.size(), 0);
+    d.blocks.push_back(s);
+    in.domains.push_back(d);
+    RankOptions o = keep(E);
+    o.criterion = Criterion::kExternal;
+    const RankResult r = rank_experts(in, o);
+    std::vector<size_t> order(v.size());
+    for (size_t e = 0; e < v.size(); ++e) order[e] = e;
+    const auto key = [&](size_t e) { return std::isnan(v[e]) ? -INFINITY : v[e]; };
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t c) { return key(a) != key(c) ? key(a) > key(c) : a < c; });
+    for (size_t i = 0; i < order.size(); ++i)
+        ASSERT_EQ(r.ranks[r.idx(0, 0, order[i])], static_cast<int32_t>(i + 1)) << "expert " << order[i];
+    EXPECT_EQ(r.ranks[r.idx(0, 0, 5)], 1);                            // +inf
+    EXPECT_EQ(r.ranks[r.idx(0, 0, 3)], r.ranks[r.idx(0, 0, 2)] + 1);  // -0.0 ties 0.0: lower id first
+    EXPECT_EQ(r.ranks[r.idx(0, 0, 6)], r.ranks[r.idx(0, 0, 4)] + 1);  // NaN is -inf, before expert 6's
+    EXPECT_EQ(r.ranks[r.idx(0, 0, 12)], E);                           // the last -inf
 }
 
 TEST(RankRules, MinRankKeepsASpecialistThatMeanRankDrops) {

@@ -3,6 +3,7 @@
 #include "gguf_reap/rank.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -60,18 +61,36 @@ double score_of(Criterion c, const BlockStats& s, size_t e, bool full) {
 }
 
 // Ranks 1..E by score descending; equal scores rank the lower expert id better. NaN ranks last.
+// A stable radix sort of the scores mapped to unsigned keys whose order is the scores' descending
+// order: the same ranks as sorting (score, id) pairs, without a comparison per step (the pairs' sort
+// was half of rank's decision time on 465 blocks × 896 experts).
 std::vector<int32_t> rank_desc(const std::vector<double>& score) {
-    struct Key {
-        double score;
-        size_t e;
-    };
-    std::vector<Key> order(score.size());
-    for (size_t e = 0; e < score.size(); ++e)
-        order[e] = {std::isnan(score[e]) ? -std::numeric_limits<double>::infinity() : score[e], e};
-    std::sort(order.begin(), order.end(),
-              [](const Key& a, const Key& b) { return a.score != b.score ? a.score > b.score : a.e < b.e; });
-    std::vector<int32_t> r(score.size());
-    for (size_t i = 0; i < order.size(); ++i) r[order[i].e] = static_cast<int32_t>(i + 1);
+    const size_t n = score.size();
+    std::vector<uint64_t> key(n), key2(n);
+    std::vector<uint32_t> id(n), id2(n);
+    for (size_t e = 0; e < n; ++e) {
+        // NaN ranks as -inf; +0.0 makes -0.0 equal to 0.0, as the comparison of doubles has them.
+        const double x = std::isnan(score[e]) ? -std::numeric_limits<double>::infinity() : score[e] + 0.0;
+        const uint64_t bits = std::bit_cast<uint64_t>(x);
+        const uint64_t ascending = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);
+        key[e] = ~ascending;
+        id[e] = static_cast<uint32_t>(e);
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        size_t count[257] = {};
+        for (size_t i = 0; i < n; ++i) ++count[((key[i] >> shift) & 0xFF) + 1];
+        if (count[((key[0] >> shift) & 0xFF) + 1] == n) continue;  // one value in this byte: no change
+        for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; ++i) {
+            const size_t at = count[(key[i] >> shift) & 0xFF]++;
+            key2[at] = key[i];
+            id2[at] = id[i];
+        }
+        key.swap(key2);
+        id.swap(id2);
+    }
+    std::vector<int32_t> r(n);
+    for (size_t i = 0; i < n; ++i) r[id[i]] = static_cast<int32_t>(i + 1);
     return r;
 }
 
@@ -328,11 +347,13 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
 
     // 3. Super-experts: share of the block's energy, and the hottest channel against the block's median.
     r.protect.assign(B * NE, 0);
-    std::map<std::pair<size_t, size_t>, SuperExpert> supers;
-    for (size_t d = 0; d < D; ++d) {
-        const DomainData& dom = in.domains[d];
-        if (dom.format == "json") continue;
-        for (size_t b = 0; b < B; ++b) {
+    // Blocks are independent: each is searched by one thread (domains in order), then the finds are
+    // merged in block order.
+    std::vector<std::map<size_t, SuperExpert>> found(B);
+    parallel_for(B, threads, [&](size_t b) {
+        for (size_t d = 0; d < D; ++d) {
+            const DomainData& dom = in.domains[d];
+            if (dom.format == "json") continue;
             const BlockStats& s = dom.blocks[b];
             if (!s.present) continue;
             // GGUF: total energy; legacy: only per-token means exist, so their shares are used.
@@ -344,14 +365,14 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
             std::vector<double> live_peaks;
             for (size_t e = 0; e < NE; ++e)
                 if (!s.dead[e] && s.peak[e] > 0) live_peaks.push_back(s.peak[e]);
-            const double med = live_peaks.size() >= 3 ? median(live_peaks) : kNaN;
+            const double med = live_peaks.size() >= 3 ? median(std::move(live_peaks)) : kNaN;
             for (size_t e = 0; e < NE; ++e) {
                 if (s.dead[e]) continue;
                 const double share = total > 0 ? en[e] / total : 0;
                 const double ratio = med > 0 ? s.peak[e] / med : 0;
                 const bool by_share = share >= r.super_share, by_channel = ratio >= r.super_channel_ratio;
                 if (!by_share && !by_channel) continue;
-                SuperExpert& se = supers[{b, e}];
+                SuperExpert& se = found[b][e];
                 se.block = in.blocks[b];
                 se.expert = static_cast<int64_t>(e);
                 se.by_share |= by_share;
@@ -364,7 +385,10 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
                 se.channel_ratio = std::max(se.channel_ratio, ratio);
             }
         }
-    }
+    });
+    std::map<std::pair<size_t, size_t>, SuperExpert> supers;
+    for (size_t b = 0; b < B; ++b)
+        for (auto& [e, se] : found[b]) supers.emplace(std::pair{b, e}, std::move(se));
     // Report the share for every super-expert, also one found by the channel test only.
     for (auto& [key, se] : supers) {
         for (size_t d = 0; d < D; ++d) {
