@@ -18,6 +18,8 @@
 
 namespace gguf_reap {
 
+class OutputFile;
+
 struct NpyArray {
     std::string descr;           // numpy dtype string: "<f8", "<i4", "<u2", "|b1", "<U12", ...
     std::vector<int64_t> shape;  // C order; {} is a scalar
@@ -38,12 +40,14 @@ struct NpyArray {
     std::vector<int64_t> to_int64() const;
 };
 
-// The bytes of one .npy member.
+// The bytes of one .npy member, and of its header alone (magic, version, length, header text).
 std::vector<uint8_t> npy_bytes(const NpyArray& a);
+std::vector<uint8_t> npy_header_bytes(const NpyArray& a);
 
-// The bytes of an .npz holding `arrays` (what write_npz writes); `path` names it in error messages.
-std::vector<uint8_t> npz_bytes(const std::string& path,
-                               const std::vector<std::pair<std::string, NpyArray>>& arrays);
+// Writes an .npz holding `arrays` into `out` from offset 0, without committing it (what write_npz
+// does); `path` names it in error messages.
+void write_npz_to(OutputFile& out, const std::string& path,
+                  const std::vector<std::pair<std::string, NpyArray>>& arrays);
 
 // Writes an .npz holding `arrays` (member names get ".npy") under a temporary name, then renames it
 // into place (OutputFile). Member order is the map's order; timestamps are fixed so that the same

@@ -354,23 +354,26 @@ void write_rank_outputs(const RankInput& in, const RankResult& r, const std::str
         if (!force && fs::exists(base / f))
             throw UsageError(fmt::format("{} exists; use --force to overwrite it", (base / f).string()));
 
-    // The three files are built in parallel (the ranking's arrays are most of the bytes), then
-    // written one after the other; the receipt goes last: its presence says the other two are complete.
-    std::string keeplist, receipt;
-    std::vector<uint8_t> ranking;
+    // The three files are built and written in parallel (the ranking's arrays are most of the bytes);
+    // the receipt is committed last: its presence says the other two are complete.
+    std::string receipt;
     parallel_for(3, resolve_threads(threads), [&](size_t i) {
-        if (i == 0) ranking = npz_bytes((base / kRankingFile).string(), ranking_arrays(in, r));
-        if (i == 1) keeplist = r.keeplist.text();
-        if (i == 2) receipt = render_receipt(in, r);
+        if (i == 0) {
+            OutputFile out((base / kRankingFile).string());
+            write_npz_to(out, out.final_path(), ranking_arrays(in, r));
+            out.commit();
+        } else if (i == 1) {
+            const std::string keeplist = r.keeplist.text();
+            OutputFile out((base / kKeeplistFile).string());
+            out.write_at(0, keeplist.data(), keeplist.size());
+            out.commit();
+        } else {
+            receipt = render_receipt(in, r);
+        }
     });
-    for (const auto& [file, bytes] :
-         {std::pair{kKeeplistFile, std::string_view(keeplist)},
-          {kRankingFile, std::string_view(reinterpret_cast<const char*>(ranking.data()), ranking.size())},
-          {kReceiptFile, std::string_view(receipt)}}) {
-        OutputFile out((base / file).string());
-        out.write_at(0, bytes.data(), bytes.size());
-        out.commit();
-    }
+    OutputFile out((base / kReceiptFile).string());
+    out.write_at(0, receipt.data(), receipt.size());
+    out.commit();
 }
 
 }  // namespace gguf_reap
