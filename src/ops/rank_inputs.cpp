@@ -1,14 +1,17 @@
 // rank, step 1: read the inputs. Only the ffn_down_exps entry of each MoE block is read from an
 // imatrix (its in_sum2 rows hold each expert's intermediate-activation energy per channel, its counts
-// the routed tokens), read in place 1 MiB at a time with the pages done with dropped again, so memory
-// is O(domains × blocks × experts) whatever the file size.
+// the routed tokens), 4 MiB at a time, mapped where it is or copied into a reused buffer (with_bytes),
+// so memory is O(domains × blocks × experts) whatever the file size.
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <csetjmp>
 #include <csignal>
 #include <mutex>
+#include <new>
+#include <optional>
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +43,7 @@
 #include "gguf_reap/shard_set.h"
 #include "gguf_reap/signals.h"
 #include "ops/parallel.h"
+#include "ops/row_extremes.h"
 
 namespace gguf_reap {
 
@@ -104,30 +108,162 @@ void install_sigbus_guard() {
     });
 }
 
-// Calls fn(p) with p pointing at the bytes [offset, offset + n) of `f`, by the cheapest of three ways:
+// A thread's buffer for copied chunks, in transparent huge pages where the kernel gives them: a few
+// MiB touched for the first time would otherwise cost a page fault every 4 KiB.
+class ChunkBuffer {
+  public:
+    ChunkBuffer() = default;
+    ChunkBuffer(const ChunkBuffer&) = delete;
+    ChunkBuffer& operator=(const ChunkBuffer&) = delete;
+    ~ChunkBuffer() {
+        if (p_) ::munmap(p_, cap_);
+    }
+    uint8_t* get(size_t n) {
+        if (n <= cap_) return p_;
+        constexpr size_t kHuge = size_t{2} << 20;
+        const size_t cap = (n + kHuge - 1) / kHuge * kHuge;
+        void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        ::madvise(p, cap, MADV_HUGEPAGE);  // advice only: without it, ordinary pages
+        if (p_) ::munmap(p_, cap_);
+        p_ = static_cast<uint8_t*>(p);
+        cap_ = cap;
+        return p_;
+    }
+
+  private:
+    uint8_t* p_ = nullptr;
+    size_t cap_ = 0;
+};
+
+// PAGEMAP_SCAN (Linux 6.7; <linux/fs.h> of older systems lacks it): asks which pages of a range of the
+// process's own address space are mapped by huge-page (PMD) entries.
+struct PageRegion {
+    uint64_t start, end, categories;
+};
+struct PmScanArg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+        category_anyof_mask, return_mask;
+};
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+constexpr uint64_t kPageIsHuge = uint64_t{1} << 6;
+constexpr uint64_t kHugeBytes = uint64_t{2} << 20;  // one PMD entry maps this much (x86-64, arm64 4K)
+
+// Whether every page of [p, p + n) (page-aligned) is mapped by a PMD entry; false where the kernel
+// cannot tell (before 6.7, no /proc).
+bool all_pmd_mapped(const uint8_t* p, size_t n) {
+    static const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    PageRegion region{};
+    PmScanArg a{};
+    a.size = sizeof a;
+    a.start = reinterpret_cast<uintptr_t>(p);
+    a.end = a.start + n;
+    a.vec = reinterpret_cast<uintptr_t>(&region);
+    a.vec_len = 1;
+    a.category_inverted = a.category_mask = a.return_mask = kPageIsHuge;  // regions that are NOT huge
+    return ::ioctl(fd, kPagemapScan, &a) == 0;
+}
+
+// How one thread last found one file's cached pages: in PMD-sized folios (map them: no copy), or not
+// (copy them), and from where to try mapping again. Keyed by the InputFile's address: a later file at
+// the same address inherits a stale preference, which only decides which of two ways the same bytes
+// are read.
+struct MapPreference {
+    const InputFile* file = nullptr;
+    bool map = false;
+    uint64_t retry_at = 0;
+};
+constexpr uint64_t kRetryMapBytes = uint64_t{128} << 20;
+
+MapPreference& map_preference(const InputFile& f) {
+    thread_local std::vector<MapPreference> prefs;
+    for (auto& p : prefs)
+        if (p.file == &f) return p;
+    if (prefs.size() >= 64) prefs.erase(prefs.begin());
+    prefs.push_back({&f, false, 0});
+    return prefs.back();
+}
+
+// Maps the 2 MiB-aligned window around [offset, offset + n) of `f`, populates [offset, offset + n)
+// and calls fn on it under the SIGBUS guard. Returns false when the kernel cannot map or populate
+// (the caller then reads); sets `huge` when every populated page is mapped by a PMD entry (the page
+// cache held PMD-sized folios there and the mapping could use them whole).
+template <typename Fn>
+bool with_mapping(const InputFile& f, uint64_t offset, size_t n, Fn& fn, bool& huge) {
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t start = offset / kHugeBytes * kHugeBytes;
+    const uint64_t file_end = (f.size() + page - 1) / page * page;
+    const uint64_t stop = std::min((offset + n + kHugeBytes - 1) / kHugeBytes * kHugeBytes, file_end);
+    const size_t len = static_cast<size_t>(stop - start);
+    void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, f.fd(), static_cast<off_t>(start));
+    if (m == MAP_FAILED) return false;
+    struct Unmap {
+        void* p;
+        size_t len;
+        ~Unmap() { ::munmap(p, len); }
+    } unmap{m, len};
+    const auto* p = static_cast<const uint8_t*>(m);
+    const uint64_t pop_from = offset / page * page;
+    const size_t pop_len = static_cast<size_t>((offset + n + page - 1) / page * page - pop_from);
+    if (::madvise(const_cast<uint8_t*>(p) + (pop_from - start), pop_len, MADV_POPULATE_READ) != 0) {
+        if (errno == EFAULT) throw IoError(f.path(), "the file shrank while it was read", EFAULT);
+        return false;
+    }
+    huge = all_pmd_mapped(p + (pop_from - start), pop_len);
+    install_sigbus_guard();
+    if (sigsetjmp(t_guard.env, 1) != 0)  // a SIGBUS inside [p, p + len): the file shrank
+        throw IoError(f.path(), "the file shrank while it was read", EFAULT);
+    // Disarmed however fn leaves (an exception for bad values too): the range is unmapped next, and a
+    // later fault at an address reused there must not jump into this frame.
+    struct Disarm {
+        ~Disarm() { t_guard.active = 0; }
+    } disarm;
+    t_guard.lo = p;
+    t_guard.hi = p + len;
+    t_guard.active = 1;
+    fn(p + (offset - start));
+    return true;
+}
+
+// Calls fn(p) with p pointing at the bytes [offset, offset + n) of `f`, by the cheapest way:
+//  - where this thread last found the file's pages in PMD-sized folios (the kernel's readahead caches
+//    what it reads in them), the bytes are mapped where they are, a PMD entry per 2 MiB, with no
+//    copy: on the warm benchmark this and the copy below took 0.087 s and 0.098 s. Mapping is tried
+//    again every 128 MiB where it was not;
 //  - bytes already in the page cache are copied into a per-thread buffer by one preadv2(RWF_NOWAIT),
-//    which fails instead of waiting for the disk. Warm, with two threads, this took 0.135 s for the
-//    benchmark's 1.69 GB where mapping took 0.21 s: mapping and unmapping in two threads of one
-//    process contend on the address space (its lock and TLB shootdowns), a copy does not;
-//  - other bytes are mapped on their own and populated in one call (MADV_POPULATE_READ), then
-//    unmapped: from a cold cache this reads ahead better than pread (1.06-1.13 s against 1.26-1.29 s
-//    on the same benchmark, and 1.40-1.46 s for populating and then copying with pread). A range that
-//    cannot be populated (the file shrank: the call reports what would be a SIGBUS) is an error, and so
-//    is one truncated while it is computed (MappingGuard);
-//  - where the kernel can do neither, plain pread.
+//    which fails instead of waiting for the disk. Warm, with two threads and the pages in 4 KiB
+//    folios, this took 0.135 s for the benchmark's 1.69 GB where mapping took 0.21 s: mapping and
+//    unmapping page by page in two threads of one process contend on the address space (its lock and
+//    TLB shootdowns), a copy does not;
+//  - other bytes are mapped and populated in one call (MADV_POPULATE_READ), then unmapped: from a cold
+//    cache this reads ahead better than pread (1.06-1.13 s against 1.26-1.29 s on the same benchmark,
+//    and 1.40-1.46 s for populating and then copying with pread). A range that cannot be populated
+//    (the file shrank: the call reports what would be a SIGBUS) is an error, and so is one truncated
+//    while it is computed (MappingGuard);
+//  - where the kernel can do none of these, plain pread.
 template <typename Fn>
 void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
     if (!range_inside(offset, n, f.size()))
         throw IoError(f.path(), "read past the end of the file (was it truncated?)");
     if (n == 0) return;
-    thread_local std::vector<uint8_t> buf;
-    thread_local bool nowait_works = true;
+    thread_local ChunkBuffer buf;
+    thread_local bool nowait_works = true, populate_works = true;
+    MapPreference& pref = map_preference(f);
+    if (populate_works && (pref.map || offset >= pref.retry_at)) {
+        bool huge = false;
+        if (with_mapping(f, offset, n, fn, huge)) {
+            pref.map = huge;
+            if (!huge) pref.retry_at = offset + kRetryMapBytes;
+            return;
+        }
+        populate_works = false;
+    }
     if (nowait_works) {
-        if (buf.size() < n) buf.resize(n);
-        iovec v{buf.data(), n};
+        iovec v{buf.get(n), n};
         const ssize_t got = ::preadv2(f.fd(), &v, 1, static_cast<off_t>(offset), RWF_NOWAIT);
         if (got == static_cast<ssize_t>(n)) {
-            fn(buf.data());
+            fn(static_cast<const uint8_t*>(v.iov_base));
             return;
         }
         // EAGAIN or a short read: not all cached (or the file shrank, which the paths below report).
@@ -137,47 +273,26 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
             nowait_works = false;
         }
     }
-    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    thread_local bool populate_works = true;
     if (populate_works) {
-        const uint64_t start = offset / page * page;
-        const size_t len = static_cast<size_t>(offset - start) + n;
-        void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, f.fd(), static_cast<off_t>(start));
-        if (p != MAP_FAILED) {
-            struct Unmap {
-                void* p;
-                size_t len;
-                ~Unmap() { ::munmap(p, len); }
-            } unmap{p, len};
-            if (::madvise(p, len, MADV_POPULATE_READ) == 0) {
-                install_sigbus_guard();
-                if (sigsetjmp(t_guard.env, 1) != 0)  // a SIGBUS inside [p, p + len): the file shrank
-                    throw IoError(f.path(), "the file shrank while it was read", EFAULT);
-                // Disarmed however fn leaves (an exception for bad values too): the range is unmapped
-                // next, and a later fault at an address reused there must not jump into this frame.
-                struct Disarm {
-                    ~Disarm() { t_guard.active = 0; }
-                } disarm;
-                t_guard.lo = static_cast<const uint8_t*>(p);
-                t_guard.hi = t_guard.lo + len;
-                t_guard.active = 1;
-                fn(static_cast<const uint8_t*>(p) + (offset - start));
-                return;
-            }
-            if (errno == EFAULT) throw IoError(f.path(), "the file shrank while it was read", EFAULT);
+        bool huge = false;
+        if (with_mapping(f, offset, n, fn, huge)) {
+            pref.map = huge;
+            return;
         }
         populate_works = false;
     }
-    if (buf.size() < n) buf.resize(n);
-    f.read(offset, buf.data(), n);
-    fn(buf.data());
+    uint8_t* p = buf.get(n);
+    f.read(offset, p, n);
+    fn(p);
 }
 
 // Keeps the kernel reading ahead of a front-to-back pass over [start, stop) of `f`: at(pos) makes sure
 // that [pos, pos + kPrefetchBytes) has been announced (POSIX_FADV_WILLNEED), in steps of at least a
 // quarter of that, so that every byte is announced once. From a cold cache the disk then works on the
 // next chunks while this one is computed; reading a chunk otherwise waits for it, a readahead window at
-// a time (2.0× `cat` without, 1.0-1.4× with; docs/perf/rank.md).
+// a time (2.0× `cat` without, 1.0-1.4× with; docs/perf/rank.md). A step whose last byte is already in
+// the page cache is not announced: the kernel would look up every page of it (about a tenth of the
+// warm pass's time on the benchmark) to find nothing to read.
 class Prefetcher {
   public:
     Prefetcher(const InputFile& f, uint64_t start, uint64_t stop)
@@ -186,12 +301,19 @@ class Prefetcher {
         ahead_ = std::max(ahead_, pos);
         const uint64_t want = std::min(stop_, pos + kPrefetchBytes);
         if (want <= ahead_ || (want < stop_ && want - ahead_ < kPrefetchBytes / 4)) return;
-        ::posix_fadvise(f_.fd(), static_cast<off_t>(ahead_), static_cast<off_t>(want - ahead_),
-                        POSIX_FADV_WILLNEED);
+        if (!cached(want - 1))
+            ::posix_fadvise(f_.fd(), static_cast<off_t>(ahead_), static_cast<off_t>(want - ahead_),
+                            POSIX_FADV_WILLNEED);
         ahead_ = want;
     }
 
   private:
+    // Whether the byte at `pos` is in the page cache: a one-byte read that fails rather than waits.
+    bool cached(uint64_t pos) const {
+        char byte;
+        iovec v{&byte, 1};
+        return ::preadv2(f_.fd(), &v, 1, static_cast<off_t>(pos), RWF_NOWAIT) == 1;
+    }
     const InputFile& f_;
     uint64_t ahead_, stop_;
 };
@@ -265,69 +387,22 @@ struct RowStats {
     bool any_nan = false, all_nan = true, all_equal_to = true;
 };
 
-#if defined(__x86_64__)
-#define ROW_STATS_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ROW_STATS_CLONES
-#endif
-
-// One pass over one expert's channel values. Eight independent accumulators keep the adds pipelined.
-// Built twice, for AVX2 and for any x86-64, the loader picking one per CPU: on the benchmark the read
-// pass took 0.15 s with AVX2 against 0.21 s with SSE2 (two threads). The vector code fixes every
-// operation and its order, and neither clone may contract a multiply and an add (AVX2 without FMA), so
-// both give the same bits.
-ROW_STATS_CLONES RowStats row_stats(const uint8_t* x, int64_t n, const int32_t* plan, int64_t k,
-                                    const float* colnorm, float equal_to) {
+// One pass over one expert's channel values: their sum (in double), largest and smallest
+// (row_extremes.h, built for AVX-512, AVX2 and any x86-64; all give the same bits).
+RowStats row_stats(const uint8_t* x, int64_t n, const int32_t* plan, int64_t k, const float* colnorm,
+                   float equal_to) {
     // `x` points at n little-endian floats, possibly unaligned (legacy .dat) and possibly inside the
-    // file mapping: every load is a memcpy. GCC/Clang vector extensions give SIMD for the target (SSE2
-    // on any x86-64, NEON on arm64) without -ffast-math, so sums stay in double and NaNs propagate.
+    // file mapping: every load is a memcpy.
     const auto ld = [x](int64_t i) {
         float f;
         std::memcpy(&f, x + 4 * i, 4);
         return f;
     };
-    using F4 = float __attribute__((vector_size(16)));
-    using D4 = double __attribute__((vector_size(32)));
     RowStats s;
-    D4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
-    const float inf = std::numeric_limits<float>::infinity();
-    F4 mx0 = {-inf, -inf, -inf, -inf}, mx1 = mx0, mn0 = {inf, inf, inf, inf}, mn1 = mn0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        F4 v0, v1, v2, v3;
-        std::memcpy(&v0, x + 4 * i, 16);
-        std::memcpy(&v1, x + 4 * (i + 4), 16);
-        std::memcpy(&v2, x + 4 * (i + 8), 16);
-        std::memcpy(&v3, x + 4 * (i + 12), 16);
-        a0 += __builtin_convertvector(v0, D4);
-        a1 += __builtin_convertvector(v1, D4);
-        a2 += __builtin_convertvector(v2, D4);
-        a3 += __builtin_convertvector(v3, D4);
-        mx0 = v0 > mx0 ? v0 : mx0;
-        mx1 = v1 > mx1 ? v1 : mx1;
-        mx0 = v2 > mx0 ? v2 : mx0;
-        mx1 = v3 > mx1 ? v3 : mx1;
-        mn0 = v0 < mn0 ? v0 : mn0;
-        mn1 = v1 < mn1 ? v1 : mn1;
-        mn0 = v2 < mn0 ? v2 : mn0;
-        mn1 = v3 < mn1 ? v3 : mn1;
-    }
-    const D4 a = (a0 + a1) + (a2 + a3);
-    double sum = (a[0] + a[1]) + (a[2] + a[3]);
-    float mx = -inf, mn = inf;
-    for (int j = 0; j < 4; ++j) {
-        mx = std::max({mx, mx0[j], mx1[j]});
-        mn = std::min({mn, mn0[j], mn1[j]});
-    }
-    for (; i < n; ++i) {
-        const float v = ld(i);
-        sum += v;
-        mx = v > mx ? v : mx;
-        mn = v < mn ? v : mn;
-    }
-    s.sum = sum;
-    s.max = mx;
-    s.min = mn;
+    const RowExtremes r = row_extremes(x, n);
+    s.sum = r.sum;
+    s.max = r.max;
+    s.min = r.min;
     if (std::isnan(s.sum)) {
         for (int64_t c = 0; c < n; ++c) {
             const bool nan = std::isnan(ld(c));
@@ -795,8 +870,15 @@ RankInput load_rank_input(const RankOptions& opts) {
     }
 
     // Open every imatrix (directory only) and find its ffn_down_exps entries.
+    // Their directories are parsed in parallel (a few ms each for thousands of entries); an error is
+    // the one of the first file in command-line order, as if they were opened one after the other.
     std::vector<ImatrixFile> ims;
-    for (const auto& d : specs) ims.push_back(ImatrixFile::open(d.path));
+    {
+        std::vector<std::optional<ImatrixFile>> opened(specs.size());
+        parallel_for(specs.size(), threads,
+                     [&](size_t d) { opened[d].emplace(ImatrixFile::open(specs[d].path)); });
+        for (auto& f : opened) ims.push_back(std::move(*f));
+    }
     for (size_t d = 0; d < ims.size(); ++d) in.domains[d].format = imatrix_kind_name(ims[d].kind());
     check_criterion_inputs(in, opts);
     std::vector<std::map<int, const ImatrixEntry*>> found(ims.size());
@@ -998,6 +1080,12 @@ RankInput load_rank_input(const RankOptions& opts) {
         j.block_index = bi;
         j.colnorm = colnorm;
         j.domain = d;
+        return j;
+    };
+    // A job's counts (GGUF) are read and checked, and its statistics allocated, by the threads (for
+    // hundreds of entries, several ms of small reads and page faults), in job order for the errors.
+    auto prepare_job = [&](BlockJob& j) {
+        const size_t d = j.domain;
         if (ims[d].kind() == ImatrixKind::kGguf) {
             const std::vector<float> c = ims[d].read_counts(*j.entry);
             for (size_t e = 0; e < c.size(); ++e)
@@ -1007,12 +1095,12 @@ RankInput load_rank_input(const RankOptions& opts) {
                                      fmt::format("{} is not a token count", c[e]));
             j.counts = c;
         }
-        init_stats(in.domains[d].blocks[bi], in.expert_count, plan.has_value(), weighted);
-        return j;
+        init_stats(in.domains[d].blocks[j.block_index], in.expert_count, plan.has_value(), weighted);
     };
     // With `fused_hash`, each file is read once, front to back, by one thread that hashes every byte
     // and ranks the entries from the same buffer (the hash is serial per file anyway).
     auto run_jobs = [&](std::vector<BlockJob>& jobs, bool fused_hash) {
+        parallel_for(jobs.size(), threads, [&](size_t i) { prepare_job(jobs[i]); });
         std::sort(jobs.begin(), jobs.end(), [](const BlockJob& a, const BlockJob& b) {
             return a.domain != b.domain ? a.domain < b.domain : a.entry->sums_offset < b.entry->sums_offset;
         });
