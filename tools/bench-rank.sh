@@ -90,7 +90,12 @@ best() {  # best wall time of 5 warm runs, with its CPU time
 }
 ratio() { echo "scale=2; $1 / $2" | bc; }
 
-cat "$WORK"/*.imatrix.gguf "$WORK/needed.bin" >/dev/null  # warm
+# Warm: every input, and needed.bin, evicted and then read once from the disk, so that rank and `cat`
+# find their bytes in the same page-cache state (the kernel caches what it reads ahead in large folios,
+# while files just written in small pieces, as the generator writes the imatrices, sit in 4 KiB pages:
+# comparing rank on those with `cat` of needed.bin, written in 1 MiB pieces, was not like for like).
+evict "$WORK"/*.imatrix.gguf "$WORK/needed.bin"
+cat "$WORK"/*.imatrix.gguf "$WORK/needed.bin" >/dev/null
 read -r CAT_W CAT_C <<<"$(best cat "$WORK/needed.bin")"
 read -r R_W R_C <<<"$(best "$BIN" -q rank "${RANK_ARGS[@]}" --no-hash)"
 read -r R1_W R1_C <<<"$(best "$BIN" -q rank "${RANK_ARGS[@]}" --no-hash --threads 1)"
