@@ -149,10 +149,23 @@ constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
 constexpr uint64_t kPageIsHuge = uint64_t{1} << 6;
 constexpr uint64_t kHugeBytes = uint64_t{2} << 20;  // one PMD entry maps this much (x86-64, arm64 4K)
 
-// Whether every page of [p, p + n) (page-aligned) is mapped by a PMD entry; false where the kernel
-// cannot tell (before 6.7, no /proc).
-bool all_pmd_mapped(const uint8_t* p, size_t n) {
+// /proc/self/pagemap, opened once, and whether the kernel answers PAGEMAP_SCAN on it.
+int pagemap_fd() {
     static const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+std::atomic<bool> g_pagemap_scan_unsupported{false};
+
+// Whether the kernel can say how a range is mapped (Linux 6.7+, /proc mounted). Where it cannot, chunks
+// are never mapped first: the copy is the safe choice without knowing the folios.
+bool can_tell_pmd_mapping() {
+    return pagemap_fd() >= 0 && !g_pagemap_scan_unsupported.load(std::memory_order_relaxed);
+}
+
+// Whether every page of [p, p + n) (page-aligned) is mapped by a PMD entry; false where the kernel
+// cannot tell.
+bool all_pmd_mapped(const uint8_t* p, size_t n) {
+    const int fd = pagemap_fd();
     if (fd < 0) return false;
     PageRegion region{};
     PmScanArg a{};
@@ -162,13 +175,18 @@ bool all_pmd_mapped(const uint8_t* p, size_t n) {
     a.vec = reinterpret_cast<uintptr_t>(&region);
     a.vec_len = 1;
     a.category_inverted = a.category_mask = a.return_mask = kPageIsHuge;  // regions that are NOT huge
-    return ::ioctl(fd, kPagemapScan, &a) == 0;
+    const int found = ::ioctl(fd, kPagemapScan, &a);
+    if (found < 0 && (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP))
+        g_pagemap_scan_unsupported.store(true, std::memory_order_relaxed);  // before Linux 6.7
+    return found == 0;
 }
 
 // How one thread last found one file's cached pages: in PMD-sized folios (map them: no copy), or not
 // (copy them), and from where to try mapping again. Keyed by the InputFile's address: a later file at
 // the same address inherits a stale preference, which only decides which of two ways the same bytes
-// are read.
+// are read. (A file read in from the disk starts in small folios, as its readahead window grows, and
+// so is copied for its first 128 MiB: the pass is memory-bound, and mapping those too measured the same
+// in 2 MiB folios and 5-10 ms slower in 4 KiB pages, where it is tried more often.)
 struct MapPreference {
     const InputFile* file = nullptr;
     bool map = false;
@@ -229,8 +247,9 @@ bool with_mapping(const InputFile& f, uint64_t offset, size_t n, Fn& fn, bool& h
 // Calls fn(p) with p pointing at the bytes [offset, offset + n) of `f`, by the cheapest way:
 //  - where this thread last found the file's pages in PMD-sized folios (the kernel's readahead caches
 //    what it reads in them), the bytes are mapped where they are, a PMD entry per 2 MiB, with no
-//    copy: on the warm benchmark this and the copy below took 0.087 s and 0.098 s. Mapping is tried
-//    again every 128 MiB where it was not;
+//    copy: on the warm benchmark this and the copy below took 0.087 s and 0.098 s. Where mapping
+//    found small folios it is tried again 128 MiB further on (MapPreference), and never where the
+//    kernel cannot tell (before 6.7);
 //  - bytes already in the page cache are copied into a per-thread buffer by one preadv2(RWF_NOWAIT),
 //    which fails instead of waiting for the disk. Warm, with two threads and the pages in 4 KiB
 //    folios, this took 0.135 s for the benchmark's 1.69 GB where mapping took 0.21 s: mapping and
@@ -250,7 +269,7 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
     thread_local ChunkBuffer buf;
     thread_local bool nowait_works = true, populate_works = true;
     MapPreference& pref = map_preference(f);
-    if (populate_works && (pref.map || offset >= pref.retry_at)) {
+    if (populate_works && can_tell_pmd_mapping() && (pref.map || offset >= pref.retry_at)) {
         bool huge = false;
         if (with_mapping(f, offset, n, fn, huge)) {
             pref.map = huge;
