@@ -23,6 +23,8 @@
 //   FAULT_NO_FALLOCATE every fallocate fails with EOPNOTSUPP, as on filesystems without it (any FAULT_OP)
 //   FAULT_NOWAIT_EAGAIN every preadv2(RWF_NOWAIT) on a matching file fails with EAGAIN, as when its pages
 //                      are not in the page cache (any FAULT_OP)
+//   FAULT_NO_PAGEMAP_SCAN every ioctl(PAGEMAP_SCAN) fails with ENOTTY, as before Linux 6.7 (any FAULT_OP;
+//                      each refusal is logged)
 //
 // It is built without sanitizers and uses only the C library, so it can be preloaded into the ASan build
 // too (with ASAN_OPTIONS=verify_asan_link_order=0).
@@ -33,10 +35,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -65,6 +69,7 @@ struct Config {
     char log[4096] = {};
     bool no_fallocate = false;
     bool nowait_eagain = false;
+    bool no_pagemap_scan = false;
 };
 
 Config g_cfg;
@@ -133,6 +138,7 @@ __attribute__((constructor)) void load_config() {
     copy_env(c.log, sizeof c.log, "FAULT_LOG");
     c.no_fallocate = getenv("FAULT_NO_FALLOCATE") != nullptr;
     c.nowait_eagain = getenv("FAULT_NOWAIT_EAGAIN") != nullptr;
+    c.no_pagemap_scan = getenv("FAULT_NO_PAGEMAP_SCAN") != nullptr;
     g_ready = c.op != kNone;
 }
 
@@ -331,6 +337,22 @@ WRAP_IOV(preadv64, kRead, off64_t)
 
 WRAP_IOV2(preadv2, kRead, off_t)
 WRAP_IOV2(preadv64v2, kRead, off64_t)
+
+// ioctl(PAGEMAP_SCAN) with FAULT_NO_PAGEMAP_SCAN: refused as by a kernel that does not know it.
+int ioctl(int fd, unsigned long request, ...) {
+    static auto fn = real<int (*)(int, unsigned long, ...)>("ioctl");
+    va_list ap;
+    va_start(ap, request);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    constexpr unsigned long kPagemapScan = _IOWR('f', 16, uint64_t[12]);  // struct pm_scan_arg: 96 bytes
+    if (g_ready && g_cfg.no_pagemap_scan && request == kPagemapScan) {
+        log_line("PAGEMAP_SCAN refused");
+        errno = ENOTTY;
+        return -1;
+    }
+    return fn(fd, request, arg);
+}
 
 // madvise(MADV_POPULATE_READ) with FAULT_OP=populate: the call is made, then the trigger fires, so that
 // FAULT_TRUNCATE shrinks the file under a mapping that was just populated.
