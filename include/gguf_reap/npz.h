@@ -45,9 +45,8 @@ std::vector<uint8_t> npy_bytes(const NpyArray& a);
 std::vector<uint8_t> npy_header_bytes(const NpyArray& a);
 
 // Writes an .npz holding `arrays` into `out` from offset 0, without committing it (what write_npz
-// does); `path` names it in error messages.
-void write_npz_to(OutputFile& out, const std::string& path,
-                  const std::vector<std::pair<std::string, NpyArray>>& arrays);
+// does); errors name `out`'s final path.
+void write_npz_to(OutputFile& out, const std::vector<std::pair<std::string, NpyArray>>& arrays);
 
 // Writes an .npz holding `arrays` (member names get ".npy") under a temporary name, then renames it
 // into place (OutputFile). Member order is the map's order; timestamps are fixed so that the same

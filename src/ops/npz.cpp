@@ -319,8 +319,8 @@ std::vector<uint8_t> npy_bytes(const NpyArray& a) {
     return out;
 }
 
-void write_npz_to(OutputFile& out, const std::string& path,
-                  const std::vector<std::pair<std::string, NpyArray>>& arrays) {
+void write_npz_to(OutputFile& out, const std::vector<std::pair<std::string, NpyArray>>& arrays) {
+    const std::string& path = out.final_path();  // names the archive in error messages
     // The archive is built in memory (the arrays are small: blocks × experts) from members that point
     // at each array's header and at its elements where they are (no copy), then streamed to `out` in
     // pieces: the ranking's 9.5 MB once made four copies, each touching fresh memory.
@@ -382,7 +382,7 @@ void write_npz_to(OutputFile& out, const std::string& path,
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, NpyArray>>& arrays) {
     // Through OutputFile, so that no half-written .npz ever carries the final name.
     OutputFile out(path);
-    write_npz_to(out, path, arrays);
+    write_npz_to(out, arrays);
     out.commit();
 }
 

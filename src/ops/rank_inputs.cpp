@@ -269,15 +269,15 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
     thread_local ChunkBuffer buf;
     thread_local bool nowait_works = true, populate_works = true;
     MapPreference& pref = map_preference(f);
-    if (populate_works && can_tell_pmd_mapping() && (pref.map || offset >= pref.retry_at)) {
+    // Maps and computes, noting what the page cache held there; false when the kernel cannot map.
+    const auto mapped = [&] {
         bool huge = false;
-        if (with_mapping(f, offset, n, fn, huge)) {
-            pref.map = huge;
-            if (!huge) pref.retry_at = offset + kRetryMapBytes;
-            return;
-        }
-        populate_works = false;
-    }
+        if (!with_mapping(f, offset, n, fn, huge)) return populate_works = false;
+        pref.map = huge;
+        if (!huge) pref.retry_at = offset + kRetryMapBytes;
+        return true;
+    };
+    if (populate_works && can_tell_pmd_mapping() && (pref.map || offset >= pref.retry_at) && mapped()) return;
     if (nowait_works) {
         iovec v{buf.get(n), n};
         const ssize_t got = ::preadv2(f.fd(), &v, 1, static_cast<off_t>(offset), RWF_NOWAIT);
@@ -292,14 +292,7 @@ void with_bytes(const InputFile& f, uint64_t offset, size_t n, Fn&& fn) {
             nowait_works = false;
         }
     }
-    if (populate_works) {
-        bool huge = false;
-        if (with_mapping(f, offset, n, fn, huge)) {
-            pref.map = huge;
-            return;
-        }
-        populate_works = false;
-    }
+    if (populate_works && mapped()) return;
     uint8_t* p = buf.get(n);
     f.read(offset, p, n);
     fn(p);

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -360,7 +359,7 @@ void write_rank_outputs(const RankInput& in, const RankResult& r, const std::str
     parallel_for(3, resolve_threads(threads), [&](size_t i) {
         if (i == 0) {
             OutputFile out((base / kRankingFile).string());
-            write_npz_to(out, out.final_path(), ranking_arrays(in, r));
+            write_npz_to(out, ranking_arrays(in, r));
             out.commit();
         } else if (i == 1) {
             const std::string keeplist = r.keeplist.text();

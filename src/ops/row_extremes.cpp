@@ -7,8 +7,33 @@
 namespace gguf_reap {
 
 namespace {
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// The end both builds share: the four lane sums a[j] = (a0[j] + a1[j]) + (a2[j] + a3[j]) added in a
+// fixed order, the extremes of the lanes of mx0 (mx[0..3]) and mx1 (mx[4..7]) taken in a fixed order,
+// then the last channels from i to n one by one.
+RowExtremes fold(const double (&a)[4], const float (&mx)[8], const float (&mn)[8], const uint8_t* x,
+                 int64_t i, int64_t n) {
+    RowExtremes r;
+    r.sum = (a[0] + a[1]) + (a[2] + a[3]);
+    r.max = -kInf;
+    r.min = kInf;
+    for (int j = 0; j < 4; ++j) {
+        r.max = std::max({r.max, mx[j], mx[j + 4]});
+        r.min = std::min({r.min, mn[j], mn[j + 4]});
+    }
+    for (; i < n; ++i) {
+        float v;
+        std::memcpy(&v, x + 4 * i, 4);
+        r.sum += v;
+        r.max = v > r.max ? v : r.max;
+        r.min = v < r.min ? v : r.min;
+    }
+    return r;
 }
+
+}  // namespace
 
 #if defined(__x86_64__)
 #define ROW_CLONES_4 __attribute__((target_clones("avx2", "default")))
@@ -48,23 +73,17 @@ ROW_CLONES_4 RowExtremes row_extremes_4(const uint8_t* x, int64_t n) {
         mn0 = v2 < mn0 ? v2 : mn0;
         mn1 = v3 < mn1 ? v3 : mn1;
     }
-    const D4 a = (a0 + a1) + (a2 + a3);
-    RowExtremes r;
-    r.sum = (a[0] + a[1]) + (a[2] + a[3]);
-    r.max = -kInf;
-    r.min = kInf;
+    const D4 lanes = (a0 + a1) + (a2 + a3);
+    double a[4];
+    float mx[8], mn[8];
     for (int j = 0; j < 4; ++j) {
-        r.max = std::max({r.max, mx0[j], mx1[j]});
-        r.min = std::min({r.min, mn0[j], mn1[j]});
+        a[j] = lanes[j];
+        mx[j] = mx0[j];
+        mx[j + 4] = mx1[j];
+        mn[j] = mn0[j];
+        mn[j + 4] = mn1[j];
     }
-    for (; i < n; ++i) {
-        float v;
-        std::memcpy(&v, x + 4 * i, 4);
-        r.sum += v;
-        r.max = v > r.max ? v : r.max;
-        r.min = v < r.min ? v : r.min;
-    }
-    return r;
+    return fold(a, mx, mn, x, i, n);
 }
 
 // The same lanes held in pairs: a01 = [a0 | a1], a23 = [a2 | a3], mx = [mx0 | mx1], mn = [mn0 | mn1].
@@ -87,23 +106,13 @@ ROW_TARGET_8 RowExtremes row_extremes_avx512(const uint8_t* x, int64_t n) {
         mn = v23 < mn ? v23 : mn;
     }
     double a[4];
+    float mxs[8], mns[8];
     for (int j = 0; j < 4; ++j) a[j] = (a01[j] + a01[j + 4]) + (a23[j] + a23[j + 4]);
-    RowExtremes r;
-    r.sum = (a[0] + a[1]) + (a[2] + a[3]);
-    r.max = -kInf;
-    r.min = kInf;
-    for (int j = 0; j < 4; ++j) {
-        r.max = std::max({r.max, mx[j], mx[j + 4]});
-        r.min = std::min({r.min, mn[j], mn[j + 4]});
+    for (int j = 0; j < 8; ++j) {
+        mxs[j] = mx[j];
+        mns[j] = mn[j];
     }
-    for (; i < n; ++i) {
-        float v;
-        std::memcpy(&v, x + 4 * i, 4);
-        r.sum += v;
-        r.max = v > r.max ? v : r.max;
-        r.min = v < r.min ? v : r.min;
-    }
-    return r;
+    return fold(a, mxs, mns, x, i, n);
 }
 
 bool avx512_available() {

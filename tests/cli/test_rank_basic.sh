@@ -25,6 +25,20 @@ expect_code 2
 expect_err "m.gguf: general.type: this GGUF file is a model, not an imatrix"
 expect_err_lines 1
 
+case_ "several bad imatrices (opened in parallel): the error is the first one's, in command-line order"
+for threads in 1 2; do
+    run "$BIN" rank --imatrix "a=$WORK/m.gguf" --imatrix "b=$WORK/nope.gguf" --imatrix "c=$WORK/a.imatrix.gguf" \
+        --prune 1 -o "$WORK/out" --threads "$threads"
+    expect_code 2
+    expect_err "m.gguf: general.type: this GGUF file is a model, not an imatrix"
+    expect_err_lines 1
+    run "$BIN" rank --imatrix "c=$WORK/a.imatrix.gguf" --imatrix "b=$WORK/nope.gguf" --imatrix "a=$WORK/m.gguf" \
+        --prune 1 -o "$WORK/out" --threads "$threads"
+    expect_code 3
+    expect_err "nope.gguf: open: No such file or directory"
+    expect_err_lines 1
+done
+
 case_ "-v logs the time spent reading, deciding and writing (stderr), and stdout stays one document"
 run "$BIN" -v rank --imatrix chat="$WORK/a.imatrix.gguf" --model "$WORK/m.gguf" --prune 1 -o "$WORK/out-v" --json
 expect_code 0
