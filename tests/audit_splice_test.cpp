@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/audit.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/shard_set.h"
+#include "ops/audit.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/audit.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/neuron_plan.h"
+#include "ops/audit.h"
+#include "io/error.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
+#include "ops/neuron_plan.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/copy_engine.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/progress.h"
-#include "gguf_reap/signals.h"
+#include "io/copy_engine.h"
+#include "io/error.h"
+#include "io/progress.h"
+#include "io/signals.h"
 #include "test_util.h"
 
 namespace gguf_reap {

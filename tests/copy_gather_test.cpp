@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/copy_engine.h"
+#include "io/copy_engine.h"
 #include "test_util.h"
 
 namespace gguf_reap {

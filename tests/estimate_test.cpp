@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_builder.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/estimate.h"
-#include "gguf_reap/npz.h"
+#include "io/error.h"
+#include "ops/estimate.h"
+#include "ops/npz.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -2,10 +2,10 @@
 // its expected.json records checked.
 #include <gtest/gtest.h>
 
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

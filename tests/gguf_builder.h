@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/gguf.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
 #include "test_util.h"
 
 namespace gguf_reap::test {

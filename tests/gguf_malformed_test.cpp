@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gguf_builder.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
+#include "io/error.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
 #include "test_util.h"
 
 namespace gguf_reap {

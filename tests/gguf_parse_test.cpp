@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "gguf_builder.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "gguf_reap/gguf.h"
+#include "format/gguf.h"
 #include "splice_test_support.h"
 
 namespace gguf_reap {

@@ -9,12 +9,12 @@
 #include <functional>
 #include <string>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/manifest.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/npz.h"
+#include "io/error.h"
+#include "model/keeplist.h"
+#include "ops/manifest.h"
+#include "model/moe_layout.h"
+#include "ops/neuron_plan.h"
+#include "ops/npz.h"
 #include "test_util.h"
 
 namespace gguf_reap {

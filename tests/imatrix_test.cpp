@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/imatrix.h"
+#include "io/error.h"
+#include "format/imatrix.h"
 #include "test_util.h"
 
 namespace gguf_reap {

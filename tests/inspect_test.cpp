@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_builder.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/model_summary.h"
-#include "gguf_reap/shard_set.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
+#include "format/imatrix.h"
+#include "ops/model_summary.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -2,10 +2,10 @@
 // drop-form specs, and each malformation refused with its message.
 #include <gtest/gtest.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "model/keeplist.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/manifest.h"
-#include "gguf_reap/sha256.h"
+#include "io/error.h"
+#include "ops/manifest.h"
+#include "io/sha256.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "gguf_builder.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_builder.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/plan_width.h"
+#include "io/error.h"
+#include "ops/neuron_plan.h"
+#include "ops/npz.h"
+#include "ops/plan_width.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <set>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/rank.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "model/keeplist.h"
+#include "model/moe_layout.h"
+#include "ops/npz.h"
+#include "ops/rank.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -2,11 +2,11 @@
 // legacy writer generations, weighted-energy, neuron plans, and mismatched models.
 #include <gtest/gtest.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/rank.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "model/moe_layout.h"
+#include "ops/npz.h"
+#include "ops/rank.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

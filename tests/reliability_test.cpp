@@ -13,10 +13,10 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/copy_engine.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/output_lock.h"
+#include "io/copy_engine.h"
+#include "io/error.h"
+#include "io/input_file.h"
+#include "io/output_lock.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <set>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_checks.h"
-#include "gguf_reap/signals.h"
+#include "io/error.h"
+#include "io/output_checks.h"
+#include "io/signals.h"
 #include "splice_test_support.h"
 
 namespace gguf_reap {

@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/splice.h"
+#include "format/gguf.h"
+#include "format/imatrix.h"
+#include "io/input_file.h"
+#include "ops/npz.h"
+#include "model/shard_set.h"
+#include "ops/splice.h"
 #include "test_util.h"
 
 namespace gguf_reap {

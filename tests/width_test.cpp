@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "gguf_builder.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/width.h"
+#include "io/error.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
+#include "model/width.h"
 #include "test_util.h"
 
 namespace gguf_reap {

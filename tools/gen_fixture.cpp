@@ -15,10 +15,10 @@
 
 #include "gen/imatrix.h"
 #include "gen/model.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/signals.h"
-#include "gguf_reap/units.h"
+#include "io/error.h"
+#include "io/output_file.h"
+#include "io/signals.h"
+#include "io/units.h"
 
 namespace gguf_reap::gen {
 

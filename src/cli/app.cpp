@@ -9,8 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/signals.h"
+#include "io/error.h"
+#include "io/signals.h"
 
 namespace gguf_reap::cli {
 

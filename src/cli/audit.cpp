@@ -8,10 +8,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "gguf_reap/audit.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/manifest.h"
-#include "gguf_reap/units.h"
+#include "ops/audit.h"
+#include "io/error.h"
+#include "ops/manifest.h"
+#include "io/units.h"
 
 namespace gguf_reap::cli {
 

@@ -7,10 +7,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/estimate.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/units.h"
+#include "io/error.h"
+#include "ops/estimate.h"
+#include "model/shard_set.h"
+#include "io/units.h"
 
 namespace gguf_reap::cli {
 

@@ -8,13 +8,13 @@
 
 #include "cli/command.h"
 #include "cli/render.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/model_summary.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/units.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
+#include "format/imatrix.h"
+#include "ops/model_summary.h"
+#include "model/shard_set.h"
+#include "io/units.h"
 
 namespace gguf_reap::cli {
 

@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/plan_width.h"
+#include "io/error.h"
+#include "ops/plan_width.h"
 
 namespace gguf_reap::cli {
 

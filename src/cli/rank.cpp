@@ -10,8 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/rank.h"
+#include "io/error.h"
+#include "ops/rank.h"
 
 namespace gguf_reap::cli {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/units.h"
+#include "io/units.h"
 
 namespace gguf_reap::cli {
 

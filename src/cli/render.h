@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/imatrix.h"
+#include "format/gguf.h"
+#include "format/imatrix.h"
 
 namespace gguf_reap::cli {
 

@@ -8,19 +8,19 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/llama_limits.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/output_checks.h"
-#include "gguf_reap/output_lock.h"
-#include "gguf_reap/progress.h"
-#include "gguf_reap/sha256.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/splice.h"
-#include "gguf_reap/units.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "format/imatrix.h"
+#include "model/keeplist.h"
+#include "model/llama_limits.h"
+#include "model/moe_layout.h"
+#include "io/output_checks.h"
+#include "io/output_lock.h"
+#include "io/progress.h"
+#include "io/sha256.h"
+#include "model/shard_set.h"
+#include "ops/splice.h"
+#include "io/units.h"
 
 namespace gguf_reap::cli {
 

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/input_file.h"
+#include "io/error.h"
+#include "io/input_file.h"
 
 namespace gguf_reap {
 

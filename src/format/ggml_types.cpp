@@ -1,10 +1,10 @@
-#include "gguf_reap/ggml_types.h"
+#include "format/ggml_types.h"
 
 #include <array>
 #include <cctype>
 #include <string>
 
-#include "gguf_reap/checked.h"
+#include "io/checked.h"
 
 namespace gguf_reap {
 

@@ -1,4 +1,4 @@
-#include "gguf_reap/gguf.h"
+#include "format/gguf.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "format/cursor.h"
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
 
 namespace gguf_reap {
 

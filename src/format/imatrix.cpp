@@ -1,4 +1,4 @@
-#include "gguf_reap/imatrix.h"
+#include "format/imatrix.h"
 
 #include <charconv>
 #include <cstring>
@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "format/cursor.h"
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/gguf.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
 
 namespace gguf_reap {
 

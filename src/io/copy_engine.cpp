@@ -1,4 +1,4 @@
-#include "gguf_reap/copy_engine.h"
+#include "io/copy_engine.h"
 
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -19,10 +19,10 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/signals.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "io/output_file.h"
+#include "io/signals.h"
 
 namespace gguf_reap {
 

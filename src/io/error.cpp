@@ -1,4 +1,4 @@
-#include "gguf_reap/error.h"
+#include "io/error.h"
 
 #include <cstring>
 #include <string>

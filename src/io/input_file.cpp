@@ -1,4 +1,4 @@
-#include "gguf_reap/input_file.h"
+#include "io/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
+#include "io/checked.h"
+#include "io/error.h"
 
 namespace gguf_reap {
 

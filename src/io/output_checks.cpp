@@ -1,4 +1,4 @@
-#include "gguf_reap/output_checks.h"
+#include "io/output_checks.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <charconv>
 #include <filesystem>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_file.h"
+#include "io/error.h"
+#include "io/output_file.h"
 
 namespace gguf_reap {
 

@@ -1,4 +1,4 @@
-#include "gguf_reap/output_file.h"
+#include "io/output_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/signals.h"
+#include "io/error.h"
+#include "io/signals.h"
 
 namespace gguf_reap {
 

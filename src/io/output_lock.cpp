@@ -1,4 +1,4 @@
-#include "gguf_reap/output_lock.h"
+#include "io/output_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
+#include "io/error.h"
 
 namespace gguf_reap {
 

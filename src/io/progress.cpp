@@ -1,4 +1,4 @@
-#include "gguf_reap/progress.h"
+#include "io/progress.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/units.h"
+#include "io/units.h"
 
 namespace gguf_reap {
 

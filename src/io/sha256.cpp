@@ -1,4 +1,4 @@
-#include "gguf_reap/sha256.h"
+#include "io/sha256.h"
 
 #include <openssl/evp.h>
 
@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/signals.h"
+#include "io/error.h"
+#include "io/input_file.h"
+#include "io/signals.h"
 
 namespace gguf_reap {
 

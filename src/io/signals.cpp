@@ -1,9 +1,9 @@
-#include "gguf_reap/signals.h"
+#include "io/signals.h"
 
 #include <atomic>
 #include <csignal>
 
-#include "gguf_reap/error.h"
+#include "io/error.h"
 
 namespace gguf_reap {
 

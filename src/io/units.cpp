@@ -1,4 +1,4 @@
-#include "gguf_reap/units.h"
+#include "io/units.h"
 
 #include <cctype>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "gguf_reap/keeplist.h"
+#include "model/keeplist.h"
 
 #include <algorithm>
 #include <fstream>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/output_file.h"
+#include "io/error.h"
+#include "model/moe_layout.h"
+#include "io/output_file.h"
 
 namespace gguf_reap {
 

@@ -1,4 +1,4 @@
-#include "gguf_reap/moe_layout.h"
+#include "model/moe_layout.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
 
 namespace gguf_reap {
 

@@ -1,4 +1,4 @@
-#include "gguf_reap/shard_set.h"
+#include "model/shard_set.h"
 
 #include <dirent.h>
 
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
+#include "io/error.h"
 
 namespace gguf_reap {
 

@@ -1,6 +1,6 @@
-// Width (neuron) pruning rules (include/gguf_reap/width.h): which expert FFN widths a model can be cut
+// Width (neuron) pruning rules (model/width.h): which expert FFN widths a model can be cut
 // to, read from the tensors themselves and from how llama.cpp's loader reads the widths (reference §5).
-#include "gguf_reap/width.h"
+#include "model/width.h"
 
 #include <algorithm>
 #include <array>
@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
 
 namespace gguf_reap {
 

@@ -1,11 +1,11 @@
 // gguf-reap audit: the operation. Reads like its table of contents; each step lives in audit_*.cpp.
-#include "gguf_reap/audit.h"
+#include "ops/audit.h"
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap {

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/sha256.h"
-#include "gguf_reap/signals.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "io/sha256.h"
+#include "io/signals.h"
 #include "ops/audit_internal.h"
 #include "ops/parallel.h"
 

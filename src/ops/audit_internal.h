@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "gguf_reap/audit.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/shard_set.h"
+#include "ops/audit.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
+#include "model/moe_layout.h"
+#include "ops/neuron_plan.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap::audit_detail {
 

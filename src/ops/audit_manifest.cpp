@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/units.h"
+#include "io/units.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

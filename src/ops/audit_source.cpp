@@ -10,11 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/sha256.h"
-#include "gguf_reap/width.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "model/keeplist.h"
+#include "io/sha256.h"
+#include "model/width.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

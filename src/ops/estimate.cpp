@@ -1,5 +1,5 @@
 // estimate: size, parameters, decode bytes, per-rank residency, fit and KV cache from tensor shapes.
-#include "gguf_reap/estimate.h"
+#include "ops/estimate.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,14 +7,14 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/sha256.h"
-#include "gguf_reap/splice.h"
-#include "gguf_reap/width.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "model/keeplist.h"
+#include "ops/neuron_plan.h"
+#include "io/sha256.h"
+#include "ops/splice.h"
+#include "model/width.h"
 
 namespace gguf_reap {
 

@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/splice.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "ops/splice.h"
 
 namespace gguf_reap {
 

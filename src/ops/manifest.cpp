@@ -1,4 +1,4 @@
-#include "gguf_reap/manifest.h"
+#include "ops/manifest.h"
 
 #include <sys/stat.h>
 
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/sha256.h"
+#include "io/error.h"
+#include "io/output_file.h"
+#include "io/sha256.h"
 
 namespace gguf_reap {
 

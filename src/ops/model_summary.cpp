@@ -1,9 +1,9 @@
-#include "gguf_reap/model_summary.h"
+#include "ops/model_summary.h"
 
 #include <algorithm>
 #include <map>
 
-#include "gguf_reap/ggml_types.h"
+#include "format/ggml_types.h"
 
 namespace gguf_reap {
 

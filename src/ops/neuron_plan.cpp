@@ -1,5 +1,5 @@
-// Reading width-pruning plans (include/gguf_reap/neuron_plan.h).
-#include "gguf_reap/neuron_plan.h"
+// Reading width-pruning plans (ops/neuron_plan.h).
+#include "ops/neuron_plan.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/npz.h"
+#include "io/error.h"
+#include "ops/npz.h"
 
 namespace gguf_reap {
 

@@ -1,4 +1,4 @@
-#include "gguf_reap/npz.h"
+#include "ops/npz.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_file.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "io/output_file.h"
 
 namespace gguf_reap {
 

@@ -1,7 +1,7 @@
-// plan-width (include/gguf_reap/plan_width.h): imatrix ffn_down_exps energies → the K channels every
+// plan-width (ops/plan_width.h): imatrix ffn_down_exps energies → the K channels every
 // routed expert keeps → plan .npz + JSON receipt. Reads one MoE block at a time (E × width floats),
 // straight from the imatrix files through a bounded buffer.
-#include "gguf_reap/plan_width.h"
+#include "ops/plan_width.h"
 
 #include <algorithm>
 #include <charconv>
@@ -15,16 +15,16 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/output_checks.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/sha256.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/signals.h"
-#include "gguf_reap/width.h"
+#include "io/error.h"
+#include "format/imatrix.h"
+#include "model/moe_layout.h"
+#include "ops/npz.h"
+#include "io/output_checks.h"
+#include "io/output_file.h"
+#include "io/sha256.h"
+#include "model/shard_set.h"
+#include "io/signals.h"
+#include "model/width.h"
 
 namespace gguf_reap {
 

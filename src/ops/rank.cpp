@@ -1,6 +1,6 @@
 // rank, step 2 (pure): scores → per-domain ranks → consensus → dead and super experts → keep decision.
 // docs/method.md states every formula and tie rule used here.
-#include "gguf_reap/rank.h"
+#include "ops/rank.h"
 
 #include <algorithm>
 #include <bit>
@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
+#include "io/error.h"
 #include "ops/parallel.h"
 
 namespace gguf_reap {

@@ -31,17 +31,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/rank.h"
-#include "gguf_reap/sha256.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/signals.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "format/imatrix.h"
+#include "model/moe_layout.h"
+#include "ops/neuron_plan.h"
+#include "ops/npz.h"
+#include "ops/rank.h"
+#include "io/sha256.h"
+#include "model/shard_set.h"
+#include "io/signals.h"
 #include "ops/parallel.h"
 #include "ops/row_extremes.h"
 

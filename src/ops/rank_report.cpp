@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/npz.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/rank.h"
-#include "gguf_reap/units.h"
+#include "io/error.h"
+#include "ops/npz.h"
+#include "io/output_file.h"
+#include "ops/rank.h"
+#include "io/units.h"
 #include "ops/parallel.h"
 
 namespace gguf_reap {

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/output_checks.h"
-#include "gguf_reap/splice.h"
-#include "gguf_reap/units.h"
+#include "io/error.h"
+#include "io/output_checks.h"
+#include "ops/splice.h"
+#include "io/units.h"
 
 namespace gguf_reap {
 

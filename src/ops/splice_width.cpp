@@ -1,13 +1,13 @@
 // Width pruning for splice (--neuron-plan): the checks before any byte, and how every expert tensor is
 // cut to K channels (docs/splice.md, "Width pruning").
-#include "splice_width.h"
+#include "ops/splice_width.h"
 
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
 
 namespace gguf_reap {
 

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "gguf_reap/copy_engine.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/splice.h"
+#include "io/copy_engine.h"
+#include "format/gguf.h"
+#include "model/moe_layout.h"
+#include "ops/splice.h"
 
 namespace gguf_reap::splice_width {
 

@@ -6,11 +6,11 @@
 #include <cstring>
 
 #include "fuzz_util.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "io/error.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 
 using namespace gguf_reap;
 

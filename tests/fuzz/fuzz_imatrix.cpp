@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "fuzz_util.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/imatrix.h"
+#include "io/error.h"
+#include "format/imatrix.h"
 
 using namespace gguf_reap;
 

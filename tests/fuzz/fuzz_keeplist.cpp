@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/moe_layout.h"
+#include "io/error.h"
+#include "model/keeplist.h"
+#include "model/moe_layout.h"
 
 using namespace gguf_reap;
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "gguf_reap/error.h"
-#include "gguf_reap/manifest.h"
+#include "io/error.h"
+#include "ops/manifest.h"
 
 using namespace gguf_reap;
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/npz.h"
+#include "io/error.h"
+#include "ops/neuron_plan.h"
+#include "ops/npz.h"
 
 using namespace gguf_reap;
 

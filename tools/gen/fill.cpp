@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "gen/random.h"
-#include "gguf_reap/ggml_types.h"
+#include "format/ggml_types.h"
 
 namespace gguf_reap::gen {
 

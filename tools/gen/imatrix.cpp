@@ -13,12 +13,12 @@
 #include <fmt/format.h>
 
 #include "gen/random.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/signals.h"
+#include "io/error.h"
+#include "format/gguf.h"
+#include "model/moe_layout.h"
+#include "io/output_file.h"
+#include "model/shard_set.h"
+#include "io/signals.h"
 
 namespace gguf_reap::gen {
 

@@ -7,12 +7,12 @@
 #include <fmt/format.h>
 
 #include "gen/random.h"
-#include "gguf_reap/checked.h"
-#include "gguf_reap/error.h"
-#include "gguf_reap/ggml_types.h"
-#include "gguf_reap/output_file.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/signals.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "format/ggml_types.h"
+#include "io/output_file.h"
+#include "model/shard_set.h"
+#include "io/signals.h"
 
 namespace gguf_reap::gen {
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gen/fill.h"
-#include "gguf_reap/gguf.h"
+#include "format/gguf.h"
 
 namespace gguf_reap::gen {
 

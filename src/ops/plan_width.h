@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf_reap/rank.h"
+#include "ops/rank.h"
 
 namespace gguf_reap {
 

@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "gguf_reap/copy_engine.h"
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/imatrix.h"
-#include "gguf_reap/keeplist.h"
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/neuron_plan.h"
-#include "gguf_reap/shard_set.h"
-#include "gguf_reap/width.h"
+#include "io/copy_engine.h"
+#include "format/gguf.h"
+#include "format/imatrix.h"
+#include "model/keeplist.h"
+#include "model/moe_layout.h"
+#include "ops/neuron_plan.h"
+#include "model/shard_set.h"
+#include "model/width.h"
 
 namespace gguf_reap {
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "gguf_reap/manifest.h"
+#include "ops/manifest.h"
 
 namespace gguf_reap {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "gguf_reap/input_file.h"
+#include "io/input_file.h"
 
 namespace gguf_reap {
 

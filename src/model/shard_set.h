@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gguf_reap/gguf.h"
-#include "gguf_reap/input_file.h"
+#include "format/gguf.h"
+#include "io/input_file.h"
 
 namespace gguf_reap {
 

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap {
 

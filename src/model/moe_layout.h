@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "gguf_reap/shard_set.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "gguf_reap/moe_layout.h"
-#include "gguf_reap/shard_set.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap {
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf_reap/keeplist.h"
+#include "model/keeplist.h"
 
 namespace gguf_reap {
 

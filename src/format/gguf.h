@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gguf_reap/input_file.h"
+#include "io/input_file.h"
 
 namespace gguf_reap {
 
