@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
-#include "ops/audit.h"
-#include "io/error.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
+#include "io/error.h"
 #include "io/input_file.h"
 #include "model/shard_set.h"
+#include "ops/audit.h"
 #include "test_util.h"
 
 namespace gguf_reap {

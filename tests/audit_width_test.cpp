@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "ops/audit.h"
-#include "io/error.h"
 #include "format/gguf.h"
+#include "io/error.h"
 #include "io/input_file.h"
+#include "ops/audit.h"
 #include "ops/neuron_plan.h"
 #include "test_util.h"
 

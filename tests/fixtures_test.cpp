@@ -42,7 +42,8 @@ TEST(Fixtures, ModelsMatchExpectedJson) {
         std::vector<int> blocks;
         for (const auto& b : L.blocks) blocks.push_back(b.block);
         EXPECT_EQ(blocks, exp["moe_layers"].get<std::vector<int>>());
-        for (const auto& b : L.blocks) EXPECT_EQ(b.tensors.size(), 5u) << "gate/up/down exps, router, exp_probs_b";
+        for (const auto& b : L.blocks)
+            EXPECT_EQ(b.tensors.size(), 5u) << "gate/up/down exps, router, exp_probs_b";
     }
 }
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf.h"
 #include "gguf_builder.h"
 #include "io/error.h"
-#include "format/gguf.h"
 #include "io/input_file.h"
 #include "test_util.h"
 

@@ -11,8 +11,8 @@
 
 #include "io/error.h"
 #include "model/keeplist.h"
-#include "ops/manifest.h"
 #include "model/moe_layout.h"
+#include "ops/manifest.h"
 #include "ops/neuron_plan.h"
 #include "ops/npz.h"
 #include "test_util.h"

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "io/error.h"
 #include "format/imatrix.h"
+#include "io/error.h"
 #include "test_util.h"
 
 namespace gguf_reap {

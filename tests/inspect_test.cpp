@@ -11,12 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf_builder.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "format/imatrix.h"
-#include "ops/model_summary.h"
+#include "gguf_builder.h"
 #include "model/shard_set.h"
+#include "ops/model_summary.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "io/error.h"
-#include "ops/manifest.h"
 #include "io/sha256.h"
+#include "ops/manifest.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -8,9 +8,9 @@
 #include "io/error.h"
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "ops/npz.h"
 #include "ops/rank.h"
-#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -4,9 +4,9 @@
 
 #include "io/error.h"
 #include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "ops/npz.h"
 #include "ops/rank.h"
-#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -20,9 +20,8 @@ std::vector<uint8_t> bytes_of(const std::vector<float>& v, size_t misalign) {
 }
 
 TEST(RowExtremes, SumsInDoubleAndSkipsNaNForTheExtremes) {
-    const std::vector<float> v = {1.5f, -2.0f, std::nanf(""), 16777216.0f, 1.0f, 1.0f, 0.25f, 3.0f,
-                                  4.0f, 5.0f,  6.0f,          7.0f,        8.0f, 9.0f, 10.0f, 11.0f,
-                                  12.0f};
+    const std::vector<float> v = {1.5f, -2.0f, std::nanf(""), 16777216.0f, 1.0f, 1.0f,  0.25f, 3.0f, 4.0f,
+                                  5.0f, 6.0f,  7.0f,          8.0f,        9.0f, 10.0f, 11.0f, 12.0f};
     const auto b = bytes_of(v, 0);
     const RowExtremes r = row_extremes(b.data(), static_cast<int64_t>(v.size()));
     EXPECT_TRUE(std::isnan(r.sum));
@@ -32,8 +31,8 @@ TEST(RowExtremes, SumsInDoubleAndSkipsNaNForTheExtremes) {
     w[2] = 0.5f;
     const auto c = bytes_of(w, 0);
     // 2^24 + 1 + 1 is exact in double (float sums would round the ones away).
-    EXPECT_EQ(row_extremes(c.data(), static_cast<int64_t>(w.size())).sum, 16777216.0 + 1.5 - 2 + 0.5 + 2 + 0.25 +
-                                                                            3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12);
+    EXPECT_EQ(row_extremes(c.data(), static_cast<int64_t>(w.size())).sum,
+              16777216.0 + 1.5 - 2 + 0.5 + 2 + 0.25 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12);
 }
 
 TEST(RowExtremes, BothBuildsGiveTheSameBits) {
@@ -45,15 +44,21 @@ TEST(RowExtremes, BothBuildsGiveTheSameBits) {
         x ^= x << 17;
         return x;
     };
-    const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
-                              -std::numeric_limits<float>::infinity(), std::nanf(""), 1e-45f, 3.4e38f};
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(),
+                              std::nanf(""),
+                              1e-45f,
+                              3.4e38f};
     for (int64_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100, 1024, 1031}) {
         for (int trial = 0; trial < 20; ++trial) {
             std::vector<float> v(static_cast<size_t>(n));
             for (auto& f : v) {
                 const uint64_t r = next();
                 f = (r & 63) == 0 ? specials[(r >> 6) % 7]
-                                  : std::ldexp(static_cast<float>((r >> 8) & 0xFFFFFF), static_cast<int>((r >> 40) % 60) - 40);
+                                  : std::ldexp(static_cast<float>((r >> 8) & 0xFFFFFF),
+                                               static_cast<int>((r >> 40) % 60) - 40);
                 if ((r >> 50) & 1 && trial % 2) f = -f;
             }
             const auto b = bytes_of(v, static_cast<size_t>(trial % 4));
@@ -64,9 +69,12 @@ TEST(RowExtremes, BothBuildsGiveTheSameBits) {
             if (std::isnan(four.sum) || std::isnan(eight.sum))
                 ASSERT_TRUE(std::isnan(four.sum) && std::isnan(eight.sum)) << n << " " << trial;
             else
-                ASSERT_EQ(std::bit_cast<uint64_t>(four.sum), std::bit_cast<uint64_t>(eight.sum)) << n << " " << trial;
-            ASSERT_EQ(std::bit_cast<uint32_t>(four.max), std::bit_cast<uint32_t>(eight.max)) << n << " " << trial;
-            ASSERT_EQ(std::bit_cast<uint32_t>(four.min), std::bit_cast<uint32_t>(eight.min)) << n << " " << trial;
+                ASSERT_EQ(std::bit_cast<uint64_t>(four.sum), std::bit_cast<uint64_t>(eight.sum))
+                    << n << " " << trial;
+            ASSERT_EQ(std::bit_cast<uint32_t>(four.max), std::bit_cast<uint32_t>(eight.max))
+                << n << " " << trial;
+            ASSERT_EQ(std::bit_cast<uint32_t>(four.min), std::bit_cast<uint32_t>(eight.min))
+                << n << " " << trial;
         }
     }
 }

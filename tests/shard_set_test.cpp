@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "format/gguf.h"
 #include "gguf_builder.h"
 #include "io/error.h"
-#include "format/gguf.h"
 #include "model/shard_set.h"
 #include "test_util.h"
 

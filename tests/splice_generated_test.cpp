@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
 #include "format/ggml_types.h"
+#include "io/error.h"
 #include "splice_test_support.h"
 
 namespace gguf_reap {

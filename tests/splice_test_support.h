@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "io/copy_engine.h"
 #include "format/imatrix.h"
+#include "io/copy_engine.h"
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"

@@ -15,8 +15,8 @@
 #include "format/gguf.h"
 #include "format/imatrix.h"
 #include "io/input_file.h"
-#include "ops/npz.h"
 #include "model/shard_set.h"
+#include "ops/npz.h"
 #include "ops/splice.h"
 #include "test_util.h"
 

@@ -4,9 +4,9 @@
 #include <iostream>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "io/error.h"
@@ -14,7 +14,9 @@
 
 namespace gguf_reap::cli {
 
-void print_json(const nlohmann::ordered_json& doc) { std::cout << doc.dump(2) << "\n"; }
+void print_json(const nlohmann::ordered_json& doc) {
+    std::cout << doc.dump(2) << "\n";
+}
 
 namespace {
 void setup_logging(const GlobalOptions& g) {
@@ -22,7 +24,9 @@ void setup_logging(const GlobalOptions& g) {
     auto mode = std::getenv("NO_COLOR") ? spdlog::color_mode::never : spdlog::color_mode::automatic;
     auto logger = spdlog::stderr_color_mt("gguf-reap", mode);
     logger->set_pattern("gguf-reap: %^%l%$: %v");
-    logger->set_level(g.quiet ? spdlog::level::warn : g.verbose > 0 ? spdlog::level::debug : spdlog::level::info);
+    logger->set_level(g.quiet         ? spdlog::level::warn
+                      : g.verbose > 0 ? spdlog::level::debug
+                                      : spdlog::level::info);
     spdlog::set_default_logger(logger);
 }
 }  // namespace

@@ -8,10 +8,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "ops/audit.h"
 #include "io/error.h"
-#include "ops/manifest.h"
 #include "io/units.h"
+#include "ops/audit.h"
+#include "ops/manifest.h"
 
 namespace gguf_reap::cli {
 

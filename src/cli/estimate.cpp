@@ -8,9 +8,9 @@
 
 #include "cli/command.h"
 #include "io/error.h"
-#include "ops/estimate.h"
-#include "model/shard_set.h"
 #include "io/units.h"
+#include "model/shard_set.h"
+#include "ops/estimate.h"
 
 namespace gguf_reap::cli {
 

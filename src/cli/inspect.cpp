@@ -8,13 +8,13 @@
 
 #include "cli/command.h"
 #include "cli/render.h"
-#include "io/error.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "format/imatrix.h"
-#include "ops/model_summary.h"
-#include "model/shard_set.h"
+#include "io/error.h"
 #include "io/units.h"
+#include "model/shard_set.h"
+#include "ops/model_summary.h"
 
 namespace gguf_reap::cli {
 

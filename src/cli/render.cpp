@@ -12,19 +12,32 @@ namespace gguf_reap::cli {
 namespace {
 const char* upper_type_name(GgufType t) {
     switch (t) {
-        case GgufType::kUint8: return "UINT8";
-        case GgufType::kInt8: return "INT8";
-        case GgufType::kUint16: return "UINT16";
-        case GgufType::kInt16: return "INT16";
-        case GgufType::kUint32: return "UINT32";
-        case GgufType::kInt32: return "INT32";
-        case GgufType::kFloat32: return "FLOAT32";
-        case GgufType::kBool: return "BOOL";
-        case GgufType::kString: return "STRING";
-        case GgufType::kArray: return "ARRAY";
-        case GgufType::kUint64: return "UINT64";
-        case GgufType::kInt64: return "INT64";
-        case GgufType::kFloat64: return "FLOAT64";
+        case GgufType::kUint8:
+            return "UINT8";
+        case GgufType::kInt8:
+            return "INT8";
+        case GgufType::kUint16:
+            return "UINT16";
+        case GgufType::kInt16:
+            return "INT16";
+        case GgufType::kUint32:
+            return "UINT32";
+        case GgufType::kInt32:
+            return "INT32";
+        case GgufType::kFloat32:
+            return "FLOAT32";
+        case GgufType::kBool:
+            return "BOOL";
+        case GgufType::kString:
+            return "STRING";
+        case GgufType::kArray:
+            return "ARRAY";
+        case GgufType::kUint64:
+            return "UINT64";
+        case GgufType::kInt64:
+            return "INT64";
+        case GgufType::kFloat64:
+            return "FLOAT64";
     }
     return "?";
 }
@@ -34,7 +47,8 @@ nlohmann::ordered_json kv_json(const Kv& kv) {
     if (kv.type == GgufType::kArray) return {{"array_of", upper_type_name(kv.elem_type)}, {"len", kv.count}};
     if (auto s = kv.as_string()) return *s;
     if (auto b = kv.as_bool()) return *b;
-    if (auto f = kv.as_float()) return std::isfinite(*f) ? nlohmann::ordered_json(*f) : nlohmann::ordered_json(nullptr);
+    if (auto f = kv.as_float())
+        return std::isfinite(*f) ? nlohmann::ordered_json(*f) : nlohmann::ordered_json(nullptr);
     if (kv.type == GgufType::kUint64) return *kv.as_uint();
     if (auto i = kv.as_int()) return *i;
     return nullptr;
@@ -47,8 +61,10 @@ nlohmann::ordered_json imatrix_json(const ImatrixFile& im, bool with_entries) {
     j["format"] = imatrix_kind_name(im.kind());
     j["file_size"] = im.file().size();
     j["datasets"] = im.datasets();
-    j["chunk_count"] = im.chunk_count() ? nlohmann::ordered_json(*im.chunk_count()) : nlohmann::ordered_json(nullptr);
-    j["chunk_size"] = im.chunk_size() ? nlohmann::ordered_json(*im.chunk_size()) : nlohmann::ordered_json(nullptr);
+    j["chunk_count"] =
+        im.chunk_count() ? nlohmann::ordered_json(*im.chunk_count()) : nlohmann::ordered_json(nullptr);
+    j["chunk_size"] =
+        im.chunk_size() ? nlohmann::ordered_json(*im.chunk_size()) : nlohmann::ordered_json(nullptr);
     j["entry_count"] = im.entries().size();
     size_t experts = 0;
     for (const auto& e : im.entries()) experts += e.name.find("_exps") != std::string::npos;
@@ -72,7 +88,8 @@ nlohmann::ordered_json imatrix_json(const ImatrixFile& im, bool with_entries) {
 
 void imatrix_text(const ImatrixFile& im, bool with_entries) {
     std::cout << fmt::format("imatrix      {}\n", im.path());
-    std::cout << fmt::format("format       {}\n", im.kind() == ImatrixKind::kGguf ? "GGUF imatrix" : "legacy .dat");
+    std::cout << fmt::format("format       {}\n",
+                             im.kind() == ImatrixKind::kGguf ? "GGUF imatrix" : "legacy .dat");
     std::string ds;
     for (const auto& d : im.datasets()) ds += (ds.empty() ? "" : ", ") + d;
     std::cout << fmt::format("datasets     {}\n", ds.empty() ? "(none recorded)" : ds);

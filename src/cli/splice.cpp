@@ -8,19 +8,19 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
 #include "format/ggml_types.h"
 #include "format/imatrix.h"
-#include "model/keeplist.h"
-#include "model/llama_limits.h"
-#include "model/moe_layout.h"
+#include "io/error.h"
 #include "io/output_checks.h"
 #include "io/output_lock.h"
 #include "io/progress.h"
 #include "io/sha256.h"
+#include "io/units.h"
+#include "model/keeplist.h"
+#include "model/llama_limits.h"
+#include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/splice.h"
-#include "io/units.h"
 
 namespace gguf_reap::cli {
 

@@ -12,9 +12,9 @@ namespace gguf_reap {
 inline constexpr int kGgmlTypeCount = 43;
 
 struct GgmlType {
-    std::string_view name;  // ggml's type_name ("q4_K"); empty for removed ids
-    int64_t block_size;     // elements per block; 0 for removed ids
-    int64_t type_size;      // bytes per block
+    std::string_view name;          // ggml's type_name ("q4_K"); empty for removed ids
+    int64_t block_size;             // elements per block; 0 for removed ids
+    int64_t type_size;              // bytes per block
     std::string_view removed_note;  // why a removed id is gone (for the error message)
 };
 

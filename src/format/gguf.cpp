@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "format/cursor.h"
+#include "format/ggml_types.h"
 #include "io/checked.h"
 #include "io/error.h"
-#include "format/ggml_types.h"
 
 namespace gguf_reap {
 

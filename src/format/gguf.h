@@ -97,7 +97,7 @@ struct Kv {
 
 struct TensorInfo {
     std::string name;
-    uint32_t n_dims = 1;                  // as stored (ggml writes trailing 1-dims away; sources may not)
+    uint32_t n_dims = 1;  // as stored (ggml writes trailing 1-dims away; sources may not)
     std::array<int64_t, 4> ne{1, 1, 1, 1};
     int32_t type = 0;
     uint64_t offset = 0;  // relative to the data section

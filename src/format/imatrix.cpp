@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "format/cursor.h"
-#include "io/checked.h"
-#include "io/error.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
+#include "io/checked.h"
+#include "io/error.h"
 
 namespace gguf_reap {
 

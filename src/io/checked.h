@@ -20,6 +20,8 @@ inline std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
 }
 
 // True when [off, off+len) lies inside [0, size): compares integers, never computed pointers.
-inline bool range_inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
+inline bool range_inside(uint64_t off, uint64_t len, uint64_t size) {
+    return off <= size && len <= size - off;
+}
 
 }  // namespace gguf_reap

@@ -8,8 +8,8 @@
 namespace gguf_reap {
 
 namespace {
-std::string input_message(const std::string& file, const std::optional<uint64_t>& offset, const std::string& field,
-                          const std::string& message) {
+std::string input_message(const std::string& file, const std::optional<uint64_t>& offset,
+                          const std::string& field, const std::string& message) {
     std::string where = file;
     if (!field.empty() || offset) where += ": ";
     if (!field.empty()) where += field;
@@ -18,7 +18,8 @@ std::string input_message(const std::string& file, const std::optional<uint64_t>
 }
 }  // namespace
 
-InputError::InputError(std::string file, std::optional<uint64_t> offset, std::string field, std::string message)
+InputError::InputError(std::string file, std::optional<uint64_t> offset, std::string field,
+                       std::string message)
     : Error(kExitBadInput, input_message(file, offset, field, message)),
       file_(std::move(file)),
       offset_(offset),
@@ -26,7 +27,8 @@ InputError::InputError(std::string file, std::optional<uint64_t> offset, std::st
       detail_(std::move(message)) {}
 
 IoError::IoError(const std::string& file, const std::string& operation, int errno_value)
-    : Error(kExitIo, fmt::format("{}: {}: {}", file, operation, std::strerror(errno_value))), errno_(errno_value) {}
+    : Error(kExitIo, fmt::format("{}: {}: {}", file, operation, std::strerror(errno_value))),
+      errno_(errno_value) {}
 
 IoError::IoError(const std::string& file, const std::string& message)
     : Error(kExitIo, fmt::format("{}: {}", file, message)) {}

@@ -12,26 +12,26 @@ namespace gguf_reap {
 // Process exit codes (DEVELOPERS.md): the contract with release scripts.
 enum ExitCode : int {
     kExitOk = 0,
-    kExitFindings = 1,     // verification found differences
-    kExitBadInput = 2,     // bad usage or bad input file
-    kExitIo = 3,           // I/O or system failure
+    kExitFindings = 1,  // verification found differences
+    kExitBadInput = 2,  // bad usage or bad input file
+    kExitIo = 3,        // I/O or system failure
     kExitInterrupted = 130,
 };
 
 // Base of every error gguf-reap raises on purpose.
 class Error : public std::runtime_error {
-public:
+  public:
     Error(int exit_code, const std::string& message) : std::runtime_error(message), exit_code_(exit_code) {}
     int exit_code() const { return exit_code_; }
 
-private:
+  private:
     int exit_code_;
 };
 
 // Bad input file: names the file, the byte offset and the field. what() is the full one-line message:
 //   "<file>: <field> at offset <dec> (0x<hex>): <message>"
 class InputError : public Error {
-public:
+  public:
     InputError(std::string file, std::optional<uint64_t> offset, std::string field, std::string message);
 
     const std::string& file() const { return file_; }
@@ -39,7 +39,7 @@ public:
     const std::string& field() const { return field_; }
     const std::string& detail() const { return detail_; }
 
-private:
+  private:
     std::string file_;
     std::optional<uint64_t> offset_;
     std::string field_;
@@ -48,24 +48,24 @@ private:
 
 // Bad command-line usage or a request the inputs cannot satisfy (exit 2).
 class UsageError : public Error {
-public:
+  public:
     explicit UsageError(const std::string& message) : Error(kExitBadInput, message) {}
 };
 
 // I/O or system failure (exit 3): "<file>: <operation>: <strerror>".
 class IoError : public Error {
-public:
+  public:
     IoError(const std::string& file, const std::string& operation, int errno_value);
     IoError(const std::string& file, const std::string& message);
     int errno_value() const { return errno_; }
 
-private:
+  private:
     int errno_ = 0;
 };
 
 // The user interrupted (SIGINT/SIGTERM); exit 130 after cleanup.
 class Interrupted : public Error {
-public:
+  public:
     Interrupted() : Error(kExitInterrupted, "interrupted") {}
 };
 

@@ -29,7 +29,9 @@ OutputFile::OutputFile(std::string final_path) : final_path_(std::move(final_pat
     if (fd_ < 0) throw IoError(final_path_, "create", errno);
 }
 
-OutputFile::~OutputFile() { discard(); }
+OutputFile::~OutputFile() {
+    discard();
+}
 
 void OutputFile::write_at(uint64_t offset, const void* data, size_t n) {
     const auto* p = static_cast<const uint8_t*>(data);

@@ -10,7 +10,7 @@
 namespace gguf_reap {
 
 class OutputFile {
-public:
+  public:
     // Creates "<dir>/.<name>.gguf-reap-tmp.<pid>.<n>" (exclusive). Throws IoError.
     explicit OutputFile(std::string final_path);
     ~OutputFile();
@@ -36,7 +36,7 @@ public:
     // True when `name` looks like one of our temporaries (for cleaning up after a crash).
     static bool is_temp_name(const std::string& filename);
 
-private:
+  private:
     std::string final_path_;
     std::string temp_path_;
     int fd_ = -1;

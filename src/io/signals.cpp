@@ -11,7 +11,9 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-extern "C" void on_signal(int) { g_interrupted.store(true, std::memory_order_relaxed); }
+extern "C" void on_signal(int) {
+    g_interrupted.store(true, std::memory_order_relaxed);
+}
 }  // namespace
 
 void install_signal_handlers() {
@@ -23,12 +25,16 @@ void install_signal_handlers() {
     sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool interrupted() { return g_interrupted.load(std::memory_order_relaxed); }
+bool interrupted() {
+    return g_interrupted.load(std::memory_order_relaxed);
+}
 
 void check_interrupted() {
     if (interrupted()) throw Interrupted();
 }
 
-void set_interrupted_for_test(bool value) { g_interrupted.store(value); }
+void set_interrupted_for_test(bool value) {
+    g_interrupted.store(value);
+}
 
 }  // namespace gguf_reap

@@ -23,16 +23,26 @@ std::optional<uint64_t> parse_size(std::string_view text) {
     std::string unit(text.substr(i));
     for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     double mult;
-    if (unit.empty() || unit == "B") mult = 1;
-    else if (unit == "K" || unit == "KB") mult = 1e3;
-    else if (unit == "M" || unit == "MB") mult = 1e6;
-    else if (unit == "G" || unit == "GB") mult = 1e9;
-    else if (unit == "T" || unit == "TB") mult = 1e12;
-    else if (unit == "KIB") mult = 1024.0;
-    else if (unit == "MIB") mult = 1024.0 * 1024;
-    else if (unit == "GIB") mult = 1024.0 * 1024 * 1024;
-    else if (unit == "TIB") mult = 1024.0 * 1024 * 1024 * 1024;
-    else return std::nullopt;
+    if (unit.empty() || unit == "B")
+        mult = 1;
+    else if (unit == "K" || unit == "KB")
+        mult = 1e3;
+    else if (unit == "M" || unit == "MB")
+        mult = 1e6;
+    else if (unit == "G" || unit == "GB")
+        mult = 1e9;
+    else if (unit == "T" || unit == "TB")
+        mult = 1e12;
+    else if (unit == "KIB")
+        mult = 1024.0;
+    else if (unit == "MIB")
+        mult = 1024.0 * 1024;
+    else if (unit == "GIB")
+        mult = 1024.0 * 1024 * 1024;
+    else if (unit == "TIB")
+        mult = 1024.0 * 1024 * 1024 * 1024;
+    else
+        return std::nullopt;
     const double bytes = value * mult;
     if (!std::isfinite(bytes) || bytes < 0 || bytes >= 1.8e19) return std::nullopt;
     return static_cast<uint64_t>(std::llround(bytes));

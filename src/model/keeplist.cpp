@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "io/error.h"
-#include "model/moe_layout.h"
 #include "io/output_file.h"
+#include "model/moe_layout.h"
 
 namespace gguf_reap {
 

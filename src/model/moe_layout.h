@@ -19,15 +19,15 @@
 namespace gguf_reap {
 
 enum class ExpertRole {
-    kGateExps,     // ffn_gate_exps.weight   [n_embd, n_ff, E]
-    kUpExps,       // ffn_up_exps.weight     [n_embd, n_ff, E]
-    kDownExps,     // ffn_down_exps.weight   [n_ff, n_embd, E]
-    kGateUpExps,   // ffn_gate_up_exps.weight [n_embd, 2*n_ff, E]
-    kExpsBias,     // ffn_*_exps.bias        [n, E]      (gpt-oss)
-    kExpsScale,    // ffn_*_exps.scale / .input_scale [E]
-    kRouter,       // ffn_gate_inp.weight    [n_embd, E] (one row per expert)
-    kRouterBias,   // ffn_gate_inp.bias      [E]
-    kProbsBias,    // exp_probs_b.bias       [E]
+    kGateExps,    // ffn_gate_exps.weight   [n_embd, n_ff, E]
+    kUpExps,      // ffn_up_exps.weight     [n_embd, n_ff, E]
+    kDownExps,    // ffn_down_exps.weight   [n_ff, n_embd, E]
+    kGateUpExps,  // ffn_gate_up_exps.weight [n_embd, 2*n_ff, E]
+    kExpsBias,    // ffn_*_exps.bias        [n, E]      (gpt-oss)
+    kExpsScale,   // ffn_*_exps.scale / .input_scale [E]
+    kRouter,      // ffn_gate_inp.weight    [n_embd, E] (one row per expert)
+    kRouterBias,  // ffn_gate_inp.bias      [E]
+    kProbsBias,   // exp_probs_b.bias       [E]
 };
 const char* expert_role_name(ExpertRole r);
 // Expert weights and their per-expert biases/scales are read once per routed token; router tensors
@@ -36,14 +36,14 @@ bool is_router_role(ExpertRole r);
 
 struct ExpertTensor {
     std::string name;
-    size_t tensor = 0;   // index into ShardSet::tensors()
+    size_t tensor = 0;  // index into ShardSet::tensors()
     ExpertRole role;
-    int axis = 2;        // which ne[] is the expert axis
-    uint64_t slab = 0;   // bytes per expert
+    int axis = 2;       // which ne[] is the expert axis
+    uint64_t slab = 0;  // bytes per expert
 };
 
 struct MoeBlock {
-    int block = 0;  // N of blk.N
+    int block = 0;                      // N of blk.N
     std::vector<ExpertTensor> tensors;  // in model tensor order
     uint64_t slab_bytes = 0;            // bytes of one expert's weight slabs (kGate/Up/Down/GateUpExps)
     uint64_t slab_bytes_all = 0;        // bytes of one expert across every expert-indexed tensor

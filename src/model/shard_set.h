@@ -39,7 +39,7 @@ std::optional<SplitName> parse_split_name(std::string_view path);
 std::string split_path(std::string_view prefix, int number, int count);  // number is 1-based
 
 class ShardSet {
-public:
+  public:
     // Opens the model that `path` belongs to: an unsplit file, or any shard of a split set (siblings
     // are found by name). Validates split.no / split.count / split.tensors.count (u16/u16/i32), missing
     // and extra shards, duplicate tensor names. Throws InputError / IoError.
@@ -61,7 +61,7 @@ public:
     const TensorRef* find_tensor(std::string_view name) const;
     uint64_t total_bytes() const;  // sum of the shard file sizes
 
-private:
+  private:
     std::vector<Shard> shards_;
     bool split_ = false;
     std::vector<TensorRef> order_;

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
 #include "format/ggml_types.h"
+#include "io/error.h"
 
 namespace gguf_reap {
 

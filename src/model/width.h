@@ -23,14 +23,14 @@
 namespace gguf_reap {
 
 struct WidthRules {
-    int64_t native_width = 0;       // n_ff: ffn_down_exps ne0 (the same in every MoE block)
-    std::vector<int64_t> legal;     // every legal K, ascending (includes native_width)
-    int64_t block_size = 1;         // lcm of the block sizes of the tensors whose rows become K
-    std::string width_key;          // KV that holds n_ff: "<arch>.expert_feed_forward_length"
-    bool width_key_present = false; // false: the source relied on a loader fallback; it must be added
-    bool shared_derived = false;    // the loader derives the shared width from width_key × shared count
-    int64_t shared_width = 0;       // W: ffn_down_shexp ne0 (0 = no shared experts)
-    std::string shared_count_key;   // "<arch>.expert_shared_count" when shared_derived
+    int64_t native_width = 0;        // n_ff: ffn_down_exps ne0 (the same in every MoE block)
+    std::vector<int64_t> legal;      // every legal K, ascending (includes native_width)
+    int64_t block_size = 1;          // lcm of the block sizes of the tensors whose rows become K
+    std::string width_key;           // KV that holds n_ff: "<arch>.expert_feed_forward_length"
+    bool width_key_present = false;  // false: the source relied on a loader fallback; it must be added
+    bool shared_derived = false;     // the loader derives the shared width from width_key × shared count
+    int64_t shared_width = 0;        // W: ffn_down_shexp ne0 (0 = no shared experts)
+    std::string shared_count_key;    // "<arch>.expert_shared_count" when shared_derived
 };
 
 // The rules for `model`. Throws InputError (naming the model file and tensor) when the expert widths

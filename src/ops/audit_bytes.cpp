@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
 #include "format/ggml_types.h"
+#include "io/error.h"
 #include "io/sha256.h"
 #include "io/signals.h"
 #include "ops/audit_internal.h"

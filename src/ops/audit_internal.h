@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "ops/audit.h"
 #include "format/gguf.h"
 #include "io/input_file.h"
 #include "model/moe_layout.h"
-#include "ops/neuron_plan.h"
 #include "model/shard_set.h"
+#include "ops/audit.h"
+#include "ops/neuron_plan.h"
 
 namespace gguf_reap::audit_detail {
 

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "format/ggml_types.h"
 #include "io/checked.h"
 #include "io/error.h"
-#include "format/ggml_types.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "io/error.h"
 #include "format/ggml_types.h"
-#include "model/keeplist.h"
+#include "io/error.h"
 #include "io/sha256.h"
+#include "model/keeplist.h"
 #include "model/width.h"
 #include "ops/audit_internal.h"
 

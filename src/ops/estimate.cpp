@@ -7,14 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "format/ggml_types.h"
 #include "io/checked.h"
 #include "io/error.h"
-#include "format/ggml_types.h"
-#include "model/keeplist.h"
-#include "ops/neuron_plan.h"
 #include "io/sha256.h"
-#include "ops/splice.h"
+#include "model/keeplist.h"
 #include "model/width.h"
+#include "ops/neuron_plan.h"
+#include "ops/splice.h"
 
 namespace gguf_reap {
 

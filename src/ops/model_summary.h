@@ -18,7 +18,9 @@ struct ClassTypeRow {
     uint64_t tensors = 0;
     uint64_t elements = 0;
     uint64_t bytes = 0;
-    double bpw() const { return elements ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0; }
+    double bpw() const {
+        return elements ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0;
+    }
 };
 
 struct DecodeCost {
@@ -31,14 +33,14 @@ struct DecodeCost {
 
 struct ModelSummary {
     std::string arch;
-    uint64_t file_bytes = 0;     // sum of shard file sizes
-    uint64_t tensor_bytes = 0;   // sum of tensor nbytes
-    uint64_t parameters = 0;     // sum of tensor elements
+    uint64_t file_bytes = 0;    // sum of shard file sizes
+    uint64_t tensor_bytes = 0;  // sum of tensor nbytes
+    uint64_t parameters = 0;    // sum of tensor elements
     uint64_t tensor_count = 0;
     std::vector<ClassTypeRow> rows;  // by bytes, descending
     MoeLayout moe;
-    uint64_t expert_bytes = 0;       // all expert-indexed tensors (incl. router)
-    bool tied_embeddings = false;    // no output.weight: token_embd doubles as the output projection
+    uint64_t expert_bytes = 0;     // all expert-indexed tensors (incl. router)
+    bool tied_embeddings = false;  // no output.weight: token_embd doubles as the output projection
     DecodeCost decode;
 };
 

@@ -15,16 +15,16 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
 #include "format/imatrix.h"
-#include "model/moe_layout.h"
-#include "ops/npz.h"
+#include "io/error.h"
 #include "io/output_checks.h"
 #include "io/output_file.h"
 #include "io/sha256.h"
-#include "model/shard_set.h"
 #include "io/signals.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "model/width.h"
+#include "ops/npz.h"
 
 namespace gguf_reap {
 

@@ -31,18 +31,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/checked.h"
-#include "io/error.h"
 #include "format/ggml_types.h"
 #include "format/imatrix.h"
+#include "io/checked.h"
+#include "io/error.h"
+#include "io/sha256.h"
+#include "io/signals.h"
 #include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "ops/neuron_plan.h"
 #include "ops/npz.h"
-#include "ops/rank.h"
-#include "io/sha256.h"
-#include "model/shard_set.h"
-#include "io/signals.h"
 #include "ops/parallel.h"
+#include "ops/rank.h"
 #include "ops/row_extremes.h"
 
 namespace gguf_reap {

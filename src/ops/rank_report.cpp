@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "io/error.h"
-#include "ops/npz.h"
 #include "io/output_file.h"
-#include "ops/rank.h"
 #include "io/units.h"
+#include "ops/npz.h"
 #include "ops/parallel.h"
+#include "ops/rank.h"
 
 namespace gguf_reap {
 

@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "io/copy_engine.h"
 #include "format/gguf.h"
 #include "format/imatrix.h"
+#include "io/copy_engine.h"
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
-#include "ops/neuron_plan.h"
 #include "model/shard_set.h"
 #include "model/width.h"
+#include "ops/neuron_plan.h"
 
 namespace gguf_reap {
 

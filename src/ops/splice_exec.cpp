@@ -11,8 +11,8 @@
 
 #include "io/error.h"
 #include "io/output_checks.h"
-#include "ops/splice.h"
 #include "io/units.h"
+#include "ops/splice.h"
 
 namespace gguf_reap {
 

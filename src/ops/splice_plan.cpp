@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
 #include "format/ggml_types.h"
+#include "io/error.h"
 #include "ops/splice.h"
 #include "splice_width.h"
 

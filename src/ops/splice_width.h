@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "io/copy_engine.h"
 #include "format/gguf.h"
+#include "io/copy_engine.h"
 #include "model/moe_layout.h"
 #include "ops/splice.h"
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "format/gguf.h"
 #include "fuzz_util.h"
 #include "io/error.h"
-#include "format/gguf.h"
 #include "io/input_file.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"

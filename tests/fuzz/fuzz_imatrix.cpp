@@ -3,9 +3,9 @@
 // InputError; nothing else.
 #include <cstdint>
 
+#include "format/imatrix.h"
 #include "fuzz_util.h"
 #include "io/error.h"
-#include "format/imatrix.h"
 
 using namespace gguf_reap;
 

@@ -5,8 +5,8 @@
 #include <bit>
 #include <cstring>
 
-#include "gen/random.h"
 #include "format/ggml_types.h"
+#include "gen/random.h"
 
 namespace gguf_reap::gen {
 

@@ -12,13 +12,13 @@
 
 #include <fmt/format.h>
 
+#include "format/gguf.h"
 #include "gen/random.h"
 #include "io/error.h"
-#include "format/gguf.h"
-#include "model/moe_layout.h"
 #include "io/output_file.h"
-#include "model/shard_set.h"
 #include "io/signals.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap::gen {
 

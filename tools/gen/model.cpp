@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "format/ggml_types.h"
 #include "gen/random.h"
 #include "io/checked.h"
 #include "io/error.h"
-#include "format/ggml_types.h"
 #include "io/output_file.h"
-#include "model/shard_set.h"
 #include "io/signals.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap::gen {
 

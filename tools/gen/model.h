@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gen/fill.h"
 #include "format/gguf.h"
+#include "gen/fill.h"
 
 namespace gguf_reap::gen {
 
