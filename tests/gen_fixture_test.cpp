@@ -157,21 +157,18 @@ TEST(GenModel, LayoutFindsEveryOptionalExpertTensor) {
     EXPECT_EQ(ids, (std::vector<int>{1, 2, 3})) << "block 3 is the nextn block";
     EXPECT_NE(m.find_tensor("blk.3.nextn.eh_proj.weight"), nullptr);
     for (const MoeBlock& b : L.blocks) {
-        std::map<std::string, std::pair<ExpertRole, int>> got;
-        for (const auto& et : b.tensors) got[et.name.substr(et.name.find('.', 4) + 1)] = {et.role, et.axis};
-        const std::map<std::string, std::pair<ExpertRole, int>> want = {
-            {"ffn_gate_inp.weight", {ExpertRole::kRouter, 1}},
-            {"ffn_gate_inp.bias", {ExpertRole::kRouterBias, 0}},
-            {"exp_probs_b.bias", {ExpertRole::kProbsBias, 0}},
-            {"ffn_gate_exps.weight", {ExpertRole::kGateExps, 2}},
-            {"ffn_up_exps.weight", {ExpertRole::kUpExps, 2}},
-            {"ffn_down_exps.weight", {ExpertRole::kDownExps, 2}},
-            {"ffn_gate_exps.bias", {ExpertRole::kExpsBias, 1}},
-            {"ffn_up_exps.bias", {ExpertRole::kExpsBias, 1}},
-            {"ffn_down_exps.bias", {ExpertRole::kExpsBias, 1}},
-            {"ffn_gate_exps.scale", {ExpertRole::kExpsScale, 0}},
-            {"ffn_up_exps.scale", {ExpertRole::kExpsScale, 0}},
-            {"ffn_down_exps.scale", {ExpertRole::kExpsScale, 0}},
+        // name → (role, projection, expert axis)
+        std::map<std::string, std::tuple<std::string, std::string, int>> got;
+        for (const auto& et : b.tensors)
+            got[et.name.substr(et.name.find('.', 4) + 1)] = {expert_role_name(et.role()),
+                                                             projection_name(et.kind->projection), et.axis()};
+        const std::map<std::string, std::tuple<std::string, std::string, int>> want = {
+            {"ffn_gate_inp.weight", {"router", "", 1}},   {"ffn_gate_inp.bias", {"router_bias", "", 0}},
+            {"exp_probs_b.bias", {"exp_probs_b", "", 0}}, {"ffn_gate_exps.weight", {"weight", "gate", 2}},
+            {"ffn_up_exps.weight", {"weight", "up", 2}},  {"ffn_down_exps.weight", {"weight", "down", 2}},
+            {"ffn_gate_exps.bias", {"bias", "gate", 1}},  {"ffn_up_exps.bias", {"bias", "up", 1}},
+            {"ffn_down_exps.bias", {"bias", "down", 1}},  {"ffn_gate_exps.scale", {"scale", "gate", 0}},
+            {"ffn_up_exps.scale", {"scale", "up", 0}},    {"ffn_down_exps.scale", {"scale", "down", 0}},
         };
         EXPECT_EQ(got, want) << "block " << b.block;
     }
@@ -196,9 +193,9 @@ TEST(GenModel, FusedGateUp) {
     int fused = 0;
     for (const auto& b : L.blocks)
         for (const auto& et : b.tensors)
-            if (et.role == ExpertRole::kGateUpExps) {
+            if (et.kind->is_weight() && et.kind->projection == Projection::kGateUp) {
                 ++fused;
-                EXPECT_EQ(et.axis, 2);
+                EXPECT_EQ(et.axis(), 2);
                 EXPECT_EQ(et.slab, 128u / 32 * 18 * 128);
             }
     EXPECT_EQ(fused, 3);

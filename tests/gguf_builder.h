@@ -14,11 +14,11 @@
 
 namespace gguf_reap::test {
 
-inline constexpr int32_t kF32 = 0;
-inline constexpr int32_t kF16 = 1;
-inline constexpr int32_t kQ8_0 = 8;
-inline constexpr int32_t kQ4_K = 12;
-inline constexpr int32_t kI32 = 26;
+inline constexpr int32_t kF32 = kGgmlF32;
+inline constexpr int32_t kF16 = kGgmlF16;
+inline constexpr int32_t kQ8_0 = kGgmlQ8_0;
+inline constexpr int32_t kQ4_K = kGgmlQ4_K;
+inline constexpr int32_t kI32 = kGgmlI32;
 
 struct TensorSpec {
     std::string name;

@@ -95,8 +95,7 @@ TEST_F(MoeLayoutTest, DeepseekStyleBlocks) {
         ASSERT_EQ(blk->tensors.size(), 5u);
         const std::string p = "blk." + std::to_string(b) + ".";
         // In model order: router, selection bias, gate, up, down.
-        const ExpertRole roles[] = {ExpertRole::kRouter, ExpertRole::kProbsBias, ExpertRole::kGateExps,
-                                    ExpertRole::kUpExps, ExpertRole::kDownExps};
+        const char* labels[] = {"router", "exp_probs_b", "gate_exps", "up_exps", "down_exps"};
         const int axes[] = {1, 0, 2, 2, 2};
         const uint64_t slabs[] = {4 * 32, 4, kQ8Row32 * 32, kQ8Row32 * 32, kQ8Row32 * 32};
         const char* names[] = {"ffn_gate_inp.weight", "exp_probs_b.bias", "ffn_gate_exps.weight",
@@ -104,8 +103,8 @@ TEST_F(MoeLayoutTest, DeepseekStyleBlocks) {
         for (size_t i = 0; i < 5; ++i) {
             const ExpertTensor& et = blk->tensors[i];
             EXPECT_EQ(et.name, p + names[i]);
-            EXPECT_EQ(et.role, roles[i]) << et.name;
-            EXPECT_EQ(et.axis, axes[i]) << et.name;
+            EXPECT_STREQ(expert_kind_label(*et.kind), labels[i]) << et.name;
+            EXPECT_EQ(et.axis(), axes[i]) << et.name;
             EXPECT_EQ(et.slab, slabs[i]) << et.name;
             EXPECT_EQ(et.tensor, index_of(tensors, et.name));
             EXPECT_TRUE(L.is_expert_tensor(et.tensor));
@@ -140,27 +139,33 @@ TEST_F(MoeLayoutTest, GptOssStyleBiasesScalesAndFusedGateUp) {
     const auto& ts = L.blocks[0].tensors;
     ASSERT_EQ(ts.size(), 8u);
     struct Want {
-        ExpertRole role;
+        const char* label;
+        Projection projection;
         int axis;
         uint64_t slab;
     };
-    const Want want[] = {{ExpertRole::kRouter, 1, 128},
-                         {ExpertRole::kRouterBias, 0, 4},
-                         {ExpertRole::kGateUpExps, 2, kQ8Row32 * 64},
-                         {ExpertRole::kExpsBias, 1, 256},
-                         {ExpertRole::kDownExps, 2, kQ8Row32 * 32},
-                         {ExpertRole::kExpsBias, 1, 64},
-                         {ExpertRole::kExpsScale, 0, 4},
-                         {ExpertRole::kExpsScale, 0, 4}};
+    const Want want[] = {{"router", Projection::kNone, 1, 128},
+                         {"router_bias", Projection::kNone, 0, 4},
+                         {"gate_up_exps", Projection::kGateUp, 2, kQ8Row32 * 64},
+                         {"exps_bias", Projection::kGateUp, 1, 256},
+                         {"down_exps", Projection::kDown, 2, kQ8Row32 * 32},
+                         {"exps_bias", Projection::kDown, 1, 64},
+                         {"exps_scale", Projection::kDown, 0, 4},
+                         {"exps_scale", Projection::kDown, 0, 4}};
     for (size_t i = 0; i < 8; ++i) {
-        EXPECT_EQ(ts[i].role, want[i].role) << ts[i].name;
-        EXPECT_EQ(ts[i].axis, want[i].axis) << ts[i].name;
+        EXPECT_STREQ(expert_kind_label(*ts[i].kind), want[i].label) << ts[i].name;
+        EXPECT_EQ(ts[i].kind->projection, want[i].projection)
+            << ts[i].name << ": each bias knows its projection";
+        EXPECT_EQ(ts[i].axis(), want[i].axis) << ts[i].name;
         EXPECT_EQ(ts[i].slab, want[i].slab) << ts[i].name;
     }
     EXPECT_EQ(L.blocks[0].slab_bytes, kQ8Row32 * 64 + kQ8Row32 * 32);
-    EXPECT_TRUE(is_router_role(ExpertRole::kRouterBias));
-    EXPECT_FALSE(is_router_role(ExpertRole::kExpsBias));
-    EXPECT_STREQ(expert_role_name(ExpertRole::kGateUpExps), "gate_up_exps");
+    EXPECT_TRUE(ts[1].kind->read_per_token()) << "a router bias is read for every token";
+    EXPECT_FALSE(ts[3].kind->read_per_token()) << "an expert bias only for routed tokens";
+    // The fused gate_up bias is cut to 2K elements by a width cut, as its weight is to 2K rows.
+    EXPECT_EQ(ts[3].kind->width_axis, 0);
+    EXPECT_EQ(ts[3].kind->width_factor, 2);
+    EXPECT_EQ(ts[5].kind->width_axis, -1) << "the down bias is n_embd long: no channel axis";
 }
 
 TEST_F(MoeLayoutTest, DenseModelHasNoBlocks) {
@@ -190,7 +195,7 @@ TEST(MoeLayoutFixtures, SlabsMatchExpectedTensorSizes) {
                 for (const auto& t : exp["tensors"])
                     if (t["name"] == et.name) {
                         EXPECT_EQ(et.slab * 16, t["nbytes"].get<uint64_t>()) << et.name;
-                        if (et.axis == 2) weights += t["nbytes"].get<uint64_t>() / 16;
+                        if (et.axis() == 2) weights += t["nbytes"].get<uint64_t>() / 16;
                     }
             EXPECT_EQ(b.slab_bytes, weights) << "block " << b.block;
         }

@@ -106,8 +106,8 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
             ordered_json t = ordered_json::array();
             for (const auto& et : b.tensors)
                 t.push_back({{"name", et.name},
-                             {"role", expert_role_name(et.role)},
-                             {"axis", et.axis},
+                             {"role", expert_kind_label(*et.kind)},
+                             {"axis", et.axis()},
                              {"slab", et.slab}});
             per.push_back({{"block", b.block}, {"slab_bytes", b.slab_bytes}, {"tensors", t}});
         }

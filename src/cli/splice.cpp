@@ -81,10 +81,6 @@ CopyMethod parse_method(const std::string& m) {
     throw UsageError(fmt::format("--copy-method '{}': expected auto, copy_file_range or pread", m));
 }
 
-std::string base_name(const std::string& p) {
-    return std::filesystem::path(p).filename().string();
-}
-
 nlohmann::ordered_json file_json(const PlannedFile& f) {
     return {{"path", f.job.path},     {"tensors", f.tensors.size()},    {"sliced_tensors", f.sliced_tensors},
             {"slabs", f.slabs},       {"header_bytes", f.header_bytes}, {"alignment", f.alignment},

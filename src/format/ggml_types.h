@@ -11,6 +11,24 @@ namespace gguf_reap {
 
 inline constexpr int kGgmlTypeCount = 43;
 
+// The ids gguf-reap names in code (ggml.h enum ggml_type).
+inline constexpr int32_t kGgmlF32 = 0;
+inline constexpr int32_t kGgmlF16 = 1;
+inline constexpr int32_t kGgmlQ4_0 = 2;
+inline constexpr int32_t kGgmlQ8_0 = 8;
+inline constexpr int32_t kGgmlQ4_K = 12;
+inline constexpr int32_t kGgmlQ6_K = 14;
+inline constexpr int32_t kGgmlIQ2_XXS = 16;
+inline constexpr int32_t kGgmlI32 = 26;
+inline constexpr int32_t kGgmlF64 = 28;
+inline constexpr int32_t kGgmlBF16 = 30;
+inline constexpr int32_t kGgmlMXFP4 = 39;
+
+// Whether elements of a row can be selected byte-exactly: one element per block (F32, F16, BF16).
+inline bool is_float_type(int32_t id) {
+    return id == kGgmlF32 || id == kGgmlF16 || id == kGgmlBF16;
+}
+
 struct GgmlType {
     std::string_view name;          // ggml's type_name ("q4_K"); empty for removed ids
     int64_t block_size;             // elements per block; 0 for removed ids

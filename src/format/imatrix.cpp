@@ -1,6 +1,5 @@
 #include "format/imatrix.h"
 
-#include <charconv>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -17,12 +16,6 @@ namespace gguf_reap {
 
 namespace {
 
-constexpr int32_t kF32 = 0;
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool has_gguf_magic(const InputFile& f) {
     if (f.size() < 4) return false;
     char m[4];
@@ -34,7 +27,7 @@ bool header_is_imatrix(const Header& h) {
     if (const Kv* t = h.find("general.type")) return t->as_string() == std::string("imatrix");
     if (h.find("general.architecture") || h.tensors.empty()) return false;
     for (const auto& t : h.tensors)
-        if (!ends_with(t.name, ".in_sum2") && !ends_with(t.name, ".counts")) return false;
+        if (!t.name.ends_with(".in_sum2") && !t.name.ends_with(".counts")) return false;
     return true;
 }
 
@@ -54,7 +47,7 @@ const char* imatrix_kind_name(ImatrixKind k) {
 
 ImatrixKind detect_imatrix(const std::string& path) {
     auto f = InputFile::open(path);
-    if (!has_gguf_magic(*f)) return ends_with(path, ".dat") ? ImatrixKind::kLegacy : ImatrixKind::kNotImatrix;
+    if (!has_gguf_magic(*f)) return path.ends_with(".dat") ? ImatrixKind::kLegacy : ImatrixKind::kNotImatrix;
     ParseOptions o;
     return header_is_imatrix(parse_gguf_header(*f, o)) ? ImatrixKind::kGguf : ImatrixKind::kNotImatrix;
 }
@@ -89,10 +82,10 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
         // Pair <name>.in_sum2 with <name>.counts, in file order of the in_sum2 tensors.
         std::unordered_map<std::string, const TensorInfo*> counts;
         for (const auto& t : h.tensors)
-            if (ends_with(t.name, ".counts")) counts[t.name.substr(0, t.name.size() - 7)] = &t;
+            if (t.name.ends_with(".counts")) counts[t.name.substr(0, t.name.size() - 7)] = &t;
         size_t paired = 0;
         for (const auto& t : h.tensors) {
-            if (!ends_with(t.name, ".in_sum2")) continue;
+            if (!t.name.ends_with(".in_sum2")) continue;
             const std::string name = t.name.substr(0, t.name.size() - 8);
             const auto field = [&t] { return fmt::format("tensor '{}'", t.name); };
             auto it = counts.find(name);
@@ -100,10 +93,10 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
                 throw InputError(path, t.info_offset, field(),
                                  fmt::format("has no matching '{}.counts' tensor", name));
             const TensorInfo& c = *it->second;
-            if (t.type != kF32)
+            if (t.type != kGgmlF32)
                 throw InputError(path, t.info_offset, field(),
                                  fmt::format("must be F32, found {}", ggml_type_display(t.type)));
-            if (c.type != kF32)
+            if (c.type != kGgmlF32)
                 throw InputError(path, c.info_offset, fmt::format("tensor '{}'", c.name),
                                  fmt::format("must be F32, found {}", ggml_type_display(c.type)));
             if (t.ne[2] != 1 || t.ne[3] != 1)
@@ -126,7 +119,7 @@ ImatrixFile ImatrixFile::open(const std::string& path) {
         }
         if (paired != counts.size()) {
             for (const auto& t : h.tensors) {
-                if (!ends_with(t.name, ".counts")) continue;
+                if (!t.name.ends_with(".counts")) continue;
                 const std::string name = t.name.substr(0, t.name.size() - 7);
                 if (!h.tensors.empty() && !im.find(name))
                     throw InputError(path, t.info_offset, fmt::format("tensor '{}'", t.name),
@@ -224,17 +217,6 @@ std::vector<float> ImatrixFile::read_counts(const ImatrixEntry& e) const {
     std::vector<float> v(static_cast<size_t>(e.n_mat));
     file_->read(e.counts_offset, v.data(), v.size() * 4);
     return v;
-}
-
-std::optional<int> down_exps_block(std::string_view name) {
-    constexpr std::string_view kSuffix = ".ffn_down_exps.weight";
-    if (name.substr(0, 4) != "blk." || name.size() <= 4 + kSuffix.size()) return std::nullopt;
-    if (name.substr(name.size() - kSuffix.size()) != kSuffix) return std::nullopt;
-    const std::string_view num = name.substr(4, name.size() - 4 - kSuffix.size());
-    int n = 0;
-    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
-    if (ec != std::errc() || p != num.data() + num.size() || n < 0) return std::nullopt;
-    return n;
 }
 
 }  // namespace gguf_reap

@@ -71,8 +71,4 @@ class ImatrixFile {
 
 const char* imatrix_kind_name(ImatrixKind k);  // "gguf", "dat"
 
-// The block N of an entry named "blk.N.ffn_down_exps.weight" (the entry every criterion reads);
-// nullopt for any other name.
-std::optional<int> down_exps_block(std::string_view entry_name);
-
 }  // namespace gguf_reap

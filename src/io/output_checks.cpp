@@ -57,6 +57,10 @@ std::string parent_dir(const std::string& path) {
     return p.parent_path().empty() ? std::string(".") : p.parent_path().string();
 }
 
+std::string base_name(const std::string& path) {
+    return std::filesystem::path(path).filename().string();
+}
+
 FreeSpace free_space(const std::string& dir) {
     struct statvfs vfs {};
     if (::statvfs(dir.c_str(), &vfs) != 0) throw IoError(dir, "statvfs", errno);

@@ -27,6 +27,8 @@ bool path_exists(const std::string& path);
 
 // The directory a file will be written into ("." for a bare name).
 std::string parent_dir(const std::string& path);
+// The file name without its directory ("model-00001-of-00002.gguf").
+std::string base_name(const std::string& path);
 
 // Bytes an unprivileged writer may still use in the filesystem holding `dir` (statvfs f_bavail), and
 // that filesystem's device. Throws IoError.

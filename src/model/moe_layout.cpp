@@ -1,7 +1,6 @@
 #include "model/moe_layout.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -15,68 +14,31 @@ namespace gguf_reap {
 
 namespace {
 
-struct Classified {
-    int block;
-    ExpertRole role;
-    int axis;
-};
-
-std::optional<ExpertRole> exps_weight_role(std::string_view base) {
-    if (base == "ffn_gate_exps") return ExpertRole::kGateExps;
-    if (base == "ffn_up_exps") return ExpertRole::kUpExps;
-    if (base == "ffn_down_exps") return ExpertRole::kDownExps;
-    if (base == "ffn_gate_up_exps") return ExpertRole::kGateUpExps;
-    return std::nullopt;
-}
-
-// Classifies a tensor of a block; nullopt for tensors pruning never touches. `looks_expert` is set for
-// names that suggest an expert axis but match no known pattern (those are refused, not ignored).
-std::optional<Classified> classify(int block, std::string_view rest, bool& looks_expert) {
-    looks_expert = false;
-    size_t dot = rest.rfind('.');
-    std::string_view base = dot == std::string_view::npos ? rest : rest.substr(0, dot);
-    std::string_view suffix = dot == std::string_view::npos ? std::string_view{} : rest.substr(dot + 1);
-    if (exps_weight_role(base)) {
-        if (suffix == "weight") return Classified{block, *exps_weight_role(base), 2};
-        if (suffix == "bias") return Classified{block, ExpertRole::kExpsBias, 1};
-        if (suffix == "scale" || suffix == "input_scale") return Classified{block, ExpertRole::kExpsScale, 0};
-        looks_expert = true;
-        return std::nullopt;
-    }
-    if (base == "ffn_gate_inp") {
-        if (suffix == "weight") return Classified{block, ExpertRole::kRouter, 1};
-        if (suffix == "bias") return Classified{block, ExpertRole::kRouterBias, 0};
-        looks_expert = true;
-        return std::nullopt;
-    }
-    if (base == "exp_probs_b") {
-        if (suffix == "bias" || suffix == "weight") return Classified{block, ExpertRole::kProbsBias, 0};
-        looks_expert = true;
-        return std::nullopt;
-    }
-    if (base.find("_exps") != std::string_view::npos) looks_expert = true;
-    return std::nullopt;
-}
-
 std::string shape_str(const TensorInfo& t) {
     return fmt::format("{{{}, {}, {}, {}}}", t.ne[0], t.ne[1], t.ne[2], t.ne[3]);
 }
 
 }  // namespace
 
-const char* expert_role_name(ExpertRole r) {
-    switch (r) {
-        case ExpertRole::kGateExps:
-            return "gate_exps";
-        case ExpertRole::kUpExps:
-            return "up_exps";
-        case ExpertRole::kDownExps:
-            return "down_exps";
-        case ExpertRole::kGateUpExps:
-            return "gate_up_exps";
-        case ExpertRole::kExpsBias:
+const char* expert_kind_label(const ExpertTensorKind& kind) {
+    switch (kind.role) {
+        case ExpertRole::kWeight:
+            switch (kind.projection) {
+                case Projection::kGate:
+                    return "gate_exps";
+                case Projection::kUp:
+                    return "up_exps";
+                case Projection::kDown:
+                    return "down_exps";
+                case Projection::kGateUp:
+                    return "gate_up_exps";
+                case Projection::kNone:
+                    break;
+            }
+            break;
+        case ExpertRole::kBias:
             return "exps_bias";
-        case ExpertRole::kExpsScale:
+        case ExpertRole::kScale:
             return "exps_scale";
         case ExpertRole::kRouter:
             return "router";
@@ -86,10 +48,6 @@ const char* expert_role_name(ExpertRole r) {
             return "exp_probs_b";
     }
     return "?";
-}
-
-bool is_router_role(ExpertRole r) {
-    return r == ExpertRole::kRouter || r == ExpertRole::kRouterBias || r == ExpertRole::kProbsBias;
 }
 
 const MoeBlock* MoeLayout::find_block(int block) const {
@@ -105,17 +63,6 @@ bool MoeLayout::is_expert_tensor(size_t tensor) const {
     return false;
 }
 
-std::optional<std::pair<int, std::string_view>> split_block_name(std::string_view name) {
-    if (name.substr(0, 4) != "blk.") return std::nullopt;
-    std::string_view rest = name.substr(4);
-    size_t dot = rest.find('.');
-    if (dot == std::string_view::npos || dot == 0) return std::nullopt;
-    int n = 0;
-    auto [p, ec] = std::from_chars(rest.data(), rest.data() + dot, n);
-    if (ec != std::errc() || p != rest.data() + dot) return std::nullopt;
-    return std::make_pair(n, rest.substr(dot + 1));
-}
-
 bool MoeLayout::is_nextn_block(int block) const {
     return nextn_predict_layers > 0 && block_count >= nextn_predict_layers && block >= 0 &&
            static_cast<uint64_t>(block) >= block_count - nextn_predict_layers;
@@ -125,8 +72,8 @@ MoeLayout build_moe_layout(const ShardSet& model) {
     MoeLayout L;
     L.arch = model.architecture();
     const Shard& first = model.shards().front();
-    auto uint_key = [&](const char* suffix) -> uint64_t {
-        const std::string key = L.arch + "." + suffix;
+    auto uint_key = [&](std::string_view suffix) -> uint64_t {
+        const std::string key = arch_key(L.arch, suffix);
         const Kv* kv = model.find_kv(key);
         if (!kv) return 0;
         auto v = kv->as_uint();
@@ -136,28 +83,28 @@ MoeLayout build_moe_layout(const ShardSet& model) {
                                          gguf_type_name(kv->type), kv->display()));
         return *v;
     };
-    L.expert_count = uint_key("expert_count");
-    L.expert_used_count = uint_key("expert_used_count");
-    L.expert_shared_count = uint_key("expert_shared_count");
-    L.expert_group_count = uint_key("expert_group_count");
-    L.expert_group_used_count = uint_key("expert_group_used_count");
-    L.leading_dense_block_count = uint_key("leading_dense_block_count");
-    L.block_count = uint_key("block_count");
-    L.nextn_predict_layers = uint_key("nextn_predict_layers");
+    L.expert_count = uint_key(kExpertCountKey);
+    L.expert_used_count = uint_key(kExpertUsedCountKey);
+    L.expert_shared_count = uint_key(kExpertSharedCountKey);
+    L.expert_group_count = uint_key(kExpertGroupCountKey);
+    L.expert_group_used_count = uint_key(kExpertGroupUsedCountKey);
+    L.leading_dense_block_count = uint_key(kLeadingDenseBlockCountKey);
+    L.block_count = uint_key(kBlockCountKey);
+    L.nextn_predict_layers = uint_key(kNextnPredictLayersKey);
 
     // llama.cpp asserts both at load time (reference §5.4); everything downstream (keeplist checks,
     // per-group counts) relies on them, so a model that breaks them is refused here, by name.
-    auto refuse_kv = [&](const char* suffix, const std::string& msg) {
-        const std::string key = L.arch + "." + suffix;
+    auto refuse_kv = [&](std::string_view suffix, const std::string& msg) {
+        const std::string key = arch_key(L.arch, suffix);
         throw InputError(first.path, model.find_kv(key)->file_offset, fmt::format("kv '{}'", key), msg);
     };
     if (L.expert_used_count > L.expert_count)
-        refuse_kv("expert_used_count",
+        refuse_kv(kExpertUsedCountKey,
                   fmt::format("{} experts used per token, but the model has only {} (llama.cpp "
                               "refuses such a model)",
                               L.expert_used_count, L.expert_count));
     if (L.expert_count > 0 && L.expert_group_count > 1 && L.expert_count % L.expert_group_count != 0)
-        refuse_kv("expert_group_count",
+        refuse_kv(kExpertGroupCountKey,
                   fmt::format("{} experts do not split into {} equal groups (llama.cpp refuses "
                               "such a model)",
                               L.expert_count, L.expert_group_count));
@@ -166,7 +113,7 @@ MoeLayout build_moe_layout(const ShardSet& model) {
     // removing experts would need those values remapped, which byte-exact slicing cannot do.
     for (const TensorRef& r : model.tensors()) {
         const TensorInfo& t = model.info(r);
-        if (t.name.find("ffn_gate_tid2eid") != std::string::npos)
+        if (is_hash_routing_table(t.name))
             throw InputError(
                 model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
                 fmt::format("architecture '{}' stores expert ids inside tensor values (hash routing); "
@@ -182,11 +129,10 @@ MoeLayout build_moe_layout(const ShardSet& model) {
         const std::string& path = model.shards()[refs[i].shard].path;
         auto split = split_block_name(t.name);
         if (!split) continue;
-        bool looks_expert = false;
-        auto c = classify(split->first, split->second, looks_expert);
+        const BlockTensorClass c = classify_block_tensor(L.arch, split->second);
         const std::string field = fmt::format("tensor '{}'", t.name);
-        if (!c) {
-            if (looks_expert)
+        if (!c.expert) {
+            if (c.unknown_expert_like)
                 throw InputError(
                     path, t.info_offset, field,
                     "looks expert-indexed but matches no tensor layout gguf-reap knows; refusing "
@@ -194,15 +140,16 @@ MoeLayout build_moe_layout(const ShardSet& model) {
             continue;
         }
         const int64_t E = static_cast<int64_t>(L.expert_count);
-        bool ok = t.ne[c->axis] == E;
-        for (int j = c->axis + 1; j < 4; ++j) ok = ok && t.ne[j] == 1;
+        const int axis = c.expert->expert_axis;
+        bool ok = t.ne[axis] == E;
+        for (int j = axis + 1; j < 4; ++j) ok = ok && t.ne[j] == 1;
         if (!ok)
             throw InputError(path, t.info_offset, field,
                              fmt::format("has shape {} but {} tensors must have ne[{}] = expert_count = {}{}",
-                                         shape_str(t), expert_role_name(c->role), c->axis, E,
-                                         c->axis < 3 ? " as their outermost dimension" : ""));
+                                         shape_str(t), expert_kind_label(*c.expert), axis, E,
+                                         axis < 3 ? " as their outermost dimension" : ""));
         const GgmlType* gt = ggml_type(t.type);
-        if (c->axis == 0 && gt->block_size != 1)
+        if (axis == 0 && gt->block_size != 1)
             throw InputError(path, t.info_offset, field,
                              fmt::format("per-expert vector of type {} packs several experts into one block; "
                                          "it cannot be sliced byte-exactly",
@@ -210,20 +157,18 @@ MoeLayout build_moe_layout(const ShardSet& model) {
         ExpertTensor et;
         et.name = t.name;
         et.tensor = i;
-        et.role = c->role;
-        et.axis = c->axis;
+        et.kind = c.expert;
         et.slab = E > 0 ? t.nbytes / static_cast<uint64_t>(E) : 0;
-        MoeBlock& b = blocks[c->block];
-        b.block = c->block;
+        MoeBlock& b = blocks[split->first];
+        b.block = split->first;
         b.tensors.push_back(et);
     }
 
     for (auto& [id, b] : blocks) {
         bool has_router = false, has_weights = false;
         for (const auto& et : b.tensors) {
-            has_router |= et.role == ExpertRole::kRouter;
-            const bool weight = et.role == ExpertRole::kGateExps || et.role == ExpertRole::kUpExps ||
-                                et.role == ExpertRole::kDownExps || et.role == ExpertRole::kGateUpExps;
+            has_router |= et.role() == ExpertRole::kRouter;
+            const bool weight = et.kind->is_weight();
             has_weights |= weight;
             if (weight) b.slab_bytes += et.slab;
             b.slab_bytes_all += et.slab;

@@ -1,5 +1,6 @@
-// Where the experts are: for every MoE block of a model, every expert-indexed tensor, its expert axis
-// and the byte slab each expert occupies (reference §5). Everything else is untouched by pruning.
+// Where the experts are: for every MoE block of a model, every expert-indexed tensor (as the tensor
+// table classifies it), its expert axis and the byte slab each expert occupies (reference §5).
+// Everything else is untouched by pruning.
 //
 // In a contiguous tensor whose expert axis is the outermost non-trivial dimension (ne[a] = E and
 // ne[j] = 1 for j > a), expert e occupies bytes [e*slab, (e+1)*slab) of the tensor's data, whatever the
@@ -15,37 +16,24 @@
 #include <vector>
 
 #include "model/shard_set.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap {
 
-enum class ExpertRole {
-    kGateExps,    // ffn_gate_exps.weight   [n_embd, n_ff, E]
-    kUpExps,      // ffn_up_exps.weight     [n_embd, n_ff, E]
-    kDownExps,    // ffn_down_exps.weight   [n_ff, n_embd, E]
-    kGateUpExps,  // ffn_gate_up_exps.weight [n_embd, 2*n_ff, E]
-    kExpsBias,    // ffn_*_exps.bias        [n, E]      (gpt-oss)
-    kExpsScale,   // ffn_*_exps.scale / .input_scale [E]
-    kRouter,      // ffn_gate_inp.weight    [n_embd, E] (one row per expert)
-    kRouterBias,  // ffn_gate_inp.bias      [E]
-    kProbsBias,   // exp_probs_b.bias       [E]
-};
-const char* expert_role_name(ExpertRole r);
-// Expert weights and their per-expert biases/scales are read once per routed token; router tensors
-// are read whole for every token.
-bool is_router_role(ExpertRole r);
-
 struct ExpertTensor {
     std::string name;
-    size_t tensor = 0;  // index into ShardSet::tensors()
-    ExpertRole role;
-    int axis = 2;       // which ne[] is the expert axis
-    uint64_t slab = 0;  // bytes per expert
+    size_t tensor = 0;                       // index into ShardSet::tensors()
+    const ExpertTensorKind* kind = nullptr;  // what it is: role, projection, axes (tensor_table.h)
+    uint64_t slab = 0;                       // bytes per expert
+
+    ExpertRole role() const { return kind->role; }
+    int axis() const { return kind->expert_axis; }  // which ne[] is the expert axis
 };
 
 struct MoeBlock {
     int block = 0;                      // N of blk.N
     std::vector<ExpertTensor> tensors;  // in model tensor order
-    uint64_t slab_bytes = 0;            // bytes of one expert's weight slabs (kGate/Up/Down/GateUpExps)
+    uint64_t slab_bytes = 0;            // bytes of one expert's weight slabs (ExpertRole::kWeight)
     uint64_t slab_bytes_all = 0;        // bytes of one expert across every expert-indexed tensor
 };
 
@@ -70,8 +58,9 @@ struct MoeLayout {
     bool is_nextn_block(int block) const;
 };
 
-// "blk.N.<rest>" → N and rest; nullopt for tensors outside the blocks.
-std::optional<std::pair<int, std::string_view>> split_block_name(std::string_view name);
+// The label inspect prints for a kind: "gate_exps", "up_exps", "down_exps", "gate_up_exps" (weights),
+// "exps_bias", "exps_scale", "router", "router_bias", "exp_probs_b".
+const char* expert_kind_label(const ExpertTensorKind& kind);
 
 // Builds the layout from general.architecture and <arch>.expert_count. Throws InputError naming the
 // tensor when something looks expert-indexed but has the wrong shape, and refuses architectures whose

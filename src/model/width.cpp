@@ -3,7 +3,6 @@
 #include "model/width.h"
 
 #include <algorithm>
-#include <array>
 #include <numeric>
 #include <optional>
 #include <string_view>
@@ -12,39 +11,11 @@
 
 #include "format/ggml_types.h"
 #include "io/error.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap {
 
 namespace {
-
-// Architectures whose loader reads the routed-expert width from <arch>.expert_feed_forward_length
-// (required for most; qwen2moe/qwen3moe/qwen3next/qwen35moe fall back to feed_forward_length /
-// expert_used_count when it is absent).
-bool has_expert_width_key(std::string_view arch) {
-    static constexpr std::array<std::string_view, 10> kArchs{
-        "deepseek", "deepseek2", "deepseek32", "glm4moe",   "glm-dsa",
-        "gpt-oss",  "qwen2moe",  "qwen3moe",   "qwen3next", "qwen35moe"};
-    return std::find(kArchs.begin(), kArchs.end(), arch) != kArchs.end() || arch.substr(0, 5) == "kimi-";
-}
-
-// Architectures whose loader sizes the shared experts as expert_feed_forward_length ×
-// expert_shared_count: cutting K changes the shared tensors' expected shape unless the count follows.
-bool derives_shared_width(std::string_view arch) {
-    static constexpr std::array<std::string_view, 5> kArchs{"deepseek", "deepseek2", "deepseek32", "glm4moe",
-                                                            "glm-dsa"};
-    return std::find(kArchs.begin(), kArchs.end(), arch) != kArchs.end() || arch.substr(0, 5) == "kimi-";
-}
-
-// Architectures that take the expert width from feed_forward_length, the key dense FFNs use too.
-bool uses_dense_width_key(std::string_view arch) {
-    return arch == "llama" || arch == "olmoe";
-}
-
-bool is_gate_or_up_bias(const std::string& name) {
-    return name.size() > 5 && name.substr(name.size() - 5) == ".bias" &&
-           (name.find(".ffn_gate_exps.") != std::string::npos ||
-            name.find(".ffn_up_exps.") != std::string::npos);
-}
 
 // "{256, 512, 768}" for short lists; long ones (block size 1 gives every integer up to n_ff) show both
 // ends and say what the rule is.
@@ -71,26 +42,30 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
             fmt::format("{} has no routed experts (architecture '{}'): there is no expert width "
                         "to cut",
                         path, arch));
-    if (uses_dense_width_key(arch))
+    const ArchInfo* info = arch_info(arch);
+    const ExpertWidthKey width_key = info ? info->width_key : ExpertWidthKey::kUnknown;
+    const SharedWidthRule shared_rule = info ? info->shared_width : SharedWidthRule::kFromTensors;
+    if (width_key == ExpertWidthKey::kDenseKey)
         throw UsageError(fmt::format(
             "{}: architecture '{}' takes the expert FFN width from {}.feed_forward_length, the key its dense "
             "feed-forward layers share; gguf-reap cannot change the expert width alone",
             path, arch, arch));
     // llama4's loader sizes its shared expert as expert_feed_forward_length itself, with no count that
     // could absorb the change (`n_ff_shexp = n_ff_exp`): any K < n_ff would break the shared tensors.
-    if (arch == "llama4")
+    if (shared_rule == SharedWidthRule::kEqualsWidth)
         throw UsageError(fmt::format(
-            "{}: architecture 'llama4' sizes its shared expert with {}.expert_feed_forward_length too, so "
+            "{}: architecture '{}' sizes its shared expert with {}.expert_feed_forward_length too, so "
             "cutting the routed experts would change the shape llama.cpp expects of the shared expert",
-            path, arch));
-    if (!has_expert_width_key(arch))
+            path, arch, arch));
+    if (width_key != ExpertWidthKey::kExpertKey && width_key != ExpertWidthKey::kExpertKeyOrFf)
         throw UsageError(
             fmt::format("{}: gguf-reap does not know how llama.cpp reads the expert FFN width of "
                         "architecture '{}', so it cannot cut it",
                         path, arch));
 
-    // The native width from every expert weight: ffn_down_exps rows are n_ff long, gate/up have n_ff
-    // rows per expert (a fused gate_up 2·n_ff), gpt-oss gate/up biases n_ff elements per expert.
+    // The native width from every expert tensor with a width axis (tensor_table.h): ffn_down_exps rows
+    // are n_ff long, gate/up have n_ff rows per expert (a fused gate_up 2·n_ff), gpt-oss gate/up biases
+    // n_ff elements per expert (fused: 2·n_ff).
     auto refuse = [&](size_t tensor, const std::string& msg) {
         const TensorRef& ref = model.tensors()[tensor];
         throw InputError(model.shards()[ref.shard].path, model.info(ref).info_offset,
@@ -100,7 +75,7 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
     for (const MoeBlock& b : layout.blocks) {
         const ExpertTensor* down = nullptr;
         for (const auto& et : b.tensors)
-            if (et.role == ExpertRole::kDownExps) down = &et;
+            if (et.kind == &down_projection_kind()) down = &et;
         if (!down)
             refuse(b.tensors.front().tensor,
                    fmt::format("block {} has no ffn_down_exps.weight, so its expert FFN width is unknown",
@@ -114,19 +89,18 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
                                dt.ne[0], layout.blocks.front().block, r.native_width));
         for (const auto& et : b.tensors) {
             const TensorInfo& t = model.info(model.tensors()[et.tensor]);
-            int64_t got = -1, want = r.native_width;
-            std::string what;
-            if (et.role == ExpertRole::kGateExps || et.role == ExpertRole::kUpExps) {
-                got = t.ne[1], what = "rows per expert";
-            } else if (et.role == ExpertRole::kGateUpExps) {
-                got = t.ne[1], want = 2 * r.native_width, what = "rows per expert (gate then up)";
-            } else if (et.role == ExpertRole::kDownExps) {
-                lcm = std::lcm(lcm, ggml_type(t.type)->block_size);
-            } else if (et.role == ExpertRole::kExpsBias && is_gate_or_up_bias(et.name)) {
-                got = t.ne[0], what = "elements per expert";
-                lcm = std::lcm(lcm, ggml_type(t.type)->block_size);
-            }
-            if (got >= 0 && got != want)
+            const ExpertTensorKind& kind = *et.kind;
+            if (!kind.width_cut()) continue;
+            // Rows become K long: they must stay whole blocks of their type.
+            if (kind.width_cuts_inside_rows()) lcm = std::lcm(lcm, ggml_type(t.type)->block_size);
+            if (&kind == &down_projection_kind()) continue;  // the width is defined by it
+            const int64_t got = t.ne[static_cast<size_t>(kind.width_axis)];
+            const int64_t want = kind.width_factor * r.native_width;
+            const std::string what =
+                kind.width_axis == 1
+                    ? (kind.width_factor == 2 ? "rows per expert (gate then up)" : "rows per expert")
+                    : "elements per expert";
+            if (got != want)
                 refuse(et.tensor, fmt::format("has {} {}, but ffn_down_exps of block {} says the expert FFN "
                                               "width is {} (expected {})",
                                               got, what, b.block, r.native_width, want));
@@ -134,7 +108,7 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
     }
     r.block_size = lcm;
 
-    r.width_key = arch + ".expert_feed_forward_length";
+    r.width_key = arch_key(arch, kExpertWidthKey);
     if (const Kv* kv = model.find_kv(r.width_key)) {
         const auto v = kv->as_uint();
         if (!v)
@@ -150,7 +124,7 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
     // The shared experts' actual width W, from ffn_down_shexp (ne0) of the MoE blocks.
     std::optional<size_t> w_from;
     for (const MoeBlock& b : layout.blocks) {
-        const TensorRef* ref = model.find_tensor(fmt::format("blk.{}.ffn_down_shexp.weight", b.block));
+        const TensorRef* ref = model.find_tensor(shared_expert_down_name(b.block));
         if (!ref) continue;
         const int64_t w = model.info(*ref).ne[0];
         const size_t idx = static_cast<size_t>(ref - model.tensors().data());
@@ -161,15 +135,17 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
         r.shared_width = w;
         if (!w_from) w_from = idx;
     }
-    r.shared_derived = derives_shared_width(arch);
+    r.shared_derived = shared_rule == SharedWidthRule::kWidthTimesCount ||
+                       shared_rule == SharedWidthRule::kWidthTimesMaxCount;
     if (r.shared_derived) {
-        r.shared_count_key = arch + ".expert_shared_count";
+        r.shared_count_key = arch_key(arch, kExpertSharedCountKey);
         const Kv* kv = model.find_kv(r.shared_count_key);
         const uint64_t count = kv && kv->as_uint() ? *kv->as_uint() : 0;
         // The loader sizes the shared tensors as n_ff × count (kimi-*: × max(count, 1)); a model that
         // disagrees would not load, and the W / K rule would be computed from a wrong premise.
-        const uint64_t expect = static_cast<uint64_t>(r.native_width) *
-                                (arch.substr(0, 5) == "kimi-" ? std::max<uint64_t>(count, 1) : count);
+        const uint64_t expect =
+            static_cast<uint64_t>(r.native_width) *
+            (shared_rule == SharedWidthRule::kWidthTimesMaxCount ? std::max<uint64_t>(count, 1) : count);
         if (w_from && static_cast<uint64_t>(r.shared_width) != expect)
             refuse(*w_from,
                    fmt::format("shared experts are {} wide, but {} × {} = {} ({} × {})", r.shared_width,

@@ -277,6 +277,7 @@ Finding padding_finding(const OutShard& s, const Piece& p, uint64_t first, uint6
 struct GatherResult {
     uint64_t diffs = 0, first = 0;
     int64_t channel = -1, row = -1;
+    bool upper = false;  // in the up half of a fused gate_up
     uint64_t src_offset = 0;
 };
 
@@ -287,8 +288,7 @@ GatherResult compare_gather(const Piece& p, StreamReader& out, StreamReader& src
     const WidthGather& g = *run.gather;
     const int32_t* ch = g.channels(run.source_expert);
     const uint64_t src_slab_end =
-        run.src_offset + (g.elements ? g.unit * static_cast<uint64_t>(g.n_ff * g.rows)
-                                     : g.unit * static_cast<uint64_t>(g.fused ? 2 * g.n_ff : g.n_ff));
+        run.src_offset + g.unit * static_cast<uint64_t>(g.factor * g.n_ff * (g.elements ? g.rows : 1));
     GatherResult res;
     std::vector<uint8_t> expect, row;
     // Copies [off, off + n) of the source into dst through the stream (a view may end early).
@@ -301,23 +301,24 @@ GatherResult compare_gather(const Piece& p, StreamReader& out, StreamReader& src
             n -= v.size();
         }
     };
-    const int64_t units = g.elements ? g.rows : (g.fused ? 2 * g.k : g.k);
+    const int64_t units = g.elements ? g.rows : g.factor * g.k;
     uint64_t off = p.offset;
     for (int64_t u = 0; u < units; ++u) {
         if (stop.load(std::memory_order_relaxed)) return res;
         check_interrupted();
         uint64_t src_at = 0;
         if (g.elements) {
-            const uint64_t src_row = g.unit * static_cast<uint64_t>(g.n_ff);
+            const uint64_t src_row = g.unit * static_cast<uint64_t>(g.factor * g.n_ff);
             src_at = run.src_offset + static_cast<uint64_t>(u) * src_row;
             row.resize(src_row);
             read_src(src_at, src_row, row.data());
-            expect.resize(g.unit * static_cast<uint64_t>(g.k));
-            for (int64_t j = 0; j < g.k; ++j)
+            expect.resize(g.unit * static_cast<uint64_t>(g.factor * g.k));
+            for (int64_t j = 0; j < g.factor * g.k; ++j)
                 std::memcpy(expect.data() + static_cast<uint64_t>(j) * g.unit,
-                            row.data() + static_cast<uint64_t>(ch[j]) * g.unit, g.unit);
+                            row.data() + static_cast<uint64_t>(ch[j % g.k] + j / g.k * g.n_ff) * g.unit,
+                            g.unit);
         } else {
-            const int64_t c = ch[u % g.k] + (u >= g.k ? g.n_ff : 0);
+            const int64_t c = ch[u % g.k] + u / g.k * g.n_ff;
             src_at = run.src_offset + static_cast<uint64_t>(c) * g.unit;
             expect.resize(g.unit);
             read_src(src_at, g.unit, expect.data());
@@ -330,10 +331,15 @@ GatherResult compare_gather(const Piece& p, StreamReader& out, StreamReader& src
                         res.first = off + j;
                         const uint64_t at = i + j;
                         res.row = g.elements ? u : -1;
-                        res.channel = g.elements ? ch[at / g.unit] : ch[u % g.k];
+                        const int64_t j = static_cast<int64_t>(at / g.unit);  // elements: output element
+                        res.channel = g.elements ? ch[j % g.k] : ch[u % g.k];
+                        res.upper = g.elements ? j >= g.k : u >= g.k;
                         res.src_offset =
-                            g.elements ? src_at + static_cast<uint64_t>(res.channel) * g.unit + at % g.unit
-                                       : src_at + at;
+                            g.elements
+                                ? src_at +
+                                      static_cast<uint64_t>(res.channel + (res.upper ? g.n_ff : 0)) * g.unit +
+                                      at % g.unit
+                                : src_at + at;
                     }
             feed(a.data(), a.size());
             off += a.size();
@@ -356,9 +362,8 @@ Finding gather_finding(const OutShard& s, const Piece& p, const std::string& src
     f.expert = run.expert;
     f.source_expert = run.source_expert;
     f.channel = g.channel;
-    const bool upper = run.gather->fused && !run.gather->elements && g.first - p.offset >= p.length / 2;
     f.subject = fmt::format("tensor '{}' expert {} (source expert {}) channel {}{}", t.name, run.expert,
-                            run.source_expert, g.channel, upper ? " (up half)" : "");
+                            run.source_expert, g.channel, g.upper ? " (up half)" : "");
     f.message = fmt::format(
         "differs from source expert {} channel {}{}: {} of {} bytes of the expert's {} differ, "
         "the first at byte {} ({} offset {})",

@@ -10,6 +10,7 @@
 
 #include "format/gguf.h"
 #include "io/input_file.h"
+#include "io/output_checks.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/audit.h"
@@ -89,10 +90,10 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
 
 // How one kept expert's bytes of a width-cut tensor are gathered from its source slab: whole rows
 // (ffn_gate/up_exps; ffn_gate_up_exps: gate rows then up rows) or elements of every row
-// (ffn_down_exps, gpt-oss gate/up biases).
+// (ffn_down_exps, gpt-oss gate/up biases; a fused gate_up bias: gate elements then up elements).
 struct WidthGather {
     bool elements = false;
-    bool fused = false;  // rows of a fused gate_up: rows c, then n_ff + c
+    int64_t factor = 1;  // fused gate_up: 2 halves of n_ff channels, kept c, then n_ff + c
     uint64_t unit = 0;   // bytes of one row (rows) or of one element (elements)
     int64_t rows = 1;    // elements: rows per expert slab
     int64_t n_ff = 0, k = 0;
@@ -158,7 +159,6 @@ void check_manifest(const Manifest& m, const OutputSet& out, const std::vector<S
 
 // ---- helpers ----------------------------------------------------------------------------------------
 
-std::string base_name(const std::string& path);
 std::string shape_string(const TensorInfo& t);
 
 }  // namespace gguf_reap::audit_detail

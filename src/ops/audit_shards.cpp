@@ -11,6 +11,7 @@
 #include "format/ggml_types.h"
 #include "io/checked.h"
 #include "io/error.h"
+#include "io/output_checks.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {
@@ -206,10 +207,6 @@ size_t OutputSet::meta_index() const {
 
 uint64_t kv_value_offset(const Kv& kv) {
     return kv.file_offset + 8 + kv.key.size() + 4;
-}
-
-std::string base_name(const std::string& path) {
-    return std::filesystem::path(path).filename().string();
 }
 
 std::string shape_string(const TensorInfo& t) {

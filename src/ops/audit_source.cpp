@@ -26,30 +26,6 @@ constexpr std::string_view kKeptPrefix = "gguf_reap.kept.";
 constexpr const char* kPlanShaKey = "gguf_reap.neuron_plan_sha256";
 constexpr const char* kSourceWidthKey = "gguf_reap.source_expert_feed_forward_length";
 
-// Which tensors a width cut changes, and along which ne[] they become K (2K for a fused gate_up).
-std::optional<std::pair<int, int64_t>> width_axis(const ExpertTensor& et, int64_t k) {
-    switch (et.role) {
-        case ExpertRole::kGateExps:
-        case ExpertRole::kUpExps:
-            return std::make_pair(1, k);
-        case ExpertRole::kGateUpExps:
-            return std::make_pair(1, 2 * k);
-        case ExpertRole::kDownExps:
-            return std::make_pair(0, k);
-        case ExpertRole::kExpsBias:
-            // gpt-oss gate/up biases [n_ff, E] are cut; the down bias [n_embd, E] is not.
-            if (et.name.find(".ffn_gate_exps.") != std::string::npos ||
-                et.name.find(".ffn_up_exps.") != std::string::npos)
-                return std::make_pair(0, k);
-            return std::nullopt;
-        default:
-            return std::nullopt;
-    }
-}
-
-bool starts_with(std::string_view s, std::string_view p) {
-    return s.substr(0, p.size()) == p;
-}
 bool is_split_key(std::string_view k) {
     return k == "split.no" || k == "split.count" || k == "split.tensors.count";
 }
@@ -82,10 +58,10 @@ struct Provenance {
 Provenance read_provenance(const OutShard& first, std::vector<Finding>& findings) {
     Provenance p;
     for (const Kv& kv : first.header->kvs) {
-        if (!starts_with(kv.key, kProvenancePrefix)) continue;
+        if (!kv.key.starts_with(kProvenancePrefix)) continue;
         p.present = true;
         if (kv.key == "gguf_reap.keeplist_sha256") p.keeplist_sha = &kv;
-        if (!starts_with(kv.key, kKeptPrefix)) continue;
+        if (!kv.key.starts_with(kKeptPrefix)) continue;
         const std::string_view num = std::string_view(kv.key).substr(kKeptPrefix.size());
         int block = -1;
         auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), block);
@@ -166,7 +142,7 @@ void compare_kvs(const OutShard& s, const std::vector<ExpectedKv>& exp, AuditRep
             case Match::kSha256: {
                 const auto str = a.as_string();
                 const bool ok =
-                    str && (e.match == Match::kVersion ? starts_with(*str, "gguf-reap ") && str->size() > 10
+                    str && (e.match == Match::kVersion ? str->starts_with("gguf-reap ") && str->size() > 10
                                                        : is_sha256_hex(*str));
                 if (!ok)
                     add(make_finding(
@@ -231,14 +207,11 @@ void check_version(const OutShard& s, const Header& src_meta, AuditReport& r) {
 
 const char* region_of(ExpertRole role) {
     switch (role) {
-        case ExpertRole::kGateExps:
-        case ExpertRole::kUpExps:
-        case ExpertRole::kDownExps:
-        case ExpertRole::kGateUpExps:
+        case ExpertRole::kWeight:
             return "kept slab";
-        case ExpertRole::kExpsBias:
+        case ExpertRole::kBias:
             return "expert bias";
-        case ExpertRole::kExpsScale:
+        case ExpertRole::kScale:
             return "expert scale";
         case ExpertRole::kRouter:
             return "router row";
@@ -295,8 +268,7 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     for (const auto& b : layout.blocks)
         for (const auto& et : b.tensors) {
             const TensorInfo& t = src.info(src.tensors()[et.tensor]);
-            const auto ax = width_axis(et, w->plan.k);
-            if (ax && ax->first == 0 && ggml_type(t.type)->block_size != 1)
+            if (et.kind->width_cuts_inside_rows() && ggml_type(t.type)->block_size != 1)
                 throw UsageError(
                     fmt::format("{}: {} is {}: its columns cannot be cut byte-exactly, so no width-spliced "
                                 "output of this source can be verified",
@@ -553,12 +525,14 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
             const TensorInfo& S = src.info(*r);
             const auto ex = expert_of.find(g);
             std::array<int64_t, 4> want = S.ne;
-            std::optional<std::pair<int, int64_t>> cut;
+            std::optional<std::pair<int, int64_t>> cut;  // width axis and its length
             if (ex != expert_of.end()) {
                 // With the kept experts unknown the expert axis can be anything; the rest must match.
-                const auto axis = static_cast<size_t>(ex->second.et->axis);
+                const ExpertTensorKind& kind = *ex->second.et->kind;
+                const auto axis = static_cast<size_t>(kind.expert_axis);
                 want[axis] = kept.valid ? static_cast<int64_t>(kept.n) : t.ne[axis];
-                if (kept.width) cut = width_axis(*ex->second.et, kept.width->plan.k);
+                if (kept.width && kind.width_cut())
+                    cut = std::make_pair(kind.width_axis, kind.width_factor * kept.width->plan.k);
                 if (cut) want[static_cast<size_t>(cut->first)] = cut->second;
             }
             bool ok = true;
@@ -575,7 +549,7 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                 finding(fmt::format("has shape {}, expected {}{}", shape_string(t), shape_string(shown),
                                     ex != expert_of.end()
                                         ? fmt::format(" ({} of the source's {} experts kept on axis {}{})",
-                                                      kept.n, layout.expert_count, ex->second.et->axis,
+                                                      kept.n, layout.expert_count, ex->second.et->axis(),
                                                       cut ? fmt::format(", {} channels on axis {}",
                                                                         kept.width->plan.k, cut->first)
                                                           : std::string())
@@ -597,8 +571,8 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                     // gate_up rows c then n_ff + c) or elements c of every row (down, gate/up biases).
                     const WidthAudit& w = *kept.width;
                     auto g = std::make_shared<WidthGather>();
-                    g->elements = cut->first == 0;
-                    g->fused = et.role == ExpertRole::kGateUpExps;
+                    g->elements = et.kind->width_cuts_inside_rows();
+                    g->factor = et.kind->width_factor;
                     g->n_ff = w.native_width;
                     g->k = w.plan.k;
                     g->width = kept.width;
@@ -607,11 +581,11 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                         w.plan.blocks.begin());
                     if (g->elements) {
                         g->unit = static_cast<uint64_t>(ggml_type(S.type)->type_size);
-                        g->rows = et.axis == 1 ? 1 : S.ne[1];  // a bias [n_ff, E] is one row per expert
-                        out_slab = g->unit * static_cast<uint64_t>(g->k * g->rows);
+                        g->rows = et.axis() == 1 ? 1 : S.ne[1];  // a bias [n_ff, E] is one row per expert
+                        out_slab = g->unit * static_cast<uint64_t>(g->factor * g->k * g->rows);
                     } else {
                         g->unit = *ggml_row_size(S.type, S.ne[0]);
-                        out_slab = g->unit * static_cast<uint64_t>(g->fused ? 2 * g->k : g->k);
+                        out_slab = g->unit * static_cast<uint64_t>(g->factor * g->k);
                     }
                     te.gather = g;
                 }
@@ -620,7 +594,7 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                     te.runs.push_back(
                         {r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, out_slab,
                          static_cast<int64_t>(k), e,
-                         cut ? (te.gather->elements ? "kept columns" : "kept rows") : region_of(et.role),
+                         cut ? (te.gather->elements ? "kept columns" : "kept rows") : region_of(et.role()),
                          te.gather.get()});
                 }
             }

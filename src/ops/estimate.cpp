@@ -33,10 +33,6 @@ struct Shaped {
     }
 };
 
-bool contains(std::string_view s, std::string_view part) {
-    return s.find(part) != std::string_view::npos;
-}
-
 uint64_t nbytes_of(int32_t type, const std::array<int64_t, 4>& ne) {
     // The shapes are the model's own or narrower, and the parser has checked the model's sizes.
     return *ggml_row_size(type, ne[0]) * static_cast<uint64_t>(ne[1]) * static_cast<uint64_t>(ne[2]) *
@@ -66,40 +62,17 @@ std::vector<Shaped> model_shapes(const ShardSet& model, const MoeLayout& layout)
 std::vector<Shaped> pruned_shapes(std::vector<Shaped> shapes, uint64_t n_keep, int64_t k) {
     for (Shaped& s : shapes) {
         if (!s.expert) continue;
-        s.ne[s.expert->axis] = static_cast<int64_t>(n_keep);
-        if (k > 0) {
-            const std::string_view name = s.expert->name;
-            switch (s.expert->role) {
-                case ExpertRole::kGateExps:
-                case ExpertRole::kUpExps:
-                    s.ne[1] = k;
-                    break;
-                case ExpertRole::kGateUpExps:
-                    s.ne[1] = 2 * k;
-                    break;
-                case ExpertRole::kDownExps:
-                    s.ne[0] = k;
-                    break;
-                case ExpertRole::kExpsBias:
-                    // gpt-oss gate/up biases are [n_ff, E] (fused: [2·n_ff, E]); the down bias is [n_embd,
-                    // E].
-                    if (contains(name, "ffn_gate_up_exps"))
-                        s.ne[0] = 2 * k;
-                    else if (contains(name, "ffn_gate_exps") || contains(name, "ffn_up_exps"))
-                        s.ne[0] = k;
-                    break;
-                default:
-                    break;
-            }
-        }
+        s.ne[s.expert->axis()] = static_cast<int64_t>(n_keep);
+        if (k > 0 && s.expert->kind->width_cut())
+            s.ne[static_cast<size_t>(s.expert->kind->width_axis)] = s.expert->kind->width_factor * k;
         s.nbytes = nbytes_of(s.src->type, s.ne);
     }
     return shapes;
 }
 
 bool is_replicated(const Shaped& s) {
-    if (s.expert && is_router_role(s.expert->role)) return true;
-    if (contains(s.src->name, "_norm")) return true;
+    if (s.expert && s.expert->kind->read_per_token()) return true;
+    if (is_norm(s.src->name)) return true;
     return s.ne[1] == 1 && s.ne[2] == 1 && s.ne[3] == 1;
 }
 
@@ -112,21 +85,21 @@ ModelFigures figures(const std::vector<Shaped>& shapes, uint64_t expert_count, u
         f.tensor_bytes += s.nbytes;
         f.parameters += nel;
         if (is_replicated(s)) f.replicated_bytes += s.nbytes;
-        if (s.expert && s.expert->role == ExpertRole::kDownExps && f.expert_width == 0)
+        if (s.expert && s.expert->kind == &down_projection_kind() && f.expert_width == 0)
             f.expert_width = static_cast<uint64_t>(s.ne[0]);
         if (s.nextn) {
             f.nextn_bytes += s.nbytes;
             continue;
         }
-        if (s.expert && is_router_role(s.expert->role)) {
+        if (s.expert && s.expert->kind->read_per_token()) {
             f.decode_router += s.nbytes;
             f.active_parameters += nel;
         } else if (s.expert) {
             // Slabs are equal along the expert axis: per expert nbytes / E, elements / E.
-            const auto e = static_cast<uint64_t>(s.ne[s.expert->axis]);
+            const auto e = static_cast<uint64_t>(s.ne[s.expert->axis()]);
             f.decode_experts += s.nbytes / e * k_used;
             f.active_parameters += nel / e * k_used;
-        } else if (s.src->name == "token_embd.weight" && !tied) {
+        } else if (is_token_embedding(s.src->name) && !tied) {
             // One embedding row per token (GET_ROWS), unless the matrix is also the output projection.
             f.decode_dense += *ggml_row_size(s.src->type, s.ne[0]);
             f.active_parameters += static_cast<uint64_t>(s.ne[0]);
@@ -246,13 +219,11 @@ void width_file_bytes(ModelFigures& f, uint64_t base_file, const std::vector<uin
 // Whether splice can write the width cut byte-exact: the tensors whose rows lose elements
 // (ffn_down_exps, gpt-oss gate/up biases) must be F32, F16 or BF16.
 bool element_cuts_exact(const ShardSet& model, const MoeLayout& layout) {
-    constexpr int32_t kF32 = 0, kF16 = 1, kBF16 = 30;
     for (const MoeBlock& b : layout.blocks)
         for (const ExpertTensor& et : b.tensors) {
-            const bool columns = et.role == ExpertRole::kDownExps ||
-                                 (et.role == ExpertRole::kExpsBias && !contains(et.name, "ffn_down_exps"));
+            const bool columns = et.kind->width_cuts_inside_rows();
             const int32_t t = model.info(model.tensors()[et.tensor]).type;
-            if (columns && t != kF32 && t != kF16 && t != kBF16) return false;
+            if (columns && !is_float_type(t)) return false;
         }
     return true;
 }
@@ -390,7 +361,7 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
     e.moe_blocks = layout.blocks.size();
     e.nextn_blocks = layout.nextn_predict_layers;
     e.expert_used_count = layout.expert_used_count;
-    e.tied_embeddings = model.find_tensor("output.weight") == nullptr;
+    e.tied_embeddings = model.find_tensor(kOutputProjectionName) == nullptr;
     // Headroom is signed: keep the sizes where gpu_mem − need cannot wrap.
     if (in.gpu_mem > uint64_t{INT64_MAX} || in.overhead > uint64_t{INT64_MAX})
         throw UsageError("--gpu-mem and --overhead must be less than 8 EiB");

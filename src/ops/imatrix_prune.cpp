@@ -17,29 +17,20 @@ namespace gguf_reap {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-bool is_expert_weight(ExpertRole r) {
-    return r == ExpertRole::kGateExps || r == ExpertRole::kUpExps || r == ExpertRole::kDownExps ||
-           r == ExpertRole::kGateUpExps;
-}
-
 // The model's expert weight an imatrix entry belongs to, with its kept ids; nullopt for entries that
 // are not routed-expert weights. An "_exps" entry the model cannot account for is refused: the file
 // was made for another model, and copying it unpruned would make llama-quantize abort later.
 struct ExpertEntry {
     const TensorInfo* model_tensor = nullptr;
     const std::vector<int64_t>* keep = nullptr;
-    ExpertRole role = ExpertRole::kGateExps;
+    const ExpertTensorKind* kind = nullptr;
     size_t block_index = 0;  // into MoeLayout::blocks
 };
 
 // With a width cut, an ffn_down_exps entry keeps per kept expert only the values of the kept channels:
 // llama-quantize wants ne0 == the tensor's ne0, which becomes K.
 const WidthCut* cuts_channels(const ExpertEntry& ee, const WidthCut* width) {
-    return width && ee.role == ExpertRole::kDownExps ? width : nullptr;
+    return width && ee.kind->width_cuts_inside_rows() ? width : nullptr;
 }
 
 // Appends, per kept expert, the kept channels of its row of `ne0` f32 values at `at`.
@@ -54,7 +45,7 @@ void append_kept_channels(CopyJob& job, uint32_t src, uint64_t at, uint64_t ne0,
 std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSet& model,
                                         const MoeLayout& layout, const KeepList& kl, const std::string& path,
                                         uint64_t offset, const std::string& field) {
-    if (weight.find("_exps") == std::string::npos) return std::nullopt;
+    if (!is_expert_entry_name(weight)) return std::nullopt;
     const auto split = split_block_name(weight);
     const TensorRef* ref = model.find_tensor(weight);
     const MoeBlock* mb = split ? layout.find_block(split->first) : nullptr;
@@ -67,8 +58,8 @@ std::optional<ExpertEntry> expert_entry(const std::string& weight, const ShardSe
                         weight, ref ? "is not in an MoE block of the model" : "the model does not have"));
     const size_t index = static_cast<size_t>(ref - model.tensors().data());
     for (const ExpertTensor& et : mb->tensors)
-        if (et.tensor == index && is_expert_weight(et.role))
-            return ExpertEntry{&model.info(*ref), &kb->keep, et.role,
+        if (et.tensor == index && et.kind->is_weight())
+            return ExpertEntry{&model.info(*ref), &kb->keep, et.kind,
                                static_cast<size_t>(mb - layout.blocks.data())};
     throw InputError(path, offset, field,
                      fmt::format("'{}' is not a stacked expert weight of the model", weight));
@@ -94,8 +85,8 @@ PlannedFile plan_gguf(const ImatrixFile& im, uint32_t src, const ShardSet& model
     std::vector<TensorInfo> infos = h.tensors;
     for (size_t i = 0; i < h.tensors.size(); ++i) {
         const TensorInfo& t = h.tensors[i];
-        const bool sums = ends_with(t.name, ".in_sum2");
-        if (!sums && !ends_with(t.name, ".counts")) continue;
+        const bool sums = t.name.ends_with(".in_sum2");
+        if (!sums && !t.name.ends_with(".counts")) continue;
         const std::string weight = t.name.substr(0, t.name.size() - (sums ? 8 : 7));
         const std::string field = fmt::format("tensor '{}'", t.name);
         auto ee = expert_entry(weight, model, layout, kl, path, t.info_offset, field);

@@ -7,23 +7,12 @@
 
 namespace gguf_reap {
 
-std::string tensor_class(std::string_view name) {
-    if (name.substr(0, 4) == "blk.") {
-        size_t dot = name.find('.', 4);
-        if (dot != std::string_view::npos) name = name.substr(dot + 1);
-    }
-    constexpr std::string_view kWeight = ".weight";
-    if (name.size() > kWeight.size() && name.substr(name.size() - kWeight.size()) == kWeight)
-        name = name.substr(0, name.size() - kWeight.size());
-    return std::string(name);
-}
-
 ModelSummary summarize_model(const ShardSet& model) {
     ModelSummary s;
     s.arch = model.architecture();
     s.file_bytes = model.total_bytes();
     s.moe = build_moe_layout(model);
-    s.tied_embeddings = model.find_tensor("output.weight") == nullptr;
+    s.tied_embeddings = model.find_tensor(kOutputProjectionName) == nullptr;
 
     std::vector<const ExpertTensor*> expert_of(model.tensors().size(), nullptr);
     for (const auto& b : s.moe.blocks)
@@ -54,11 +43,11 @@ ModelSummary summarize_model(const ShardSet& model) {
             continue;
         }
         if (et) {
-            if (is_router_role(et->role))
+            if (et->kind->read_per_token())
                 s.decode.router_bytes += t.nbytes;
             else
                 s.decode.expert_bytes += std::min(s.moe.expert_used_count, s.moe.expert_count) * et->slab;
-        } else if (t.name == "token_embd.weight" && !s.tied_embeddings) {
+        } else if (is_token_embedding(t.name) && !s.tied_embeddings) {
             // A token reads one embedding row (GET_ROWS), unless the matrix is also the output projection.
             s.decode.dense_bytes += ggml_row_size(t.type, t.ne[0]).value_or(0);
         } else {

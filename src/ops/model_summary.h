@@ -44,10 +44,6 @@ struct ModelSummary {
     DecodeCost decode;
 };
 
-// "blk.3.ffn_down_exps.weight" → "ffn_down_exps"; "output_norm.weight" → "output_norm";
-// "blk.1.exp_probs_b.bias" → "exp_probs_b.bias".
-std::string tensor_class(std::string_view name);
-
 ModelSummary summarize_model(const ShardSet& model);
 
 }  // namespace gguf_reap

@@ -192,7 +192,7 @@ PlanWidthResult plan_width(const PlanWidthOptions& opts) {
     for (const auto& spec : opts.imatrices) {
         Domain d{spec, ImatrixFile::open(spec.path), {}};
         for (const auto& e : d.im.entries())
-            if (auto b = down_exps_block(e.name)) d.down[*b] = &e;
+            if (auto b = down_projection_block(e.name)) d.down[*b] = &e;
         if (d.down.empty())
             throw UsageError(
                 fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "

@@ -22,10 +22,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 std::string join_ids(const std::vector<int64_t>& ids) {
     std::string s;
     for (int64_t i : ids) s += (s.empty() ? "" : ", ") + std::to_string(i);
@@ -228,11 +224,11 @@ DomainSpec parse_domain_spec(const std::string& arg) {
     d.path = arg;
     std::string stem = std::filesystem::path(arg).filename().string();
     for (const char* ext : {".gguf", ".dat", ".json"})
-        if (ends_with(stem, ext)) {
+        if (stem.ends_with(ext)) {
             stem.resize(stem.size() - std::string_view(ext).size());
             break;
         }
-    if (ends_with(stem, ".imatrix") && stem.size() > 8) stem.resize(stem.size() - 8);
+    if (stem.ends_with(".imatrix") && stem.size() > 8) stem.resize(stem.size() - 8);
     d.name = stem;
     return d;
 }

@@ -35,6 +35,7 @@
 #include "format/imatrix.h"
 #include "io/checked.h"
 #include "io/error.h"
+#include "io/output_checks.h"
 #include "io/sha256.h"
 #include "io/signals.h"
 #include "model/moe_layout.h"
@@ -53,12 +54,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kChunkBytes = size_t{4} << 20;  // bytes read at a time (measured best of 256 KiB..64 MiB)
 constexpr uint64_t kPrefetchBytes = uint64_t{16} << 20;  // announced ahead of the pass (Prefetcher)
 constexpr uint64_t kMaxScoresJson = uint64_t{256} << 20;
-
-constexpr int32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ8_0 = 8, kTypeBF16 = 30;
-
-std::string base_name(const std::string& path) {
-    return std::filesystem::path(path).filename().string();
-}
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14
@@ -358,17 +353,17 @@ float half_to_float(uint16_t h) {
 // Dequantises one row of ne0 elements of an F32/F16/BF16/Q8_0 tensor.
 void dequantize_row(int32_t type, const uint8_t* src, int64_t ne0, float* dst) {
     switch (type) {
-        case kTypeF32:
+        case kGgmlF32:
             std::memcpy(dst, src, static_cast<size_t>(ne0) * 4);
             break;
-        case kTypeF16:
+        case kGgmlF16:
             for (int64_t i = 0; i < ne0; ++i) {
                 uint16_t h;
                 std::memcpy(&h, src + 2 * i, 2);
                 dst[i] = half_to_float(h);
             }
             break;
-        case kTypeBF16:
+        case kGgmlBF16:
             for (int64_t i = 0; i < ne0; ++i) {
                 uint16_t h;
                 std::memcpy(&h, src + 2 * i, 2);
@@ -376,7 +371,7 @@ void dequantize_row(int32_t type, const uint8_t* src, int64_t ne0, float* dst) {
                 std::memcpy(dst + i, &bits, 4);
             }
             break;
-        case kTypeQ8_0:
+        case kGgmlQ8_0:
             // block_q8_0: f16 scale d, then 32 int8 quants; x = d * q.
             for (int64_t blk = 0; blk < ne0 / 32; ++blk) {
                 const uint8_t* b = src + blk * 34;
@@ -848,7 +843,7 @@ RankInput load_rank_input(const RankOptions& opts) {
         for (const auto& b : L.blocks) {
             in.blocks.push_back(b.block);
             for (const auto& t : b.tensors)
-                if (t.role == ExpertRole::kDownExps) model.down[b.block] = &model.set->tensors()[t.tensor];
+                if (t.kind == &down_projection_kind()) model.down[b.block] = &model.set->tensors()[t.tensor];
             if (!model.down.count(b.block) && !external)
                 throw UsageError(
                     fmt::format("{}: MoE block {} has no ffn_down_exps.weight, the tensor whose imatrix "
@@ -901,7 +896,7 @@ RankInput load_rank_input(const RankOptions& opts) {
     std::map<int, Shape> gguf_shape;  // block → shape in the first GGUF imatrix that has it
     for (size_t d = 0; d < ims.size(); ++d) {
         for (const auto& e : ims[d].entries())
-            if (auto b = down_exps_block(e.name)) found[d][*b] = &e;
+            if (auto b = down_projection_block(e.name)) found[d][*b] = &e;
         if (found[d].empty())
             throw UsageError(
                 fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
@@ -1044,8 +1039,8 @@ RankInput load_rank_input(const RankOptions& opts) {
                                 t.ne[0] < block_width[bi] ? ": a width-pruned model needs its --neuron-plan"
                                                           : ": the imatrix was made for another model"));
             }
-            if (opts.criterion == Criterion::kWeightedEnergy && t.type != kTypeF32 && t.type != kTypeF16 &&
-                t.type != kTypeBF16 && t.type != kTypeQ8_0)
+            if (opts.criterion == Criterion::kWeightedEnergy && t.type != kGgmlF32 && t.type != kGgmlF16 &&
+                t.type != kGgmlBF16 && t.type != kGgmlQ8_0)
                 throw UsageError(
                     fmt::format("{}: {} is {}: weighted-energy reads the down-projection weights and handles "
                                 "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "

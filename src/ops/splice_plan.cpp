@@ -8,7 +8,7 @@
 #include "format/ggml_types.h"
 #include "io/error.h"
 #include "ops/splice.h"
-#include "splice_width.h"
+#include "ops/splice_width.h"
 
 namespace gguf_reap {
 
@@ -22,10 +22,6 @@ constexpr size_t kMaxShards = 65535;
 
 bool is_split_key(const std::string& k) {
     return k == kSplitNo || k == kSplitCount || k == kSplitTensors;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 uint64_t padded(uint64_t n, uint32_t alignment) {
@@ -152,9 +148,9 @@ TensorInfo output_info(const TensorInfo& src, const TensorSource& ts) {
     TensorInfo t = src;
     t.offset = 0;
     if (ts.expert) {
-        t.ne[ts.expert->axis] = static_cast<int64_t>(ts.keep->size());
+        t.ne[ts.expert->axis()] = static_cast<int64_t>(ts.keep->size());
         t.nbytes = ts.expert->slab * ts.keep->size();
-        if (ts.width) splice_width::cut_info(t, splice_width::cut_of(*ts.expert), ts.width->plan.k);
+        if (ts.width) splice_width::cut_info(t, *ts.expert->kind, ts.width->plan.k);
     }
     return t;
 }
@@ -290,8 +286,8 @@ std::vector<const CopyJob*> SplicePlan::jobs() const {
 
 std::vector<std::string> splice_output_paths(const std::string& out_prefix, size_t n) {
     std::string prefix = out_prefix;
-    if (n == 1) return {ends_with(prefix, ".gguf") ? prefix : prefix + ".gguf"};
-    if (ends_with(prefix, ".gguf")) prefix.resize(prefix.size() - 5);
+    if (n == 1) return {prefix.ends_with(".gguf") ? prefix : prefix + ".gguf"};
+    if (prefix.ends_with(".gguf")) prefix.resize(prefix.size() - 5);
     std::vector<std::string> paths;
     for (size_t i = 1; i <= n; ++i)
         paths.push_back(split_path(prefix, static_cast<int>(i), static_cast<int>(n)));
@@ -395,7 +391,7 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
             pt.extents = append_tensor_data(f.job, refs[i], model.info(refs[i]), how[i]);
             f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
             if (how[i].expert) {
-                pt.expert_axis = how[i].expert->axis;
+                pt.expert_axis = how[i].expert->axis();
                 pt.slabs = how[i].keep->size();
                 ++f.sliced_tensors;
                 f.slabs += pt.slabs;

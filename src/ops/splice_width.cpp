@@ -11,41 +11,11 @@
 
 namespace gguf_reap {
 
-namespace {
-
-constexpr int32_t kF32 = 0, kF16 = 1, kBF16 = 30;
-
-bool contains(const std::string& s, const char* part) {
-    return s.find(part) != std::string::npos;
-}
-
-}  // namespace
-
 namespace splice_width {
 
-Cut cut_of(const ExpertTensor& et) {
-    switch (et.role) {
-        case ExpertRole::kGateExps:
-        case ExpertRole::kUpExps:
-            return Cut::kRows;
-        case ExpertRole::kGateUpExps:
-            return Cut::kFusedRows;
-        case ExpertRole::kDownExps:
-            return Cut::kColumns;
-        case ExpertRole::kExpsBias:
-            // gpt-oss: gate/up biases hold one value per channel; the down bias one per n_embd row.
-            return contains(et.name, ".ffn_gate_exps.") || contains(et.name, ".ffn_up_exps.") ? Cut::kColumns
-                                                                                              : Cut::kNone;
-        default:
-            return Cut::kNone;
-    }
-}
-
-void cut_info(TensorInfo& t, Cut cut, int64_t k) {
-    if (cut == Cut::kNone) return;
-    if (cut == Cut::kRows) t.ne[1] = k;
-    if (cut == Cut::kFusedRows) t.ne[1] = 2 * k;
-    if (cut == Cut::kColumns) t.ne[0] = k;
+void cut_info(TensorInfo& t, const ExpertTensorKind& kind, int64_t k) {
+    if (!kind.width_cut()) return;
+    t.ne[static_cast<size_t>(kind.width_axis)] = kind.width_factor * k;
     const auto row = ggml_row_size(t.type, t.ne[0]);
     if (!row) throw std::logic_error(fmt::format("tensor '{}': no row size after the width cut", t.name));
     t.nbytes = *row * static_cast<uint64_t>(t.ne[1] * t.ne[2] * t.ne[3]);
@@ -54,31 +24,39 @@ void cut_info(TensorInfo& t, Cut cut, int64_t k) {
 size_t append_data(CopyJob& job, uint32_t src, uint64_t abs_offset, const TensorInfo& source,
                    const ExpertTensor& et, const std::vector<int64_t>& keep, const WidthCut& width,
                    size_t block_index) {
-    const Cut cut = cut_of(et);
+    const ExpertTensorKind& kind = *et.kind;
     const uint64_t slab = et.slab;
     const size_t before = job.segments.size();
-    if (cut == Cut::kNone) {
+    if (!kind.width_cut()) {
         for (int64_t e : keep) job.append_copy(src, abs_offset + static_cast<uint64_t>(e) * slab, slab);
         return job.segments.size() - before;
     }
     const auto n_ff = static_cast<uint64_t>(width.rules.native_width);
+    const auto halves = static_cast<uint64_t>(kind.width_factor);  // fused gate_up: gate, then up
     for (int64_t e : keep) {
         const uint64_t base = abs_offset + static_cast<uint64_t>(e) * slab;
-        const std::vector<uint32_t>& row = width.row(block_index, e);
-        if (cut == Cut::kColumns) {
-            // Rows of n_ff elements: the expert's n_embd rows of ffn_down_exps, or the one bias row.
-            const uint64_t row_bytes = n_ff * static_cast<uint64_t>(ggml_type(source.type)->type_size);
-            job.append_gather(src, base, slab / row_bytes,
-                              {row_bytes, static_cast<uint32_t>(ggml_type(source.type)->type_size),
-                               width.rows[block_index * static_cast<size_t>(width.plan.expert_count) +
-                                          static_cast<size_t>(e)]});
+        const size_t row_index =
+            block_index * static_cast<size_t>(width.plan.expert_count) + static_cast<size_t>(e);
+        const std::vector<uint32_t>& row = *width.rows[row_index];
+        if (kind.width_cuts_inside_rows()) {
+            // Rows of halves × n_ff elements: the expert's n_embd rows of ffn_down_exps, or the one bias
+            // row; a fused row keeps channel c of each half.
+            const auto elem = static_cast<uint32_t>(ggml_type(source.type)->type_size);
+            const uint64_t row_bytes = halves * n_ff * elem;
+            auto index = width.rows[row_index];
+            if (halves > 1) {
+                auto both = std::make_shared<std::vector<uint32_t>>();
+                for (uint64_t h = 0; h < halves; ++h)
+                    for (uint32_t c : row) both->push_back(static_cast<uint32_t>(h * n_ff + c));
+                index = std::move(both);
+            }
+            job.append_gather(src, base, slab / row_bytes, {row_bytes, elem, std::move(index)});
             continue;
         }
         // Whole rows of any type: adjacent kept channels merge into one extent.
         const uint64_t row_bytes = slab / static_cast<uint64_t>(source.ne[1]);
-        for (uint32_t c : row) job.append_copy(src, base + c * row_bytes, row_bytes);
-        if (cut == Cut::kFusedRows)
-            for (uint32_t c : row) job.append_copy(src, base + (n_ff + c) * row_bytes, row_bytes);
+        for (uint64_t h = 0; h < halves; ++h)
+            for (uint32_t c : row) job.append_copy(src, base + (h * n_ff + c) * row_bytes, row_bytes);
     }
     return job.segments.size() - before;
 }
@@ -95,13 +73,8 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
     for (const MoeBlock& b : layout.blocks)
         for (const ExpertTensor& et : b.tensors) {
             const TensorInfo& t = model.info(model.tensors()[et.tensor]);
-            if (et.role == ExpertRole::kExpsBias && splice_width::cut_of(et) == splice_width::Cut::kNone &&
-                !contains(et.name, ".ffn_down_exps."))
-                throw UsageError(fmt::format(
-                    "{}: tensor '{}' is an expert bias gguf-reap does not know how to cut to K channels",
-                    model_path, t.name));
-            if (splice_width::cut_of(et) != splice_width::Cut::kColumns) continue;
-            if (t.type == kF32 || t.type == kF16 || t.type == kBF16) continue;
+            if (!et.kind->width_cuts_inside_rows()) continue;
+            if (is_float_type(t.type)) continue;
             throw UsageError(fmt::format(
                 "{}: tensor '{}' is {}; width pruning keeps columns of every expert's ffn_down_exps rows, "
                 "which is byte-exact only for F32, F16 or BF16: a quantized row cannot lose columns without "

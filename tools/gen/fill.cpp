@@ -15,7 +15,6 @@ static_assert(std::endian::native == std::endian::little, "GGUF bytes are built 
 namespace {
 
 // ggml type ids used here (ggml.h).
-constexpr int32_t kF32 = 0, kF16 = 1, kF64 = 28, kBF16 = 30;
 
 // Bytes of a block whose bit 6 (the exponent MSB of an f16, of an f32's top byte, of an E4M3 byte) or
 // bit 7 (E8M0's NaN pattern 0xFF) must be cleared so the block's scale is finite (ggml-common.h).
@@ -119,16 +118,16 @@ void TensorFill::fill(uint64_t c, uint8_t* out) const {
     Rng rng(derive(key_, c));
     uint64_t (*word)(uint64_t, FillKind) = nullptr;
     switch (type_) {
-        case kF32:
+        case kGgmlF32:
             word = f32_word;
             break;
-        case kF16:
+        case kGgmlF16:
             word = f16_word;
             break;
-        case kBF16:
+        case kGgmlBF16:
             word = bf16_word;
             break;
-        case kF64:
+        case kGgmlF64:
             word = f64_word;
             break;
         default:

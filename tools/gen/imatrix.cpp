@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "gen/random.h"
 #include "io/error.h"
@@ -24,7 +25,6 @@ namespace gguf_reap::gen {
 
 namespace {
 
-constexpr int32_t kF32 = 0;
 constexpr int64_t kMaxExactCount = int64_t{1} << 24;  // floats hold integers exactly up to 2^24
 // Super experts: their ffn_down_exps energy per channel, relative to an ordinary expert, and their
 // outlier channel relative to their own mean (the "super expert" pattern of massive activations).
@@ -49,16 +49,6 @@ struct Entry {
     EntryKind kind = EntryKind::kDense;
     const Routing* routing = nullptr;  // expert entries
 };
-
-std::optional<std::pair<int, std::string_view>> split_block(std::string_view name) {
-    if (name.substr(0, 4) != "blk.") return std::nullopt;
-    std::string_view rest = name.substr(4);
-    const size_t dot = rest.find('.');
-    int n = 0;
-    auto [p, ec] = std::from_chars(rest.data(), rest.data() + dot, n);
-    if (dot == std::string_view::npos || ec != std::errc() || p != rest.data() + dot) return std::nullopt;
-    return std::make_pair(n, rest.substr(dot + 1));
-}
 
 // "B:E[,B:E...]" from every occurrence of an option.
 std::vector<std::pair<int64_t, int64_t>> parse_pairs(const std::string& option,
@@ -289,9 +279,8 @@ void Generator::build_entries(const ShardSet& model, const MoeLayout& L) {
     std::set<size_t> expert_weights;
     for (const MoeBlock& b : L.blocks) {
         for (const ExpertTensor& et : b.tensors) {
-            const bool input = et.role == ExpertRole::kGateExps || et.role == ExpertRole::kUpExps ||
-                               et.role == ExpertRole::kGateUpExps;
-            if (!input && et.role != ExpertRole::kDownExps) continue;
+            if (!et.kind->is_weight()) continue;
+            const bool input = et.kind->projection != Projection::kDown;
             expert_weights.insert(et.tensor);
             auto it = routing_.find(b.block);
             if (it == routing_.end()) continue;  // a nextn block left out
@@ -313,9 +302,8 @@ void Generator::build_entries(const ShardSet& model, const MoeLayout& L) {
     for (size_t i = 0; i < model.tensors().size(); ++i) {
         if (expert_weights.count(i)) continue;
         const TensorInfo& t = model.info(model.tensors()[i]);
-        auto blk = split_block(t.name);
-        if (!blk || t.name.size() < 7 || t.name.substr(t.name.size() - 7) != ".weight" || t.ne[1] <= 1)
-            continue;
+        auto blk = split_block_name(t.name);
+        if (!blk || !t.name.ends_with(".weight") || t.ne[1] <= 1) continue;
         if (s_.no_nextn && L.nextn_predict_layers > 0 && blk->first >= first_nextn) continue;
         Entry e;
         e.name = t.name;
@@ -395,13 +383,13 @@ void Generator::write_gguf() {
     for (const Entry& e : entries_) {
         TensorInfo sum;
         sum.name = e.name + ".in_sum2";
-        sum.type = kF32;
+        sum.type = kGgmlF32;
         sum.ne = {e.ne0, e.n_mat, 1, 1};
         sum.n_dims = e.n_mat > 1 ? 2 : 1;  // ggml_n_dims: trailing 1-dims are not written
         sum.nbytes = static_cast<uint64_t>(e.ne0 * e.n_mat) * 4;
         TensorInfo cnt;
         cnt.name = e.name + ".counts";
-        cnt.type = kF32;
+        cnt.type = kGgmlF32;
         cnt.ne = {1, e.n_mat, 1, 1};
         cnt.n_dims = e.n_mat > 1 ? 2 : 1;
         cnt.nbytes = static_cast<uint64_t>(e.n_mat) * 4;

@@ -13,12 +13,12 @@
 #include "io/output_file.h"
 #include "io/signals.h"
 #include "model/shard_set.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap::gen {
 
 namespace {
 
-constexpr int32_t kF32 = 0;
 constexpr uint32_t kContextLength = 4096;
 constexpr float kRmsEps = 1e-6f;
 constexpr uint32_t kGatingSigmoid = 2;  // llama.cpp LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
@@ -234,40 +234,44 @@ ModelPlan plan_model(const ModelSpec& spec) {
         const bool nextn = b >= spec.blocks;
         if (moe) plan.moe_blocks.push_back(b);
         if (nextn) plan.nextn_blocks.push_back(b);
-        L.add(p + "attn_norm.weight", {embd, 1, 1, 1}, kF32, kOne, kNorm, "--embd");
+        L.add(p + "attn_norm.weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
         for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output"})
             L.add(p + w + ".weight", {embd, embd, 1, 1}, ty.attn, kSmall, "--type-attn", "--embd");
-        L.add(p + "ffn_norm.weight", {embd, 1, 1, 1}, kF32, kOne, kNorm, "--embd");
+        L.add(p + "ffn_norm.weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
         if (!moe) {
             L.add(p + "ffn_gate.weight", {embd, spec.ff, 1, 1}, ty.dense, kSmall, "--type-dense", "--embd");
             L.add(p + "ffn_up.weight", {embd, spec.ff, 1, 1}, ty.dense, kSmall, "--type-dense", "--embd");
             L.add(p + "ffn_down.weight", {spec.ff, embd, 1, 1}, ty.dense, kSmall, "--type-dense", "--ff");
             continue;
         }
-        L.add(p + "ffn_gate_inp.weight", {embd, E, 1, 1}, ty.router, kSmall, "--type-router", "--embd");
-        if (spec.router_bias) L.add(p + "ffn_gate_inp.bias", {E, 1, 1, 1}, kF32, kSmall, kBias, "--experts");
-        if (spec.probs_bias) L.add(p + "exp_probs_b.bias", {E, 1, 1, 1}, kF32, kSmall, kBias, "--experts");
-        std::vector<std::string> in_exps;  // the expert tensors that read the block input
-        if (spec.fused_gate_up) {
-            in_exps = {"ffn_gate_up_exps"};
-            L.add(p + "ffn_gate_up_exps.weight", {embd, 2 * eff, E, 1}, ty.exps, kSmall, "--type-exps",
-                  "--embd");
-        } else {
-            in_exps = {"ffn_gate_exps", "ffn_up_exps"};
-            for (const auto& w : in_exps)
-                L.add(p + w + ".weight", {embd, eff, E, 1}, ty.exps, kSmall, "--type-exps", "--embd");
-        }
-        L.add(p + "ffn_down_exps.weight", {eff, embd, E, 1}, ty.down, kSmall,
+        using R = ExpertRole;
+        using P = Projection;
+        const auto name = [b](const ExpertTensorKind& k) {
+            return block_tensor_name(static_cast<int>(b), k);
+        };
+        L.add(name(expert_kind(R::kRouter)), {embd, E, 1, 1}, ty.router, kSmall, "--type-router", "--embd");
+        if (spec.router_bias)
+            L.add(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, kGgmlF32, kSmall, kBias, "--experts");
+        if (spec.probs_bias)
+            L.add(name(expert_kind(R::kProbsBias)), {E, 1, 1, 1}, kGgmlF32, kSmall, kBias, "--experts");
+        // The projections that read the block input, then down.
+        std::vector<P> in_exps =
+            spec.fused_gate_up ? std::vector<P>{P::kGateUp} : std::vector<P>{P::kGate, P::kUp};
+        for (P pr : in_exps)
+            L.add(name(expert_kind(R::kWeight, pr)), {embd, pr == P::kGateUp ? 2 * eff : eff, E, 1}, ty.exps,
+                  kSmall, "--type-exps", "--embd");
+        L.add(name(expert_kind(R::kWeight, P::kDown)), {eff, embd, E, 1}, ty.down, kSmall,
               spec.type_down.empty() ? "--type-exps (used for --type-down)" : "--type-down", "--expert-ff");
         if (spec.exps_bias) {  // gpt-oss: one bias row per expert, expert = ne[1]
-            for (const auto& w : in_exps)
-                L.add(p + w + ".bias", {spec.fused_gate_up ? 2 * eff : eff, E, 1, 1}, kF32, kSmall, kBias,
-                      "");
-            L.add(p + "ffn_down_exps.bias", {embd, E, 1, 1}, kF32, kSmall, kBias, "");
+            for (P pr : in_exps)
+                L.add(name(expert_kind(R::kBias, pr)), {pr == P::kGateUp ? 2 * eff : eff, E, 1, 1}, kGgmlF32,
+                      kSmall, kBias, "");
+            L.add(name(expert_kind(R::kBias, P::kDown)), {embd, E, 1, 1}, kGgmlF32, kSmall, kBias, "");
         }
         if (spec.scales) {  // NVFP4-style per-expert scales
-            for (const auto& w : in_exps) L.add(p + w + ".scale", {E, 1, 1, 1}, kF32, kOne, kBias, "");
-            L.add(p + "ffn_down_exps.scale", {E, 1, 1, 1}, kF32, kOne, kBias, "");
+            for (P pr : in_exps)
+                L.add(name(expert_kind(R::kScale, pr)), {E, 1, 1, 1}, kGgmlF32, kOne, kBias, "");
+            L.add(name(expert_kind(R::kScale, P::kDown)), {E, 1, 1, 1}, kGgmlF32, kOne, kBias, "");
         }
         if (spec.shared > 0) {
             const int64_t sff = eff * spec.shared;
@@ -280,15 +284,15 @@ ModelPlan plan_model(const ModelSpec& spec) {
             L.add(p + "nextn.eh_proj.weight", {2 * embd, embd, 1, 1}, ty.attn, kSmall, "--type-attn",
                   "2 × --embd");
             for (const char* w : {"nextn.enorm", "nextn.hnorm", "nextn.shared_head_norm"})
-                L.add(p + w + ".weight", {embd, 1, 1, 1}, kF32, kOne, kNorm, "--embd");
+                L.add(p + w + ".weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
         }
     }
-    L.add("output_norm.weight", {embd, 1, 1, 1}, kF32, kOne, kNorm, "--embd");
+    L.add("output_norm.weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
     if (!spec.tied)
         L.add("output.weight", {embd, spec.vocab, 1, 1}, ty.output, kSmall, "--type-output", "--embd");
     // Not llama.cpp tensors (it would refuse them): only for testing tensor counts near and above 100k.
     for (int64_t i = 0; i < spec.filler; ++i)
-        L.add(fmt::format("filler.{}.weight", i), {1, 1, 1, 1}, kF32, kSmall, "(filler is F32)", "");
+        L.add(fmt::format("filler.{}.weight", i), {1, 1, 1, 1}, kGgmlF32, kSmall, "(filler is F32)", "");
 
     for (const auto& t : plan.tensors) {
         auto sum = checked_add(plan.tensor_bytes, t.info.nbytes);

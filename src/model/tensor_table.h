@@ -1,0 +1,160 @@
+// The one owner of tensor facts: what every expert-indexed tensor is, along which axis it holds its
+// experts and its FFN channels, and what each architecture's loader reads about experts. Every command
+// (splice, width pruning, estimate, imatrix pruning, rank, audit) and the fixture generator ask this
+// table; nothing else in the tool parses tensor names (docs/architectures.md).
+//
+// Names follow llama.cpp's LLM_TENSOR_NAMES (src/llama-arch.cpp): block tensors are
+// "blk.<N>.<base>.<suffix>", e.g. "blk.3.ffn_down_exps.weight". Shapes are ggml ne order (innermost
+// first). In a contiguous tensor whose expert axis is the outermost non-trivial dimension (ne[a] = E and
+// ne[j] = 1 for j > a), expert e occupies bytes [e*slab, (e+1)*slab) of its data whatever the
+// quantisation, slab = nbytes / E: that is what makes expert removal a byte-range gather.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace gguf_reap {
+
+// The FFN projection a tensor belongs to (a bias or scale belongs to the projection it is added to).
+enum class Projection : uint8_t { kNone, kGate, kUp, kDown, kGateUp };
+
+// What an expert-indexed tensor is to pruning.
+enum class ExpertRole : uint8_t {
+    kWeight,      // ffn_{gate,up,down,gate_up}_exps.weight: one matrix per expert, [.., .., E]
+    kBias,        // ffn_*_exps.bias (gpt-oss): one vector per expert, [n, E]
+    kScale,       // ffn_*_exps.scale / .input_scale: one value per expert, [E]
+    kRouter,      // ffn_gate_inp.weight: one router row per expert, [n_embd, E]
+    kRouterBias,  // ffn_gate_inp.bias: [E]
+    kProbsBias,   // exp_probs_b.bias: the selection bias of aux-loss-free routing, [E]
+};
+const char* expert_role_name(ExpertRole r);  // "weight", "bias", "scale", "router", ...
+const char* projection_name(Projection p);   // "gate", "up", "down", "gate_up", ""
+
+// One kind of expert-indexed tensor: a (base, suffix) name pattern and every fact about its axes.
+struct ExpertTensorKind {
+    std::string_view base;    // "ffn_down_exps"
+    std::string_view suffix;  // "weight"
+    ExpertRole role;
+    Projection projection;
+    int expert_axis;   // the ne[] index that holds the experts (the outermost non-trivial one)
+    int width_axis;    // the ne[] index that holds the expert's FFN channels, -1 when it has none:
+                       // gate/up rows are channels (ne[1]), a down row's elements are (ne[0])
+    int width_factor;  // channels along width_axis per unit of FFN width (fused gate_up: 2)
+
+    // Expert weights and their biases and scales are read once per routed token; router tensors are
+    // read whole for every token.
+    bool read_per_token() const {
+        return role == ExpertRole::kRouter || role == ExpertRole::kRouterBias ||
+               role == ExpertRole::kProbsBias;
+    }
+    bool is_weight() const { return role == ExpertRole::kWeight; }
+    // Whether a width cut keeps only K (× width_factor) of its elements along width_axis.
+    bool width_cut() const { return width_axis >= 0; }
+    // Whether a width cut selects elements inside rows (byte-exact only in float types, or by whole
+    // quant blocks) rather than whole rows (byte-exact in any type).
+    bool width_cuts_inside_rows() const { return width_axis == 0; }
+};
+
+// Every expert-indexed tensor kind gguf-reap knows, in the table's order.
+std::span<const ExpertTensorKind> expert_tensor_kinds();
+// The first kind with this role and projection (scales: ".scale", not ".input_scale"); the generator
+// names its expert tensors with it. Throws std::logic_error when the table has none.
+const ExpertTensorKind& expert_kind(ExpertRole role, Projection projection = Projection::kNone);
+
+// ---- names -------------------------------------------------------------------------------------
+
+// "blk.N.<rest>" → N and rest; nullopt for tensors outside the blocks.
+std::optional<std::pair<int, std::string_view>> split_block_name(std::string_view name);
+// "blk.N.<base>.<suffix>".
+std::string block_tensor_name(int block, std::string_view base, std::string_view suffix = "weight");
+std::string block_tensor_name(int block, const ExpertTensorKind& kind);
+
+// How a tensor inside a block classifies.
+struct BlockTensorClass {
+    const ExpertTensorKind* expert = nullptr;  // an expert-indexed tensor
+    // Set when the name suggests an expert axis ("_exps", a router) but matches no kind of the
+    // architecture: such a tensor is refused rather than copied unsliced.
+    bool unknown_expert_like = false;
+};
+// `rest` is the part after "blk.N." ("ffn_up_exps.weight"); `arch` is general.architecture, whose
+// look-alikes (tensors named like expert tensors that are not, e.g. arctic's ffn_norm_exps) classify
+// as ordinary tensors.
+BlockTensorClass classify_block_tensor(std::string_view arch, std::string_view rest);
+
+// The expert kind of a full tensor name ("blk.1.ffn_down_exps.weight"), nullptr for any other tensor.
+const ExpertTensorKind* expert_kind_of(std::string_view arch, std::string_view tensor_name);
+
+// The routed-expert down projection: its imatrix entry holds each expert's intermediate-activation
+// energy per channel and its routed-token counts, the entry every rank criterion reads.
+const ExpertTensorKind& down_projection_kind();
+// N of an imatrix entry (or tensor) named "blk.N.ffn_down_exps.weight"; nullopt for any other name.
+std::optional<int> down_projection_block(std::string_view name);
+// Whether an imatrix entry name belongs to a routed-expert weight ("_exps" stacks): those entries hold
+// one row per expert and lose the rows of pruned experts.
+bool is_expert_entry_name(std::string_view weight_name);
+
+// deepseek4's token-id → expert-id routing table ("blk.N.ffn_gate_tid2eid.weight"): its *values* are
+// expert ids.
+bool is_hash_routing_table(std::string_view tensor_name);
+
+// Non-expert tensors whose names carry meaning for the tools.
+std::string shared_expert_down_name(int block);  // "blk.N.ffn_down_shexp.weight": W = ne[0]
+inline constexpr std::string_view kTokenEmbeddingName = "token_embd.weight";
+inline constexpr std::string_view kOutputProjectionName = "output.weight";  // absent: tied embeddings
+bool is_token_embedding(std::string_view tensor_name);
+bool is_norm(std::string_view tensor_name);  // a normalisation weight ("…_norm…")
+// What inspect groups tensors by: "blk.3.ffn_down_exps.weight" → "ffn_down_exps",
+// "output_norm.weight" → "output_norm", "blk.1.exp_probs_b.bias" → "exp_probs_b.bias".
+std::string tensor_class(std::string_view name);
+
+// ---- architectures -----------------------------------------------------------------------------
+
+// Where llama.cpp's loader takes the routed-expert FFN width from.
+enum class ExpertWidthKey : uint8_t {
+    kUnknown,        // not known to gguf-reap: width cuts are refused
+    kExpertKey,      // <arch>.expert_feed_forward_length
+    kExpertKeyOrFf,  // that key, else feed_forward_length / expert_used_count (qwen*moe)
+    kDenseKey,       // <arch>.feed_forward_length, shared with the dense FFNs: cannot change alone
+};
+
+// How the loader sizes the shared experts.
+enum class SharedWidthRule : uint8_t {
+    kFromTensors,         // their own width, unrelated to the routed experts' (or no shared experts)
+    kWidthTimesCount,     // expert_feed_forward_length × expert_shared_count
+    kWidthTimesMaxCount,  // expert_feed_forward_length × max(expert_shared_count, 1) (kimi-*)
+    kEqualsWidth,         // expert_feed_forward_length itself, no count to absorb a change (llama4)
+};
+
+struct ArchInfo {
+    std::string_view name;    // general.architecture
+    std::string_view loader;  // the llama.cpp file the facts were read from ("src/models/deepseek2.cpp")
+    ExpertWidthKey width_key = ExpertWidthKey::kUnknown;
+    SharedWidthRule shared_width = SharedWidthRule::kFromTensors;
+    // Tensors named like expert tensors that are not ("ffn_norm_exps": arctic's [n_embd] norm).
+    std::span<const std::string_view> look_alikes = {};
+};
+
+// The entry of `arch`, or nullptr for an architecture the table does not list (expert tensors are then
+// found by the generic name patterns alone, and width cuts are refused).
+const ArchInfo* arch_info(std::string_view arch);
+// Every listed architecture, sorted by name.
+std::span<const ArchInfo> architectures();
+
+// The keys of `arch` that carry expert facts: "<arch>.expert_count" and so on.
+std::string arch_key(std::string_view arch, std::string_view suffix);
+inline constexpr std::string_view kExpertCountKey = "expert_count";
+inline constexpr std::string_view kExpertUsedCountKey = "expert_used_count";
+inline constexpr std::string_view kExpertSharedCountKey = "expert_shared_count";
+inline constexpr std::string_view kExpertWidthKey = "expert_feed_forward_length";
+inline constexpr std::string_view kDenseWidthKey = "feed_forward_length";
+inline constexpr std::string_view kExpertGroupCountKey = "expert_group_count";
+inline constexpr std::string_view kExpertGroupUsedCountKey = "expert_group_used_count";
+inline constexpr std::string_view kLeadingDenseBlockCountKey = "leading_dense_block_count";
+inline constexpr std::string_view kBlockCountKey = "block_count";
+inline constexpr std::string_view kNextnPredictLayersKey = "nextn_predict_layers";
+
+}  // namespace gguf_reap
