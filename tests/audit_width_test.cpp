@@ -156,6 +156,22 @@ TEST_F(AuditWidthTest, GptOssBiases) {
     EXPECT_EQ(r.findings[0].region, "kept columns");
 }
 
+TEST_F(AuditWidthTest, FusedGateUpBias) {
+    make("--fused-gate-up --exps-bias", 32);
+    AuditReport r = audit(plan());
+    EXPECT_TRUE(r.passed()) << all(r);
+    // The fused bias [2·64, 16] F32 becomes [2·32, 16]: element 32 + j is source element 64 + row[j].
+    const Located gb = locate(out(), "blk.3.ffn_gate_up_exps.bias");
+    ASSERT_EQ(gb.info.ne[0], 64);
+    test::flip_byte(out(), gb.abs + 5 * 64 * 4 + (32 + 9) * 4);
+    r = audit(plan());
+    ASSERT_EQ(r.findings.size(), 1u) << all(r);
+    EXPECT_EQ(r.findings[0].tensor, "blk.3.ffn_gate_up_exps.bias");
+    EXPECT_EQ(r.findings[0].channel, read_plan().row(2, 5)[9]);
+    EXPECT_EQ(r.findings[0].region, "kept columns");
+    EXPECT_NE(r.findings[0].subject.find("(up half)"), std::string::npos) << r.findings[0].subject;
+}
+
 TEST_F(AuditWidthTest, KeeplistAndPlanTogether) {
     auto rk = [&] {
         make("", 32);

@@ -106,8 +106,9 @@ void check_width_output(const ShardSet& src, const ShardSet& out, const Plan& pl
         const uint64_t src_slab = a.size() / static_cast<uint64_t>(E), out_slab = b.size() / N;
         const bool rows = has(s.name, "ffn_gate_exps.weight") || has(s.name, "ffn_up_exps.weight");
         const bool fused = has(s.name, "ffn_gate_up_exps.weight");
+        const bool fused_bias = has(s.name, "ffn_gate_up_exps.bias");  // gate elements, then up elements
         const bool columns = has(s.name, "ffn_down_exps.weight") || has(s.name, "ffn_gate_exps.bias") ||
-                             has(s.name, "ffn_up_exps.bias");
+                             has(s.name, "ffn_up_exps.bias") || fused_bias;
         for (size_t ei = 0; ei < N; ++ei) {
             const int64_t e = kept[ei];
             const uint8_t* from = a.data() + static_cast<uint64_t>(e) * src_slab;
@@ -122,16 +123,22 @@ void check_width_output(const ShardSet& src, const ShardSet& out, const Plan& pl
                         << "expert " << e << " row " << j;
                 }
             } else if (columns) {
-                ASSERT_EQ(o.ne[0], plan.k);
-                const uint64_t elem =
-                    src_slab / static_cast<uint64_t>(n_ff) / static_cast<uint64_t>(axis == 2 ? s.ne[1] : 1);
+                const size_t halves = fused_bias ? 2 : 1;
+                ASSERT_EQ(o.ne[0], static_cast<int64_t>(halves * K));
+                const uint64_t elem = src_slab / static_cast<uint64_t>(n_ff) / halves /
+                                      static_cast<uint64_t>(axis == 2 ? s.ne[1] : 1);
                 const int64_t n_rows = axis == 2 ? s.ne[1] : 1;
                 for (int64_t r = 0; r < n_rows; ++r)
-                    for (size_t j = 0; j < K; ++j)
-                        ASSERT_EQ(std::memcmp(to + (static_cast<uint64_t>(r) * K + j) * elem,
-                                              from + (static_cast<uint64_t>(r * n_ff + ch[j])) * elem, elem),
+                    for (size_t j = 0; j < halves * K; ++j) {
+                        const int64_t c = static_cast<int64_t>(j / K) * n_ff + ch[j % K];
+                        ASSERT_EQ(std::memcmp(to + (static_cast<uint64_t>(r) * halves * K + j) * elem,
+                                              from + static_cast<uint64_t>(
+                                                         r * static_cast<int64_t>(halves) * n_ff + c) *
+                                                         elem,
+                                              elem),
                                   0)
-                            << "expert " << e << " row " << r << " channel " << ch[j];
+                            << "expert " << e << " row " << r << " channel " << c;
+                    }
             } else {
                 if (axis > 0) {
                     EXPECT_EQ(s.ne[0], o.ne[0]);
@@ -231,7 +238,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"--type-exps Q8_0 --type-down F16", 16, true},
         Case{"--type-exps Q4_K --type-down BF16 --embd 256", 64, true},
         Case{"--type-exps F16 --fused-gate-up --scales --probs-bias --router-bias", 32, true},
-        Case{"--arch gpt-oss --type-exps BF16 --exps-bias --shared 0 --router-bias", 24, true}),
+        Case{"--arch gpt-oss --type-exps BF16 --exps-bias --shared 0 --router-bias", 24, true},
+        // A fused gate_up bias [2·n_ff, E] keeps channel c of both halves, as its weight keeps both rows.
+        Case{"--arch gpt-oss --type-exps BF16 --fused-gate-up --exps-bias --shared 0", 24, true}),
     [](const ::testing::TestParamInfo<Case>& i) { return fmt::format("case{}", i.index); });
 
 // A qwen3moe model without <arch>.expert_feed_forward_length (its loader falls back to
