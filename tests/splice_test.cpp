@@ -12,7 +12,7 @@
 #include <set>
 
 #include "io/error.h"
-#include "io/output_checks.h"
+#include "io/preflight.h"
 #include "io/signals.h"
 #include "splice_test_support.h"
 
@@ -176,7 +176,6 @@ TEST(SpliceRun, ProvenanceKeys) {
     REQUIRE_FIXTURES();
     TempDir dir;
     SpliceOptions o;
-    o.keeplist_sha256 = "ab" + std::string(62, 'c');
     o.tool_version = "gguf-reap 9.9.9";
     auto s =
         splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("p"), o);
@@ -190,7 +189,8 @@ TEST(SpliceRun, ProvenanceKeys) {
     EXPECT_EQ(kvs[n_src + 1].type, GgufType::kUint32);
     EXPECT_EQ(kvs[n_src + 1].as_uint(), 16u);
     EXPECT_EQ(kvs[n_src + 2].key, "gguf_reap.keeplist_sha256");
-    EXPECT_EQ(kvs[n_src + 2].as_string(), o.keeplist_sha256);
+    // The sha256 of the keeplist file's bytes (the drop spec's, in ../shared/fixtures/SHA256SUMS).
+    EXPECT_EQ(kvs[n_src + 2].as_string(), "19658b17761727dbaeead502dfd145ae8c4117ebbdaf5402a9a9dbdbada4199e");
     const std::vector<std::vector<uint32_t>> kept = {{1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
                                                      {0, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15},
                                                      {2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}};
@@ -393,11 +393,10 @@ TEST(SplicePreflight, ShardsOfAnotherSetUnderThePrefix) {
 TEST(SplicePreflight, FreeSpaceIsChecked) {
     REQUIRE_FIXTURES();
     TempDir dir;
-    auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), {},
-                        false);
-    s->plan.shards[0].job.size = uint64_t{1} << 62;  // more than any disk
-    SpliceInputs in;
-    const std::string msg = error_of<IoError>([&] { preflight_splice(s->plan, in, dir.file("o"), false); });
+    // The preflight every writing command runs, with an output larger than any disk.
+    const std::string msg = error_of<IoError>([&] {
+        check_outputs({{dir.file("o.gguf"), uint64_t{1} << 62}}, {}, false);
+    });
     EXPECT_NE(msg.find(dir.path().string() + ": not enough free space: the output needs 4096.0 PiB"),
               std::string::npos)
         << msg;
@@ -420,15 +419,15 @@ TEST(SpliceRun, InterruptLeavesNoFinalNameAndNoTemporary) {
     TempDir dir;
     auto s = splice_api(fixture("shards/tiny-deepseek2-IQ2_XXS-00001-of-00003.gguf"), drop_spec("drop-dead"),
                         dir.file("o"), {}, false);
-    ExecuteOptions eo;
-    eo.copy.threads = 2;
-    eo.copy.work_item_bytes = 64 << 10;  // many small items, so the interrupt lands mid-copy
-    eo.copy.buffer_bytes = 64 << 10;
+    CopyOptions co;
+    co.threads = 2;
+    co.work_item_bytes = 64 << 10;  // many small items, so the interrupt lands mid-copy
+    co.buffer_bytes = 64 << 10;
     std::atomic<uint64_t> seen{0};
-    eo.copy.on_progress = [&](uint64_t n) {
+    co.on_progress = [&](uint64_t n) {
         if ((seen += n) > (1 << 20)) set_interrupted_for_test(true);  // "Ctrl-C" after 1 MiB
     };
-    EXPECT_THROW(execute_splice(s->plan, {}, eo), Interrupted);
+    EXPECT_THROW(run_copy_jobs(s->plan.jobs(), s->plan.sources, co), Interrupted);
     set_interrupted_for_test(false);
     EXPECT_GT(seen, 1u << 20);
     EXPECT_LT(seen, s->plan.bytes_written());
@@ -449,9 +448,10 @@ TEST(SpliceRun, WriteFailureLeavesNothing) {
     lim.rlim_cur = 1000000;
     ::setrlimit(RLIMIT_FSIZE, &lim);
     for (bool prealloc : {true, false}) {
-        ExecuteOptions eo;
-        eo.copy.preallocate = prealloc;
-        const std::string msg = error_of<IoError>([&] { execute_splice(s->plan, {}, eo); });
+        CopyOptions co;
+        co.preallocate = prealloc;
+        const std::string msg =
+            error_of<IoError>([&] { run_copy_jobs(s->plan.jobs(), s->plan.sources, co); });
         EXPECT_NE(msg.find("File too large"), std::string::npos) << msg;
         EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 0);
     }

@@ -1,5 +1,5 @@
-// Helpers shared by the splice tests: run the splice pipeline through its public API (as the CLI
-// does), read a planned file's bytes without a disk, hash tensors of a written model.
+// Helpers shared by the splice tests: run ops::splice (what the CLI runs), read a planned file's bytes
+// without a disk, hash tensors of a written model.
 #pragma once
 
 #include <cstring>
@@ -21,45 +21,26 @@
 
 namespace gguf_reap::test {
 
-// Everything a plan borrows, kept alive together.
-struct Spliced {
-    ShardSet model;
-    MoeLayout layout;
-    KeepList keeplist;
-    std::optional<ImatrixFile> imatrix;
-    SplicePlan plan;
-};
-
 inline std::string write_text(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
     return path;
 }
 
-// open → layout → keeplist → plan (→ preflight → execute when `execute`).
-inline std::unique_ptr<Spliced> splice_api(const std::string& model, const std::string& keeplist,
-                                           const std::string& out_prefix, SpliceOptions o = {},
-                                           bool execute = true, const std::string& imatrix_in = "",
-                                           bool force = false) {
-    auto s = std::make_unique<Spliced>(Spliced{ShardSet::open(model), {}, {}, {}, {}});
-    s->layout = build_moe_layout(s->model);
-    s->keeplist = KeepList::load(keeplist);
-    validate_keeplist(s->keeplist, s->layout, keeplist);
-    if (!imatrix_in.empty()) s->imatrix = ImatrixFile::open(imatrix_in);
+// The splice users run (ops::splice, as the CLI calls it), with its options given as the plan's:
+// `execute` false is a dry run (plan and preflight only).
+inline std::unique_ptr<ops::SpliceResult> splice_api(const std::string& model, const std::string& keeplist,
+                                                     const std::string& out_prefix, SpliceOptions o = {},
+                                                     bool execute = true, const std::string& imatrix_in = "",
+                                                     bool force = false) {
+    ops::SpliceRequest q;
+    q.model = model;
+    q.keeplist = keeplist;
+    q.imatrix_in = imatrix_in;
     o.out_prefix = out_prefix;
-    if (o.tool_version.empty()) o.tool_version = "gguf-reap test";
-    if (o.keeplist_sha256.empty()) o.keeplist_sha256 = std::string(64, '0');
-    s->plan = plan_splice(s->model, s->layout, s->keeplist, o, s->imatrix ? &*s->imatrix : nullptr);
-    if (execute) {
-        SpliceInputs in;
-        for (const Shard& sh : s->model.shards()) in.paths.push_back(sh.path);
-        in.paths.push_back(keeplist);
-        if (!imatrix_in.empty()) in.paths.push_back(imatrix_in);
-        Preflight pf = preflight_splice(s->plan, in, out_prefix, force);
-        ExecuteOptions eo;
-        eo.copy.threads = 2;
-        execute_splice(s->plan, pf, eo);
-    }
-    return s;
+    q.options = o;
+    q.dry_run = !execute;
+    q.force = force;
+    return ops::splice(q);
 }
 
 // Bytes [off, off+n) of a planned file, assembled from its segments: what the engine would write.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -10,12 +11,33 @@
 
 #include "cli/command.h"
 #include "io/error.h"
+#include "io/progress.h"
 #include "io/signals.h"
 
 namespace gguf_reap::cli {
 
 void print_json(const nlohmann::ordered_json& doc) {
     std::cout << doc.dump(2) << "\n";
+}
+
+Events cli_events(bool progress) {
+    Events e;
+    e.on_debug = [](const std::string& m) { spdlog::debug("{}", m); };
+    e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
+    e.on_warn = [](const std::string& m) { spdlog::warn("{}", m); };
+    if (!progress || !Progress::stderr_is_terminal()) return e;
+    auto line = std::make_shared<std::unique_ptr<Progress>>();
+    e.on_progress_begin = [line](std::string_view label, uint64_t total) {
+        *line = std::make_unique<Progress>(std::string(label), total, true);
+    };
+    e.on_progress = [line](uint64_t n) {
+        if (*line) (*line)->add(n);
+    };
+    e.on_progress_end = [line] {
+        if (*line) (*line)->finish();
+        line->reset();
+    };
+    return e;
 }
 
 namespace {

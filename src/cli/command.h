@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/events.h"
+
 namespace CLI {
 class App;
 }
@@ -31,5 +33,9 @@ Command add_estimate(CLI::App& app, const GlobalOptions& g);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);
+
+// Events that go to the log (stderr), with a progress line when `progress` is allowed and stderr is
+// a terminal.
+Events cli_events(bool progress);
 
 }  // namespace gguf_reap::cli

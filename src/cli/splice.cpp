@@ -1,25 +1,14 @@
 // gguf-reap splice MODEL [--keeplist K] [--neuron-plan P] -o OUT_PREFIX: write the pruned model as new
 // shards, byte-exact.
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "format/ggml_types.h"
-#include "format/imatrix.h"
 #include "io/error.h"
-#include "io/output_checks.h"
-#include "io/output_lock.h"
-#include "io/progress.h"
-#include "io/sha256.h"
 #include "io/units.h"
-#include "model/keeplist.h"
-#include "model/llama_limits.h"
-#include "model/moe_layout.h"
-#include "model/shard_set.h"
 #include "ops/splice.h"
 
 namespace gguf_reap::cli {
@@ -46,7 +35,7 @@ struct SpliceCli {
     std::string copy_method = "auto";
 };
 
-SpliceOptions splice_options(const SpliceCli& c, const std::string& keeplist_sha) {
+SpliceOptions splice_options(const SpliceCli& c) {
     SpliceOptions o;
     o.out_prefix = c.out;
     const int modes = !c.split_max_size.empty() + (c.split_count > 0) + (c.split_max_tensors > 0);
@@ -68,8 +57,6 @@ SpliceOptions splice_options(const SpliceCli& c, const std::string& keeplist_sha
         o.split_value = c.split_max_tensors;
     }
     o.provenance = !c.no_provenance;
-    o.keeplist_sha256 = keeplist_sha;
-    o.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
     o.imatrix_out = c.imatrix_out;
     return o;
 }
@@ -147,115 +134,25 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
             r->seconds > 0 ? static_cast<double>(r->bytes_written()) / r->seconds / 1e9 : 0.0);
 }
 
-// The outputs read back under ggml's rules: every shard parses, the set opens as one model, and each
-// tensor has the name, type, shape and size the plan gave it. (audit checks the bytes.)
-void verify_outputs(const SplicePlan& plan) {
-    ShardSet out = ShardSet::open(plan.shards.front().job.path);
-    if (out.shards().size() != plan.shards.size() || out.tensors().size() != plan.tensor_count)
-        throw IoError(plan.shards.front().job.path, "the written files do not read back as the planned set");
-    size_t i = 0;
-    for (const PlannedFile& f : plan.shards)
-        for (const PlannedTensor& t : f.tensors) {
-            const TensorInfo& got = out.info(out.tensors()[i++]);
-            if (got.name != t.info.name || got.type != t.info.type || got.ne != t.info.ne ||
-                got.nbytes != t.info.nbytes)
-                throw IoError(f.job.path,
-                              fmt::format("tensor '{}' does not read back as planned", t.info.name));
-        }
-    if (plan.imatrix) ImatrixFile::open(plan.imatrix->job.path);
-}
-
 int run_splice(const SpliceCli& c) {
     if (c.quiet) spdlog::set_level(spdlog::level::warn);
-    if (c.imatrix_in.empty() != c.imatrix_out.empty())
-        throw UsageError("--imatrix-in and --imatrix-out go together: give both or neither");
-    const CopyMethod method = parse_method(c.copy_method);
-
-    if (c.keeplist.empty() && c.neuron_plan.empty())
-        throw UsageError("splice needs --keeplist, --neuron-plan or both: nothing to prune");
-
-    // Open the source, the keeplist and the neuron plan, and check that they fit each other.
-    ShardSet model = ShardSet::open(c.model);
-    const MoeLayout layout = build_moe_layout(model);
-    KeepList kl;
-    if (!c.keeplist.empty()) {
-        kl = KeepList::load(c.keeplist);
-        validate_keeplist(kl, layout, c.keeplist);
-    }
-    std::optional<WidthCut> width;
-    if (!c.neuron_plan.empty()) {
-        width = load_width_cut(model, layout, c.neuron_plan, sha256_file(c.neuron_plan));
-        if (c.keeplist.empty()) kl = keep_all_experts(layout);  // every expert stays, only narrower
-    }
-    for (const std::string& w : llama_cpp_limit_problems(kl.n_keep, layout.block_count))
-        spdlog::warn("the output will not load in llama.cpp: {}", w);
-    std::optional<ImatrixFile> imatrix;
-    if (!c.imatrix_in.empty()) imatrix = ImatrixFile::open(c.imatrix_in);
-
-    // Plan every byte, then check the outputs against the inputs and the disk. Without a keeplist the
-    // recorded keeplist sha256 is that of no bytes at all (docs/splice.md).
-    SpliceOptions so = splice_options(c, c.keeplist.empty() ? sha256_hex("", 0) : sha256_file(c.keeplist));
-    if (width) so.width = &*width;
-    const SplicePlan plan = plan_splice(model, layout, kl, so, imatrix ? &*imatrix : nullptr);
-    SpliceInputs inputs;
-    for (const Shard& s : model.shards()) inputs.paths.push_back(s.path);
-    if (!c.keeplist.empty()) inputs.paths.push_back(c.keeplist);
-    if (!c.neuron_plan.empty()) inputs.paths.push_back(c.neuron_plan);
-    if (imatrix) inputs.paths.push_back(c.imatrix_in);
-    // One writer per output prefix, from before the checks until the set is renamed and read back: a
-    // second splice into the same prefix is refused instead of mixing its shards with ours. (Without
-    // the output directory there is nothing to lock; preflight names the missing directory.)
-    std::optional<OutputLock> lock;
-    if (!c.dry_run && std::filesystem::is_directory(parent_dir(c.out))) lock.emplace(c.out);
-    const Preflight pf = preflight_splice(plan, inputs, c.out, c.force);
-
-    if (c.dry_run) {
-        if (c.json)
-            print_json(report_json(plan, true, nullptr));
-        else
-            print_text(plan, true, nullptr);
-        return kExitOk;
-    }
-
-    // A crashed earlier run may have left temporaries; they are garbage once their writer is gone.
-    for (const CopyJob* job : plan.jobs()) {
-        std::string stem = base_name(job->path);
-        for (const std::string& p : remove_dead_temporaries(parent_dir(job->path), stem))
-            spdlog::info("removed {} (left by an interrupted run)", p);
-    }
-    for (const std::string& p : pf.replaced) spdlog::info("replacing {}", p);
-
-    // Copy.
-    ExecuteOptions eo;
-    eo.copy.method = method;
-    eo.copy.durable = !c.no_fsync;
-    // One thread per output file, each writing its file front to back, is what disks like best; more
-    // threads than files cut files into 256 MiB pieces written in parallel (for fast SSD arrays).
-    const auto files = static_cast<unsigned>(plan.jobs().size());
-    eo.copy.threads =
-        c.threads ? c.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
-    if (eo.copy.threads > files) eo.copy.work_item_bytes = uint64_t{256} << 20;
-    Progress progress("splice", plan.bytes_written(), !c.quiet && Progress::stderr_is_terminal());
-    eo.copy.on_progress = [&progress](uint64_t n) { progress.add(n); };
-    spdlog::debug("copying {} with {} thread(s), method {}", human_bytes(plan.bytes_written()),
-                  eo.copy.threads, copy_method_name(method));
-    CopyReport r;
-    try {
-        r = execute_splice(plan, pf, eo);
-    } catch (...) {
-        progress.finish();
-        throw;
-    }
-    progress.finish();
-    for (const std::string& p : pf.stale_siblings)
-        spdlog::info("removed {} (a shard of the previous set)", p);
-
-    // Read the result back, then report.
-    verify_outputs(plan);
+    ops::SpliceRequest q;
+    q.model = c.model;
+    q.keeplist = c.keeplist;
+    q.neuron_plan = c.neuron_plan;
+    q.imatrix_in = c.imatrix_in;
+    q.options = splice_options(c);
+    q.dry_run = c.dry_run;
+    q.force = c.force;
+    q.durable = !c.no_fsync;
+    q.method = parse_method(c.copy_method);
+    q.threads = c.threads;
+    const auto r = ops::splice(q, cli_events(!c.quiet));
+    const CopyReport* copy = r->copy ? &*r->copy : nullptr;
     if (c.json)
-        print_json(report_json(plan, false, &r));
+        print_json(report_json(r->plan, c.dry_run, copy));
     else
-        print_text(plan, false, &r);
+        print_text(r->plan, c.dry_run, copy);
     return kExitOk;
 }
 

@@ -10,7 +10,7 @@
 
 #include "format/gguf.h"
 #include "io/input_file.h"
-#include "io/output_checks.h"
+#include "io/preflight.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/audit.h"

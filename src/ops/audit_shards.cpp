@@ -11,7 +11,7 @@
 #include "format/ggml_types.h"
 #include "io/checked.h"
 #include "io/error.h"
-#include "io/output_checks.h"
+#include "io/preflight.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

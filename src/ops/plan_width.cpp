@@ -17,8 +17,8 @@
 
 #include "format/imatrix.h"
 #include "io/error.h"
-#include "io/output_checks.h"
 #include "io/output_file.h"
+#include "io/preflight.h"
 #include "io/sha256.h"
 #include "io/signals.h"
 #include "model/moe_layout.h"

@@ -35,7 +35,7 @@
 #include "format/imatrix.h"
 #include "io/checked.h"
 #include "io/error.h"
-#include "io/output_checks.h"
+#include "io/preflight.h"
 #include "io/sha256.h"
 #include "io/signals.h"
 #include "model/moe_layout.h"

@@ -28,6 +28,7 @@
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "model/width.h"
+#include "ops/events.h"
 #include "ops/neuron_plan.h"
 
 namespace gguf_reap {
@@ -148,25 +149,43 @@ PlannedFile plan_imatrix_prune(const ImatrixFile& imatrix, uint32_t source_index
                                const MoeLayout& layout, const KeepList& keeplist, const std::string& out_path,
                                const WidthCut* width = nullptr);
 
-// What must hold before the first byte is written. Throws UsageError when an output is an input
-// (same device and inode, symlinks followed) or exists without `force`, or when two outputs collide;
-// IoError when the output directory is missing or lacks the space the plan needs.
-struct SpliceInputs {
-    std::vector<std::string> paths;  // model shards, keeplist, imatrix
-};
-struct Preflight {
-    std::vector<std::string> replaced;        // existing outputs that --force will replace
-    std::vector<std::string> stale_siblings;  // PREFIX-*-of-* files of another shard count (removed after)
-    uint64_t bytes_needed = 0;
-};
-Preflight preflight_splice(const SplicePlan& plan, const SpliceInputs& inputs, const std::string& out_prefix,
-                           bool force);
+namespace ops {
 
-struct ExecuteOptions {
-    CopyOptions copy;
+// One `gguf-reap splice`, as the CLI and the tests run it.
+struct SpliceRequest {
+    std::string model;        // any shard of the source
+    std::string keeplist;     // "" with a neuron plan only: every expert is kept
+    std::string neuron_plan;  // "" = no width cut
+    std::string imatrix_in;   // with imatrix_out: also prune this imatrix
+    SpliceOptions options;  // output prefix, split, provenance, imatrix_out (keeplist/plan hashes: set here)
+    bool dry_run = false;   // plan and preflight only
+    bool force = false;     // replace existing outputs (never an input)
+    bool durable = true;    // fsync before and after the rename (--no-fsync: false)
+    CopyMethod method = CopyMethod::kAuto;
+    unsigned threads = 0;  // 0: one per output file, at most 4 and the cores
 };
-// Runs the copy engine over every output file. Afterwards removes preflight.stale_siblings so the new
-// set is the only one under its prefix.
-CopyReport execute_splice(const SplicePlan& plan, const Preflight& preflight, const ExecuteOptions& options);
+
+// Everything a splice decided and did. It owns what the plan borrows.
+struct SpliceResult {
+    explicit SpliceResult(ShardSet m) : model(std::move(m)) {}
+    ShardSet model;
+    MoeLayout layout;
+    KeepList keeplist;
+    std::optional<WidthCut> width;
+    std::optional<ImatrixFile> imatrix;
+    SplicePlan plan;
+    std::vector<std::string> replaced;             // existing outputs that were (or would be) replaced
+    std::vector<std::string> stale_siblings;       // shards of another set under the prefix, removed
+    std::vector<std::string> removed_temporaries;  // left by an interrupted run, removed
+    unsigned threads = 0;
+    std::optional<CopyReport> copy;  // absent for a dry run
+};
+
+// open → validate → plan → lock → preflight → (dry run stops here) → copy → read back. Throws
+// UsageError / InputError / IoError / Interrupted; an output set is complete under its final names or
+// not there at all.
+std::unique_ptr<SpliceResult> splice(const SpliceRequest& request, const Events& events = {});
+
+}  // namespace ops
 
 }  // namespace gguf_reap

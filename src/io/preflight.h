@@ -1,6 +1,6 @@
-// Questions asked about output paths before the first byte is written: is this the same file as an
-// input (device + inode, symlinks followed), how much space is free there, and which temporaries left
-// by a crashed run can go.
+// The preflight: what every command that writes files checks before its first byte. Is an output the
+// same file as an input (device + inode, symlinks followed), does it exist already, is there room on
+// its filesystem, and which temporaries left by a crashed run can go.
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "io/paths.h"
 
 namespace gguf_reap {
 
@@ -25,11 +27,6 @@ std::optional<FileIdentity> file_identity(const std::string& path);
 // True when `path` exists as a directory entry (lstat: a dangling symlink exists).
 bool path_exists(const std::string& path);
 
-// The directory a file will be written into ("." for a bare name).
-std::string parent_dir(const std::string& path);
-// The file name without its directory ("model-00001-of-00002.gguf").
-std::string base_name(const std::string& path);
-
 // Bytes an unprivileged writer may still use in the filesystem holding `dir` (statvfs f_bavail), and
 // that filesystem's device. Throws IoError.
 struct FreeSpace {
@@ -37,6 +34,23 @@ struct FreeSpace {
     uint64_t available = 0;
 };
 FreeSpace free_space(const std::string& dir);
+
+// Checks a set of output files (path, exact size) against the inputs before anything is written:
+// their directories exist, no output is an input or another output, an existing output is replaced
+// only with `force` (never a directory), and every filesystem has room for what goes on it. Throws
+// UsageError / IoError naming the file; returns the outputs `force` will replace.
+struct PlannedOutput {
+    std::string path;
+    uint64_t size = 0;
+};
+struct OutputCheck {
+    std::vector<std::string> replaced;
+    uint64_t bytes_needed = 0;
+};
+OutputCheck check_outputs(const std::vector<PlannedOutput>& outputs, const std::vector<std::string>& inputs,
+                          bool force);
+// The path of `inputs` that is the same file as `path`, or nullptr.
+const std::string* same_file_as(const std::string& path, const std::vector<std::string>& inputs);
 
 // Removes "<dir>/.<name>.gguf-reap-tmp.<pid>.<n>" temporaries of the output file `name` whose writing
 // process no longer exists (a crash, a SIGKILL, a power cut). Temporaries of live processes are left
