@@ -84,7 +84,7 @@ class PlanWidthTest : public ::testing::Test {
     }
     std::string usage_error(const PlanWidthOptions& o) {
         try {
-            plan_width(o);
+            ops::plan_width(o);
         } catch (const UsageError& e) {
             std::string what = e.what();
             for (size_t at; (at = what.find(dir_.path().string() + "/")) != std::string::npos;)
@@ -123,7 +123,7 @@ TEST_F(PlanWidthTest, PlanHoldsTopChannelsInRankOrderWithReceipt) {
     write_gguf_imatrix(
         dir_.file("a.gguf"),
         {{1, {{1, 4, 2, 3, /**/ 5, 5, 0, 1}, {10, 10}}}, {3, {{0, 2, 8, 6, /**/ 0, 0, 0, 0}, {7, 0}}}}, 4, 2);
-    const PlanWidthResult r = plan_width(opts(2, {{"chat", dir_.file("a.gguf")}}));
+    const PlanWidthResult r = ops::plan_width(opts(2, {{"chat", dir_.file("a.gguf")}}));
     EXPECT_EQ(r.k, 2);
     EXPECT_EQ(r.native_width, 4);
     EXPECT_EQ(r.expert_count, 2);
@@ -175,12 +175,13 @@ TEST_F(PlanWidthTest, SumIsFloat32InDomainOrder) {
     write_gguf_imatrix(dir_.file("a.gguf"), {{1, {{big, big}, {1}}}}, 2, 1);
     write_gguf_imatrix(dir_.file("b.gguf"), {{1, {{0, 1}, {1}}}}, 2, 1);
     write_gguf_imatrix(dir_.file("c.gguf"), {{1, {{0, 1}, {1}}}}, 2, 1);
-    plan_width(opts(1, {{"a", dir_.file("a.gguf")}, {"b", dir_.file("b.gguf")}, {"c", dir_.file("c.gguf")}}));
+    ops::plan_width(
+        opts(1, {{"a", dir_.file("a.gguf")}, {"b", dir_.file("b.gguf")}, {"c", dir_.file("c.gguf")}}));
     EXPECT_EQ(channels_row(0), (std::vector<int64_t>{0}));
     PlanWidthOptions o =
         opts(1, {{"c", dir_.file("c.gguf")}, {"b", dir_.file("b.gguf")}, {"a", dir_.file("a.gguf")}});
     o.force = true;
-    plan_width(o);
+    ops::plan_width(o);
     EXPECT_EQ(channels_row(0), (std::vector<int64_t>{1}));
 }
 
@@ -189,7 +190,8 @@ TEST_F(PlanWidthTest, LegacyDatWithExpertCountFromGgufAndDeadExperts) {
     // domain alone decides expert 0; expert 1's .dat values decide its order.
     write_gguf_imatrix(dir_.file("a.gguf"), {{1, {{1, 2, 3, /**/ 0, 0, 0}, {5, 0}}}}, 3, 2);
     write_dat_imatrix(dir_.file("b.dat"), {{1, {3, 3, 3, /**/ 9, 1, 4}}}, 3);
-    const PlanWidthResult r = plan_width(opts(2, {{"a", dir_.file("a.gguf")}, {"b", dir_.file("b.dat")}}));
+    const PlanWidthResult r =
+        ops::plan_width(opts(2, {{"a", dir_.file("a.gguf")}, {"b", dir_.file("b.dat")}}));
     EXPECT_EQ(channels_row(0), (std::vector<int64_t>{2, 1}));
     EXPECT_EQ(channels_row(1), (std::vector<int64_t>{0, 2}));
     ASSERT_EQ(r.notes.size(), 1u);
@@ -234,7 +236,7 @@ TEST_F(PlanWidthTest, BadValuesAreNamed) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     write_gguf_imatrix(dir_.file("a.gguf"), {{1, {{1, 2, /**/ nan, 4}, {1, 1}}}}, 2, 2);
     try {
-        plan_width(opts(1, {{"a", dir_.file("a.gguf")}}));
+        ops::plan_width(opts(1, {{"a", dir_.file("a.gguf")}}));
         FAIL() << "no error";
     } catch (const InputError& e) {
         EXPECT_EQ(e.field(), "entry 'blk.1.ffn_down_exps.weight' expert 1");
@@ -242,7 +244,7 @@ TEST_F(PlanWidthTest, BadValuesAreNamed) {
     }
     write_gguf_imatrix(dir_.file("b.gguf"), {{1, {{1, -2}, {1}}}}, 2, 1);
     try {
-        plan_width(opts(1, {{"b", dir_.file("b.gguf")}}));
+        ops::plan_width(opts(1, {{"b", dir_.file("b.gguf")}}));
         FAIL() << "no error";
     } catch (const InputError& e) {
         EXPECT_EQ(e.detail(), "holds negative or infinite values (sums of squares cannot be)");
@@ -295,7 +297,7 @@ TEST_F(PlanWidthModelTest, WidthRulesApply) {
               "deepseek2.expert_shared_count must become W / K = 64 / 48, which is not a whole number; legal "
               "widths are {1, 2, 4, 8, 16, 32, 64}");
     o.k = 32;
-    const PlanWidthResult r = plan_width(o);
+    const PlanWidthResult r = ops::plan_width(o);
     EXPECT_EQ(r.receipt["model"]["legal_widths"], nlohmann::json::array({1, 2, 4, 8, 16, 32, 64}));
     EXPECT_EQ(r.receipt["model"]["architecture"], "deepseek2");
     // Values (i·37) mod 64 over expert 0's channels: channel c scores (37c) mod 64; the top one is c

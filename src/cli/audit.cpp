@@ -1,10 +1,8 @@
 // gguf-reap audit OUTPUT [--source MODEL [--keeplist K]] [--manifest FILE] [--manifest-out FILE] [--json]:
 // prove a pruned model from the disk. Exit 0 pass, 1 findings, 2 bad input.
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
@@ -155,37 +153,21 @@ void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written)
 }
 
 int run_audit_cli(const AuditCli& c) {
-    AuditOptions o;
-    o.output = c.output;
-    if (!c.source.empty()) o.source = c.source;
-    if (!c.keeplist.empty()) o.keeplist = c.keeplist;
-    if (!c.neuron_plan.empty()) o.neuron_plan = c.neuron_plan;
-    if (!c.manifest.empty()) o.manifest = c.manifest;
-    o.compute_manifest = !c.manifest_out.empty();
-    o.threads = c.threads;
-    std::vector<std::string> inputs{c.output};
-    for (const auto* p : {&c.source, &c.keeplist, &c.neuron_plan, &c.manifest})
-        if (!p->empty()) inputs.push_back(*p);
-    // Refuse an unusable destination now rather than after reading the whole model.
-    if (!c.manifest_out.empty()) check_manifest_destination(c.manifest_out, inputs, c.force);
-
-    const AuditReport r = run_audit(o);
-
-    bool written = false;
-    if (r.manifest && r.passed()) {
-        for (const auto& s : r.shards) inputs.push_back(s.path);
-        check_manifest_destination(c.manifest_out, inputs, c.force);
-        save_manifest(*r.manifest, c.manifest_out);
-        written = true;
-    } else if (r.manifest) {
-        // Hashes of a wrong output must not travel as if they vouched for it.
-        spdlog::warn("manifest not written: the audit found {} finding(s)", r.findings.size());
-    }
+    ops::AuditRequest q;
+    q.options.output = c.output;
+    if (!c.source.empty()) q.options.source = c.source;
+    if (!c.keeplist.empty()) q.options.keeplist = c.keeplist;
+    if (!c.neuron_plan.empty()) q.options.neuron_plan = c.neuron_plan;
+    if (!c.manifest.empty()) q.options.manifest = c.manifest;
+    q.options.threads = c.threads;
+    q.manifest_out = c.manifest_out;
+    q.force = c.force;
+    const ops::AuditOutcome o = ops::audit(q, cli_events(false));
     if (c.json)
-        print_json(report_json(c, r, written));
+        print_json(report_json(c, o.report, o.manifest_written));
     else
-        report_text(c, r, written);
-    return r.passed() ? kExitOk : kExitFindings;
+        report_text(c, o.report, o.manifest_written);
+    return o.report.passed() ? kExitOk : kExitFindings;
 }
 
 }  // namespace

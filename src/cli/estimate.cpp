@@ -9,7 +9,6 @@
 #include "cli/command.h"
 #include "io/error.h"
 #include "io/units.h"
-#include "model/shard_set.h"
 #include "ops/estimate.h"
 
 namespace gguf_reap::cli {
@@ -209,6 +208,7 @@ void print_text(const Estimate& e) {
 int run_estimate(const EstimateCli& c) {
     // Options first, so that a typo fails before a large model is opened.
     EstimateInputs in;
+    in.model = c.model;
     in.keeplist_path = c.keeplist;
     in.neuron_plan_path = c.neuron_plan;
     in.tp = parse_tp_list(c.tp);
@@ -219,8 +219,7 @@ int run_estimate(const EstimateCli& c) {
     in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
 
     // Open, read the keeplist / plan as splice would, compute, report.
-    const ShardSet model = ShardSet::open(c.model);
-    const Estimate e = estimate_model(model, in);
+    const Estimate e = ops::estimate(in);
     if (c.json)
         print_json(estimate_json(e, c));
     else

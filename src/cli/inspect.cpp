@@ -14,7 +14,7 @@
 #include "io/error.h"
 #include "io/units.h"
 #include "model/shard_set.h"
-#include "ops/model_summary.h"
+#include "ops/inspect.h"
 
 namespace gguf_reap::cli {
 
@@ -206,21 +206,17 @@ void model_text(const ShardSet& model, const ModelSummary& s, bool with_tensors)
 }
 
 int run_inspect(const InspectOptions& o) {
-    const ImatrixKind kind = detect_imatrix(o.path);
-    if (kind != ImatrixKind::kNotImatrix) {
-        ImatrixFile im = ImatrixFile::open(o.path);
+    const ops::InspectResult r = ops::inspect(o.path);
+    if (r.imatrix) {
         if (o.json)
-            print_json(imatrix_json(im, o.tensors));
+            print_json(imatrix_json(*r.imatrix, o.tensors));
         else
-            imatrix_text(im, o.tensors);
-        return kExitOk;
+            imatrix_text(*r.imatrix, o.tensors);
+    } else if (o.json) {
+        print_json(model_json(*r.model, r.summary, o.tensors));
+    } else {
+        model_text(*r.model, r.summary, o.tensors);
     }
-    ShardSet model = ShardSet::open(o.path);
-    ModelSummary s = summarize_model(model);
-    if (o.json)
-        print_json(model_json(model, s, o.tensors));
-    else
-        model_text(model, s, o.tensors);
     return kExitOk;
 }
 

@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
@@ -51,8 +50,7 @@ int run_plan_width(const PlanWidthCli& c) {
     o.model = c.model;
     o.force = c.force;
     o.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
-    const PlanWidthResult r = plan_width(o);
-    for (const auto& n : r.notes) spdlog::info("{}", n);
+    const PlanWidthResult r = ops::plan_width(o, cli_events(false));
     if (c.json) {
         nlohmann::ordered_json j = r.receipt;
         j["files"] = {{"plan", r.plan_path}, {"receipt", r.receipt_path}};

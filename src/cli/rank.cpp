@@ -1,12 +1,9 @@
 // gguf-reap rank --imatrix NAME=FILE ... (--keep N | --prune N | --ratio R) --out DIR: score experts
 // from imatrix files and write keeplist.json, ranking.npz and REAP-KEEPLIST-RECEIPT.md.
-#include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
@@ -88,7 +85,9 @@ RankOptions to_options(const RankCli& c) {
     return o;
 }
 
-void print_text(const RankInput& in, const RankResult& r, const std::string& out) {
+void print_text(const ops::RankOutcome& o) {
+    const RankInput& in = o.input;
+    const RankResult& r = o.result;
     std::cout << fmt::format(
         "ranked {} MoE blocks × {} experts from {} domain(s) ({}), criterion {}, consensus {}\n",
         r.blocks.size(), r.expert_count, in.domains.size(), fmt::join(r.domain_names, ", "),
@@ -109,36 +108,22 @@ void print_text(const RankInput& in, const RankResult& r, const std::string& out
         std::cout << fmt::format("kept {} more protected experts (see {})\n",
                                  r.protected_experts.size() - shown, kReceiptFile);
     std::cout << "safety margin: " << safety_margin_sentence(r) << "\n";
-    const std::filesystem::path base(out);
-    std::cout << fmt::format("wrote {}, {}, {}\n", (base / kKeeplistFile).string(),
-                             (base / kRankingFile).string(), (base / kReceiptFile).string());
+    std::cout << fmt::format("wrote {}, {}, {}\n", o.keeplist_path, o.ranking_path, o.receipt_path);
 }
 
 int run_rank(const RankCli& c) {
-    const RankOptions opts = to_options(c);
-    // Read → decide → write → report.
-    using clock = std::chrono::steady_clock;
-    const auto t0 = clock::now();
-    const RankInput in = load_rank_input(opts);
-    const auto t1 = clock::now();
-    for (const auto& n : in.notes) spdlog::info("{}", n);
-    const RankResult r = rank_experts(in, opts);
-    const auto t2 = clock::now();
-    write_rank_outputs(in, r, c.out, c.force, opts.threads);
-    const auto t3 = clock::now();
-    const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
-    spdlog::debug("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0), sec(t2 - t1),
-                  sec(t3 - t2));
-    for (const auto& w : r.warnings) spdlog::warn("{}", w);
+    ops::RankRequest q;
+    q.options = to_options(c);
+    q.out_dir = c.out;
+    q.force = c.force;
+    const ops::RankOutcome o = ops::rank(q, cli_events(false));
     if (c.json) {
-        nlohmann::ordered_json j = rank_summary_json(in, r);
-        const std::filesystem::path base(c.out);
-        j["files"] = {{"keeplist", (base / kKeeplistFile).string()},
-                      {"ranking", (base / kRankingFile).string()},
-                      {"receipt", (base / kReceiptFile).string()}};
+        nlohmann::ordered_json j = rank_summary_json(o.input, o.result);
+        j["files"] = {
+            {"keeplist", o.keeplist_path}, {"ranking", o.ranking_path}, {"receipt", o.receipt_path}};
         print_json(j);
     } else {
-        print_text(in, r, c.out);
+        print_text(o);
     }
     return kExitOk;
 }

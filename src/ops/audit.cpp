@@ -132,4 +132,30 @@ AuditReport run_audit(const AuditOptions& o) {
     return r;
 }
 
+namespace ops {
+
+AuditOutcome audit(const AuditRequest& q, const Events& events) {
+    AuditOptions o = q.options;
+    o.compute_manifest = !q.manifest_out.empty();
+    std::vector<std::string> inputs{o.output};
+    for (const auto* p : {&o.source, &o.keeplist, &o.neuron_plan, &o.manifest})
+        if (*p) inputs.push_back(**p);
+    // Refuse an unusable destination now rather than after reading the whole model.
+    if (o.compute_manifest) check_manifest_destination(q.manifest_out, inputs, q.force);
+
+    AuditOutcome r{run_audit(o), false};
+    if (r.report.manifest && r.report.passed()) {
+        for (const auto& s : r.report.shards) inputs.push_back(s.path);
+        check_manifest_destination(q.manifest_out, inputs, q.force);
+        save_manifest(*r.report.manifest, q.manifest_out);
+        r.manifest_written = true;
+    } else if (r.report.manifest) {
+        events.warn(
+            fmt::format("manifest not written: the audit found {} finding(s)", r.report.findings.size()));
+    }
+    return r;
+}
+
+}  // namespace ops
+
 }  // namespace gguf_reap

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/events.h"
 #include "ops/manifest.h"
 
 namespace gguf_reap {
@@ -117,5 +118,22 @@ struct AuditReport {
 // Runs the audit. Throws InputError/UsageError (bad source, keeplist, manifest, or an OUTPUT that is
 // not a GGUF file at all), IoError, Interrupted.
 AuditReport run_audit(const AuditOptions& opts);
+
+namespace ops {
+
+// One `gguf-reap audit`: the audit, then the manifest of the output when one is asked for and the
+// audit passed (hashes of a wrong output must not travel as if they vouched for it).
+struct AuditRequest {
+    AuditOptions options;  // compute_manifest is set from manifest_out
+    std::string manifest_out;
+    bool force = false;  // replace an existing manifest_out
+};
+struct AuditOutcome {
+    AuditReport report;
+    bool manifest_written = false;
+};
+AuditOutcome audit(const AuditRequest& request, const Events& events = {});
+
+}  // namespace ops
 
 }  // namespace gguf_reap

@@ -448,4 +448,13 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
     return e;
 }
 
+namespace ops {
+
+Estimate estimate(const EstimateInputs& inputs) {
+    const ShardSet model = ShardSet::open(inputs.model);
+    return estimate_model(model, inputs);
+}
+
+}  // namespace ops
+
 }  // namespace gguf_reap

@@ -21,6 +21,7 @@
 namespace gguf_reap {
 
 struct EstimateInputs {
+    std::string model;                  // any shard (ops::estimate opens it)
     std::string keeplist_path;          // "" = keep every expert
     std::string neuron_plan_path;       // "" = native expert width
     std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees; N = 1 is always added first
@@ -99,6 +100,11 @@ struct Estimate {
 // Reads, validates (validate_keeplist; read_neuron_plan and check_width) and computes. Throws
 // UsageError / InputError / IoError.
 Estimate estimate_model(const ShardSet& model, const EstimateInputs& inputs);
+
+namespace ops {
+// One `gguf-reap estimate`: opens inputs.model, then estimate_model.
+Estimate estimate(const EstimateInputs& inputs);
+}  // namespace ops
 
 // The per-token KV cache of `model` (exposed for tests).
 KvFigures kv_cache_figures(const ShardSet& model);

@@ -138,7 +138,7 @@ std::string default_receipt_path(const std::string& plan_path) {
     return plan_path + ".json";
 }
 
-PlanWidthResult plan_width(const PlanWidthOptions& opts) {
+PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& events) {
     PlanWidthResult res;
     // Check the options and the outputs before reading anything.
     if (opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
@@ -388,6 +388,7 @@ PlanWidthResult plan_width(const PlanWidthOptions& opts) {
     OutputFile out(res.receipt_path);
     out.write_at(0, text.data(), text.size());
     out.commit();
+    for (const auto& n : res.notes) events.info(n);
     return res;
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/events.h"
 #include "ops/rank.h"
 
 namespace gguf_reap {
@@ -45,10 +46,13 @@ struct PlanWidthResult {
     std::vector<std::string> notes;  // what was derived or skipped, and why
 };
 
-// Reads every input, ranks, writes the plan and its receipt (each under a temporary name, then
-// renamed; the receipt last). Throws UsageError (bad K, inputs that do not fit together, outputs that
-// exist without force), InputError (bad files), IoError, Interrupted.
-PlanWidthResult plan_width(const PlanWidthOptions& opts);
+namespace ops {
+// One `gguf-reap plan-width`: reads every input, ranks, writes the plan and its receipt (each under a
+// temporary name, then renamed; the receipt last), and reports the notes (info). Throws UsageError (bad
+// K, inputs that do not fit together, outputs that exist without force), InputError (bad files),
+// IoError, Interrupted.
+PlanWidthResult plan_width(const PlanWidthOptions& opts, const Events& events = {});
+}  // namespace ops
 
 // "plan.npz" → "plan.json"; other names get ".json" appended.
 std::string default_receipt_path(const std::string& plan_path);

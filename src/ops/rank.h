@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/keeplist.h"
+#include "ops/events.h"
 
 namespace gguf_reap {
 
@@ -195,6 +196,24 @@ nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankResult& 
 // refused unless `force`. `threads` build them in parallel (0: one per core). Throws UsageError / IoError.
 void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force,
                         int threads = 0);
+
+namespace ops {
+
+// One `gguf-reap rank`: read → decide → write the three files into out_dir.
+struct RankRequest {
+    RankOptions options;
+    std::string out_dir;
+    bool force = false;
+};
+struct RankOutcome {
+    RankInput input;
+    RankResult result;
+    std::string keeplist_path, ranking_path, receipt_path;
+};
+// Reports each input note (info), the time of each step (debug) and the result's warnings (warn).
+RankOutcome rank(const RankRequest& request, const Events& events = {});
+
+}  // namespace ops
 
 // Spearman rank correlation (average ranks for ties); NaN when either side is constant or n < 2.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);

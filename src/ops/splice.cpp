@@ -80,7 +80,8 @@ void read_back(const SplicePlan& plan) {
             const TensorInfo& got = out.info(out.tensors()[i++]);
             if (got.name != t.info.name || got.type != t.info.type || got.ne != t.info.ne ||
                 got.nbytes != t.info.nbytes)
-                throw IoError(f.job.path, fmt::format("tensor '{}' does not read back as planned", t.info.name));
+                throw IoError(f.job.path,
+                              fmt::format("tensor '{}' does not read back as planned", t.info.name));
         }
     if (plan.imatrix) ImatrixFile::open(plan.imatrix->job.path);
 }
@@ -142,7 +143,8 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     co.method = q.method;
     co.durable = q.durable;
     const auto files = static_cast<unsigned>(r->plan.jobs().size());
-    co.threads = q.threads ? q.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
+    co.threads =
+        q.threads ? q.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
     if (co.threads > files) co.work_item_bytes = uint64_t{256} << 20;
     r->threads = co.threads;
     events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(r->plan.bytes_written()),

@@ -1,4 +1,4 @@
-#include "ops/model_summary.h"
+#include "ops/inspect.h"
 
 #include <algorithm>
 #include <map>
@@ -59,5 +59,20 @@ ModelSummary summarize_model(const ShardSet& model) {
                      [](const ClassTypeRow& a, const ClassTypeRow& b) { return a.bytes > b.bytes; });
     return s;
 }
+
+namespace ops {
+
+InspectResult inspect(const std::string& path) {
+    InspectResult r;
+    if (detect_imatrix(path) != ImatrixKind::kNotImatrix) {
+        r.imatrix = ImatrixFile::open(path);
+        return r;
+    }
+    r.model = ShardSet::open(path);
+    r.summary = summarize_model(*r.model);
+    return r;
+}
+
+}  // namespace ops
 
 }  // namespace gguf_reap

@@ -1,10 +1,13 @@
-// What a model holds and what it costs to run: the figures `inspect` (and later `estimate`) print.
+// inspect: what a model holds and what it costs to run (the figures `inspect` prints), or what an
+// imatrix file holds.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "format/imatrix.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 
@@ -45,5 +48,17 @@ struct ModelSummary {
 };
 
 ModelSummary summarize_model(const ShardSet& model);
+
+namespace ops {
+
+// One `gguf-reap inspect PATH`: an imatrix (GGUF or legacy .dat) or a model (any shard).
+struct InspectResult {
+    std::optional<ImatrixFile> imatrix;
+    std::optional<ShardSet> model;
+    ModelSummary summary;  // models only
+};
+InspectResult inspect(const std::string& path);
+
+}  // namespace ops
 
 }  // namespace gguf_reap
