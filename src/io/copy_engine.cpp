@@ -22,6 +22,7 @@
 #include "io/checked.h"
 #include "io/error.h"
 #include "io/output_file.h"
+#include "io/parallel.h"
 #include "io/signals.h"
 
 namespace gguf_reap {
@@ -582,23 +583,9 @@ void preallocate(OutputFile& out, uint64_t size) {
 
 // fsync of every temporary, in parallel: the flushes overlap on the device instead of queueing.
 void flush_all(std::vector<std::unique_ptr<OutputFile>>& outputs, unsigned threads) {
-    std::atomic<size_t> next{0};
-    std::mutex m;
-    std::exception_ptr error;
-    auto run = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < outputs.size();) {
-            if (::fdatasync(outputs[i]->fd()) != 0) {
-                std::lock_guard<std::mutex> lock(m);
-                if (!error)
-                    error = std::make_exception_ptr(IoError(outputs[i]->final_path(), "fsync", errno));
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < std::min<size_t>(threads, outputs.size()); ++t) pool.emplace_back(run);
-    run();
-    for (auto& t : pool) t.join();
-    if (error) std::rethrow_exception(error);
+    parallel_for(outputs.size(), static_cast<int>(threads), [&](size_t i) {
+        if (::fdatasync(outputs[i]->fd()) != 0) throw IoError(outputs[i]->final_path(), "fsync", errno);
+    });
 }
 
 }  // namespace
@@ -728,12 +715,7 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     const size_t buffer = std::max(
         kMinBuffer,
         std::min(options.buffer_bytes, kBufferBudget / (threads * (pipelined ? kPipelineBuffers : 1))));
-    {
-        std::vector<std::thread> pool;
-        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(s), buffer, pipelined);
-        worker(s, buffer, pipelined);
-        for (auto& t : pool) t.join();
-    }
+    run_workers(threads, [&](size_t) { worker(s, buffer, pipelined); });
     if (s.error) std::rethrow_exception(s.error);
 
     // Complete: flush everything, then rename. A failure in between takes back the renames done.

@@ -8,7 +8,7 @@
 
 #include "io/error.h"
 #include "io/input_file.h"
-#include "io/signals.h"
+#include "io/sequential_reader.h"
 
 namespace gguf_reap {
 
@@ -86,15 +86,8 @@ bool is_sha256_hex(std::string_view s) {
 
 std::string sha256_file(const InputFile& f) {
     Sha256 h;
-    std::vector<uint8_t> buf(size_t{1} << 20);
     f.advise_sequential(0, f.size());
-    for (uint64_t at = 0; at < f.size();) {
-        check_interrupted();
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.size() - at));
-        f.read(at, buf.data(), n);  // IoError if the file shrank meanwhile
-        h.update(buf.data(), n);
-        at += n;
-    }
+    read_sequential(f, 0, f.size(), size_t{1} << 20, [&](std::span<const uint8_t> v) { h.update(v); });
     return h.finish_hex();
 }
 

@@ -42,7 +42,8 @@ std::string to_hex(std::span<const uint8_t> bytes);
 std::string sha256_hex(const void* data, size_t n);
 class InputFile;
 // The digest of a whole file, lower-case hex (what sha256sum prints), read front to back with pread
-// through a 1 MiB buffer; stops with Interrupted on SIGINT/SIGTERM. IoError when it cannot be read.
+// through a SequentialReader of 1 MiB; stops with Interrupted on SIGINT/SIGTERM. IoError when it cannot be
+// read.
 std::string sha256_file(const InputFile& f);
 std::string sha256_file(const std::string& path);
 // True for exactly 64 lower-case hex digits (the form sha256sum prints).

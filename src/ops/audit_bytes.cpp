@@ -14,10 +14,11 @@
 
 #include "format/ggml_types.h"
 #include "io/error.h"
+#include "io/parallel.h"
+#include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/signals.h"
 #include "ops/audit_internal.h"
-#include "ops/parallel.h"
 
 namespace gguf_reap::audit_detail {
 
@@ -95,45 +96,6 @@ std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>
     return pieces;
 }
 
-// Forward reads through one fixed buffer: a refill is one large pread starting at the requested offset
-// and reaching at most `fill_limit`, so a gathered source is read without crossing into the next tensor.
-class StreamReader {
-  public:
-    // `prefetch`: after each refill, ask the kernel to start reading the next window (WILLNEED), so the
-    // disk works while the current window is compared: double buffering through the page cache.
-    StreamReader(const InputFile& f, size_t cap, bool prefetch = false)
-        : file_(f), cap_(cap), prefetch_(prefetch) {}
-
-    std::span<const uint8_t> view(uint64_t off, uint64_t want, uint64_t fill_limit) {
-        if (off >= start_ && off - start_ < len_) {
-            const uint64_t avail = len_ - (off - start_);
-            return {buf_.get() + (off - start_), static_cast<size_t>(std::min(avail, want))};
-        }
-        if (!buf_) buf_ = std::make_unique_for_overwrite<uint8_t[]>(cap_);
-        const uint64_t limit = std::min<uint64_t>(std::max(fill_limit, off + want), file_.size());
-        const uint64_t n = std::min<uint64_t>(cap_, limit > off ? limit - off : want);
-        if (prefetch_ && off + n < limit)
-            ::posix_fadvise(file_.fd(), static_cast<off_t>(off + n),
-                            static_cast<off_t>(std::min<uint64_t>(cap_, limit - off - n)),
-                            POSIX_FADV_WILLNEED);
-        file_.read(off, buf_.get(), static_cast<size_t>(n));  // IoError if the file shrank meanwhile
-        start_ = off;
-        len_ = n;
-        bytes_read_ += n;
-        return {buf_.get(), static_cast<size_t>(std::min(n, want))};
-    }
-    uint64_t bytes_read() const { return bytes_read_; }
-
-  private:
-    const InputFile& file_;
-    size_t cap_;
-    bool prefetch_;
-    std::unique_ptr<uint8_t[]> buf_;
-    uint64_t start_ = 0;
-    uint64_t len_ = 0;
-    uint64_t bytes_read_ = 0;
-};
-
 // A shard's kept slabs come from one or two source shards at a time (a source shard boundary inside the
 // output shard): two buffered streams keep memory bounded whatever the number of source shards.
 class SourceStreams {
@@ -141,7 +103,7 @@ class SourceStreams {
     SourceStreams(const std::vector<std::shared_ptr<InputFile>>& files, size_t cap)
         : files_(files), cap_(cap) {}
 
-    StreamReader& get(size_t shard) {
+    SequentialReader& get(size_t shard) {
         for (size_t i = 0; i < slots_.size(); ++i)
             if (slots_[i].first == shard) {
                 if (i != 0) std::swap(slots_[0], slots_[i]);
@@ -151,7 +113,8 @@ class SourceStreams {
             retired_ += slots_.back().second->bytes_read();
             slots_.pop_back();
         }
-        slots_.insert(slots_.begin(), {shard, std::make_unique<StreamReader>(*files_[shard], cap_)});
+        slots_.insert(slots_.begin(),
+                      {shard, std::make_unique<SequentialReader>(*files_[shard], cap_, false)});
         return *slots_[0].second;
     }
     uint64_t bytes_read() const {
@@ -163,7 +126,7 @@ class SourceStreams {
   private:
     const std::vector<std::shared_ptr<InputFile>>& files_;
     size_t cap_;
-    std::vector<std::pair<size_t, std::unique_ptr<StreamReader>>> slots_;
+    std::vector<std::pair<size_t, std::unique_ptr<SequentialReader>>> slots_;
     uint64_t retired_ = 0;
 };
 
@@ -282,8 +245,8 @@ struct GatherResult {
 };
 
 template <typename Feed>
-GatherResult compare_gather(const Piece& p, StreamReader& out, StreamReader& src, uint64_t fill, Feed feed,
-                            const std::atomic<bool>& stop) {
+GatherResult compare_gather(const Piece& p, SequentialReader& out, SequentialReader& src, uint64_t fill,
+                            Feed feed, const std::atomic<bool>& stop) {
     const SourceRun& run = *p.run;
     const WidthGather& g = *run.gather;
     const int32_t* ch = g.channels(run.source_expert);
@@ -385,7 +348,7 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
     if (!s.file) return r;
     const uint64_t size = s.file->size();
     if (o.read_all) s.file->advise_sequential(0, size);
-    StreamReader out(*s.file, o.buffer_bytes, /*prefetch=*/o.read_all);
+    SequentialReader out(*s.file, o.buffer_bytes, /*prefetch=*/o.read_all);
     SourceStreams src(sources, o.buffer_bytes);
     SourcePrefetch prefetch(job.pieces, sources, 8 * static_cast<uint64_t>(o.buffer_bytes));
     std::optional<Sha256> file_hash, tensor_hash;
@@ -514,29 +477,15 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
         }
 
     std::vector<ShardBytes> results(jobs.size());
-    std::atomic<size_t> next{0};
-    std::atomic<bool> stop{false};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto worker = [&] {
+    std::atomic<bool> stop{false};  // an error in one shard stops the others mid-shard
+    parallel_for(jobs.size(), resolve_threads(o.threads), [&](size_t i) {
         try {
-            for (size_t i = next++; i < jobs.size() && !stop; i = next++)
-                results[i] = verify_shard(jobs[i], sources, source_paths, o, stop);
+            results[i] = verify_shard(jobs[i], sources, source_paths, o, stop);
         } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (!error) error = std::current_exception();
             stop = true;
+            throw;
         }
-    };
-    const size_t threads = std::min(static_cast<size_t>(resolve_threads(o.threads)), jobs.size());
-    if (threads <= 1) {
-        worker();
-    } else {
-        std::vector<std::thread> pool;
-        for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
-        for (auto& t : pool) t.join();
-    }
-    if (error) std::rethrow_exception(error);
+    });
     return results;
 }
 

@@ -101,8 +101,8 @@ RankOutcome rank(const RankRequest& q, const Events& events) {
     const auto t2 = clock::now();
     write_rank_outputs(o.input, o.result, q.out_dir, q.force, q.options.threads);
     const auto t3 = clock::now();
-    events.debug(fmt::format("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0), sec(t2 - t1),
-                             sec(t3 - t2)));
+    events.debug(fmt::format("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0),
+                             sec(t2 - t1), sec(t3 - t2)));
     for (const auto& w : o.result.warnings) events.warn(w);
     const std::filesystem::path base(q.out_dir);
     o.keeplist_path = (base / kKeeplistFile).string();

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "io/error.h"
-#include "ops/parallel.h"
+#include "io/parallel.h"
 
 namespace gguf_reap {
 

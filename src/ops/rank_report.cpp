@@ -10,9 +10,9 @@
 
 #include "io/error.h"
 #include "io/output_file.h"
+#include "io/parallel.h"
 #include "io/units.h"
 #include "ops/npz.h"
-#include "ops/parallel.h"
 #include "ops/rank.h"
 
 namespace gguf_reap {

@@ -1,7 +1,5 @@
 # Fault injection into rank's read pass (tests/fault/fault_inject.cpp preloaded): rank reads imatrix
-# values through a mapping where the page cache holds them in 2 MiB folios, with preadv2(RWF_NOWAIT)
-# when they are otherwise cached, through a populated mapping when they are not, and with pread where
-# none of these works (src/ops/rank_inputs.cpp, with_bytes). Short reads must change
+# values with pread through a SequentialReader (src/ops/imatrix_scan.cpp). Short reads must change
 # nothing; EIO and a file truncated while it is read must give exit 3, one line naming the file, and no
 # output under a final name.
 source "$(dirname "$0")/lib.sh"
@@ -63,41 +61,10 @@ for hash in "" --no-hash; do
     rank FAULT_OP=read FAULT_PATH=chat.gguf FAULT_AFTER_BYTES=$((SIZE / 3)) FAULT_TRUNCATE="$IM:$((SIZE / 2))" \
         "$WORK/trunc" $hash
     expect_code 3
-    expect_err "gguf-reap: error: $IM: the file shrank while it was read"
+    expect_err "gguf-reap: error: $IM: unexpected end of file (was it truncated?)"
     expect_err_lines 1
     [ ! -e "$WORK/trunc/keeplist.json" ] && _pass || _fail "an output was written"
     "$GEN" imatrix --model "$WORK/m.gguf" --domain chat --seed 3 --dead-per-block 1 --super 2:7 -o "$IM" >/dev/null 2>&1
-done
-
-case_ "an imatrix truncated after a chunk was mapped and populated, while rank computes from it: an error, not SIGBUS"
-# FAULT_NOWAIT_EAGAIN makes every chunk look uncached, so each is mapped and populated; the third
-# populate is followed by the truncation, and the loads from that mapping then fault.
-rank FAULT_OP=populate FAULT_AFTER_CALLS=2 FAULT_NOWAIT_EAGAIN=1 FAULT_PATH=chat.gguf FAULT_TRUNCATE="$IM:4096" \
-    "$WORK/sigbus" --no-hash --threads 1
-expect_code 3
-expect_err "gguf-reap: error: $IM: the file shrank while it was read"
-expect_err_lines 1
-[ ! -e "$WORK/sigbus/keeplist.json" ] && _pass || _fail "an output was written"
-"$GEN" imatrix --model "$WORK/m.gguf" --domain chat --seed 3 --dead-per-block 1 --super 2:7 -o "$IM" >/dev/null 2>&1
-
-case_ "every chunk uncached (mapped and populated): the same keeplist and ranking"
-rank FAULT_OP=populate FAULT_AFTER_CALLS=1000000 FAULT_NOWAIT_EAGAIN=1 FAULT_PATH=gguf "$WORK/mapped" --no-hash
-expect_code 0
-for f in keeplist.json ranking.npz; do
-    cmp -s "$WORK/ref-nohash/$f" "$WORK/mapped/$f" && _pass || _fail "$f differs from the run that copied"
-done
-
-case_ "a kernel without PAGEMAP_SCAN (before 6.7): asked once, never again, and the same files"
-# Rank maps a chunk first only where the kernel can say whether the page cache holds it in 2 MiB folios;
-# refused, it stops asking (at most once per thread that asked at the same time) and copies.
-rm -f "$WORK/scan.log"
-rank FAULT_OP=populate FAULT_AFTER_CALLS=1000000 FAULT_NO_PAGEMAP_SCAN=1 FAULT_LOG="$WORK/scan.log" "$WORK/noscan" \
-    --no-hash --threads 2
-expect_code 0
-asked=$(grep -c "PAGEMAP_SCAN refused" "$WORK/scan.log" 2>/dev/null || true)
-[[ "$asked" -ge 1 && "$asked" -le 2 ]] && _pass || _fail "PAGEMAP_SCAN was asked $asked time(s), expected 1 or 2"
-for f in keeplist.json ranking.npz; do
-    cmp -s "$WORK/ref-nohash/$f" "$WORK/noscan/$f" && _pass || _fail "$f differs from the run that could ask"
 done
 
 finish

@@ -5,8 +5,7 @@
 //
 //   FAULT_OP           which calls count: write (write, pwrite, pwritev, and copy_file_range by its
 //                      destination), read (read, pread, preadv, preadv2, and copy_file_range by its source),
-//                      fallocate, fsync (fsync, fdatasync), rename (by its new name), populate
-//                      (madvise MADV_POPULATE_READ, any file; the call completes before the trigger fires)
+//                      fallocate, fsync (fsync, fdatasync), rename (by its new name)
 //   FAULT_PATH         only calls on files whose path contains this string (default: any regular file)
 //   FAULT_AFTER_BYTES  the trigger: the matching calls have moved this many bytes (the call that crosses
 //                      it is cut short at exactly this many)...
@@ -21,10 +20,6 @@
 //   FAULT_DELAY_MS     sleep this long first
 //   FAULT_LOG          append one line per trigger to this file (so a test can tell that it fired)
 //   FAULT_NO_FALLOCATE every fallocate fails with EOPNOTSUPP, as on filesystems without it (any FAULT_OP)
-//   FAULT_NOWAIT_EAGAIN every preadv2(RWF_NOWAIT) on a matching file fails with EAGAIN, as when its pages
-//                      are not in the page cache (any FAULT_OP)
-//   FAULT_NO_PAGEMAP_SCAN every ioctl(PAGEMAP_SCAN) fails with ENOTTY, as before Linux 6.7 (any FAULT_OP;
-//                      each refusal is logged)
 //
 // It is built without sanitizers and uses only the C library, so it can be preloaded into the ASan build
 // too (with ASAN_OPTIONS=verify_asan_link_order=0).
@@ -40,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -50,7 +44,7 @@
 
 namespace {
 
-enum OpClass { kNone, kWrite, kRead, kFallocate, kFsync, kRename, kPopulate };
+enum OpClass { kNone, kWrite, kRead, kFallocate, kFsync, kRename };
 
 struct Config {
     OpClass op = kNone;
@@ -68,8 +62,6 @@ struct Config {
     long delay_ms = 0;
     char log[4096] = {};
     bool no_fallocate = false;
-    bool nowait_eagain = false;
-    bool no_pagemap_scan = false;
 };
 
 Config g_cfg;
@@ -121,7 +113,6 @@ __attribute__((constructor)) void load_config() {
         if (strcmp(op, "fallocate") == 0) c.op = kFallocate;
         if (strcmp(op, "fsync") == 0) c.op = kFsync;
         if (strcmp(op, "rename") == 0) c.op = kRename;
-        if (strcmp(op, "populate") == 0) c.op = kPopulate;
     }
     copy_env(c.path, sizeof c.path, "FAULT_PATH");
     if (const char* v = getenv("FAULT_AFTER_BYTES")) {
@@ -137,8 +128,6 @@ __attribute__((constructor)) void load_config() {
     if (const char* v = getenv("FAULT_DELAY_MS")) c.delay_ms = atol(v);
     copy_env(c.log, sizeof c.log, "FAULT_LOG");
     c.no_fallocate = getenv("FAULT_NO_FALLOCATE") != nullptr;
-    c.nowait_eagain = getenv("FAULT_NOWAIT_EAGAIN") != nullptr;
-    c.no_pagemap_scan = getenv("FAULT_NO_PAGEMAP_SCAN") != nullptr;
     g_ready = c.op != kNone;
 }
 
@@ -323,49 +312,16 @@ WRAP_IOV(pwritev64, kWrite, off64_t)
 WRAP_IOV(preadv, kRead, off_t)
 WRAP_IOV(preadv64, kRead, off64_t)
 
-// preadv2 also takes flags; with FAULT_NOWAIT_EAGAIN, RWF_NOWAIT reads find nothing cached.
+// preadv2 also takes flags.
 #define WRAP_IOV2(name, OP, offtype)                                                                \
     ssize_t name(int fd, const struct iovec* iov, int cnt, offtype off, int flags) {                \
         static auto fn = real<ssize_t (*)(int, const struct iovec*, int, offtype, int)>(#name);     \
-        if (g_cfg.nowait_eagain && (flags & RWF_NOWAIT) && fd_matches(fd)) {                        \
-            errno = EAGAIN;                                                                         \
-            return -1;                                                                              \
-        }                                                                                           \
         return wrapped_iov(OP, fd, iov, cnt,                                                        \
                            [&](const struct iovec* v, int c) { return fn(fd, v, c, off, flags); }); \
     }
 
 WRAP_IOV2(preadv2, kRead, off_t)
 WRAP_IOV2(preadv64v2, kRead, off64_t)
-
-// ioctl(PAGEMAP_SCAN) with FAULT_NO_PAGEMAP_SCAN: refused as by a kernel that does not know it.
-int ioctl(int fd, unsigned long request, ...) {
-    static auto fn = real<int (*)(int, unsigned long, ...)>("ioctl");
-    va_list ap;
-    va_start(ap, request);
-    void* arg = va_arg(ap, void*);
-    va_end(ap);
-    constexpr unsigned long kPagemapScan = _IOWR('f', 16, uint64_t[12]);  // struct pm_scan_arg: 96 bytes
-    if (g_ready && g_cfg.no_pagemap_scan && request == kPagemapScan) {
-        log_line("PAGEMAP_SCAN refused");
-        errno = ENOTTY;
-        return -1;
-    }
-    return fn(fd, request, arg);
-}
-
-// madvise(MADV_POPULATE_READ) with FAULT_OP=populate: the call is made, then the trigger fires, so that
-// FAULT_TRUNCATE shrinks the file under a mapping that was just populated.
-int madvise(void* addr, size_t len, int advice) {
-    static auto fn = real<int (*)(void*, size_t, int)>("madvise");
-    constexpr int kPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14
-    if (!g_ready || g_cfg.op != kPopulate || advice != kPopulateRead) return fn(addr, len, advice);
-    const int r = fn(addr, len, advice);
-    const bool now = !g_triggered.load() && g_calls.load() >= g_cfg.after_calls;
-    g_calls.fetch_add(1);
-    if (now) fire();
-    return r;
-}
 
 ssize_t copy_file_range(int in, loff_t* in_off, int out, loff_t* out_off, size_t n, unsigned flags) {
     static auto fn = real<ssize_t (*)(int, loff_t*, int, loff_t*, size_t, unsigned)>("copy_file_range");
