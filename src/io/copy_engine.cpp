@@ -23,6 +23,7 @@
 #include "io/error.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
+#include "io/prefetcher.h"
 #include "io/signals.h"
 
 namespace gguf_reap {
@@ -454,67 +455,17 @@ uint64_t kernel_copy(Shared& s, const InputFile& src, OutputFile& out, uint64_t 
     return 0;
 }
 
-// Keeps the kernel reading the sources ahead of the copy. Extents with gaps between them (the pruned
-// slabs) defeat the kernel's own readahead: from a cold cache every 17 KiB slab became a synchronous
-// read and a Kimi-K3-shaped splice ran 4× slower than cp. So the next kPrefetch bytes of source ranges
-// are announced with POSIX_FADV_WILLNEED, refilled when half used. Ranges separated by at most kGap
-// are announced as one (one pruned slab of a few KiB is cheaper to read than to skip); merging gaps up
-// to 128 KiB read the whole tensor and was slower than 32 KiB (docs/perf/splice.md).
-class Prefetcher {
-  public:
-    static constexpr uint64_t kPrefetch = uint64_t{64} << 20;
-    static constexpr uint64_t kGap = uint64_t{32} << 10;
+// Source extents with gaps between them (the pruned slabs) defeat the kernel's own readahead, so the
+// next 64 MiB of them are announced ahead of the copy (io/prefetcher.h); extents at most 32 KiB apart
+// are announced as one (one pruned slab of a few KiB is cheaper to read than to skip; merging gaps up
+// to 128 KiB read the whole tensor and was slower, docs/perf/splice.md). Gathers read whole rows front
+// to back, which the kernel's readahead serves.
+constexpr uint64_t kPrefetchBytes = uint64_t{64} << 20;
+constexpr uint64_t kPrefetchGap = uint64_t{32} << 10;
 
-    // Announces nothing past `end` (the work item's end): another item reads beyond it, and with small
-    // items a 64 MiB window per item made the announcements quadratic in the item count.
-    Prefetcher(const Shared& s, const std::vector<CopySegment>& segs,
-               std::vector<CopySegment>::const_iterator from, uint64_t dst, uint64_t end)
-        : s_(s), segs_(segs), next_(from), done_to_(dst), end_(end) {}
-
-    // The copy has reached `dst`.
-    void at(uint64_t dst) {
-        if (dst + kPrefetch / 2 < done_to_) return;
-        const uint64_t target = std::min(dst + kPrefetch, end_);
-        for (; next_ != segs_.end() && next_->dst_offset < target; ++next_) {
-            const CopySegment& c = *next_;
-            // Gathers read whole rows front to back, which the kernel's own readahead serves.
-            if (c.src == kSegmentLiteral || c.src == kSegmentZeros || c.gather != kNoGather) continue;
-            const uint64_t skip = done_to_ > c.dst_offset ? done_to_ - c.dst_offset : 0;
-            if (skip >= c.length) continue;
-            const uint64_t n = std::min(c.length, target - c.dst_offset) - skip;
-            add(c.src, c.src_offset + skip, n);
-            if (skip + n < c.length) break;  // the rest of this extent next time
-        }
-        issue();
-        done_to_ = target;
-    }
-
-  private:
-    void add(uint32_t src, uint64_t off, uint64_t n) {
-        if (src == src_ && off >= hi_ && off - hi_ <= kGap) {
-            hi_ = off + n;
-            return;
-        }
-        issue();
-        src_ = src;
-        lo_ = off;
-        hi_ = off + n;
-    }
-    void issue() {
-        if (hi_ > lo_)
-            ::posix_fadvise(s_.sources[src_]->fd(), static_cast<off_t>(lo_), static_cast<off_t>(hi_ - lo_),
-                            POSIX_FADV_WILLNEED);
-        lo_ = hi_ = 0;
-    }
-
-    const Shared& s_;
-    const std::vector<CopySegment>& segs_;
-    std::vector<CopySegment>::const_iterator next_;
-    uint64_t done_to_;  // prefetch issued for output bytes before this
-    uint64_t end_;
-    uint32_t src_ = 0;
-    uint64_t lo_ = 0, hi_ = 0;
-};
+bool is_extent(const CopySegment& c) {
+    return c.src != kSegmentLiteral && c.src != kSegmentZeros && c.gather == kNoGather;
+}
 
 void run_item(Shared& s, Writer& w, const WorkItem& item) {
     const CopyJob& job = *s.jobs[item.job];
@@ -524,13 +475,25 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
     auto it = std::upper_bound(segs.begin(), segs.end(), item.lo,
                                [](uint64_t v, const CopySegment& c) { return v < c.dst_offset + c.length; });
     w.begin(&out, item.lo);
-    Prefetcher prefetch(s, segs, it, item.lo, item.hi);
+    // The item's source extents, in copy order (nothing past the item: another one reads beyond it).
+    Prefetcher prefetch(kPrefetchBytes, kPrefetchGap);
+    if (s.options.prefetch)
+        for (auto c = it; c != segs.end() && c->dst_offset < item.hi; ++c)
+            if (is_extent(*c)) {
+                const uint64_t lo = std::max(item.lo, c->dst_offset);
+                prefetch.add(s.sources[c->src]->fd(), c->src_offset + (lo - c->dst_offset),
+                             std::min(item.hi, c->dst_offset + c->length) - lo);
+            }
+    uint64_t consumed = 0;  // source bytes of the extents copied so far
     for (; it != segs.end() && it->dst_offset < item.hi; ++it) {
         if (s.stop) return;
         check_interrupted();
         const uint64_t lo = std::max(item.lo, it->dst_offset);
-        if (s.options.prefetch) prefetch.at(lo);
         const uint64_t hi = std::min(item.hi, it->dst_offset + it->length);
+        if (s.options.prefetch && is_extent(*it)) {
+            prefetch.advance(consumed);
+            consumed += hi - lo;
+        }
         const uint64_t skip = lo - it->dst_offset;
         const uint64_t n = hi - lo;
         if (it->src == kSegmentLiteral) {

@@ -20,6 +20,10 @@ class SequentialReader {
     // `buffer_bytes`: the largest span one call returns (and the refill size). `prefetch`: announce the
     // next window after each refill.
     SequentialReader(const InputFile& f, size_t buffer_bytes, bool prefetch = true);
+    // Reads into `buffer` (its size is the buffer size), which the caller owns and may reuse for the
+    // next reader: a pass of many short readers then touches fresh memory once, not once per reader
+    // (1.7 GB of page faults for rank's benchmark, 0.5 s of system time, when each allocated its own).
+    SequentialReader(const InputFile& f, std::span<uint8_t> buffer, bool prefetch = true);
 
     // Up to `want` bytes at `off` (at least one when off < the file size), straight from the buffer
     // when they are there. A refill starts at `off` and reads at most up to max(fill_limit, off + want)
@@ -39,7 +43,8 @@ class SequentialReader {
     const InputFile& file_;
     size_t cap_;
     bool prefetch_;
-    std::unique_ptr<uint8_t[]> buf_;
+    std::unique_ptr<uint8_t[]> owned_;
+    uint8_t* buf_ = nullptr;
     uint64_t start_ = 0;
     uint64_t len_ = 0;
     uint64_t bytes_read_ = 0;

@@ -15,6 +15,7 @@
 #include "format/ggml_types.h"
 #include "io/error.h"
 #include "io/parallel.h"
+#include "io/prefetcher.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/signals.h"
@@ -131,58 +132,12 @@ class SourceStreams {
 };
 
 // Kept slabs are gathered with holes between them, which defeats the kernel's sequential read-ahead:
-// every read of a new slab would wait for the disk. So the source runs of the next `horizon` bytes are
-// announced ahead (POSIX_FADV_WILLNEED) and the disk reads them while earlier ones are compared. Runs
-// closer than kMergeGap are announced as one range: for small slabs one larger request costs less than
-// many small ones (and only the kept bytes are ever copied out and compared); pruned slabs of real
-// models (megabytes each) are never requested.
-class SourcePrefetch {
-    static constexpr uint64_t kMergeGap = 256u << 10;
-
-  public:
-    SourcePrefetch(const std::vector<Piece>& pieces, const std::vector<std::shared_ptr<InputFile>>& files,
-                   uint64_t horizon)
-        : pieces_(pieces), files_(files), horizon_(horizon) {}
-
-    // Call before piece i is compared.
-    void advance(size_t i) {
-        while (consumed_index_ < i) consumed_ += source_bytes(pieces_[consumed_index_++]);
-        while (next_ < pieces_.size() && issued_ - consumed_ < horizon_) {
-            const Piece& p = pieces_[next_++];
-            if (p.check != Check::kSource) continue;
-            const SourceRun& r = *p.run;
-            if (pending_len_ && r.src_shard == pending_shard_ &&
-                r.src_offset >= pending_off_ + pending_len_ &&
-                r.src_offset - (pending_off_ + pending_len_) <= kMergeGap) {
-                pending_len_ = r.src_offset + r.length - pending_off_;
-            } else {
-                flush();
-                pending_shard_ = r.src_shard;
-                pending_off_ = r.src_offset;
-                pending_len_ = r.length;
-            }
-            issued_ += r.length;
-        }
-        flush();
-    }
-
-  private:
-    static uint64_t source_bytes(const Piece& p) { return p.check == Check::kSource ? p.length : 0; }
-    void flush() {
-        if (!pending_len_) return;
-        ::posix_fadvise(files_[pending_shard_]->fd(), static_cast<off_t>(pending_off_),
-                        static_cast<off_t>(pending_len_), POSIX_FADV_WILLNEED);
-        pending_len_ = 0;
-    }
-
-    const std::vector<Piece>& pieces_;
-    const std::vector<std::shared_ptr<InputFile>>& files_;
-    uint64_t horizon_;
-    size_t next_ = 0, consumed_index_ = 0;
-    uint64_t issued_ = 0, consumed_ = 0;
-    size_t pending_shard_ = 0;
-    uint64_t pending_off_ = 0, pending_len_ = 0;
-};
+// every read of a new slab would wait for the disk. So the source runs are announced ahead
+// (io/prefetcher.h) and the disk reads them while earlier ones are compared. Runs closer than 256 KiB
+// are announced as one range: for small slabs one larger request costs less than many small ones
+// (and only the kept bytes are ever copied out and compared); pruned slabs of real models (megabytes
+// each) are never requested.
+constexpr uint64_t kSourcePrefetchGap = 256u << 10;
 
 bool all_zero(const uint8_t* p, size_t n) {
     return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
@@ -350,7 +305,11 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
     if (o.read_all) s.file->advise_sequential(0, size);
     SequentialReader out(*s.file, o.buffer_bytes, /*prefetch=*/o.read_all);
     SourceStreams src(sources, o.buffer_bytes);
-    SourcePrefetch prefetch(job.pieces, sources, 8 * static_cast<uint64_t>(o.buffer_bytes));
+    Prefetcher prefetch(8 * static_cast<uint64_t>(o.buffer_bytes), kSourcePrefetchGap);
+    for (const Piece& p : job.pieces)
+        if (p.check == Check::kSource)
+            prefetch.add(sources[p.run->src_shard]->fd(), p.run->src_offset, p.length);
+    uint64_t source_consumed = 0;  // source bytes of the runs compared so far
     std::optional<Sha256> file_hash, tensor_hash;
     if (o.hash) {
         file_hash.emplace();
@@ -370,7 +329,10 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
 
     for (size_t pi = 0; pi < job.pieces.size(); ++pi) {
         const Piece& p = job.pieces[pi];
-        if (p.check == Check::kSource) prefetch.advance(pi);
+        if (p.check == Check::kSource) {
+            prefetch.advance(source_consumed);
+            source_consumed += p.length;
+        }
         if (p.tensor != cur) finish_tensor();
         if (p.tensor >= 0 && p.tensor != cur) {
             cur = p.tensor;
