@@ -11,8 +11,8 @@
 #include "format/gguf.h"
 #include "io/error.h"
 #include "io/input_file.h"
+#include "model/width.h"
 #include "ops/audit.h"
-#include "ops/neuron_plan.h"
 #include "test_util.h"
 
 namespace gguf_reap {

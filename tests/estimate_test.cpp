@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "format/npz.h"
 #include "gguf_builder.h"
 #include "io/error.h"
 #include "ops/estimate.h"
-#include "ops/npz.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -9,12 +9,12 @@
 #include <functional>
 #include <string>
 
+#include "format/npz.h"
 #include "io/error.h"
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
+#include "model/width.h"
 #include "ops/manifest.h"
-#include "ops/neuron_plan.h"
-#include "ops/npz.h"
 #include "test_util.h"
 
 namespace gguf_reap {

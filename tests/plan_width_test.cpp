@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/npz.h"
 #include "gguf_builder.h"
 #include "io/error.h"
-#include "ops/neuron_plan.h"
-#include "ops/npz.h"
+#include "model/width.h"
 #include "ops/plan_width.h"
 #include "test_util.h"
 

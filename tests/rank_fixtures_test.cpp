@@ -5,11 +5,11 @@
 #include <cmath>
 #include <set>
 
+#include "format/npz.h"
 #include "io/error.h"
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/npz.h"
 #include "ops/rank.h"
 #include "test_util.h"
 

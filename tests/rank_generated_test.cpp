@@ -2,10 +2,10 @@
 // legacy writer generations, weighted-energy, neuron plans, and mismatched models.
 #include <gtest/gtest.h>
 
+#include "format/npz.h"
 #include "io/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/npz.h"
 #include "ops/rank.h"
 #include "test_util.h"
 

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
+#include "format/npz.h"
 #include "io/error.h"
-#include "ops/npz.h"
 #include "test_util.h"
 
 namespace gguf_reap {

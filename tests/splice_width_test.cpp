@@ -14,9 +14,9 @@
 
 #include "format/gguf.h"
 #include "format/imatrix.h"
+#include "format/npz.h"
 #include "io/input_file.h"
 #include "model/shard_set.h"
-#include "ops/npz.h"
 #include "ops/splice.h"
 #include "test_util.h"
 

@@ -43,8 +43,8 @@ void Prefetcher::announce(int fd, uint64_t offset, uint64_t length) {
 
 void Prefetcher::flush() {
     if (pending_fd_ >= 0 && pending_hi_ > pending_lo_)
-        ::posix_fadvise(pending_fd_, static_cast<off_t>(pending_lo_), static_cast<off_t>(pending_hi_ - pending_lo_),
-                        POSIX_FADV_WILLNEED);
+        ::posix_fadvise(pending_fd_, static_cast<off_t>(pending_lo_),
+                        static_cast<off_t>(pending_hi_ - pending_lo_), POSIX_FADV_WILLNEED);
     pending_fd_ = -1;
     pending_lo_ = pending_hi_ = 0;
 }

@@ -33,11 +33,11 @@ class Prefetcher {
     uint64_t horizon_, merge_gap_;
     std::vector<Range> ranges_;
     std::mutex mu_;
-    size_t next_ = 0;       // the range being announced
-    uint64_t within_ = 0;   // bytes of ranges_[next_] already announced
-    uint64_t issued_ = 0;   // bytes of all ranges announced
+    size_t next_ = 0;      // the range being announced
+    uint64_t within_ = 0;  // bytes of ranges_[next_] already announced
+    uint64_t issued_ = 0;  // bytes of all ranges announced
     uint64_t consumed_ = 0;
-    int pending_fd_ = -1;   // the merged request being built
+    int pending_fd_ = -1;  // the merged request being built
     uint64_t pending_lo_ = 0, pending_hi_ = 0;
 };
 

@@ -12,9 +12,10 @@
 #include "io/input_file.h"
 #include "io/preflight.h"
 #include "model/moe_layout.h"
+#include "model/provenance.h"
 #include "model/shard_set.h"
+#include "model/width.h"
 #include "ops/audit.h"
-#include "ops/neuron_plan.h"
 
 namespace gguf_reap::audit_detail {
 
@@ -85,7 +86,22 @@ struct KeptExperts {
 KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
                         const std::optional<std::string>& keeplist_path, AuditReport& report);
 
-// Key/value pairs of every shard against the source plus the documented changes.
+inline bool is_split_key(std::string_view k) {
+    return k == "split.no" || k == "split.count" || k == "split.tensors.count";
+}
+
+inline Finding make_finding(FindingKind kind, const std::string& file, std::string subject,
+                            std::optional<uint64_t> offset, std::string message) {
+    Finding f;
+    f.kind = kind;
+    f.file = file;
+    f.subject = std::move(subject);
+    f.offset = offset;
+    f.message = std::move(message);
+    return f;
+}
+
+// Key/value pairs of every shard against the source plus the documented changes (audit_metadata.cpp).
 void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report);
 
 // How one kept expert's bytes of a width-cut tensor are gathered from its source slab: whole rows

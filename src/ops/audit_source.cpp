@@ -21,26 +21,6 @@ namespace gguf_reap::audit_detail {
 
 namespace {
 
-constexpr std::string_view kProvenancePrefix = "gguf_reap.";
-constexpr std::string_view kKeptPrefix = "gguf_reap.kept.";
-constexpr const char* kPlanShaKey = "gguf_reap.neuron_plan_sha256";
-constexpr const char* kSourceWidthKey = "gguf_reap.source_expert_feed_forward_length";
-
-bool is_split_key(std::string_view k) {
-    return k == "split.no" || k == "split.count" || k == "split.tensors.count";
-}
-
-Finding make_finding(FindingKind kind, const std::string& file, std::string subject,
-                     std::optional<uint64_t> offset, std::string message) {
-    Finding f;
-    f.kind = kind;
-    f.file = file;
-    f.subject = std::move(subject);
-    f.offset = offset;
-    f.message = std::move(message);
-    return f;
-}
-
 std::string ids_string(const std::vector<int64_t>& ids) {
     return fmt::format("[{}]", fmt::join(ids, ", "));
 }
@@ -60,9 +40,10 @@ Provenance read_provenance(const OutShard& first, std::vector<Finding>& findings
     for (const Kv& kv : first.header->kvs) {
         if (!kv.key.starts_with(kProvenancePrefix)) continue;
         p.present = true;
-        if (kv.key == "gguf_reap.keeplist_sha256") p.keeplist_sha = &kv;
-        if (!kv.key.starts_with(kKeptPrefix)) continue;
-        const std::string_view num = std::string_view(kv.key).substr(kKeptPrefix.size());
+        if (kv.key == kProvenanceKeeplistShaKey) p.keeplist_sha = &kv;
+        if (!kv.key.starts_with(std::string_view(kProvenanceKeptPrefix))) continue;
+        const std::string_view num =
+            std::string_view(kv.key).substr(std::string_view(kProvenanceKeptPrefix).size());
         int block = -1;
         auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), block);
         const std::string subject = fmt::format("kv '{}'", kv.key);
@@ -99,112 +80,6 @@ void fill_from(const KeepList& kl, KeptExperts& k) {
     k.valid = true;
 }
 
-// ---- key/value comparison ------------------------------------------------------------------------
-
-enum class Match {
-    kExact,     // type and raw bytes equal
-    kSplit,     // split.*: presence, type and value are the structure check's business; only order here
-    kPresence,  // present (gguf_reap.kept.*: values are checked against the keeplist/source separately)
-    kVersion,   // a string "gguf-reap ..."
-    kSha256,    // a string of 64 lower-case hex digits
-};
-
-struct ExpectedKv {
-    std::string key;
-    Match match = Match::kExact;
-    const Kv* value = nullptr;  // kExact: the expected value (points into source or `owned`)
-    std::string why;            // said when missing or different
-};
-
-void compare_kvs(const OutShard& s, const std::vector<ExpectedKv>& exp, AuditReport& r) {
-    const auto& actual = s.header->kvs;
-    std::unordered_map<std::string_view, size_t> at;
-    for (size_t i = 0; i < actual.size(); ++i) at.emplace(actual[i].key, i);
-    std::unordered_set<std::string_view> expected_keys;
-    auto add = [&](Finding f) { r.findings.push_back(std::move(f)); };
-
-    for (const ExpectedKv& e : exp) {
-        expected_keys.insert(e.key);
-        const std::string subject = fmt::format("kv '{}'", e.key);
-        auto it = at.find(e.key);
-        if (it == at.end()) {
-            if (e.match != Match::kSplit)
-                add(make_finding(FindingKind::kMetadata, s.path, subject, std::nullopt, "missing: " + e.why));
-            continue;
-        }
-        const Kv& a = actual[it->second];
-        ++r.summary.kvs_checked;
-        switch (e.match) {
-            case Match::kSplit:
-            case Match::kPresence:
-                break;
-            case Match::kVersion:
-            case Match::kSha256: {
-                const auto str = a.as_string();
-                const bool ok =
-                    str && (e.match == Match::kVersion ? str->starts_with("gguf-reap ") && str->size() > 10
-                                                       : is_sha256_hex(*str));
-                if (!ok)
-                    add(make_finding(
-                        FindingKind::kMetadata, s.path, subject, kv_value_offset(a),
-                        fmt::format("is {} {}, expected {}", gguf_type_name(a.type), a.display(), e.why)));
-                break;
-            }
-            case Match::kExact: {
-                const Kv& want = *e.value;
-                if (a.type != want.type || (a.type == GgufType::kArray && a.elem_type != want.elem_type)) {
-                    add(make_finding(FindingKind::kMetadata, s.path, subject,
-                                     a.file_offset + 8 + a.key.size(),
-                                     fmt::format("has type {}, expected {} ({})", gguf_type_name(a.type),
-                                                 gguf_type_name(want.type), e.why)));
-                    break;
-                }
-                if (a.raw == want.raw) break;
-                size_t i = 0;
-                while (i < a.raw.size() && i < want.raw.size() && a.raw[i] == want.raw[i]) ++i;
-                add(make_finding(
-                    FindingKind::kMetadata, s.path, subject, kv_value_offset(a) + i,
-                    fmt::format("value {} differs from the expected {} ({}; first difference at byte "
-                                "{} of the value)",
-                                a.display(), want.display(), e.why, i)));
-                break;
-            }
-        }
-    }
-    for (const Kv& a : actual)
-        if (!expected_keys.count(a.key))
-            add(make_finding(
-                FindingKind::kMetadata, s.path, fmt::format("kv '{}'", a.key), a.file_offset,
-                fmt::format("unexpected key {} = {}: not in the source and not one of the documented "
-                            "changes",
-                            gguf_type_name(a.type), a.display())));
-    // Order: the keys both sides have, in the order each side has them. The split.* keys are left out:
-    // no reader cares where they stand (llama.cpp's gguf-split writes no, tensors.count, count), and a
-    // source that is the same model split differently would otherwise move them.
-    std::vector<const Kv*> got;
-    for (const Kv& a : actual)
-        if (expected_keys.count(a.key) && !is_split_key(a.key)) got.push_back(&a);
-    std::vector<std::string_view> want;
-    for (const ExpectedKv& e : exp)
-        if (at.count(e.key) && !is_split_key(e.key)) want.push_back(e.key);
-    for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-        if (got[i]->key == want[i]) continue;
-        add(make_finding(
-            FindingKind::kMetadata, s.path, fmt::format("kv '{}'", got[i]->key), got[i]->file_offset,
-            fmt::format("key order differs from the source: '{}' stands where '{}' belongs (source KVs "
-                        "keep their order and provenance keys follow them)",
-                        got[i]->key, want[i])));
-        break;
-    }
-}
-
-void check_version(const OutShard& s, const Header& src_meta, AuditReport& r) {
-    if (s.header->version != src_meta.version)
-        r.findings.push_back(make_finding(
-            FindingKind::kMetadata, s.path, "version", 4,
-            fmt::format("GGUF version {}, the source has {}", s.header->version, src_meta.version)));
-}
-
 const char* region_of(ExpertRole role) {
     switch (role) {
         case ExpertRole::kWeight:
@@ -230,7 +105,7 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
                                                const std::optional<std::string>& plan_path,
                                                AuditReport& report) {
     const OutShard& first = out.meta();
-    const Kv* recorded = first.header ? first.header->find(kPlanShaKey) : nullptr;
+    const Kv* recorded = first.header ? first.header->find(kProvenanceNeuronPlanShaKey) : nullptr;
     const auto recorded_sha = recorded ? recorded->as_string() : std::nullopt;
     if (!plan_path) {
         if (recorded)
@@ -277,7 +152,7 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     w->sha256 = sha256_file(*plan_path);
     if (recorded && recorded_sha != w->sha256)
         report.findings.push_back(make_finding(
-            FindingKind::kKeeplist, first.path, fmt::format("kv '{}'", kPlanShaKey),
+            FindingKind::kKeeplist, first.path, fmt::format("kv '{}'", kProvenanceNeuronPlanShaKey),
             kv_value_offset(*recorded),
             fmt::format("the output was cut with plan sha256 {}, but {} has sha256 {}: another plan",
                         recorded_sha.value_or(recorded->display()), *plan_path, w->sha256)));
@@ -384,101 +259,6 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
     report.kept_from = k.from;
     if (k.valid) report.output_expert_count = k.n;
     return k;
-}
-
-void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report) {
-    const Header& meta = src.metadata();
-    const std::string ec_key = src.architecture() + ".expert_count";
-    std::vector<Kv> owned;  // values made here; reserved so that pointers into it stay valid
-    owned.reserve(16);
-    // A width cut sets the expert width to K and, where the loader derives the shared width from it,
-    // the shared-expert count to W / K.
-    std::vector<std::tuple<std::string, uint64_t, std::string>> width_kvs;
-    if (kept.width) {
-        const WidthAudit& w = *kept.width;
-        width_kvs.emplace_back(
-            w.width_key, static_cast<uint64_t>(w.plan.k),
-            fmt::format("the expert FFN width becomes K = {} (the neuron plan)", w.plan.k));
-        if (!w.shared_count_key.empty())
-            width_kvs.emplace_back(
-                w.shared_count_key, static_cast<uint64_t>(w.shared_width / w.plan.k),
-                fmt::format("the shared experts stay {} wide, so the count becomes W / K = {} / {}",
-                            w.shared_width, w.shared_width, w.plan.k));
-    }
-    std::vector<ExpectedKv> exp;
-    std::unordered_set<std::string> src_split;
-    for (const Kv& kv : meta.kvs) {
-        if (is_split_key(kv.key)) {
-            src_split.insert(kv.key);
-            // A split source's split.* keys are replaced in place; a single output drops them.
-            if (out.multi()) exp.push_back({kv.key, Match::kSplit, nullptr, ""});
-            continue;
-        }
-        if (kv.key == ec_key && !kept.valid) {
-            exp.push_back({kv.key, Match::kPresence, nullptr, "the source has it"});
-            continue;
-        }
-        if (kv.key == ec_key) {
-            if (auto v = Kv::make_int_like(kv, kept.n)) {
-                owned.push_back(std::move(*v));
-                exp.push_back({kv.key, Match::kExact, &owned.back(),
-                               fmt::format("expert_count of the source, {}, becomes the {} experts kept",
-                                           kv.display(), kept.n)});
-                // A source relying on the loader's fallback gets the width KVs right after expert_count.
-                for (const auto& [key, value, why] : width_kvs)
-                    if (!meta.find(key)) {
-                        owned.push_back(Kv::make_u32(key, static_cast<uint32_t>(value)));
-                        exp.push_back(
-                            {key, Match::kExact, &owned.back(),
-                             fmt::format("{} (added after expert_count: the source lacks it)", why)});
-                    }
-                continue;
-            }
-        }
-        bool width_changed = false;
-        for (const auto& [key, value, why] : width_kvs)
-            if (kv.key == key)
-                if (auto v = Kv::make_int_like(kv, value)) {
-                    owned.push_back(std::move(*v));
-                    exp.push_back({kv.key, Match::kExact, &owned.back(), why});
-                    width_changed = true;
-                }
-        if (width_changed) continue;
-        exp.push_back({kv.key, Match::kExact, &kv, "copied unchanged from the source"});
-    }
-    if (kept.provenance) {
-        const char* why = "the output carries provenance keys, so it must carry all of them";
-        exp.push_back({"gguf_reap.version", Match::kVersion, nullptr, "a string \"gguf-reap <version>\""});
-        owned.push_back(Kv::make_u32("gguf_reap.source_expert_count",
-                                     static_cast<uint32_t>(src.arch_uint("expert_count").value_or(0))));
-        exp.push_back({"gguf_reap.source_expert_count", Match::kExact, &owned.back(),
-                       fmt::format("{}; the source's expert_count", why)});
-        exp.push_back({"gguf_reap.keeplist_sha256", Match::kSha256, nullptr, "a sha256 in hex"});
-        for (int block : kept.moe_blocks)
-            exp.push_back({fmt::format("gguf_reap.kept.{}", block), Match::kPresence, nullptr,
-                           fmt::format("{}; one per MoE block", why)});
-        if (kept.width) {
-            owned.push_back(Kv::make_string(kPlanShaKey, kept.width->sha256));
-            exp.push_back({kPlanShaKey, Match::kExact, &owned.back(), "the sha256 of the neuron plan"});
-            owned.push_back(Kv::make_u32(kSourceWidthKey, static_cast<uint32_t>(kept.width->native_width)));
-            exp.push_back({kSourceWidthKey, Match::kExact, &owned.back(), "the source's expert FFN width"});
-        }
-    }
-    if (out.multi())
-        for (const char* k : {"split.no", "split.count", "split.tensors.count"})
-            if (!src_split.count(k)) exp.push_back({k, Match::kSplit, nullptr, ""});
-
-    // Shard 1 holds the model's keys; shards 2..n the split.* keys and nothing else.
-    std::vector<ExpectedKv> rest;
-    for (const char* k : {"split.no", "split.count", "split.tensors.count"})
-        rest.push_back({k, Match::kSplit, nullptr, ""});
-    const size_t meta_index = out.meta_index();
-    for (size_t i = 0; i < out.shards.size(); ++i) {
-        const OutShard& s = out.shards[i];
-        if (!s.header) continue;
-        check_version(s, meta, report);
-        compare_kvs(s, i == meta_index ? exp : rest, report);
-    }
 }
 
 Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, const KeptExperts& kept,

@@ -13,7 +13,6 @@
 #include "io/sha256.h"
 #include "model/keeplist.h"
 #include "model/width.h"
-#include "ops/neuron_plan.h"
 #include "ops/splice.h"
 
 namespace gguf_reap {

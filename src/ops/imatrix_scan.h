@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "format/imatrix.h"
-#include "ops/neuron_plan.h"
+#include "model/width.h"
 #include "ops/rank.h"
 
 namespace gguf_reap {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "format/imatrix.h"
+#include "format/npz.h"
 #include "io/error.h"
 #include "io/output_file.h"
 #include "io/preflight.h"
@@ -24,7 +25,6 @@
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "model/width.h"
-#include "ops/npz.h"
 
 namespace gguf_reap {
 

@@ -18,9 +18,9 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "model/width.h"
 #include "ops/down_norms.h"
 #include "ops/imatrix_scan.h"
-#include "ops/neuron_plan.h"
 #include "ops/rank.h"
 #include "ops/score_file.h"
 

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "format/npz.h"
 #include "io/error.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/units.h"
-#include "ops/npz.h"
 #include "ops/rank.h"
 
 namespace gguf_reap {

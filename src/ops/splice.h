@@ -26,21 +26,12 @@
 #include "io/copy_engine.h"
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
+#include "model/provenance.h"
 #include "model/shard_set.h"
 #include "model/width.h"
 #include "ops/events.h"
-#include "ops/neuron_plan.h"
 
 namespace gguf_reap {
-
-// Provenance keys (docs/splice.md), written into shard 1 unless disabled; `audit` reads them.
-inline constexpr const char* kProvenanceVersionKey = "gguf_reap.version";
-inline constexpr const char* kProvenanceSourceExpertCountKey = "gguf_reap.source_expert_count";
-inline constexpr const char* kProvenanceKeeplistShaKey = "gguf_reap.keeplist_sha256";
-inline constexpr const char* kProvenanceKeptPrefix = "gguf_reap.kept.";  // + block number
-// Width-spliced outputs only, after the keys above.
-inline constexpr const char* kProvenanceNeuronPlanShaKey = "gguf_reap.neuron_plan_sha256";
-inline constexpr const char* kProvenanceSourceExpertWidthKey = "gguf_reap.source_expert_feed_forward_length";
 
 // A width cut (--neuron-plan): every routed expert keeps K of its n_ff FFN channels.
 struct WidthCut {

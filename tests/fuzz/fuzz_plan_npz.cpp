@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "format/npz.h"
 #include "fuzz_util.h"
 #include "io/error.h"
-#include "ops/neuron_plan.h"
-#include "ops/npz.h"
+#include "model/width.h"
 
 using namespace gguf_reap;
 

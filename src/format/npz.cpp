@@ -1,4 +1,4 @@
-#include "ops/npz.h"
+#include "format/npz.h"
 
 #include <fcntl.h>
 #include <unistd.h>
