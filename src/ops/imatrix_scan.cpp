@@ -22,7 +22,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Bytes read at a time: whole rows of one entry, through a SequentialReader that announces the next
 // chunk to the kernel as each one lands.
 constexpr size_t kChunkBytes = size_t{4} << 20;
-constexpr uint64_t kReadThroughGap = uint64_t{4} << 20;
 
 struct RowStats {
     double sum = 0, max = 0, min = 0, restricted = 0, weighted = 0;
@@ -86,19 +85,6 @@ struct BlockJob {
     std::vector<float> counts;                    // GGUF counts (read up front)
     size_t domain = 0;
 };
-
-// A GGUF entry's routed-token counts (n_mat float32 at counts_offset), checked.
-std::vector<float> checked_counts(const ImatrixFile& im, const ImatrixEntry& en,
-                                  std::span<const uint8_t> raw) {
-    std::vector<float> c(static_cast<size_t>(en.n_mat));
-    std::memcpy(c.data(), raw.data(), c.size() * 4);
-    for (size_t e = 0; e < c.size(); ++e)
-        if (!std::isfinite(c[e]) || c[e] < 0)
-            throw InputError(im.path(), en.counts_offset + e * 4,
-                             fmt::format("entry '{}' count of expert {}", en.name, e),
-                             fmt::format("{} is not a token count", c[e]));
-    return c;
-}
 
 void init_stats(BlockStats& s, int64_t E, bool plan, bool weighted) {
     const size_t n = static_cast<size_t>(E);
@@ -183,9 +169,7 @@ void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
     const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
     const uint64_t base = job.entry->sums_offset;
     const uint64_t end = base + static_cast<uint64_t>(e1) * row_bytes;
-    thread_local std::vector<uint8_t> buffer;  // one per thread for all its items: no fresh pages each time
-    buffer.resize(std::max<size_t>({buffer.size(), kChunkBytes, static_cast<size_t>(row_bytes)}));
-    SequentialReader reader(job.im->file(), buffer, /*prefetch=*/false);
+    SequentialReader reader(job.im->file(), std::max<size_t>(kChunkBytes, static_cast<size_t>(row_bytes)));
     for (int64_t e = e0; e < e1;) {
         check_interrupted();
         const int64_t n = std::min(rows_per_read, e1 - e);
@@ -196,76 +180,41 @@ void process_rows(const BlockJob& job, BlockStats& s, int64_t e0, int64_t e1) {
     }
 }
 
-// Entries of one domain's file (`jobs`, in file order) read front to back as one stream, each row's
-// statistics taken from the buffer it was read into. With `hash`, the stream is the whole file and every
-// byte goes to the sha256 too, so a hashed run reads each byte once. Without it the bytes between two
-// entries are read too (and dropped) when there are at most kReadThroughGap of them, and skipped
-// otherwise: a jump resets the kernel's readahead, which then fills the page cache in 4 KiB pages where
-// a sequential read gets large folios (on the benchmark: the entries read in place took 2.0-2.4 s, the
-// whole files, 6 % more bytes, 1.1-1.2 s; docs/perf/rank.md).
-void process_stream(const InputFile& f, std::span<BlockJob* const> jobs,
-                    const std::function<BlockStats&(const BlockJob&)>& stats_of, Sha256* hash) {
+// One domain's file front to back in one pass: every byte goes to the sha256, and the bytes of the
+// block entries (`jobs`, in file order) are also ranked from the same buffer, so a hashed run reads
+// the entries once, not twice.
+std::string hash_and_process(const InputFile& f, const std::vector<const BlockJob*>& jobs,
+                             const std::function<BlockStats&(const BlockJob&)>& stats_of) {
+    Sha256 h;
+    f.advise_sequential(0, f.size());
     size_t cap = kChunkBytes;
     for (const BlockJob* job : jobs) cap = std::max(cap, static_cast<size_t>(job->ne0) * 4);
-    thread_local std::vector<uint8_t> buffer;  // one per thread for all its streams: no fresh pages each time
-    buffer.resize(std::max(buffer.size(), cap));
-    SequentialReader reader(f, std::span<uint8_t>(buffer.data(), cap), /*prefetch=*/false);
-    const uint64_t end =
-        hash ? f.size()
-             : jobs.back()->entry->sums_offset + static_cast<uint64_t>(jobs.back()->entry->nval) * 4;
-    const auto pass_to = [&](uint64_t& pos, uint64_t to) {
+    SequentialReader reader(f, cap);
+    const auto hash_to = [&](uint64_t& pos, uint64_t to) {
         while (pos < to) {
             check_interrupted();
-            const auto v = reader.view(pos, to - pos, end);
-            if (hash) hash->update(v);
+            const auto v = reader.view(pos, to - pos, f.size());
+            h.update(v);
             pos += v.size();
         }
     };
-    const ImatrixEntry& first = *jobs.front()->entry;
-    uint64_t pos =
-        hash ? 0 : std::min(first.sums_offset, first.counts_offset ? first.counts_offset : first.sums_offset);
-    f.advise_sequential(pos, end - pos);
-    // Moves the stream to `to` (forward): through the bytes between, or over them.
-    const auto go_to = [&](uint64_t to) {
-        if (hash || to - pos <= kReadThroughGap)
-            pass_to(pos, to);
-        else
-            pos = to;
-    };
-    for (BlockJob* job : jobs) {
-        const ImatrixEntry& en = *job->entry;
+    uint64_t pos = 0;
+    for (const BlockJob* job : jobs) {
         const uint64_t row_bytes = static_cast<uint64_t>(job->ne0) * 4;
-        const uint64_t start = en.sums_offset;
-        if (job->im->kind() == ImatrixKind::kGguf) {
-            // llama-imatrix writes "<name>.counts" just before "<name>.in_sum2" (names sorted): read it in
-            // the stream. Reading the counts of every entry up front, a small read each, left the page
-            // cache in 4 KiB pages that the stream's readahead then kept to (perf: order-0 folios only).
-            const size_t n = static_cast<size_t>(en.n_mat) * 4;
-            if (en.counts_offset >= pos && en.counts_offset + n <= start) {
-                go_to(en.counts_offset);
-                const auto raw = reader.span(pos, n, end);
-                if (hash) hash->update(raw);
-                job->counts = checked_counts(*job->im, en, raw);
-                pos += n;
-            } else {
-                const std::vector<float> c = job->im->read_counts(en);
-                job->counts = checked_counts(*job->im, en, {reinterpret_cast<const uint8_t*>(c.data()), n});
-            }
-        }
-        go_to(start);
+        hash_to(pos, job->entry->sums_offset);
         const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
         for (int64_t e = 0; e < job->E;) {
             check_interrupted();
             const int64_t n = std::min(rows_per_read, job->E - e);
-            const auto rows =
-                reader.span(pos, static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes), end);
-            if (hash) hash->update(rows);
+            const auto rows = reader.span(pos, static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes), f.size());
+            h.update(rows);
             process_row_data(*job, stats_of(*job), e, n, rows.data());
             pos += rows.size();
             e += n;
         }
     }
-    pass_to(pos, end);
+    hash_to(pos, f.size());
+    return h.finish_hex();
 }
 
 }  // namespace
@@ -299,54 +248,36 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
         j.domain = d;
         return j;
     };
-    // A job's statistics are allocated (and, for expert ranges, its counts read and checked) by the
-    // threads: for hundreds of entries, several ms of small reads and page faults.
-    auto prepare_job = [&](BlockJob& j, bool counts) {
+    // A job's counts (GGUF) are read and checked, and its statistics allocated, by the threads (for
+    // hundreds of entries, several ms of small reads and page faults), in job order for the errors.
+    auto prepare_job = [&](BlockJob& j) {
         const size_t d = j.domain;
-        if (counts && ims[d].kind() == ImatrixKind::kGguf) {
+        if (ims[d].kind() == ImatrixKind::kGguf) {
             const std::vector<float> c = ims[d].read_counts(*j.entry);
-            j.counts =
-                checked_counts(ims[d], *j.entry, {reinterpret_cast<const uint8_t*>(c.data()), c.size() * 4});
+            for (size_t e = 0; e < c.size(); ++e)
+                if (!std::isfinite(c[e]) || c[e] < 0)
+                    throw InputError(ims[d].path(), j.entry->counts_offset + e * 4,
+                                     fmt::format("entry '{}' count of expert {}", j.entry->name, e),
+                                     fmt::format("{} is not a token count", c[e]));
+            j.counts = c;
         }
         init_stats(in.domains[d].blocks[j.block_index], in.expert_count, plan != nullptr, weighted);
     };
-    // Without weighted-energy, the entries of each file are read as streams in file order: the whole
-    // file, hashed, by one thread (the hash is serial per file anyway); without the hash, each file's
-    // entries cut into runs of about equal bytes so that every thread has a stream of its own. With
-    // weighted-energy (one block at a time), each entry is cut into expert ranges, one per thread.
-    auto run_jobs = [&](std::vector<BlockJob>& jobs, bool streams) {
-        // The streams read each entry's counts as they pass them; expert ranges need them first.
-        parallel_for(jobs.size(), threads, [&](size_t i) { prepare_job(jobs[i], !streams); });
+    // With `fused_hash`, each file is read once, front to back, by one thread that hashes every byte
+    // and ranks the entries from the same buffer (the hash is serial per file anyway).
+    auto run_jobs = [&](std::vector<BlockJob>& jobs, bool fused_hash) {
+        parallel_for(jobs.size(), threads, [&](size_t i) { prepare_job(jobs[i]); });
         std::sort(jobs.begin(), jobs.end(), [](const BlockJob& a, const BlockJob& b) {
             return a.domain != b.domain ? a.domain < b.domain : a.entry->sums_offset < b.entry->sums_offset;
         });
-        const auto stats_of = [&](const BlockJob& j) -> BlockStats& {
-            return in.domains[j.domain].blocks[j.block_index];
-        };
-        if (streams) {
-            std::vector<std::vector<BlockJob*>> per_domain(ims.size());
-            for (BlockJob& j : jobs) per_domain[j.domain].push_back(&j);
-            if (scan.hash) {
-                parallel_for(ims.size(), threads, [&](size_t d) {
-                    Sha256 h;
-                    if (!per_domain[d].empty())
-                        process_stream(ims[d].file(), per_domain[d], stats_of, &h);
-                    else
-                        read_sequential(ims[d].file(), 0, ims[d].file().size(), kChunkBytes,
-                                        [&](std::span<const uint8_t> v) { h.update(v); });
-                    in.domains[d].sha256 = h.finish_hex();
-                });
-                return;
-            }
-            const size_t parts = (2 * static_cast<size_t>(threads) + ims.size() - 1) / ims.size();
-            std::vector<std::span<BlockJob* const>> runs;
-            for (const auto& dj : per_domain)
-                for (size_t p = 0; p < parts; ++p) {
-                    const size_t a = dj.size() * p / parts, b = dj.size() * (p + 1) / parts;
-                    if (b > a) runs.emplace_back(dj.data() + a, b - a);
-                }
-            parallel_for(runs.size(), threads, [&](size_t r) {
-                process_stream(runs[r].front()->im->file(), runs[r], stats_of, nullptr);
+        if (fused_hash) {
+            std::vector<std::vector<const BlockJob*>> per_domain(ims.size());
+            for (const BlockJob& j : jobs) per_domain[j.domain].push_back(&j);
+            parallel_for(ims.size(), threads, [&](size_t d) {
+                in.domains[d].sha256 =
+                    hash_and_process(ims[d].file(), per_domain[d], [&](const BlockJob& j) -> BlockStats& {
+                        return in.domains[j.domain].blocks[j.block_index];
+                    });
             });
             return;
         }
@@ -358,7 +289,7 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
                 items.push_back({j, in.expert_count * c / chunks, in.expert_count * (c + 1) / chunks});
         parallel_for(items.size(), threads, [&](size_t i) {
             const BlockJob& j = jobs[items[i].job];
-            process_rows(j, stats_of(j), items[i].e0, items[i].e1);
+            process_rows(j, in.domains[j.domain].blocks[j.block_index], items[i].e0, items[i].e1);
         });
     };
     if (!weighted) {
@@ -366,7 +297,7 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
         for (size_t d = 0; d < ims.size(); ++d)
             for (size_t bi = 0; bi < in.blocks.size(); ++bi)
                 if (entry[d][bi]) jobs.push_back(make_job(d, bi, nullptr));
-        run_jobs(jobs, true);
+        run_jobs(jobs, scan.hash);
     } else {
         for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
             check_interrupted();
