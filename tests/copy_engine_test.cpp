@@ -2,6 +2,8 @@
 // count, malformed jobs refused, interrupts and failures leaving no file behind.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -73,36 +75,31 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
     for (CopyMethod m : {CopyMethod::kAuto, CopyMethod::kKernel, CopyMethod::kReadWrite}) {
         // One thread writing whole files, and three threads writing odd-sized pieces of them.
         for (auto [threads, item] : {std::pair<unsigned, uint64_t>{1, 0}, {3, 4099}}) {
-            // Each worker reading and writing in turn, and with a second thread writing its batches.
-            for (CopyPipeline pipe : {CopyPipeline::kNever, CopyPipeline::kAlways}) {
-                SCOPED_TRACE(fmt::format("{} threads {} item {} pipelined {}", copy_method_name(m), threads,
-                                         item, pipe == CopyPipeline::kAlways));
-                ++run;
-                Expected a = random_job(dir.file(fmt::format("out/a{}", run)), data, 10 + run);
-                Expected b = random_job(dir.file(fmt::format("out/b{}", run)), data, 100 + run);
-                CopyOptions o;
-                o.method = m;
-                o.threads = threads;
-                o.work_item_bytes = item;
-                o.pipeline = pipe;
-                o.buffer_bytes = 64 << 10;  // many batches in flight
-                std::atomic<uint64_t> progress{0};
-                o.on_progress = [&](uint64_t n) { progress += n; };
-                CopyReport r = run_copy_jobs({&a.job, &b.job}, sources, o);
-                EXPECT_TRUE(test::read_file(a.job.path) == a.bytes);
-                EXPECT_TRUE(test::read_file(b.job.path) == b.bytes);
-                EXPECT_EQ(r.bytes_written(), a.bytes.size() + b.bytes.size());
-                EXPECT_EQ(progress.load(), r.bytes_written());
-                if (m == CopyMethod::kReadWrite) {
-                    EXPECT_EQ(r.kernel_bytes, 0u);
-                }
-                if (m == CopyMethod::kKernel) {
-                    EXPECT_EQ(r.buffered_bytes, 0u);
-                }
-                if (m == CopyMethod::kAuto && item == 0) {  // extents of 1 B .. 1.5 MB: both paths
-                    EXPECT_GT(r.kernel_bytes, 0u);
-                    EXPECT_GT(r.buffered_bytes, 0u);
-                }
+            SCOPED_TRACE(fmt::format("{} threads {} item {}", copy_method_name(m), threads, item));
+            ++run;
+            Expected a = random_job(dir.file(fmt::format("out/a{}", run)), data, 10 + run);
+            Expected b = random_job(dir.file(fmt::format("out/b{}", run)), data, 100 + run);
+            CopyOptions o;
+            o.method = m;
+            o.threads = threads;
+            o.work_item_bytes = item;
+            o.buffer_bytes = 64 << 10;  // many batches in flight
+            std::atomic<uint64_t> progress{0};
+            o.on_progress = [&](uint64_t n) { progress += n; };
+            CopyReport r = run_copy_jobs({&a.job, &b.job}, sources, o);
+            EXPECT_TRUE(test::read_file(a.job.path) == a.bytes);
+            EXPECT_TRUE(test::read_file(b.job.path) == b.bytes);
+            EXPECT_EQ(r.bytes_written(), a.bytes.size() + b.bytes.size());
+            EXPECT_EQ(progress.load(), r.bytes_written());
+            if (m == CopyMethod::kReadWrite) {
+                EXPECT_EQ(r.kernel_bytes, 0u);
+            }
+            if (m == CopyMethod::kKernel) {
+                EXPECT_EQ(r.buffered_bytes, 0u);
+            }
+            if (m == CopyMethod::kAuto && item == 0) {  // extents of 1 B .. 1.5 MB: both paths
+                EXPECT_GT(r.kernel_bytes, 0u);
+                EXPECT_GT(r.buffered_bytes, 0u);
             }
         }
     }
@@ -159,9 +156,18 @@ TEST(CopyEngine, InterruptLeavesNoFile) {
     CopyJob j;
     j.path = dir.file("out");
     j.append_copy(0, 0, 1 << 20);
-    set_interrupted_for_test(true);
-    EXPECT_THROW(run_copy_jobs({&j}, {f.get()}, {}), Interrupted);
-    set_interrupted_for_test(false);
+    // A real SIGINT, taken by the real handler, in a child process.
+    EXPECT_EQ(test::in_child([&] {
+                  install_signal_handlers();
+                  ::raise(SIGINT);
+                  try {
+                      run_copy_jobs({&j}, {f.get()}, {});
+                  } catch (const Interrupted&) {
+                      return 130;
+                  }
+                  return 1;
+              }),
+              130);
     EXPECT_EQ(test::count_entries(dir.path()), 1u);
 }
 

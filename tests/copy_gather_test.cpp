@@ -71,11 +71,10 @@ TEST(CopyGather, SelectsElementsOfEveryRowByteExact) {
     // Row lengths from 3 bytes to 120 KiB: below and above the 64 KiB buffer used here.
     for (auto [elem, elems] : {std::pair<uint32_t, uint32_t>{1, 3}, {2, 3072}, {4, 700}, {2, 61440}}) {
         for (auto [threads, item] : {std::pair<unsigned, uint64_t>{1, 0}, {3, 4099}}) {
-            // Gathers ignore the method (always the buffer); both are run once each, as is the pipeline.
+            // Gathers ignore the method (always the buffer); both are run once each.
             for (CopyMethod m : {threads == 1 ? CopyMethod::kAuto : CopyMethod::kReadWrite}) {
-                const CopyPipeline pipe = threads == 1 ? CopyPipeline::kAlways : CopyPipeline::kNever;
-                SCOPED_TRACE(fmt::format("elem {} × {} threads {} item {} {} pipelined {}", elem, elems,
-                                         threads, item, copy_method_name(m), pipe == CopyPipeline::kAlways));
+                SCOPED_TRACE(fmt::format("elem {} × {} threads {} item {} {}", elem, elems, threads, item,
+                                         copy_method_name(m)));
                 ++run;
                 Expected a = gather_job(dir.file(fmt::format("a{}", run)), data, elem, elems, 100 + run);
                 Expected b = gather_job(dir.file(fmt::format("b{}", run)), data, elem, elems, 200 + run);
@@ -83,7 +82,6 @@ TEST(CopyGather, SelectsElementsOfEveryRowByteExact) {
                 o.threads = threads;
                 o.work_item_bytes = item;
                 o.method = m;
-                o.pipeline = pipe;
                 o.buffer_bytes = 64 << 10;
                 std::atomic<uint64_t> progress{0};
                 o.on_progress = [&](uint64_t n) { progress += n; };

@@ -423,14 +423,24 @@ TEST(SpliceRun, InterruptLeavesNoFinalNameAndNoTemporary) {
     co.threads = 2;
     co.work_item_bytes = 64 << 10;  // many small items, so the interrupt lands mid-copy
     co.buffer_bytes = 64 << 10;
-    std::atomic<uint64_t> seen{0};
-    co.on_progress = [&](uint64_t n) {
-        if ((seen += n) > (1 << 20)) set_interrupted_for_test(true);  // "Ctrl-C" after 1 MiB
-    };
-    EXPECT_THROW(run_copy_jobs(s->plan.jobs(), s->plan.sources, co), Interrupted);
-    set_interrupted_for_test(false);
-    EXPECT_GT(seen, 1u << 20);
-    EXPECT_LT(seen, s->plan.bytes_written());
+    // A real SIGINT after 1 MiB, in a child process: exit 130 when the copy stopped between 1 MiB and
+    // its end with Interrupted, 2 and 3 when it stopped too early or not at all.
+    const uint64_t total = s->plan.bytes_written();
+    EXPECT_EQ(test::in_child([&] {
+                  install_signal_handlers();
+                  std::atomic<uint64_t> seen{0};
+                  co.on_progress = [&](uint64_t n) {
+                      const uint64_t now = seen += n;
+                      if (now > (1 << 20) && now - n <= (1 << 20)) ::raise(SIGINT);  // "Ctrl-C", once
+                  };
+                  try {
+                      run_copy_jobs(s->plan.jobs(), s->plan.sources, co);
+                  } catch (const Interrupted&) {
+                      return seen <= (1u << 20) ? 2 : seen >= total ? 3 : 130;
+                  }
+                  return 3;
+              }),
+              130);
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 0);
 }
 

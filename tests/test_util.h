@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ std::vector<uint8_t> read_file(const std::string& path);
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
 std::string sha256_hex(const uint8_t* data, size_t n);
 std::string sha256_file_range(const std::string& path, uint64_t offset, uint64_t n);
+
+// Runs fn in a forked child and returns its exit code (128 + N when signal N ended it). For what only
+// a process can do to itself, such as taking a real SIGINT (the product has no test hooks).
+int in_child(const std::function<int()>& fn);
 // n bytes of a fixed pseudo-random sequence (mt19937 seeded with `seed`).
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed);
 // XORs the byte at `offset` of the file with 0x81 (one flipped byte, both nibbles).

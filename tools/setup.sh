@@ -23,14 +23,18 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-build() {  # build DIR [cmake args...]
+build() {  # build DIR [cmake args...] [-- targets...]
     local dir=$1; shift
-    cmake -S "$ROOT" -B "$dir" -G Ninja -DGGUF_REAP_WERROR=ON "$@" >/dev/null
-    cmake --build "$dir" -j "$JOBS"
+    local args=() targets=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+    [ "${1:-}" = -- ] && { shift; targets=("$@"); }
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DGGUF_REAP_WERROR=ON "${args[@]}" >/dev/null
+    cmake --build "$dir" -j "$JOBS" ${targets[@]:+--target "${targets[@]}"}
 }
 
 demo() {
-    build build
+    # Only the two programs the demo runs (the tests are most of the build: tools/setup.sh test).
+    build build -- gguf-reap gguf-reap-gen
     local out=${DEMO_DIR:-$ROOT/out/demo}
     rm -rf "$out" && mkdir -p "$out"
     local r=build/gguf-reap

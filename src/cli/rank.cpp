@@ -1,5 +1,6 @@
 // gguf-reap rank --imatrix NAME=FILE ... (--keep N | --prune N | --ratio R) --out DIR: score experts
 // from imatrix files and write keeplist.json, ranking.npz and REAP-KEEPLIST-RECEIPT.md.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -94,21 +95,45 @@ void print_text(const ops::RankOutcome& o) {
         criterion_name(r.criterion), consensus_name(r.consensus));
     std::cout << fmt::format("keep {} of {} per block ({}): {} pruned per block\n", r.n_keep, r.expert_count,
                              r.rule, r.expert_count - r.n_keep);
-    if (r.dead_experts.empty()) std::cout << "dead experts: none\n";
-    for (const auto& kb : r.keeplist.blocks)
-        if (!kb.dead.empty())
-            std::cout << fmt::format("dead experts pruned, blk.{}: {}\n", kb.block, fmt::join(kb.dead, ", "));
-    // A summary, not the receipt: at most ten protected experts.
-    const size_t shown = std::min<size_t>(r.protected_experts.size(), 10);
-    for (size_t i = 0; i < shown; ++i) {
-        const auto& p = r.protected_experts[i];
-        std::cout << fmt::format("kept, blk.{} expert {}: {}\n", p.block, p.expert, p.reason);
+    // Counts, not lists: a Kimi-K3-shaped model has 92 MoE blocks; the per-block lists are in the
+    // receipt and in --json.
+    if (r.dead_experts.empty()) {
+        std::cout << "dead experts: none\n";
+    } else {
+        size_t blocks = 0, pruned = 0, lo = SIZE_MAX, hi = 0;
+        for (const auto& kb : r.keeplist.blocks) {
+            if (kb.dead.empty()) continue;
+            ++blocks;
+            lo = std::min(lo, kb.dead.size());
+            hi = std::max(hi, kb.dead.size());
+            for (int64_t e : kb.dead) pruned += std::binary_search(kb.prune.begin(), kb.prune.end(), e);
+        }
+        std::cout << fmt::format(
+            "dead experts: {} in {} of {} blocks ({} per block), {}\n", r.dead_experts.size(), blocks,
+            r.blocks.size(), lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi),
+            pruned == r.dead_experts.size() ? "all pruned" : fmt::format("{} of them pruned", pruned));
     }
-    if (shown < r.protected_experts.size())
-        std::cout << fmt::format("kept {} more protected experts (see {})\n",
-                                 r.protected_experts.size() - shown, kReceiptFile);
+    // At most three protected experts by name, each with the one fact that protected it.
+    const auto& ps = r.protected_experts;
+    std::vector<std::string> named;
+    for (size_t i = 0; i < std::min<size_t>(ps.size(), 3); ++i) {
+        const SuperExpert& p = ps[i];
+        const std::string why =
+            p.by_option  ? "--protect"
+            : p.by_share ? fmt::format("{:.1f} % of the block's {} in {}", 100 * p.share,
+                                       p.share_is_mean ? "per-token energy" : "energy", p.share_domain)
+                         : fmt::format("hottest channel {:.0f}× the block's median", p.channel_ratio);
+        named.push_back(fmt::format("blk.{} expert {} ({})", p.block, p.expert, why));
+    }
+    if (ps.empty())
+        std::cout << "protected experts: none\n";
+    else
+        std::cout << fmt::format(
+            "protected experts: {} kept: {}{}\n", ps.size(), fmt::join(named, "; "),
+            ps.size() > named.size() ? fmt::format("; {} more", ps.size() - named.size()) : "");
     std::cout << "safety margin: " << safety_margin_sentence(r) << "\n";
-    std::cout << fmt::format("wrote {}, {}, {}\n", o.keeplist_path, o.ranking_path, o.receipt_path);
+    std::cout << fmt::format("wrote {}, {}, {} (per-block lists in the receipt)\n", o.keeplist_path,
+                             o.ranking_path, o.receipt_path);
 }
 
 int run_rank(const RankCli& c) {

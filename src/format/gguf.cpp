@@ -368,6 +368,16 @@ const Kv* Header::find(std::string_view key) const {
 // ---- parser ---------------------------------------------------------------------------------------
 
 Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
+    FileSource src(file);
+    return parse_gguf_header(src, opts);
+}
+
+Header parse_gguf_header(std::span<const uint8_t> bytes, const std::string& name, const ParseOptions& opts) {
+    SpanSource src(bytes, name);
+    return parse_gguf_header(src, opts);
+}
+
+Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
     Cursor c(file);
     Header h;
 
@@ -379,38 +389,38 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         for (char ch : magic)
             shown += (ch >= 0x20 && ch < 0x7f) ? std::string(1, ch)
                                                : fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
-        throw InputError(file.path(), 0, "magic",
+        throw InputError(file.name(), 0, "magic",
                          fmt::format("not a GGUF file (starts with \"{}\", expected \"GGUF\")", shown));
     }
     h.version = c.read_le<uint32_t>("version");
-    if (h.version == 0) throw InputError(file.path(), 4, "version", "GGUF version 0 is invalid");
+    if (h.version == 0) throw InputError(file.name(), 4, "version", "GGUF version 0 is invalid");
     if ((h.version & 0x0000FFFFu) == 0)
         throw InputError(
-            file.path(), 4, "version",
+            file.name(), 4, "version",
             fmt::format("version field 0x{:08x} is byte-swapped: this is a big-endian GGUF file, "
                         "which gguf-reap does not read (convert it with gguf_convert_endian.py)",
                         h.version));
     if (h.version == 1)
-        throw InputError(file.path(), 4, "version",
+        throw InputError(file.name(), 4, "version",
                          "GGUFv1 is no longer supported (ggml removed it in 2023); re-convert the model");
     if (h.version > 3)
         throw InputError(
-            file.path(), 4, "version",
+            file.name(), 4, "version",
             fmt::format("GGUF version {} is newer than this tool supports (2 and 3)", h.version));
 
     // 4: counts, checked against what the rest of the file can hold before anything is allocated.
     const int64_t n_tensors = c.read_le<int64_t>("n_tensors");
     if (n_tensors < 0)
-        throw InputError(file.path(), 8, "n_tensors", fmt::format("negative tensor count {}", n_tensors));
+        throw InputError(file.name(), 8, "n_tensors", fmt::format("negative tensor count {}", n_tensors));
     const int64_t n_kv = c.read_le<int64_t>("n_kv");
-    if (n_kv < 0) throw InputError(file.path(), 16, "n_kv", fmt::format("negative key/value count {}", n_kv));
+    if (n_kv < 0) throw InputError(file.name(), 16, "n_kv", fmt::format("negative key/value count {}", n_kv));
     if (static_cast<uint64_t>(n_kv) > c.remaining() / kMinKvBytes)
         throw InputError(
-            file.path(), 16, "n_kv",
+            file.name(), 16, "n_kv",
             fmt::format("{} key/value pairs cannot fit in the {} bytes left", n_kv, c.remaining()));
     if (static_cast<uint64_t>(n_tensors) > c.remaining() / kMinTensorInfoBytes)
         throw InputError(
-            file.path(), 8, "n_tensors",
+            file.name(), 8, "n_tensors",
             fmt::format("{} tensor infos cannot fit in the {} bytes left", n_tensors, c.remaining()));
 
     // 5-9: key/value pairs.
@@ -421,15 +431,15 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         kv.file_offset = c.pos();
         const auto kfield = [i] { return fmt::format("kv #{} key", i); };
         kv.key = read_string(c, kfield);
-        if (kv.key.empty()) throw InputError(file.path(), kv.file_offset, kfield(), "empty key");
+        if (kv.key.empty()) throw InputError(file.name(), kv.file_offset, kfield(), "empty key");
         if (!keys.insert(kv.key).second)
-            throw InputError(file.path(), kv.file_offset, fmt::format("kv #{} '{}'", i, kv.key),
+            throw InputError(file.name(), kv.file_offset, fmt::format("kv #{} '{}'", i, kv.key),
                              "duplicate key");
         const uint64_t type_at = c.pos();
         const auto vfield = [&kv] { return fmt::format("kv '{}'", kv.key); };
         const int32_t t = c.read_le<int32_t>([&] { return vfield() + " type"; });
         if (!valid_type(t))
-            throw InputError(file.path(), type_at, vfield(), fmt::format("invalid value type {}", t));
+            throw InputError(file.name(), type_at, vfield(), fmt::format("invalid value type {}", t));
         kv.type = static_cast<GgufType>(t);
         read_value(c, kv, vfield);
         h.kvs.push_back(std::move(kv));
@@ -438,11 +448,11 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
     // 13: alignment.
     if (const Kv* a = h.find("general.alignment")) {
         if (a->type != GgufType::kUint32)
-            throw InputError(file.path(), a->file_offset, "kv 'general.alignment'",
+            throw InputError(file.name(), a->file_offset, "kv 'general.alignment'",
                              fmt::format("must be of type u32, found {}", gguf_type_name(a->type)));
         const uint32_t v = static_cast<uint32_t>(*a->as_uint());
         if (v == 0 || (v & (v - 1)) != 0)
-            throw InputError(file.path(), a->file_offset, "kv 'general.alignment'",
+            throw InputError(file.name(), a->file_offset, "kv 'general.alignment'",
                              fmt::format("alignment {} is not a non-zero power of two", v));
         h.alignment = v;
     }
@@ -458,23 +468,23 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         const uint64_t name_len_at = c.pos();
         t.name = read_string(c, nfield);
         if (t.name.size() >= kGgmlMaxName)
-            throw InputError(file.path(), name_len_at, nfield(),
+            throw InputError(file.name(), name_len_at, nfield(),
                              fmt::format("name of {} bytes is too long (ggml allows at most {})",
                                          t.name.size(), kGgmlMaxName - 1));
         if (!names.insert(t.name).second)
-            throw InputError(file.path(), t.info_offset, tensor_field(idx, t.name, "name"),
+            throw InputError(file.name(), t.info_offset, tensor_field(idx, t.name, "name"),
                              "duplicate tensor name");
         const uint64_t dims_at = c.pos();
         t.n_dims = c.read_le<uint32_t>([&] { return tensor_field(idx, t.name, "n_dims"); });
         if (t.n_dims > static_cast<uint32_t>(kGgmlMaxDims))
-            throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "n_dims"),
+            throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "n_dims"),
                              fmt::format("{} dimensions (ggml allows at most {})", t.n_dims, kGgmlMaxDims));
         for (uint32_t d = 0; d < t.n_dims; ++d) {
             const uint64_t ne_at = c.pos();
             const auto f = [&] { return tensor_field(idx, t.name, fmt::format("ne[{}]", d)); };
             t.ne[d] = c.read_le<int64_t>(f);
             if (t.ne[d] < 0)
-                throw InputError(file.path(), ne_at, f(), fmt::format("negative dimension {}", t.ne[d]));
+                throw InputError(file.name(), ne_at, f(), fmt::format("negative dimension {}", t.ne[d]));
         }
         // Element count must fit in int64 (ggml: INT64_MAX/ne[1] <= ne[0] ... checks).
         uint64_t nel = 1;
@@ -484,7 +494,7 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
             for (int64_t d : t.ne) {
                 auto m = checked_mul(nel, static_cast<uint64_t>(d));
                 if (!m || *m > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-                    throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne"),
+                    throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "ne"),
                                      "element count overflows int64");
                 nel = *m;
             }
@@ -494,13 +504,13 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         t.type = c.read_le<int32_t>(tfield);
         const GgmlType* gt = ggml_type(t.type);
         if (!gt)
-            throw InputError(file.path(), type_at, tfield(), fmt::format("unknown ggml type id {}", t.type));
+            throw InputError(file.name(), type_at, tfield(), fmt::format("unknown ggml type id {}", t.type));
         if (gt->block_size == 0)
             throw InputError(
-                file.path(), type_at, tfield(),
+                file.name(), type_at, tfield(),
                 fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
         if (t.ne[0] % gt->block_size != 0)
-            throw InputError(file.path(), t.n_dims > 0 ? dims_at + 4 : dims_at,
+            throw InputError(file.name(), t.n_dims > 0 ? dims_at + 4 : dims_at,
                              tensor_field(idx, t.name, "ne[0]"),
                              fmt::format("{} is not a multiple of the {} block size {}", t.ne[0],
                                          ggml_type_display(t.type), gt->block_size));
@@ -511,7 +521,7 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
             std::optional<uint64_t> nb = row;
             for (int d = 1; d < 4 && nb; ++d) nb = checked_mul(*nb, static_cast<uint64_t>(t.ne[d]));
             if (!nb || *nb > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-                throw InputError(file.path(), dims_at, tensor_field(idx, t.name, "ne"),
+                throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "ne"),
                                  "byte size overflows");
             t.nbytes = *nb;
         }
@@ -523,7 +533,7 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
     // 11: the data section starts at the next multiple of the alignment (only when there are tensors).
     if (n_tensors > 0) {
         auto ds = pad_to(h.infos_end, h.alignment);
-        if (!ds) throw InputError(file.path(), h.infos_end, "data start", "overflows");
+        if (!ds) throw InputError(file.name(), h.infos_end, "data start", "overflows");
         h.data_start = *ds;
     } else {
         h.data_start = h.infos_end;
@@ -536,19 +546,19 @@ Header parse_gguf_header(const InputFile& file, const ParseOptions& opts) {
         const uint64_t off_field_at = t.info_offset + 8 + t.name.size() + 4 + 8ull * t.n_dims + 4;
         if (t.offset != expected)
             throw InputError(
-                file.path(), off_field_at, tensor_field(i, t.name, "offset"),
+                file.name(), off_field_at, tensor_field(i, t.name, "offset"),
                 fmt::format("has offset {}, expected {} (ggml requires tensor data in info order, "
                             "each padded to {} bytes)",
                             t.offset, expected, h.alignment));
         auto padded = pad_to(t.nbytes, h.alignment);
         auto next = padded ? checked_add(expected, *padded) : std::nullopt;
         if (!next)
-            throw InputError(file.path(), off_field_at, tensor_field(i, t.name, "offset"), "size overflows");
+            throw InputError(file.name(), off_field_at, tensor_field(i, t.name, "offset"), "size overflows");
         if (opts.require_data) {
             auto abs = checked_add(h.data_start, t.offset);
             if (!abs || !range_inside(*abs, t.nbytes, file.size()))
                 throw InputError(
-                    file.path(), off_field_at, tensor_field(i, t.name, "data"),
+                    file.name(), off_field_at, tensor_field(i, t.name, "data"),
                     fmt::format("data [{}, +{}) lies outside the file of {} bytes (truncated file?)",
                                 abs ? *abs : 0, t.nbytes, file.size()));
         }

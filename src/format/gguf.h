@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,8 +126,15 @@ struct ParseOptions {
     bool require_data = true;
 };
 
-// Parses the header of `file`. Throws InputError (bad content) or IoError (read failure).
+// Parses the header of `file` (through a FileSource). Throws InputError (bad content) or IoError
+// (read failure).
 Header parse_gguf_header(const InputFile& file, const ParseOptions& opts = {});
+// The same parser over bytes: `bytes` is the whole file (or as much of it as exists), named `name` in
+// messages. Throws InputError.
+Header parse_gguf_header(std::span<const uint8_t> bytes, const std::string& name,
+                         const ParseOptions& opts = {});
+class ByteSource;
+Header parse_gguf_header(ByteSource& src, const ParseOptions& opts = {});
 
 // Tensor infos with offsets assigned cumulatively, each padded to `alignment` (reference §1.6).
 // Returns the data-section size. Throws std::overflow_error on overflow (impossible for valid input).

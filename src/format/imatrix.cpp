@@ -16,7 +16,7 @@ namespace gguf_reap {
 
 namespace {
 
-bool has_gguf_magic(const InputFile& f) {
+bool has_gguf_magic(ByteSource& f) {
     if (f.size() < 4) return false;
     char m[4];
     f.read(0, m, 4);
@@ -46,17 +46,30 @@ const char* imatrix_kind_name(ImatrixKind k) {
 }
 
 ImatrixKind detect_imatrix(const std::string& path) {
-    auto f = InputFile::open(path);
-    if (!has_gguf_magic(*f)) return path.ends_with(".dat") ? ImatrixKind::kLegacy : ImatrixKind::kNotImatrix;
+    auto file = InputFile::open(path);
+    FileSource f(*file);
+    if (!has_gguf_magic(f)) return path.ends_with(".dat") ? ImatrixKind::kLegacy : ImatrixKind::kNotImatrix;
     ParseOptions o;
-    return header_is_imatrix(parse_gguf_header(*f, o)) ? ImatrixKind::kGguf : ImatrixKind::kNotImatrix;
+    return header_is_imatrix(parse_gguf_header(f, o)) ? ImatrixKind::kGguf : ImatrixKind::kNotImatrix;
 }
 
 ImatrixFile ImatrixFile::open(const std::string& path) {
-    ImatrixFile im;
-    im.file_ = InputFile::open(path);
-    const InputFile& f = *im.file_;
+    auto file = InputFile::open(path);
+    FileSource src(*file);
+    ImatrixFile im = parse(src);
+    im.file_ = std::move(file);
+    return im;
+}
 
+ImatrixFile ImatrixFile::parse(std::span<const uint8_t> bytes, const std::string& name) {
+    SpanSource src(bytes, name);
+    return parse(src);
+}
+
+ImatrixFile ImatrixFile::parse(ByteSource& f) {
+    ImatrixFile im;
+    im.path_ = f.name();
+    const std::string& path = im.path_;
     if (has_gguf_magic(f)) {
         im.kind_ = ImatrixKind::kGguf;
         const Header h = parse_gguf_header(f);

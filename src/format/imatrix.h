@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "format/byte_source.h"
 #include "io/input_file.h"
 
 namespace gguf_reap {
@@ -41,9 +43,13 @@ class ImatrixFile {
     // Opens and validates the directory. Throws InputError (bad content, naming offset and field)
     // or IoError.
     static ImatrixFile open(const std::string& path);
+    // The same parser over bytes (the whole file, named `name` in messages): the directory only, with
+    // no file to read values from (read_* must not be called). Throws InputError.
+    static ImatrixFile parse(std::span<const uint8_t> bytes, const std::string& name);
+    static ImatrixFile parse(ByteSource& src);
 
     ImatrixKind kind() const { return kind_; }
-    const std::string& path() const { return file_->path(); }
+    const std::string& path() const { return path_; }
     const InputFile& file() const { return *file_; }
     const std::vector<std::string>& datasets() const { return datasets_; }
     std::optional<uint64_t> chunk_count() const { return chunk_count_; }
@@ -62,7 +68,8 @@ class ImatrixFile {
 
   private:
     ImatrixKind kind_ = ImatrixKind::kNotImatrix;
-    std::shared_ptr<InputFile> file_;
+    std::string path_;
+    std::shared_ptr<InputFile> file_;  // null for a directory parsed from bytes
     std::vector<std::string> datasets_;
     std::optional<uint64_t> chunk_count_;
     std::optional<uint64_t> chunk_size_;

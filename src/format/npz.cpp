@@ -386,24 +386,10 @@ void write_npz(const std::string& path, const std::vector<std::pair<std::string,
     out.commit();
 }
 
-std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_bytes) {
-    int code = 0;
-    zip_t* za = zip_open(path.c_str(), ZIP_RDONLY, &code);
-    if (!za) {
-        ZipErrorGuard err;
-        zip_error_init_with_code(&err.e, code);
-        if (code == ZIP_ER_READ) throw IoError(path, fmt::format("read: {}", zip_error_strerror(&err.e)));
-        // libzip's code does not tell a missing file from a damaged archive (a forged directory gives
-        // ZIP_ER_NOENT too): ask the file system, so that only an unreadable file is an I/O error.
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw IoError(path, "open", errno);
-        ::close(fd);
-        // (libzip's own words for ZIP_ER_NOENT, "No such file", would send the user looking for a file.)
-        throw InputError(path, 0, "zip",
-                         fmt::format("not a valid .npz (zip) archive: {}",
-                                     code == ZIP_ER_NOENT ? std::string("its central directory is damaged")
-                                                          : std::string(zip_error_strerror(&err.e))));
-    }
+namespace {
+
+// Every .npy member of an open archive (which this takes over).
+std::map<std::string, NpyArray> read_members(zip_t* za, const std::string& path, uint64_t max_bytes) {
     std::unique_ptr<zip_t, void (*)(zip_t*)> guard(za, [](zip_t* z) { zip_discard(z); });
     std::map<std::string, NpyArray> out;
     uint64_t total = 0;
@@ -444,6 +430,46 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_b
         out[name.substr(0, name.size() - 4)] = parse_npy(b, path, name);
     }
     return out;
+}
+
+}  // namespace
+
+std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_bytes) {
+    int code = 0;
+    zip_t* za = zip_open(path.c_str(), ZIP_RDONLY, &code);
+    if (!za) {
+        ZipErrorGuard err;
+        zip_error_init_with_code(&err.e, code);
+        if (code == ZIP_ER_READ) throw IoError(path, fmt::format("read: {}", zip_error_strerror(&err.e)));
+        // libzip's code does not tell a missing file from a damaged archive (a forged directory gives
+        // ZIP_ER_NOENT too): ask the file system, so that only an unreadable file is an I/O error.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw IoError(path, "open", errno);
+        ::close(fd);
+        // (libzip's own words for ZIP_ER_NOENT, "No such file", would send the user looking for a file.)
+        throw InputError(path, 0, "zip",
+                         fmt::format("not a valid .npz (zip) archive: {}",
+                                     code == ZIP_ER_NOENT ? std::string("its central directory is damaged")
+                                                          : std::string(zip_error_strerror(&err.e))));
+    }
+    return read_members(za, path, max_bytes);
+}
+
+std::map<std::string, NpyArray> read_npz(std::span<const uint8_t> bytes, const std::string& path,
+                                         uint64_t max_bytes) {
+    ZipErrorGuard err;
+    zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &err.e);
+    if (!src) throw std::bad_alloc();
+    zip_t* za = zip_open_from_source(src, ZIP_RDONLY, &err.e);
+    if (!za) {
+        zip_source_free(src);
+        throw InputError(path, 0, "zip",
+                         fmt::format("not a valid .npz (zip) archive: {}",
+                                     zip_error_code_zip(&err.e) == ZIP_ER_NOENT
+                                         ? std::string("its central directory is damaged")
+                                         : std::string(zip_error_strerror(&err.e))));
+    }
+    return read_members(za, path, max_bytes);
 }
 
 }  // namespace gguf_reap

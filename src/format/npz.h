@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,5 +58,8 @@ void write_npz(const std::string& path, const std::vector<std::pair<std::string,
 // a zip, not an .npy, unsupported dtype, Fortran order, data size disagreeing with the shape), or
 // IoError. Arrays larger than `max_bytes` in total are refused before they are read.
 std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_bytes = uint64_t{1} << 32);
+// The same reader over the archive's bytes in memory, named `path` in messages.
+std::map<std::string, NpyArray> read_npz(std::span<const uint8_t> bytes, const std::string& path,
+                                         uint64_t max_bytes = uint64_t{1} << 32);
 
 }  // namespace gguf_reap

@@ -8,9 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -37,7 +35,6 @@ constexpr uint64_t kMaxCallBytes = uint64_t{64} << 20;
 constexpr size_t kBufferBudget = size_t{32} << 20;
 constexpr size_t kMinBuffer = size_t{64} << 10;
 constexpr unsigned kMaxThreads = 64;
-constexpr size_t kPipelineBuffers = 3;  // per pipelined worker: one being filled, up to two being written
 
 struct WorkItem {
     size_t job = 0;
@@ -85,32 +82,12 @@ struct Shared {
 // Measured (docs/perf/splice.md): pwritev straight from the source's mmap (no pread copy) was slower
 // still, because faulting the mapping in costs more than the copy it saves.
 //
-// Pipelined (when a core would otherwise be idle, see run_copy_jobs): a second thread, the flusher,
-// writes each full batch while this one reads the next into another of kPipelineBuffers buffers, so that the
-// copy out of the source's page cache and the copy into the output's overlap on two cores. On the
-// Kimi-K3-shaped benchmark (warm, --no-fsync, medians of 7) this took splice from 1.09× cp to 0.71×
-// (docs/perf/splice.md). The flusher owns out_, kicked_ and the file offsets of the batches in flight;
-// everything that writes synchronously (a kernel copy, a new item) first waits for the queue to drain
-// (sync()).
+// (A second thread per worker that wrote each batch while the worker read the next helped only warm
+// --no-fsync runs; in the default, durable mode it bought 2-7 % on the Kimi-K3-shaped benchmark, under
+// the 10 % a mechanism must earn, and it went: docs/perf/splice.md.)
 class Writer {
   public:
-    Writer(Shared& s, size_t batch, bool pipelined) : s_(s), batch_(batch) {
-        if (!pipelined) return;
-        for (size_t i = 0; i < kPipelineBuffers; ++i) {
-            bufs_.push_back(std::make_unique<uint8_t[]>(batch_));
-            if (i > 0) free_.push_back(i);
-        }
-        flusher_ = std::thread([this] { flusher(); });
-    }
-    ~Writer() {
-        if (!flusher_.joinable()) return;
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            quit_ = true;
-        }
-        cv_.notify_all();
-        flusher_.join();
-    }
+    Writer(Shared& s, size_t batch) : s_(s), batch_(batch) {}
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
 
@@ -126,13 +103,8 @@ class Writer {
         dst_ = dst;
         start_writeback();
     }
-    // Writes everything gathered so far and waits until it is in the file.
-    void sync() {
-        flush();
-        if (!flusher_.joinable()) return;
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
-    }
+    // Writes everything gathered so far.
+    void sync() { flush(); }
 
     void put_memory(const uint8_t* p, uint64_t n) {
         while (n > 0) {
@@ -259,24 +231,10 @@ class Writer {
         }
     }
 
-    // Hands the gathered batch to the flusher (pipelined), or writes it now.
+    // Writes the gathered batch.
     void flush() {
-        if (!flusher_.joinable()) {
-            write_batch(out_, iov_, dst_);
-            dst_ += pending_;
-        } else if (!iov_.empty()) {
-            {
-                std::lock_guard<std::mutex> lock(mu_);
-                queue_.push_back({out_, std::move(iov_), dst_, cur_});
-            }
-            cv_.notify_all();
-            dst_ += pending_;
-            // The next batch goes into a buffer the flusher has finished with.
-            std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait(lock, [&] { return !free_.empty(); });
-            cur_ = free_.back();
-            free_.pop_back();
-        }
+        write_batch(out_, iov_, dst_);
+        dst_ += pending_;
         iov_.clear();
         pending_ = 0;
         fill_ = 0;
@@ -285,13 +243,6 @@ class Writer {
 
   private:
     static constexpr size_t kMaxIov = 1024;  // IOV_MAX on Linux
-
-    struct Batch {
-        OutputFile* out;
-        std::vector<iovec> iov;
-        uint64_t dst;
-        size_t buffer;
-    };
 
     // pwritev of `iov` at `dst` of `out`, however many calls it takes; then writeback and interrupts.
     void write_batch(OutputFile* out, std::vector<iovec>& iov, uint64_t dst) {
@@ -325,30 +276,6 @@ class Writer {
         check_interrupted();
     }
 
-    // The flusher thread: writes batches in order until told to quit. After a failure (its own or any
-    // other thread's) it only hands the buffers back, so that the reading thread never waits forever.
-    void flusher() {
-        std::unique_lock<std::mutex> lock(mu_);
-        for (;;) {
-            cv_.wait(lock, [&] { return !queue_.empty() || quit_; });
-            if (queue_.empty()) return;
-            Batch b = std::move(queue_.front());
-            queue_.pop_front();
-            busy_ = true;
-            lock.unlock();
-            if (!s_.stop) {
-                try {
-                    write_batch(b.out, b.iov, b.dst);
-                } catch (...) {
-                    s_.fail(std::current_exception());
-                }
-            }
-            lock.lock();
-            busy_ = false;
-            free_.push_back(b.buffer);
-            cv_.notify_all();
-        }
-    }
     // Every kWriteback bytes, the kernel is asked to start writing them to disk (without waiting), so
     // the disk works while we copy instead of only in the final fsync. Measured 5-10 % faster on a
     // 1 GB copy with 256 MiB; 32 MiB windows were slower than none (docs/perf/splice.md).
@@ -386,7 +313,6 @@ class Writer {
     }
 
     uint8_t* buffer() {
-        if (!bufs_.empty()) return bufs_[cur_].get();
         if (!bounce_) bounce_ = std::make_unique<uint8_t[]>(batch_);
         return bounce_.get();
     }
@@ -412,15 +338,6 @@ class Writer {
     OutputFile* out_ = nullptr;
     uint64_t dst_ = 0;     // where the next batch goes
     uint64_t kicked_ = 0;  // writeback has been started for [item start, kicked_)
-    // Pipelined only: the buffers, the one being filled, those free, the batches queued, the flusher.
-    std::vector<std::unique_ptr<uint8_t[]>> bufs_;
-    size_t cur_ = 0;
-    std::vector<size_t> free_;
-    std::deque<Batch> queue_;
-    bool busy_ = false, quit_ = false;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::thread flusher_;
 };
 
 // copy_file_range [off, off+n) of `src` to `dst_off` of `out`. Returns the bytes it could not move
@@ -522,8 +439,8 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
     if (!s.stop) w.sync();
 }
 
-void worker(Shared& s, size_t buffer_bytes, bool pipelined) {
-    Writer w(s, buffer_bytes, pipelined);
+void worker(Shared& s, size_t buffer_bytes) {
+    Writer w(s, buffer_bytes);
     try {
         for (;;) {
             const size_t i = s.next.fetch_add(1);
@@ -672,13 +589,8 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
 
     const unsigned threads = static_cast<unsigned>(std::clamp<size_t>(
         options.threads, 1, std::min<size_t>(kMaxThreads, std::max<size_t>(s.items.size(), 1))));
-    const bool pipelined = options.pipeline == CopyPipeline::kAlways ||
-                           (options.pipeline == CopyPipeline::kAuto &&
-                            2 * threads <= std::max(1u, std::thread::hardware_concurrency()));
-    const size_t buffer = std::max(
-        kMinBuffer,
-        std::min(options.buffer_bytes, kBufferBudget / (threads * (pipelined ? kPipelineBuffers : 1))));
-    run_workers(threads, [&](size_t) { worker(s, buffer, pipelined); });
+    const size_t buffer = std::max(kMinBuffer, std::min(options.buffer_bytes, kBufferBudget / threads));
+    run_workers(threads, [&](size_t) { worker(s, buffer); });
     if (s.error) std::rethrow_exception(s.error);
 
     // Complete: flush everything, then rename. A failure in between takes back the renames done.

@@ -75,17 +75,8 @@ enum class CopyMethod {
 };
 const char* copy_method_name(CopyMethod m);
 
-// Whether each worker thread gets a second thread that writes its batches while it reads the next
-// (small extents, gathers and header bytes; kernel copies are one call either way).
-enum class CopyPipeline {
-    kAuto,  // when the cores outnumber twice the workers: a core would otherwise sit idle
-    kAlways,
-    kNever,
-};
-
 struct CopyOptions {
     unsigned threads = 1;
-    CopyPipeline pipeline = CopyPipeline::kAuto;
     CopyMethod method = CopyMethod::kAuto;
     // Per thread: the most bytes gathered before one pwritev, and the pread buffer's size. All
     // threads together stay under 32 MiB whatever this says.

@@ -9,7 +9,7 @@
 
 namespace gguf_reap {
 
-// Process exit codes (DEVELOPERS.md): the contract with release scripts.
+// Process exit codes (README.md, "Exit codes"): the contract with release scripts.
 enum ExitCode : int {
     kExitOk = 0,
     kExitFindings = 1,  // verification found differences

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "io/error.h"
 
 namespace gguf_reap {
@@ -42,6 +44,20 @@ std::span<const uint8_t> SequentialReader::span(uint64_t off, size_t n, uint64_t
     if (off + n > start_ + len_)
         throw IoError(file_.path(), "read past the end of the file (was it truncated?)");
     return {buf_ + (off - start_), n};
+}
+
+std::string read_small_file(const std::string& path, uint64_t limit, const char* what) {
+    const auto f = InputFile::open(path);
+    if (f->size() > limit)
+        throw InputError(
+            path, std::nullopt, "file",
+            fmt::format("{} bytes is too large for a {} (limit {} MiB)", f->size(), what, limit >> 20));
+    std::string text;
+    text.reserve(static_cast<size_t>(f->size()));
+    read_sequential(*f, 0, f->size(), size_t{1} << 20, [&](std::span<const uint8_t> v) {
+        text.append(reinterpret_cast<const char*>(v.data()), v.size());
+    });
+    return text;
 }
 
 }  // namespace gguf_reap

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "io/input_file.h"
 #include "io/signals.h"
@@ -62,5 +63,10 @@ void read_sequential(const InputFile& f, uint64_t from, uint64_t to, size_t buff
         from += v.size();
     }
 }
+
+// The whole of a small file (a keeplist, a manifest, a score file) for a parser over bytes. Throws
+// IoError (open, read) and InputError naming the file when it is larger than `limit` bytes, which the
+// message calls "too large for a <what> (limit N MiB)".
+std::string read_small_file(const std::string& path, uint64_t limit, const char* what);
 
 }  // namespace gguf_reap

@@ -33,8 +33,4 @@ void check_interrupted() {
     if (interrupted()) throw Interrupted();
 }
 
-void set_interrupted_for_test(bool value) {
-    g_interrupted.store(value);
-}
-
 }  // namespace gguf_reap

@@ -8,7 +8,5 @@ void install_signal_handlers();
 bool interrupted();
 // Throws Interrupted when a signal has arrived.
 void check_interrupted();
-// For tests: pretend a signal arrived (or clear it).
-void set_interrupted_for_test(bool value);
 
 }  // namespace gguf_reap

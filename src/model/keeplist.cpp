@@ -1,7 +1,6 @@
 #include "model/keeplist.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -9,6 +8,7 @@
 
 #include "io/error.h"
 #include "io/output_file.h"
+#include "io/sequential_reader.h"
 #include "model/moe_layout.h"
 
 namespace gguf_reap {
@@ -89,16 +89,7 @@ const KeepBlock* KeepList::find_block(int block) const {
 }
 
 KeepList KeepList::load(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(path, "open", errno);
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size > kMaxKeeplistBytes)
-        throw InputError(path, std::nullopt, "file",
-                         fmt::format("{} bytes is too large for a keeplist (limit 64 MiB)", size));
-    in.seekg(0);
-    std::string text(size, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
+    const std::string text = read_small_file(path, kMaxKeeplistBytes, "keeplist");
     return parse(text, path);
 }
 

@@ -148,21 +148,7 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
         }
     }
 
-    // Global index; duplicate names across shards are refused as llama.cpp refuses them.
-    for (size_t si = 0; si < set.shards_.size(); ++si) {
-        const Shard& s = set.shards_[si];
-        for (size_t ti = 0; ti < s.header.tensors.size(); ++ti) {
-            const TensorInfo& t = s.header.tensors[ti];
-            TensorRef r{si, ti, s.header.data_start + t.offset, t.nbytes};
-            if (!set.by_name_.emplace(t.name, set.order_.size()).second) {
-                const TensorRef& first = set.order_[set.by_name_[t.name]];
-                throw InputError(
-                    s.path, t.info_offset, fmt::format("tensor '{}'", t.name),
-                    fmt::format("duplicate tensor name (also in {})", set.shards_[first.shard].path));
-            }
-            set.order_.push_back(r);
-        }
-    }
+    set.index();
 
     if (set.split_) {
         const Shard& first = set.shards_.front();
@@ -175,6 +161,40 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
                              fmt::format("split.tensors.count is {} but the {} shards hold {} tensors",
                                          *k.tensors, set.shards_.size(), set.order_.size()));
     }
+    return set;
+}
+
+// The global index; duplicate names across shards are refused as llama.cpp refuses them.
+void ShardSet::index() {
+    for (size_t si = 0; si < shards_.size(); ++si) {
+        const Shard& s = shards_[si];
+        for (size_t ti = 0; ti < s.header.tensors.size(); ++ti) {
+            const TensorInfo& t = s.header.tensors[ti];
+            TensorRef r{si, ti, s.header.data_start + t.offset, t.nbytes};
+            if (!by_name_.emplace(t.name, order_.size()).second) {
+                const TensorRef& first = order_[by_name_[t.name]];
+                throw InputError(
+                    s.path, t.info_offset, fmt::format("tensor '{}'", t.name),
+                    fmt::format("duplicate tensor name (also in {})", shards_[first.shard].path));
+            }
+            order_.push_back(r);
+        }
+    }
+}
+
+ShardSet ShardSet::from_header(const std::string& name, Header header) {
+    ShardSet set;
+    Shard s;
+    s.path = name;
+    s.header = std::move(header);
+    const SplitKeys k = read_split_keys(s);
+    if (k.count && *k.count > 1)
+        throw InputError(name, kv_offset(s, "split.count"), "kv 'split.count'",
+                         fmt::format("split.count is {}: a shard of a set needs its siblings, which only "
+                                     "ShardSet::open finds",
+                                     *k.count));
+    set.shards_.push_back(std::move(s));
+    set.index();
     return set;
 }
 
@@ -197,7 +217,7 @@ const TensorRef* ShardSet::find_tensor(std::string_view name) const {
 
 uint64_t ShardSet::total_bytes() const {
     uint64_t n = 0;
-    for (const auto& s : shards_) n += s.file->size();
+    for (const auto& s : shards_) n += s.file ? s.file->size() : 0;
     return n;
 }
 

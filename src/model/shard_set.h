@@ -44,6 +44,9 @@ class ShardSet {
     // are found by name). Validates split.no / split.count / split.tensors.count (u16/u16/i32), missing
     // and extra shards, duplicate tensor names. Throws InputError / IoError.
     static ShardSet open(const std::string& path, const ParseOptions& opts = {});
+    // An unsplit model from a header parsed elsewhere (from bytes: the fuzz targets, tests). Its shard
+    // has no file; total_bytes() counts it as 0. Throws InputError for a shard of a split set.
+    static ShardSet from_header(const std::string& name, Header header);
 
     const std::vector<Shard>& shards() const { return shards_; }
     bool is_split() const { return split_; }
@@ -62,6 +65,7 @@ class ShardSet {
     uint64_t total_bytes() const;  // sum of the shard file sizes
 
   private:
+    void index();
     std::vector<Shard> shards_;
     bool split_ = false;
     std::vector<TensorRef> order_;

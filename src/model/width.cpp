@@ -206,7 +206,16 @@ std::vector<int64_t> integers(const NpyArray& a, const std::string& path, const 
 
 NeuronPlan read_neuron_plan(const std::string& path, const std::vector<int>& blocks, int64_t E,
                             int64_t width) {
-    const auto arrays = read_npz(path);
+    return neuron_plan_from_arrays(read_npz(path), path, blocks, E, width);
+}
+
+NeuronPlan parse_neuron_plan(std::span<const uint8_t> bytes, const std::string& name,
+                             const std::vector<int>& blocks, int64_t E, int64_t width) {
+    return neuron_plan_from_arrays(read_npz(bytes, name), name, blocks, E, width);
+}
+
+NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
+                                   const std::vector<int>& blocks, int64_t E, int64_t width) {
     const NpyArray* ch = find_array(arrays, {"channels"});
     if (!ch) {
         for (const auto& [name, a] : arrays) {

@@ -17,9 +17,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "format/npz.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 
@@ -77,5 +80,10 @@ struct NeuronPlan {
 // the row or array at fault, or IoError.
 NeuronPlan read_neuron_plan(const std::string& path, const std::vector<int>& blocks, int64_t expert_count,
                             int64_t width);
+// The same over the .npz's bytes (named `name` in messages), and over its arrays once read.
+NeuronPlan parse_neuron_plan(std::span<const uint8_t> bytes, const std::string& name,
+                             const std::vector<int>& blocks, int64_t expert_count, int64_t width);
+NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
+                                   const std::vector<int>& blocks, int64_t expert_count, int64_t width);
 
 }  // namespace gguf_reap

@@ -193,9 +193,12 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
                            fmt::format("{}; one per MoE block", why)});
         if (kept.width) {
             owned.push_back(Kv::make_string(kProvenanceNeuronPlanShaKey, kept.width->sha256));
-            exp.push_back({kProvenanceNeuronPlanShaKey, Match::kExact, &owned.back(), "the sha256 of the neuron plan"});
-            owned.push_back(Kv::make_u32(kProvenanceSourceExpertWidthKey, static_cast<uint32_t>(kept.width->native_width)));
-            exp.push_back({kProvenanceSourceExpertWidthKey, Match::kExact, &owned.back(), "the source's expert FFN width"});
+            exp.push_back(
+                {kProvenanceNeuronPlanShaKey, Match::kExact, &owned.back(), "the sha256 of the neuron plan"});
+            owned.push_back(Kv::make_u32(kProvenanceSourceExpertWidthKey,
+                                         static_cast<uint32_t>(kept.width->native_width)));
+            exp.push_back({kProvenanceSourceExpertWidthKey, Match::kExact, &owned.back(),
+                           "the source's expert FFN width"});
         }
     }
     if (out.multi())

@@ -206,7 +206,8 @@ std::string hash_and_process(const InputFile& f, const std::vector<const BlockJo
         for (int64_t e = 0; e < job->E;) {
             check_interrupted();
             const int64_t n = std::min(rows_per_read, job->E - e);
-            const auto rows = reader.span(pos, static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes), f.size());
+            const auto rows =
+                reader.span(pos, static_cast<size_t>(static_cast<uint64_t>(n) * row_bytes), f.size());
             h.update(rows);
             process_row_data(*job, stats_of(*job), e, n, rows.data());
             pos += rows.size();

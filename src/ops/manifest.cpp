@@ -2,13 +2,13 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "io/error.h"
 #include "io/output_file.h"
+#include "io/sequential_reader.h"
 #include "io/sha256.h"
 
 namespace gguf_reap {
@@ -159,17 +159,7 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
 }
 
 Manifest Manifest::load(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(path, "open", errno);
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size > kMaxManifestBytes)
-        throw InputError(path, std::nullopt, "file",
-                         fmt::format("{} bytes is too large for a manifest (limit 256 MiB)", size));
-    in.seekg(0);
-    std::string text(size, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
-    if (!in) throw IoError(path, "read", errno);
+    const std::string text = read_small_file(path, kMaxManifestBytes, "manifest");
     return parse(text, path);
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/error.h"
+#include "io/sequential_reader.h"
 
 namespace gguf_reap {
 
@@ -25,16 +25,7 @@ struct ExternalFile {
 };
 
 ExternalFile load_external(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(path, "open", errno);
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size > kMaxScoresJson)
-        throw InputError(path, std::nullopt, "file",
-                         fmt::format("{} bytes is too large for a score file (limit 256 MiB)", size));
-    in.seekg(0);
-    std::string text(size, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
+    const std::string text = read_small_file(path, kMaxScoresJson, "score file");
     nlohmann::json j;
     try {
         // A score file nests 3 levels; refusing depth 32 in the parser's callback (the parser itself

@@ -5,9 +5,7 @@ have_shim() { [ -n "$SHIM" ] && [ -f "$SHIM" ]; }
 # require_shim: a script made only of fault cases ends here, as skipped, when the shim is not built.
 require_shim() {
     have_shim && return
-    echo "skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
-    finish
-    exit
+    skip_all "GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
 }
 # The ASan build insists on its runtime coming first in the library list; the shim has no sanitizer of
 # its own and only forwards calls, so the order does not matter here.

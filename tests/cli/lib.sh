@@ -14,7 +14,25 @@ OUT=$WORK/.out
 ERR=$WORK/.err
 CODE=0
 
+SKIPPED=0
+
 have_fixtures() { [ -f "$FIX/expected.json" ]; }
+# fixtures WHAT: true when ../shared/fixtures is there; otherwise says that WHAT is skipped.
+fixtures() {
+    have_fixtures && return 0
+    skipped "$1 (no $FIX)"
+    return 1
+}
+# skipped WHAT: some cases of this script did not run; stdout says which, and finish counts them.
+skipped() {
+    echo "skipped: $*"
+    SKIPPED=$((SKIPPED + 1))
+}
+# skip_all REASON: nothing in this script can run here; CTest shows it as skipped (SKIP_RETURN_CODE 77).
+skip_all() {
+    echo "skipped: $*"
+    exit 77
+}
 
 # run CMD ARGS...: runs a command, capturing stdout, stderr and the exit code.
 run() {
@@ -47,6 +65,6 @@ PY
 }
 
 finish() {
-    echo "$PASSED passed, $FAILED failed"
+    echo "$PASSED passed, $FAILED failed, $SKIPPED group(s) of cases skipped"
     [ "$FAILED" -eq 0 ]
 }

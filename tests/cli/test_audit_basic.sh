@@ -31,7 +31,7 @@ expect_err "x.gguf: magic at offset 0 (0x0): not a GGUF file"
 expect_err_lines 1
 expect_no_out
 
-if have_fixtures; then
+if fixtures "the cases on the llama.cpp-made fixtures"; then
     cp "$FIX"/shards/*.gguf "$WORK/"
     S1=$WORK/tiny-deepseek2-IQ2_XXS-00001-of-00003.gguf
     S2=$WORK/tiny-deepseek2-IQ2_XXS-00002-of-00003.gguf

@@ -127,7 +127,7 @@ run "$BIN" estimate "$WORK/dense.gguf" --keeplist "$WORK/keep.json"
 expect_code 2
 expect_err "gguf-reap: error: $WORK/dense.gguf: the model has no routed experts to prune (architecture 'deepseek2')"
 
-if have_fixtures; then
+if fixtures "the cases on the llama.cpp-made fixtures"; then
     case_ "MLA fixture: KV cache per token"
     run "$BIN" estimate "$FIX/models/tiny-deepseek2-Q8_0.gguf" --json
     expect_code 0

@@ -159,6 +159,6 @@ if [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; then
     expect_code 3
     expect_err "gguf-reap: error: /proc/r: create directory: No such file or directory"
 else
-    echo "skip: /proc is missing or writable here"
+    skipped "the /proc case: /proc is missing or writable here"
 fi
 finish

@@ -102,7 +102,7 @@ run "$BIN" inspect --json "$WORK/empty.gguf"
 expect_code 0
 expect_json "d['arch'] == '' and d['tensor_count'] == 0 and d['moe'] is None and d['decode_bytes_per_token']['total'] == 0"
 
-if have_fixtures; then
+if fixtures "the cases on the llama.cpp-made fixtures"; then
     case_ "inspect --json on a fixture model"
     run "$BIN" inspect --json "$FIX/models/tiny-deepseek2-Q8_0.gguf"
     expect_code 0

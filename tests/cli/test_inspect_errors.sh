@@ -60,7 +60,7 @@ expect_code 2
 expect_err "kv 'split.count' at offset"
 expect_err "split.count is 2 but the file name does not follow PREFIX-NNNNN-of-MMMMM.gguf"
 
-if have_fixtures; then
+if fixtures "the cases on the llama.cpp-made fixtures"; then
     S=$FIX/shards/tiny-deepseek2-IQ2_XXS
     case_ "missing shard"
     mkdir -p "$WORK/set"

@@ -1,11 +1,7 @@
 source "$(dirname "$0")/lib.sh"
 # `inspect` on every real llama.cpp file in ../shared/fixtures: text and JSON, checked against
 # expected.json. (tests/inspect_test.cpp compares every field and tensor; this is the binary's view.)
-if ! have_fixtures; then
-    echo "fixtures not present; skipping"
-    finish
-    exit $?
-fi
+have_fixtures || skip_all "../shared/fixtures is not present: every case here reads it"
 EXPECTED=$FIX/expected.json
 # exp PYTHON_LIST: a Python expression for the expected.json entry at that key path, for expect_json.
 exp() { echo "__import__('functools').reduce(lambda e, k: e[k], $1, json.load(open('$EXPECTED')))"; }

@@ -8,7 +8,7 @@ expect_out "--keeplist"
 expect_out "--split-max-size"
 expect_out "--imatrix-out"
 
-if have_fixtures; then
+if fixtures "the cases on the llama.cpp-made fixtures"; then
     M=$FIX/models/tiny-deepseek2-Q8_0.gguf
     DEAD=$FIX/prune_specs/tiny-deepseek2.drop-dead.json
 

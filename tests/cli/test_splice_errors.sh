@@ -12,7 +12,7 @@ run "$BIN" splice "$WORK/m.gguf" -o "$WORK/out/o"
 expect_code 2
 expect_err "splice needs --keeplist, --neuron-plan or both: nothing to prune"
 
-if have_fixtures; then
+if fixtures "the cases on the llama.cpp-made fixtures"; then
     M=$FIX/models/tiny-deepseek2-Q8_0.gguf
     DEAD=$FIX/prune_specs/tiny-deepseek2.drop-dead.json
     K=$WORK/k.json

@@ -149,6 +149,6 @@ if have_shim; then
         _fail "shard 3 is not the new, complete file"
     clean_rerun --force
 else
-    echo "signals at random points skipped: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
+    skipped "signals at random points: GGUF_REAP_FAULT_SHIM is not set (run through ctest)"
 fi
 finish

@@ -3,10 +3,10 @@
 // its own too (read_npz), and a plan that reads must hold what read_neuron_plan promises: one row per
 // (block, expert) pair, every row ascending, ids unique and below the expert width.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "format/npz.h"
-#include "fuzz_util.h"
 #include "io/error.h"
 #include "model/width.h"
 
@@ -36,16 +36,16 @@ void check_plan(const NeuronPlan& p) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    fuzz::MemFile mem(data, size);
+    const std::span<const uint8_t> bytes(data, size);
     try {
         // 1 MiB of arrays at most: a bigger member is refused before it is inflated.
-        for (const auto& [name, a] : read_npz(mem.path(), uint64_t{1} << 20))
+        for (const auto& [name, a] : read_npz(bytes, "fuzz.npz", uint64_t{1} << 20))
             if (a.item_size() <= 0 || a.data.size() != static_cast<size_t>(a.element_count() * a.item_size()))
                 __builtin_trap();
     } catch (const InputError&) {
     }
     try {
-        check_plan(read_neuron_plan(mem.path(), kBlocks, kExperts, kWidth));
+        check_plan(parse_neuron_plan(bytes, "fuzz.npz", kBlocks, kExperts, kWidth));
     } catch (const InputError&) {
     }
     return 0;
