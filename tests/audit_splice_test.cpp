@@ -43,9 +43,9 @@ class AuditSpliceTest : public ::testing::Test {
     // shards by splice.
     void SetUp() override {
         const auto gen = run_gen(fmt::format(
-            "model --preset tiny --blocks 3 --dense-blocks 1 --nextn 1 --probs-bias --router-bias "
+            "model --skeleton --preset tiny --blocks 3 --dense-blocks 1 --nextn 1 --probs-bias --router-bias "
             "--exps-bias "
-            "--scales --fused-gate-up --alignment 64 --type-exps Q4_0 --type-down Q8_0 --shards 2 -o {}",
+            "--scales --alignment 64 --type-exps Q4_0 --type-down Q8_0 --shards 2 -o {}",
             dir.file("gen")));
         ASSERT_EQ(gen.exit_code, 0) << gen.err;
         std::ofstream(dir.file("drop.json")) << R"({"drop": {"1": [0, 5], "2": [3, 4], "3": [1, 15]}})";
@@ -67,16 +67,17 @@ TEST_F(AuditSpliceTest, SpliceOutputPassesWithEveryExpertRole) {
     EXPECT_EQ(j["result"], "pass");
     EXPECT_EQ(j["kept_from"], "provenance");
     EXPECT_EQ(j["expert_count"]["output"], 14);
-    EXPECT_EQ(j["summary"]["tensors"], 70);
-    // Per MoE block: router weight + bias, exp_probs_b, gate_up and down weights, their biases and scales.
-    EXPECT_EQ(j["summary"]["expert_tensors"], 27);
-    EXPECT_EQ(j["summary"]["slabs"], 27 * 14);
+    EXPECT_EQ(j["summary"]["tensors"], 79);
+    // Per MoE block (3): router weight + bias, exp_probs_b, gate, up and down weights, their biases and
+    // scales.
+    EXPECT_EQ(j["summary"]["expert_tensors"], 36);
+    EXPECT_EQ(j["summary"]["slabs"], 36 * 14);
     EXPECT_EQ(j["findings"].size(), 0u);
     // The same against the keeplist, and from the other source shard.
     const auto k = run_cli(fmt::format("audit {} --source {} --keeplist {}", out[0],
                                        dir.file("gen-00002-of-00002.gguf"), dir.file("drop.json")));
     EXPECT_EQ(k.exit_code, 0) << k.out;
-    EXPECT_NE(k.out.find("PASS: 3 shard(s), 70 tensors total"), std::string::npos) << k.out;
+    EXPECT_NE(k.out.find("PASS: 3 shard(s), 79 tensors total"), std::string::npos) << k.out;
 }
 
 TEST_F(AuditSpliceTest, FlipsInBiasesScalesAndRouterBiasAreNamed) {
@@ -87,11 +88,10 @@ TEST_F(AuditSpliceTest, FlipsInBiasesScalesAndRouterBiasAreNamed) {
         uint64_t source_expert;
     };
     // Block 1 drops experts 0 and 5: output expert 4 is source expert 6.
-    const Case cases[] = {
-        {"blk.1.ffn_down_exps.bias", 4, "expert bias", 6},
-        {"blk.1.ffn_gate_up_exps.scale", 4, "expert scale", 6},
-        {"blk.1.ffn_gate_inp.bias", 4, "router bias", 6},
-        {"blk.3.ffn_gate_up_exps.weight", 13, "kept slab", 14}};  // nextn block 3 drops 1 and 15
+    const Case cases[] = {{"blk.1.ffn_down_exps.bias", 4, "expert bias", 6},
+                          {"blk.1.ffn_up_exps.scale", 4, "expert scale", 6},
+                          {"blk.1.ffn_gate_inp.bias", 4, "router bias", 6},
+                          {"blk.3.ffn_up_exps.weight", 13, "kept slab", 14}};  // nextn block 3 drops 1 and 15
     for (const Case& c : cases) {
         SCOPED_TRACE(c.tensor);
         const Located w = locate(out, c.tensor);
@@ -125,7 +125,7 @@ TEST_F(AuditSpliceTest, TextReportAndExitCodes) {
                   w.path, w.abs + 3, w.abs + 3, w.nbytes)),
               std::string::npos)
         << r.out;
-    EXPECT_NE(r.out.find("FAIL: 1 finding(s); 3 shard(s), 70 tensors total"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("FAIL: 1 finding(s); 3 shard(s), 79 tensors total"), std::string::npos) << r.out;
     EXPECT_EQ(r.err, "");
 }
 

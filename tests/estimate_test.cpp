@@ -25,7 +25,8 @@ using test::TempDir;
 // everything else F16 except the F32 router and norms.
 std::string gen_args(int expert_ff = 32, const char* type_down = "F16") {
     return fmt::format(
-        "model --blocks 3 --dense-blocks 1 --experts 8 --used 2 --shared 1 --embd 64 --ff 128 --expert-ff {} "
+        "model --skeleton --blocks 3 --dense-blocks 1 --experts 8 --used 2 --shared 1 --embd 64 --ff 128 "
+        "--expert-ff {} "
         "--vocab 256 --heads 4 --type-exps Q8_0 --type-down {} --type-attn F16 --type-embd F16 "
         "--type-output F16 --type-shexp F16 --type-dense F16",
         expert_ff, type_down);

@@ -127,7 +127,7 @@ TEST_F(MoeLayoutTest, GptOssStyleBiasesScalesAndFusedGateUp) {
         {"blk.0.ffn_gate_inp.weight", {32, kE}, test::kF32},
         {"blk.0.ffn_gate_inp.bias", {kE}, test::kF32},
         {"blk.0.ffn_gate_up_exps.weight", {32, 64, kE}, test::kQ8_0},
-        {"blk.0.ffn_gate_up_exps.bias", {64, kE}, test::kF32},
+        {"blk.0.ffn_up_exps.bias", {32, kE}, test::kF32},
         {"blk.0.ffn_down_exps.weight", {32, 32, kE}, test::kQ8_0},
         {"blk.0.ffn_down_exps.bias", {32, kE}, test::kF16},
         {"blk.0.ffn_down_exps.scale", {kE}, test::kF32},
@@ -147,7 +147,7 @@ TEST_F(MoeLayoutTest, GptOssStyleBiasesScalesAndFusedGateUp) {
     const Want want[] = {{"router", Projection::kNone, 1, 128},
                          {"router_bias", Projection::kNone, 0, 4},
                          {"gate_up_exps", Projection::kGateUp, 2, kQ8Row32 * 64},
-                         {"exps_bias", Projection::kGateUp, 1, 256},
+                         {"exps_bias", Projection::kUp, 1, 128},
                          {"down_exps", Projection::kDown, 2, kQ8Row32 * 32},
                          {"exps_bias", Projection::kDown, 1, 64},
                          {"exps_scale", Projection::kDown, 0, 4},
@@ -162,10 +162,24 @@ TEST_F(MoeLayoutTest, GptOssStyleBiasesScalesAndFusedGateUp) {
     EXPECT_EQ(L.blocks[0].slab_bytes, kQ8Row32 * 64 + kQ8Row32 * 32);
     EXPECT_TRUE(ts[1].kind->read_per_token()) << "a router bias is read for every token";
     EXPECT_FALSE(ts[3].kind->read_per_token()) << "an expert bias only for routed tokens";
-    // The fused gate_up bias is cut to 2K elements by a width cut, as its weight is to 2K rows.
+    // The up bias [n_ff, E] is cut to K elements by a width cut, as its weight's rows are.
     EXPECT_EQ(ts[3].kind->width_axis, 0);
-    EXPECT_EQ(ts[3].kind->width_factor, 2);
+    EXPECT_EQ(ts[3].kind->width_factor, 1);
     EXPECT_EQ(ts[5].kind->width_axis, -1) << "the down bias is n_embd long: no channel axis";
+}
+
+TEST_F(MoeLayoutTest, AFusedGateUpBiasIsRefused) {
+    // No llama.cpp loader creates one (gpt-oss, the architecture with expert biases, takes no fused
+    // gate_up), so the table has no layout for it: refused rather than copied unsliced.
+    write(moe_kvs("gpt-oss"), {{"blk.0.ffn_gate_inp.weight", {32, kE}, test::kF32},
+                               {"blk.0.ffn_gate_up_exps.weight", {32, 64, kE}, test::kQ8_0},
+                               {"blk.0.ffn_gate_up_exps.bias", {64, kE}, test::kF32},
+                               {"blk.0.ffn_down_exps.weight", {32, 32, kE}, test::kQ8_0}});
+    const std::string msg = error_of();
+    EXPECT_NE(msg.find("tensor 'blk.0.ffn_gate_up_exps.bias'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("looks expert-indexed but matches no tensor layout gguf-reap knows"),
+              std::string::npos)
+        << msg;
 }
 
 TEST_F(MoeLayoutTest, DenseModelHasNoBlocks) {

@@ -276,7 +276,7 @@ TEST(RankFixtures, ModelChecksNameTheMismatch) {
     REQUIRE_FIXTURES();
     test::TempDir dir;
     // A model with another expert count: the fixture imatrix cannot belong to it.
-    auto g = test::run_gen("model --preset tiny --experts 8 --used 2 -o " + dir.file("m8.gguf"));
+    auto g = test::run_gen("model --skeleton --preset tiny --experts 8 --used 2 -o " + dir.file("m8.gguf"));
     ASSERT_EQ(g.exit_code, 0) << g.err;
     RankOptions o;
     o.imatrices = {{"chat", imatrix_path("chat", "gguf")}};

@@ -34,7 +34,7 @@ class RankGenerated : public ::testing::Test {
 };
 
 TEST_F(RankGenerated, EveryGroupKeepsTheSameNumber) {
-    gen("model --preset tiny --experts 16 --groups 4 --group-used 2 --used 4 -o " + f("g.gguf"));
+    gen("model --skeleton --preset tiny --experts 16 --groups 4 --group-used 2 --used 4 -o " + f("g.gguf"));
     gen("imatrix --model " + f("g.gguf") + " --domain chat --super 2:5 --dead 1:3 -o " + f("chat.gguf"));
     gen("imatrix --model " + f("g.gguf") + " --domain code --seed 7 -o " + f("code.gguf"));
     RankOptions o;
@@ -67,7 +67,7 @@ TEST_F(RankGenerated, EveryGroupKeepsTheSameNumber) {
 }
 
 TEST_F(RankGenerated, LegacyWriterGenerationsMarkDeadExpertsTheirOwnWay) {
-    gen("model --preset tiny -o " + f("m.gguf"));
+    gen("model --skeleton --preset tiny -o " + f("m.gguf"));
     gen("imatrix --model " + f("m.gguf") + " --dead 1:3,3:0 -o " + f("a.gguf"));
     for (const char* g : {"current", "nan"}) {
         SCOPED_TRACE(g);
@@ -111,7 +111,7 @@ TEST_F(RankGenerated, LegacyWriterGenerationsMarkDeadExpertsTheirOwnWay) {
 }
 
 TEST_F(RankGenerated, WeightedEnergyReadsF16DownProjections) {
-    gen("model --preset tiny --type-down F16 -o " + f("m.gguf"));
+    gen("model --skeleton --preset tiny --type-down F16 -o " + f("m.gguf"));
     gen("imatrix --model " + f("m.gguf") + " --dead 2:1 --super 3:4 -o " + f("a.gguf"));
     RankOptions o;
     o.imatrices = {{"a", f("a.gguf")}};
@@ -130,7 +130,7 @@ TEST_F(RankGenerated, WeightedEnergyReadsF16DownProjections) {
     ASSERT_EQ(r.protected_experts.size(), 1u);
     EXPECT_EQ(r.protected_experts[0].expert, 4);
     // Q4_K down projections are not dequantised: the refusal says what to use instead.
-    gen("model --preset tiny --type-down Q4_K --expert-ff 256 -o " + f("q.gguf"));
+    gen("model --skeleton --preset tiny --type-down Q4_K --expert-ff 256 -o " + f("q.gguf"));
     o.model = f("q.gguf");
     gen("imatrix --model " + f("q.gguf") + " -o " + f("q.imatrix.gguf"));
     o.imatrices = {{"q", f("q.imatrix.gguf")}};
@@ -141,8 +141,8 @@ TEST_F(RankGenerated, WeightedEnergyReadsF16DownProjections) {
 }
 
 TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
-    gen("model --preset tiny --type-down F16 -o " + f("native.gguf"));  // expert width 64
-    gen("model --preset tiny --type-down F16 --expert-ff 32 -o " + f("narrow.gguf"));
+    gen("model --skeleton --preset tiny --type-down F16 -o " + f("native.gguf"));  // expert width 64
+    gen("model --skeleton --preset tiny --type-down F16 --expert-ff 32 -o " + f("narrow.gguf"));
     gen("imatrix --model " + f("native.gguf") + " --dead 1:2 --super 2:6 -o " + f("a.gguf"));
     // Keep channels 2j + (e % 2) of every expert: 32 of 64.
     std::vector<uint16_t> ch;
@@ -197,9 +197,9 @@ TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
 }
 
 TEST_F(RankGenerated, MismatchedModelsAreNamed) {
-    gen("model --preset tiny -o " + f("m.gguf"));              // MoE blocks 1..3
-    gen("model --preset tiny --blocks 5 -o " + f("m5.gguf"));  // MoE blocks 1..4
-    gen("model --preset tiny --expert-ff 128 -o " + f("wide.gguf"));
+    gen("model --skeleton --preset tiny -o " + f("m.gguf"));              // MoE blocks 1..3
+    gen("model --skeleton --preset tiny --blocks 5 -o " + f("m5.gguf"));  // MoE blocks 1..4
+    gen("model --skeleton --preset tiny --expert-ff 128 -o " + f("wide.gguf"));
     gen("imatrix --model " + f("m.gguf") + " -o " + f("a.gguf"));
     RankOptions o;
     o.imatrices = {{"a", f("a.gguf")}};

@@ -98,10 +98,10 @@ std::map<int, std::vector<int64_t>> keep_of(const std::map<int, std::vector<int6
 
 TEST(SpliceGenerated, EveryExpertTensorClassGroupsMtpAlignment) {
     TempDir dir;
-    // 4 blocks (1 dense) + 1 MTP block; 16 experts in 4 groups; fused gate_up; biases; scales.
+    // 4 blocks (1 dense) + 1 MTP block; 16 experts in 4 groups; fused gate_up; router biases; scales.
     gen(fmt::format(
-        "model -o {} --blocks 4 --dense-blocks 1 --nextn 1 --experts 16 --used 4 --groups 4 "
-        "--group-used 2 --probs-bias --router-bias --exps-bias --scales --fused-gate-up --alignment 64 "
+        "model --skeleton -o {} --blocks 4 --dense-blocks 1 --nextn 1 --experts 16 --used 4 --groups 4 "
+        "--group-used 2 --probs-bias --router-bias --scales --fused-gate-up --alignment 64 "
         "--type-exps Q8_0 --type-down Q4_0 --seed 7",
         dir.file("m.gguf")));
     // Two per group kept in every block, incl. the MTP block 4.
@@ -112,8 +112,9 @@ TEST(SpliceGenerated, EveryExpertTensorClassGroupsMtpAlignment) {
     const std::string kl = test::write_text(dir.file("k.json"), drop_json(drop));
     auto s = test::splice_api(dir.file("m.gguf"), kl, dir.file("o"));
     ShardSet out = ShardSet::open(dir.file("o.gguf"));
-    // Per MoE block: router, router bias, exp_probs_b, gate_up, down, 2 biases, 2 scales.
-    EXPECT_EQ(check_output(s->model, out, keep_of(drop, 16), 16), 4u * 9u);
+    // Per MoE block: router, router bias, exp_probs_b, gate_up, down, the down scale (a fused gate_up has
+    // no per-expert scale in llama.cpp).
+    EXPECT_EQ(check_output(s->model, out, keep_of(drop, 16), 16), 4u * 6u);
     EXPECT_EQ(out.arch_uint("expert_count"), 8u);
     EXPECT_EQ(out.arch_uint("expert_used_count"), 4u);
     EXPECT_EQ(out.arch_uint("expert_group_count"), 4u);
@@ -127,7 +128,7 @@ TEST(SpliceGenerated, EveryExpertTensorClassGroupsMtpAlignment) {
 TEST(SpliceGenerated, KQuantsFromAndToSplitSets) {
     TempDir dir;
     gen(fmt::format(
-        "model -o {} --blocks 5 --dense-blocks 1 --experts 16 --used 2 --embd 256 --expert-ff 256 "
+        "model --skeleton -o {} --blocks 5 --dense-blocks 1 --experts 16 --used 2 --embd 256 --expert-ff 256 "
         "--type-exps Q4_K --type-down Q6_K --exps-bias --alignment 64 --shards 3 --seed 3",
         dir.file("m")));
     std::map<int, std::vector<int64_t>> drop;
@@ -158,7 +159,7 @@ TEST(SpliceGenerated, KQuantsFromAndToSplitSets) {
 TEST(SpliceGenerated, TiedNoSharedKeepOne) {
     TempDir dir;
     gen(fmt::format(
-        "model -o {} --blocks 3 --dense-blocks 0 --experts 8 --used 1 --shared 0 --tied --seed 11",
+        "model --skeleton -o {} --blocks 3 --dense-blocks 0 --experts 8 --used 1 --shared 0 --tied --seed 11",
         dir.file("m.gguf")));
     const std::map<int, std::vector<int64_t>> drop = {
         {0, {0, 1, 2, 3, 4, 5, 6}}, {1, {1, 2, 3, 4, 5, 6, 7}}, {2, {0, 1, 2, 4, 5, 6, 7}}};
@@ -171,8 +172,9 @@ TEST(SpliceGenerated, TiedNoSharedKeepOne) {
 
 TEST(SpliceGenerated, UnevenGroupsAreRefused) {
     TempDir dir;
-    gen(fmt::format("model -o {} --blocks 2 --dense-blocks 1 --experts 16 --used 4 --groups 4 --group-used 2",
-                    dir.file("m.gguf")));
+    gen(fmt::format(
+        "model --skeleton -o {} --blocks 2 --dense-blocks 1 --experts 16 --used 4 --groups 4 --group-used 2",
+        dir.file("m.gguf")));
     const std::string kl =
         test::write_text(dir.file("k.json"), R"({"drop": {"1": [0, 4, 5, 8, 12, 13, 14, 15]}})");
     try {

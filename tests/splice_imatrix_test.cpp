@@ -107,9 +107,10 @@ TEST(SpliceImatrix, FixtureImatricesBothFormats) {
 TEST(SpliceImatrix, GeneratedModelWithMtpBothFormats) {
     TempDir dir;
     ASSERT_EQ(
-        test::run_gen(fmt::format("model -o {} --blocks 3 --dense-blocks 1 --nextn 1 --experts 12 --used 2 "
-                                  "--fused-gate-up",
-                                  dir.file("m.gguf")))
+        test::run_gen(
+            fmt::format("model --skeleton -o {} --blocks 3 --dense-blocks 1 --nextn 1 --experts 12 --used 2 "
+                        "--fused-gate-up",
+                        dir.file("m.gguf")))
             .exit_code,
         0);
     const std::string kl =
@@ -131,10 +132,12 @@ TEST(SpliceImatrix, GeneratedModelWithMtpBothFormats) {
 
 TEST(SpliceImatrix, ImatrixOfAnotherModelIsRefused) {
     TempDir dir;
-    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 2 --experts 16 --used 2", dir.file("a.gguf")))
+    ASSERT_EQ(test::run_gen(
+                  fmt::format("model --skeleton -o {} --blocks 2 --experts 16 --used 2", dir.file("a.gguf")))
                   .exit_code,
               0);
-    ASSERT_EQ(test::run_gen(fmt::format("model -o {} --blocks 2 --experts 8 --used 2", dir.file("b.gguf")))
+    ASSERT_EQ(test::run_gen(
+                  fmt::format("model --skeleton -o {} --blocks 2 --experts 8 --used 2", dir.file("b.gguf")))
                   .exit_code,
               0);
     ASSERT_EQ(

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "gen/archs.h"
 #include "gen/imatrix.h"
 #include "gen/model.h"
 #include "io/error.h"
@@ -33,7 +34,9 @@ void bind_option(CLI::App* app, Overrides& ov, const std::string& flags, T Model
     auto store = std::make_shared<T>();
     CLI::Option* o = app->add_option(flags, *store, desc);
     ov.push_back([o, store, field](ModelSpec& s) {
-        if (o->count() > 0) s.*field = *store;
+        if (o->count() == 0) return;
+        s.*field = *store;
+        s.given.insert(o->get_name());
     });
 }
 
@@ -42,7 +45,9 @@ void bind_flag(CLI::App* app, Overrides& ov, const std::string& flags, bool Mode
     auto store = std::make_shared<bool>(false);
     CLI::Option* o = app->add_flag(flags, *store, desc);
     ov.push_back([o, store, field](ModelSpec& s) {
-        if (o->count() > 0) s.*field = *store;
+        if (o->count() == 0) return;
+        s.*field = *store;
+        s.given.insert(o->get_name());
     });
 }
 
@@ -60,6 +65,7 @@ struct ModelCommand {
     int64_t alignment = 0;
     std::string truth;
     bool dry_run = false;
+    bool list_archs = false;
     Overrides overrides;
     CLI::Option* alignment_opt = nullptr;
 
@@ -67,14 +73,19 @@ struct ModelCommand {
         CLI::App* c = app.add_subcommand("model", "Write a synthetic MoE model (one file or --shards N)");
         c->add_option("-o,--output", out,
                       "Output .gguf path; with --shards N > 1 a prefix for "
-                      "OUT-0000i-of-0000N.gguf")
-            ->required();
+                      "OUT-0000i-of-0000N.gguf");
+        c->add_flag("--list-archs", list_archs,
+                    "Print the architectures --arch takes, one per line, and exit");
         c->add_option("--preset", preset, "Defaults for every other option: tiny (default), demo, kimi-k3");
         c->add_option("--shards", shards, "Number of shards, balanced by bytes (default 1)");
         c->add_option("--truth", truth, "Also write the model's shape as JSON to this file");
         c->add_flag("--dry-run", dry_run, "Print the plan (files, sizes) and write nothing");
         Overrides& ov = overrides;
         bind_option(c, ov, "--arch", &ModelSpec::arch, "general.architecture (default deepseek2)");
+        bind_flag(
+            c, ov, "--skeleton", &ModelSpec::skeleton,
+            "gguf-reap's test layout instead of --arch's llama.cpp one: every optional expert tensor in any "
+            "combination; llama.cpp does not load it");
         bind_option(c, ov, "--name", &ModelSpec::name, "general.name");
         bind_option(c, ov, "--seed", &ModelSpec::seed, "Seed of the tensor data (default 42)");
         bind_option(c, ov, "--blocks", &ModelSpec::blocks, "Blocks, dense ones included, nextn excluded");
@@ -117,6 +128,11 @@ struct ModelCommand {
     }
 
     int run() const {
+        if (list_archs) {
+            for (const ArchPreset& a : arch_presets()) std::cout << a.name << "\n";
+            return kExitOk;
+        }
+        if (out.empty()) throw UsageError("model: -o/--output is required");
         ModelSpec spec = preset_spec(preset);
         for (const auto& apply : overrides) apply(spec);
         if (alignment_opt->count() > 0) {

@@ -10,7 +10,9 @@ FileSource::FileSource(const InputFile& file) : ByteSource(file.path(), file.siz
     ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_RANDOM);
 }
 
-FileSource::~FileSource() { ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_NORMAL); }
+FileSource::~FileSource() {
+    ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_NORMAL);
+}
 
 void FileSource::read(uint64_t offset, void* dst, size_t n) {
     auto* out = static_cast<uint8_t*>(dst);

@@ -18,11 +18,12 @@ using P = Projection;
 // Every kind, as llama.cpp's loaders create them (src/llama-model.cpp create_tensor calls):
 //   weights  [n_embd, n_ff, E] (gate, up), [n_ff, n_embd, E] (down), [n_embd, 2·n_ff, E] (fused gate_up:
 //            gate rows then up rows);
-//   biases   [n_ff, E] (gate, up), [n_embd, E] (down), [2·n_ff, E] (fused) — gpt-oss;
-//   scales   [E] per expert (NVFP4-style per-expert weight scales, and input scales);
+//   biases   [n_ff, E] (gate, up), [n_embd, E] (down) — gpt-oss, whose loader takes no fused gate_up;
+//   scales   [E] per expert, input scales [E] (the generic pass of llama-model.cpp creates both for
+//            gate, up and down; none for a fused gate_up);
 //   router   [n_embd, E] weight and [E] bias; exp_probs_b [E] (deepseek2 and descendants: "bias";
 //            a few converters wrote "weight").
-constexpr std::array<ExpertTensorKind, 20> kKinds{{
+constexpr std::array<ExpertTensorKind, 17> kKinds{{
     {"ffn_gate_exps", "weight", R::kWeight, P::kGate, 2, 1, 1},
     {"ffn_up_exps", "weight", R::kWeight, P::kUp, 2, 1, 1},
     {"ffn_down_exps", "weight", R::kWeight, P::kDown, 2, 0, 1},
@@ -30,15 +31,12 @@ constexpr std::array<ExpertTensorKind, 20> kKinds{{
     {"ffn_gate_exps", "bias", R::kBias, P::kGate, 1, 0, 1},
     {"ffn_up_exps", "bias", R::kBias, P::kUp, 1, 0, 1},
     {"ffn_down_exps", "bias", R::kBias, P::kDown, 1, -1, 0},
-    {"ffn_gate_up_exps", "bias", R::kBias, P::kGateUp, 1, 0, 2},
     {"ffn_gate_exps", "scale", R::kScale, P::kGate, 0, -1, 0},
     {"ffn_up_exps", "scale", R::kScale, P::kUp, 0, -1, 0},
     {"ffn_down_exps", "scale", R::kScale, P::kDown, 0, -1, 0},
-    {"ffn_gate_up_exps", "scale", R::kScale, P::kGateUp, 0, -1, 0},
     {"ffn_gate_exps", "input_scale", R::kScale, P::kGate, 0, -1, 0},
     {"ffn_up_exps", "input_scale", R::kScale, P::kUp, 0, -1, 0},
     {"ffn_down_exps", "input_scale", R::kScale, P::kDown, 0, -1, 0},
-    {"ffn_gate_up_exps", "input_scale", R::kScale, P::kGateUp, 0, -1, 0},
     {"ffn_gate_inp", "weight", R::kRouter, P::kNone, 1, -1, 0},
     {"ffn_gate_inp", "bias", R::kRouterBias, P::kNone, 0, -1, 0},
     {"exp_probs_b", "bias", R::kProbsBias, P::kNone, 0, -1, 0},

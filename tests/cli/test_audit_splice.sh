@@ -2,7 +2,7 @@
 # broken every way a copy or an upload can break it.
 source "$(dirname "$0")/lib.sh"
 
-"$GEN" model --preset tiny --probs-bias --shards 2 -o "$WORK/model" >/dev/null || { echo "gen failed"; exit 1; }
+"$GEN" model --skeleton --preset tiny --probs-bias --shards 2 -o "$WORK/model" >/dev/null || { echo "gen failed"; exit 1; }
 SRC=$WORK/model-00001-of-00002.gguf
 printf '{"drop": {"1": [0, 1], "2": [2, 3], "3": [14, 15]}}' >"$WORK/drop.json"
 printf '{"drop": {"1": [0, 2], "2": [2, 3], "3": [14, 15]}}' >"$WORK/other.json"

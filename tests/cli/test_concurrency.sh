@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/fault_lib.sh"
 
-"$GEN" model -o "$WORK/m" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
+"$GEN" model --skeleton -o "$WORK/m" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
     --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
 M=$WORK/m-00001-of-00003.gguf
 printf '{"drop": {"1": [0], "2": [7], "3": [9]}}' >"$WORK/k.json"
@@ -19,7 +19,7 @@ same_as_ref() {  # same_as_ref DIR
 
 # 64 output files, so that every one of up to 64 threads has a file of its own to write (and audit a
 # shard of its own to verify): a thread count above the work items would run fewer threads than asked.
-"$GEN" model -o "$WORK/m64.gguf" --blocks 9 --dense-blocks 1 --experts 16 --used 4 --embd 256 --expert-ff 256 \
+"$GEN" model --skeleton -o "$WORK/m64.gguf" --blocks 9 --dense-blocks 1 --experts 16 --used 4 --embd 256 --expert-ff 256 \
     --type-exps Q8_0 >/dev/null 2>&1
 M64=$WORK/m64.gguf
 printf '{"drop": {"1": [0], "2": [7], "3": [9], "4": [1], "5": [2], "6": [3], "7": [4], "8": [5]}}' >"$WORK/k64.json"

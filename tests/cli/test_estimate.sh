@@ -1,7 +1,7 @@
 source "$(dirname "$0")/lib.sh"
 # A small generated model: 3 blocks (1 dense), 8 experts (2 used), embd 64, expert ff 32, F16 except
 # the Q8_0 gate/up experts and the F32 router and norms (tests/estimate_test.cpp has the arithmetic).
-"$GEN" model --blocks 3 --dense-blocks 1 --experts 8 --used 2 --shared 1 --embd 64 --ff 128 --expert-ff 32 \
+"$GEN" model --skeleton --blocks 3 --dense-blocks 1 --experts 8 --used 2 --shared 1 --embd 64 --ff 128 --expert-ff 32 \
     --vocab 256 --heads 4 --type-exps Q8_0 --type-down F16 --type-attn F16 --type-embd F16 --type-output F16 \
     --type-shexp F16 --type-dense F16 -o "$WORK/m.gguf" >/dev/null
 echo '{"drop": {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}}' >"$WORK/keep.json"
@@ -122,7 +122,7 @@ expect_code 3
 expect_err "nope.gguf: open: No such file or directory"
 
 case_ "a dense model cannot take a keeplist"
-"$GEN" model --experts 0 -o "$WORK/dense.gguf" >/dev/null
+"$GEN" model --skeleton --experts 0 -o "$WORK/dense.gguf" >/dev/null
 run "$BIN" estimate "$WORK/dense.gguf" --keeplist "$WORK/keep.json"
 expect_code 2
 expect_err "gguf-reap: error: $WORK/dense.gguf: the model has no routed experts to prune (architecture 'deepseek2')"

@@ -8,7 +8,7 @@ require_shim
 
 # Three source shards, 16 experts of 272 KiB: kept runs over 1 MiB go through copy_file_range, the
 # rest through pread + pwritev, so both copy paths meet every fault.
-"$GEN" model -o "$WORK/m" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
+"$GEN" model --skeleton -o "$WORK/m" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
     --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
 M=$WORK/m-00001-of-00003.gguf
 M2=$WORK/m-00002-of-00003.gguf

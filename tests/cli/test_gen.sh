@@ -20,13 +20,13 @@ expect_code 2
 expect_err "gguf-reap-gen: error: A subcommand is required"
 
 case_ "unknown option is a usage error"
-run "$GEN" model -o "$WORK/x.gguf" --bogus
+run "$GEN" model --skeleton -o "$WORK/x.gguf" --bogus
 expect_code 2
 expect_err "gguf-reap-gen: error:"
 expect_no_out
 
 case_ "tiny model, read back by gguf-reap inspect"
-run "$GEN" model -o "$WORK/tiny.gguf"
+run "$GEN" model --skeleton -o "$WORK/tiny.gguf"
 expect_code 0
 expect_out "wrote $WORK/tiny.gguf (51 tensors, 1,893,344 bytes)"
 expect_out "4 blocks (3 MoE × 16 experts), 51 tensors"
@@ -36,7 +36,7 @@ expect_json "d['arch'] == 'deepseek2' and d['moe_layers'] == [1, 2, 3] and d['ex
 
 case_ "the demo of tools/setup.sh: two shards, two imatrix domains"
 mkdir -p "$WORK/demo"
-run "$GEN" model --preset demo --shards 2 -o "$WORK/demo/model"
+run "$GEN" model --skeleton --preset demo --shards 2 -o "$WORK/demo/model"
 expect_code 0
 expect_out "wrote $WORK/demo/model-00001-of-00002.gguf"
 expect_out "wrote $WORK/demo/model-00002-of-00002.gguf"
@@ -53,14 +53,14 @@ expect_code 0
 expect_out "datasets     code"
 
 case_ "a bad type names the option, one line, nothing written"
-run "$GEN" model -o "$WORK/bad.gguf" --type-down IQ2_XXS
+run "$GEN" model --skeleton -o "$WORK/bad.gguf" --type-down IQ2_XXS
 expect_code 2
 expect_err "gguf-reap-gen: error: --type-down IQ2_XXS: blk.1.ffn_down_exps.weight has rows of 64 elements (--expert-ff), not a multiple of the 256-element blocks of IQ2_XXS"
 expect_err_lines 1
 [ ! -e "$WORK/bad.gguf" ] && _pass || _fail "bad.gguf was written"
 
 case_ "--dry-run writes nothing"
-run "$GEN" model -o "$WORK/dry.gguf" --preset kimi-k3 --dry-run
+run "$GEN" model --skeleton -o "$WORK/dry.gguf" --preset kimi-k3 --dry-run
 expect_code 0
 expect_out "would write $WORK/dry.gguf (1300 tensors"
 expect_out "93 blocks (92 MoE × 896 experts)"

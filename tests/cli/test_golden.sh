@@ -26,7 +26,7 @@ $(head -40 "$WORK/diff")"
 }
 
 # Kimi-K2's layout at the demo size, in two shards, and two calibration domains.
-"$GEN" model --preset demo --shards 2 -o "$WORK/model" >/dev/null
+"$GEN" model --skeleton --preset demo --shards 2 -o "$WORK/model" >/dev/null
 M=$WORK/model-00001-of-00002.gguf
 "$GEN" imatrix --model "$M" --domain chat --seed 7 --dead-per-block 2 --super 3:5 -o "$WORK/chat.imatrix.gguf" >/dev/null
 "$GEN" imatrix --model "$M" --domain code --seed 7 --dead-per-block 2 -o "$WORK/code.imatrix.gguf" >/dev/null

@@ -8,7 +8,7 @@ mkdir -p "$WORK/out"
 no_output() {  # nothing under $WORK/out, final names or temporaries
     [ -z "$(ls -A "$WORK/out" 2>/dev/null)" ] && _pass || _fail "left files: $(ls -A "$WORK/out")"
 }
-"$GEN" model -o "$WORK/m.gguf" >/dev/null || { echo "gen failed"; exit 1; }
+"$GEN" model --skeleton -o "$WORK/m.gguf" >/dev/null || { echo "gen failed"; exit 1; }
 "$GEN" imatrix --model "$WORK/m.gguf" -o "$WORK/m.imatrix.gguf" >/dev/null || exit 1
 M=$WORK/m.gguf
 DROP=$WORK/drop.json
@@ -75,9 +75,9 @@ expect_code 2
 expect_err "gguf-reap: error: $WORK/of.json: json: not valid JSON ([json.exception.out_of_range.406] number overflow parsing '1E400')"
 
 # imatrix files made for another model: fewer experts, more blocks, another expert width.
-"$GEN" model -o "$WORK/e8.gguf" --experts 8 --used 2 >/dev/null && "$GEN" imatrix --model "$WORK/e8.gguf" -o "$WORK/e8.imatrix.gguf" >/dev/null
-"$GEN" model -o "$WORK/b5.gguf" --blocks 5 >/dev/null && "$GEN" imatrix --model "$WORK/b5.gguf" -o "$WORK/b5.imatrix.gguf" >/dev/null
-"$GEN" model -o "$WORK/w32.gguf" --expert-ff 32 >/dev/null && "$GEN" imatrix --model "$WORK/w32.gguf" -o "$WORK/w32.imatrix.gguf" >/dev/null
+"$GEN" model --skeleton -o "$WORK/e8.gguf" --experts 8 --used 2 >/dev/null && "$GEN" imatrix --model "$WORK/e8.gguf" -o "$WORK/e8.imatrix.gguf" >/dev/null
+"$GEN" model --skeleton -o "$WORK/b5.gguf" --blocks 5 >/dev/null && "$GEN" imatrix --model "$WORK/b5.gguf" -o "$WORK/b5.imatrix.gguf" >/dev/null
+"$GEN" model --skeleton -o "$WORK/w32.gguf" --expert-ff 32 >/dev/null && "$GEN" imatrix --model "$WORK/w32.gguf" -o "$WORK/w32.imatrix.gguf" >/dev/null
 
 case_ "rank --model with an imatrix of another model"
 run "$BIN" rank --imatrix "$WORK/e8.imatrix.gguf" --model "$M" --prune 1 -o "$WORK/out/r"
@@ -112,7 +112,7 @@ expect_err "gguf-reap: error: $WORK/e8.gguf: general.type: this GGUF file is a m
 no_output
 
 case_ "the output prefix is the source itself (split source, every shard name taken)"
-"$GEN" model -o "$WORK/s" --shards 2 >/dev/null
+"$GEN" model --skeleton -o "$WORK/s" --shards 2 >/dev/null
 cp "$WORK/s-00001-of-00002.gguf" "$WORK/s1.bak"
 run "$BIN" splice "$WORK/s-00001-of-00002.gguf" --keeplist "$DROP" -o "$WORK/s" --split-count 2 --force
 expect_code 2

@@ -8,7 +8,7 @@ TINY=(--shared 0 --embd 4 --heads 1 --ff 4 --vocab 4 --type-exps F32 --type-attn
       --type-output F32 --type-dense F32)
 
 case_ "gen: 512 blocks × 1,024 experts and 100,122 tensors"
-run "$GEN" model -o "$WORK/big.gguf" --blocks 512 --dense-blocks 1 --experts 1024 --used 8 --expert-ff 4 \
+run "$GEN" model --skeleton -o "$WORK/big.gguf" --blocks 512 --dense-blocks 1 --experts 1024 --used 8 --expert-ff 4 \
     --filler 95000 "${TINY[@]}"
 expect_code 0
 expect_out "512 blocks (511 MoE × 1024 experts), 100122 tensors"
@@ -39,7 +39,7 @@ expect_out "PASS: 3 shard(s), 100122 tensors"
 rm -f "$WORK"/big* "$WORK"/out-*
 
 case_ "beyond llama.cpp's limits: accepted, and splice says the output will not load"
-run "$GEN" model -o "$WORK/over.gguf" --blocks 513 --dense-blocks 512 --experts 1025 --used 8 --expert-ff 1 \
+run "$GEN" model --skeleton -o "$WORK/over.gguf" --blocks 513 --dense-blocks 512 --experts 1025 --used 8 --expert-ff 1 \
     "${TINY[@]}"
 expect_code 0
 run "$BIN" inspect "$WORK/over.gguf"

@@ -3,8 +3,8 @@ source "$(dirname "$0")/lib.sh"
 # refusals with their exact text (bad K lists the legal widths, missing imatrix, wrong model, existing
 # output).
 cd "$WORK"
-run "$GEN" model --preset tiny --type-exps F16 -o m.gguf
-run "$GEN" model --preset tiny --experts 8 -o other.gguf
+run "$GEN" model --skeleton --preset tiny --type-exps F16 -o m.gguf
+run "$GEN" model --skeleton --preset tiny --experts 8 -o other.gguf
 run "$GEN" imatrix --model m.gguf --domain chat --seed 1 -o chat.imatrix.gguf
 run "$GEN" imatrix --model m.gguf --domain code --seed 2 --format dat -o code.imatrix.dat
 

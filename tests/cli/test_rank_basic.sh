@@ -7,7 +7,7 @@ expect_code 0
 expect_out "--imatrix"
 
 case_ "a rule is required"
-"$GEN" model --preset tiny -o "$WORK/m.gguf" >/dev/null
+"$GEN" model --skeleton --preset tiny -o "$WORK/m.gguf" >/dev/null
 "$GEN" imatrix --model "$WORK/m.gguf" --dead 1:3 -o "$WORK/a.imatrix.gguf" >/dev/null
 run "$BIN" rank --imatrix "$WORK/a.imatrix.gguf" -o "$WORK/out"
 expect_code 2
@@ -15,7 +15,7 @@ expect_err "gguf-reap: error: give exactly one of --keep N, --prune N or --ratio
 expect_no_out
 
 case_ "a Kimi-K3-shaped model (92 MoE blocks with dead experts): the summary stays a few lines"
-"$GEN" model --preset kimi-k3 --experts 16 --used 4 --embd 32 --expert-ff 32 --vocab 64 -o "$WORK/k3.gguf" >/dev/null
+"$GEN" model --skeleton --preset kimi-k3 --experts 16 --used 4 --embd 32 --expert-ff 32 --vocab 64 -o "$WORK/k3.gguf" >/dev/null
 "$GEN" imatrix --model "$WORK/k3.gguf" --domain chat --dead-per-block 2 -o "$WORK/k3.chat.gguf" >/dev/null
 run "$BIN" -q rank --imatrix "chat=$WORK/k3.chat.gguf" --model "$WORK/k3.gguf" --prune 4 -o "$WORK/k3rank"
 expect_code 0

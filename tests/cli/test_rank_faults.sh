@@ -7,7 +7,7 @@ source "$(dirname "$0")/fault_lib.sh"
 require_shim
 
 # 64 experts × 2048 channels: each block entry is 512 KiB, read in several calls.
-"$GEN" model -o "$WORK/m.gguf" --blocks 6 --dense-blocks 1 --experts 64 --used 4 --embd 64 --expert-ff 2048 \
+"$GEN" model --skeleton -o "$WORK/m.gguf" --blocks 6 --dense-blocks 1 --experts 64 --used 4 --embd 64 --expert-ff 2048 \
     --type-exps Q4_0 >/dev/null 2>&1
 "$GEN" imatrix --model "$WORK/m.gguf" --domain chat --seed 3 --dead-per-block 1 --super 2:7 -o "$WORK/chat.gguf" \
     >/dev/null 2>&1

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 # A 600 MB model: big enough that the copy is still running when the signal arrives.
-"$GEN" model -o "$WORK/m.gguf" --blocks 4 --dense-blocks 1 --experts 64 --used 4 --embd 1024 --expert-ff 1024 \
+"$GEN" model --skeleton -o "$WORK/m.gguf" --blocks 4 --dense-blocks 1 --experts 64 --used 4 --embd 1024 --expert-ff 1024 \
     --type-exps Q8_0 >/dev/null 2>&1
 printf '{"drop": {"1": [0, 2], "2": [5, 9], "3": [60, 63]}}' >"$WORK/k.json"
 mkdir -p "$WORK/out"
@@ -49,7 +49,7 @@ rm -f "$WORK/m.gguf"
 # ---- signals at random points (the fault shim raises them at a chosen byte or call) -----------------
 source "$(dirname "$0")/fault_lib.sh"
 if have_shim; then
-    "$GEN" model -o "$WORK/s" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
+    "$GEN" model --skeleton -o "$WORK/s" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
         --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
     S=$WORK/s-00001-of-00003.gguf
     printf '{"drop": {"1": [1], "2": [3], "3": [15]}}' >"$WORK/k3.json"

@@ -29,7 +29,7 @@ expect_code 0
 expect_out "--neuron-plan"
 
 # deepseek2, 3 MoE blocks × 16 experts, n_ff 64, one shared expert (W = 64), F16 experts.
-run "$GEN" model -o "$WORK/m.gguf" --type-exps F16
+run "$GEN" model --skeleton -o "$WORK/m.gguf" --type-exps F16
 expect_code 0
 write_plan "$WORK/plan.npz" 3 16 64 32
 
@@ -66,7 +66,7 @@ run "$BIN" inspect "$WORK/w-im.gguf"
 expect_code 0
 
 case_ "a quantized down projection is refused: requantisation needed"
-run "$GEN" model -o "$WORK/q.gguf" --type-exps Q8_0
+run "$GEN" model --skeleton -o "$WORK/q.gguf" --type-exps Q8_0
 run "$BIN" splice "$WORK/q.gguf" --neuron-plan "$WORK/plan.npz" -o "$WORK/q-out"
 expect_code 2
 expect_err "tensor 'blk.1.ffn_down_exps.weight' is Q8_0"

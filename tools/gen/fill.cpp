@@ -101,8 +101,8 @@ uint64_t f64_word(uint64_t r, FillKind kind) {
 
 }  // namespace
 
-TensorFill::TensorFill(uint64_t key, int32_t type, uint64_t nbytes, FillKind kind)
-    : key_(key), type_(type), nbytes_(nbytes), kind_(kind) {
+TensorFill::TensorFill(uint64_t key, int32_t type, uint64_t nbytes, FillKind kind, FillIds ids)
+    : key_(key), type_(type), nbytes_(nbytes), kind_(kind), ids_(ids) {
     const GgmlType* t = ggml_type(type);
     block_bytes_ = t && t->type_size > 0 ? static_cast<uint64_t>(t->type_size) : 1;
     chunk_bytes_ = std::max<uint64_t>(1, kMaxChunkBytes / block_bytes_) * block_bytes_;
@@ -115,6 +115,20 @@ size_t TensorFill::chunk_size(uint64_t c) const {
 
 void TensorFill::fill(uint64_t c, uint8_t* out) const {
     const size_t n = chunk_size(c);
+    if (kind_ == FillKind::kZero) {
+        std::memset(out, 0, n);
+        return;
+    }
+    if (kind_ == FillKind::kExpertIds) {  // I32: chunks hold whole elements (chunk_bytes_ is a multiple of 4)
+        const uint64_t first = c * chunk_bytes_ / 4;
+        for (size_t k = 0; k < n / 4; ++k) {
+            const uint64_t i = first + k;
+            const auto row = static_cast<uint64_t>(ids_.row), mod = static_cast<uint64_t>(ids_.modulus);
+            const auto v = static_cast<int32_t>((i / row + i % row) % mod);
+            std::memcpy(out + 4 * k, &v, 4);
+        }
+        return;
+    }
     Rng rng(derive(key_, c));
     uint64_t (*word)(uint64_t, FillKind) = nullptr;
     switch (type_) {

@@ -17,12 +17,22 @@
 
 namespace gguf_reap::gen {
 
-enum class FillKind { kSmall, kNearOne };
+enum class FillKind {
+    kSmall,
+    kNearOne,
+    kZero,       // all bytes zero (biases, selection biases)
+    kExpertIds,  // I32 rows of `row` distinct ids below `modulus` (a token → expert table), see FillIds
+};
+// The layout of a kExpertIds tensor: element i of row t (t = i / row, j = i % row) is (t + j) % modulus.
+struct FillIds {
+    int64_t row = 1;
+    int64_t modulus = 1;
+};
 
 class TensorFill {
   public:
     // `key`: the tensor's stream key (derive(seed, name)); `nbytes` a whole number of blocks of `type`.
-    TensorFill(uint64_t key, int32_t type, uint64_t nbytes, FillKind kind);
+    TensorFill(uint64_t key, int32_t type, uint64_t nbytes, FillKind kind, FillIds ids = {});
 
     uint64_t chunk_bytes() const { return chunk_bytes_; }
     uint64_t chunk_count() const { return (nbytes_ + chunk_bytes_ - 1) / chunk_bytes_; }
@@ -39,6 +49,7 @@ class TensorFill {
     int32_t type_;
     uint64_t nbytes_;
     FillKind kind_;
+    FillIds ids_;
     uint64_t block_bytes_;
     uint64_t chunk_bytes_;
 };

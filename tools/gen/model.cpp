@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
+#include "gen/archs.h"
+#include "gen/builder.h"
 #include "gen/random.h"
 #include "io/checked.h"
 #include "io/error.h"
@@ -18,10 +20,6 @@
 namespace gguf_reap::gen {
 
 namespace {
-
-constexpr uint32_t kContextLength = 4096;
-constexpr float kRmsEps = 1e-6f;
-constexpr uint32_t kGatingSigmoid = 2;  // llama.cpp LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
 
 int32_t resolve_type(const std::string& option, const std::string& name) {
     auto id = ggml_type_from_name(name);
@@ -36,50 +34,6 @@ int32_t resolve_type(const std::string& option, const std::string& name) {
 void require(bool ok, const std::string& message) {
     if (!ok) throw UsageError(message);
 }
-
-// ggml_n_dims: trailing 1-dims are not written (how ggml's writer stores shapes).
-uint32_t n_dims_of(const std::array<int64_t, 4>& ne) {
-    for (int d = 3; d > 0; --d)
-        if (ne[static_cast<size_t>(d)] > 1) return static_cast<uint32_t>(d + 1);
-    return 1;
-}
-
-// Collects tensors in model order, checking each row against its type's block size.
-class TensorList {
-  public:
-    explicit TensorList(std::vector<PlannedTensor>& out) : out_(out) {}
-
-    // `type_option` / `dim_option` name the options that chose the type and the row width, for the
-    // message when the row is not a whole number of blocks.
-    void add(const std::string& name, std::array<int64_t, 4> ne, int32_t type, FillKind fill,
-             const std::string& type_option, const std::string& dim_option) {
-        const GgmlType* gt = ggml_type(type);
-        auto row = ggml_row_size(type, ne[0]);
-        if (!row)
-            throw UsageError(
-                fmt::format("{} {}: {} has rows of {} elements ({}), not a multiple of the {}-element "
-                            "blocks of {}",
-                            type_option, ggml_type_display(type), name, ne[0], dim_option, gt->block_size,
-                            ggml_type_display(type)));
-        uint64_t nbytes = *row;
-        for (size_t d = 1; d < 4; ++d) {
-            auto n = checked_mul(nbytes, static_cast<uint64_t>(ne[d]));
-            if (!n) throw UsageError(fmt::format("{} would be larger than 2^64 bytes", name));
-            nbytes = *n;
-        }
-        PlannedTensor t;
-        t.info.name = name;
-        t.info.ne = ne;
-        t.info.n_dims = n_dims_of(ne);
-        t.info.type = type;
-        t.info.nbytes = nbytes;
-        t.fill = fill;
-        out_.push_back(std::move(t));
-    }
-
-  private:
-    std::vector<PlannedTensor>& out_;
-};
 
 struct Types {
     int32_t exps, down, attn, embd, output, shexp, dense, router;
@@ -135,46 +89,6 @@ void validate_shape(const ModelSpec& s) {
     }
 }
 
-std::vector<Kv> model_kvs(const ModelSpec& s) {
-    const std::string a = s.arch + ".";
-    auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
-    std::vector<Kv> kvs;
-    kvs.push_back(Kv::make_string("general.architecture", s.arch));
-    kvs.push_back(
-        Kv::make_string("general.name", s.name.empty() ? "gguf-reap synthetic " + s.preset : s.name));
-    if (s.alignment) kvs.push_back(Kv::make_u32("general.alignment", *s.alignment));
-    kvs.push_back(Kv::make_u32(a + "block_count", u32(s.blocks + s.nextn)));
-    kvs.push_back(Kv::make_u32(a + "context_length", kContextLength));
-    kvs.push_back(Kv::make_u32(a + "embedding_length", u32(s.embd)));
-    kvs.push_back(Kv::make_u32(a + "feed_forward_length", u32(s.ff)));
-    kvs.push_back(Kv::make_u32(a + "attention.head_count", u32(s.heads)));
-    kvs.push_back(Kv::make_u32(a + "attention.head_count_kv", u32(s.heads)));
-    kvs.push_back(Kv::make_f32(a + "attention.layer_norm_rms_epsilon", kRmsEps));
-    if (s.experts > 0) {
-        kvs.push_back(Kv::make_u32(a + "expert_count", u32(s.experts)));
-        kvs.push_back(Kv::make_u32(a + "expert_used_count", u32(s.used)));
-        kvs.push_back(Kv::make_u32(a + "expert_shared_count", u32(s.shared)));
-        kvs.push_back(Kv::make_u32(a + "expert_feed_forward_length", u32(s.expert_ff)));
-        kvs.push_back(Kv::make_u32(a + "leading_dense_block_count", u32(s.dense_blocks)));
-        if (s.groups > 1) {
-            kvs.push_back(Kv::make_u32(a + "expert_group_count", u32(s.groups)));
-            kvs.push_back(Kv::make_u32(a + "expert_group_used_count", u32(s.group_used)));
-        }
-        kvs.push_back(Kv::make_u32(a + "expert_gating_func", kGatingSigmoid));
-        kvs.push_back(Kv::make_bool(a + "expert_weights_norm", true));
-        kvs.push_back(Kv::make_f32(a + "expert_weights_scale", s.weights_scale));
-        if (s.nextn > 0) kvs.push_back(Kv::make_u32(a + "nextn_predict_layers", u32(s.nextn)));
-    }
-    kvs.push_back(Kv::make_u32(a + "vocab_size", u32(s.vocab)));
-    kvs.push_back(Kv::make_string("tokenizer.ggml.model", "gpt2"));
-    std::vector<std::string> tokens;
-    tokens.reserve(static_cast<size_t>(s.vocab));
-    for (int64_t i = 0; i < s.vocab; ++i) tokens.push_back(fmt::format("t{}", i));
-    kvs.push_back(Kv::make_string_array("tokenizer.ggml.tokens", tokens));
-    kvs.push_back(Kv::make_u32("general.quantization_version", 2));
-    return kvs;
-}
-
 }  // namespace
 
 ModelSpec preset_spec(const std::string& preset) {
@@ -217,89 +131,19 @@ ModelSpec preset_spec(const std::string& preset) {
 
 ModelPlan plan_model(const ModelSpec& spec) {
     validate_shape(spec);
-    const Types ty = resolve_types(spec);
-    ModelPlan plan;
-    plan.spec = spec;
-    plan.kvs = model_kvs(spec);
-    TensorList L(plan.tensors);
-    const int64_t embd = spec.embd, E = spec.experts, eff = spec.expert_ff;
-    const auto kSmall = FillKind::kSmall, kOne = FillKind::kNearOne;
-    const std::string kNorm = "(norms are F32)", kBias = "(biases are F32)";
-
-    L.add("token_embd.weight", {embd, spec.vocab, 1, 1}, ty.embd, kSmall, "--type-embd", "--embd");
-    const int64_t total = spec.blocks + spec.nextn;
-    for (int64_t b = 0; b < total; ++b) {
-        const std::string p = fmt::format("blk.{}.", b);
-        const bool moe = E > 0 && b >= spec.dense_blocks;
-        const bool nextn = b >= spec.blocks;
-        if (moe) plan.moe_blocks.push_back(b);
-        if (nextn) plan.nextn_blocks.push_back(b);
-        L.add(p + "attn_norm.weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
-        for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output"})
-            L.add(p + w + ".weight", {embd, embd, 1, 1}, ty.attn, kSmall, "--type-attn", "--embd");
-        L.add(p + "ffn_norm.weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
-        if (!moe) {
-            L.add(p + "ffn_gate.weight", {embd, spec.ff, 1, 1}, ty.dense, kSmall, "--type-dense", "--embd");
-            L.add(p + "ffn_up.weight", {embd, spec.ff, 1, 1}, ty.dense, kSmall, "--type-dense", "--embd");
-            L.add(p + "ffn_down.weight", {spec.ff, embd, 1, 1}, ty.dense, kSmall, "--type-dense", "--ff");
-            continue;
-        }
-        using R = ExpertRole;
-        using P = Projection;
-        const auto name = [b](const ExpertTensorKind& k) {
-            return block_tensor_name(static_cast<int>(b), k);
-        };
-        L.add(name(expert_kind(R::kRouter)), {embd, E, 1, 1}, ty.router, kSmall, "--type-router", "--embd");
-        if (spec.router_bias)
-            L.add(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, kGgmlF32, kSmall, kBias, "--experts");
-        if (spec.probs_bias)
-            L.add(name(expert_kind(R::kProbsBias)), {E, 1, 1, 1}, kGgmlF32, kSmall, kBias, "--experts");
-        // The projections that read the block input, then down.
-        std::vector<P> in_exps =
-            spec.fused_gate_up ? std::vector<P>{P::kGateUp} : std::vector<P>{P::kGate, P::kUp};
-        for (P pr : in_exps)
-            L.add(name(expert_kind(R::kWeight, pr)), {embd, pr == P::kGateUp ? 2 * eff : eff, E, 1}, ty.exps,
-                  kSmall, "--type-exps", "--embd");
-        L.add(name(expert_kind(R::kWeight, P::kDown)), {eff, embd, E, 1}, ty.down, kSmall,
-              spec.type_down.empty() ? "--type-exps (used for --type-down)" : "--type-down", "--expert-ff");
-        if (spec.exps_bias) {  // gpt-oss: one bias row per expert, expert = ne[1]
-            for (P pr : in_exps)
-                L.add(name(expert_kind(R::kBias, pr)), {pr == P::kGateUp ? 2 * eff : eff, E, 1, 1}, kGgmlF32,
-                      kSmall, kBias, "");
-            L.add(name(expert_kind(R::kBias, P::kDown)), {embd, E, 1, 1}, kGgmlF32, kSmall, kBias, "");
-        }
-        if (spec.scales) {  // NVFP4-style per-expert scales
-            for (P pr : in_exps)
-                L.add(name(expert_kind(R::kScale, pr)), {E, 1, 1, 1}, kGgmlF32, kOne, kBias, "");
-            L.add(name(expert_kind(R::kScale, P::kDown)), {E, 1, 1, 1}, kGgmlF32, kOne, kBias, "");
-        }
-        if (spec.shared > 0) {
-            const int64_t sff = eff * spec.shared;
-            L.add(p + "ffn_gate_shexp.weight", {embd, sff, 1, 1}, ty.shexp, kSmall, "--type-shexp", "--embd");
-            L.add(p + "ffn_up_shexp.weight", {embd, sff, 1, 1}, ty.shexp, kSmall, "--type-shexp", "--embd");
-            L.add(p + "ffn_down_shexp.weight", {sff, embd, 1, 1}, ty.shexp, kSmall, "--type-shexp",
-                  "--expert-ff × --shared");
-        }
-        if (nextn) {  // the MTP head's own tensors (llama.cpp loads them with the block)
-            L.add(p + "nextn.eh_proj.weight", {2 * embd, embd, 1, 1}, ty.attn, kSmall, "--type-attn",
-                  "2 × --embd");
-            for (const char* w : {"nextn.enorm", "nextn.hnorm", "nextn.shared_head_norm"})
-                L.add(p + w + ".weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
-        }
-    }
-    L.add("output_norm.weight", {embd, 1, 1, 1}, kGgmlF32, kOne, kNorm, "--embd");
-    if (!spec.tied)
-        L.add("output.weight", {embd, spec.vocab, 1, 1}, ty.output, kSmall, "--type-output", "--embd");
+    resolve_types(spec);  // a bad type name fails here, whichever tensor would have used it
+    const ArchPreset* preset = spec.skeleton ? nullptr : find_arch_preset(spec.arch);
+    if (!spec.skeleton && !preset)
+        throw UsageError(
+            fmt::format("--arch {}: no preset for this architecture (gguf-reap-gen model "
+                        "--list-archs lists them; --skeleton writes the test layout under any name)",
+                        spec.arch));
+    ModelBuilder b(spec);
+    (preset ? preset->build : build_skeleton)(b);
     // Not llama.cpp tensors (it would refuse them): only for testing tensor counts near and above 100k.
     for (int64_t i = 0; i < spec.filler; ++i)
-        L.add(fmt::format("filler.{}.weight", i), {1, 1, 1, 1}, kGgmlF32, kSmall, "(filler is F32)", "");
-
-    for (const auto& t : plan.tensors) {
-        auto sum = checked_add(plan.tensor_bytes, t.info.nbytes);
-        if (!sum) throw UsageError("the model would be larger than 2^64 bytes");
-        plan.tensor_bytes = *sum;
-    }
-    return plan;
+        b.tensor(fmt::format("filler.{}.weight", i), {1, 1, 1, 1}, TypeClass::kF32);
+    return b.finish();
 }
 
 std::vector<ShardPlan> plan_shards(const ModelPlan& plan, const std::string& out, int64_t shards) {
@@ -333,7 +177,9 @@ std::vector<ShardPlan> plan_shards(const ModelPlan& plan, const std::string& out
     std::vector<ShardPlan> out_shards(N);
     for (size_t k = 0; k < N; ++k) {
         ShardPlan& sp = out_shards[k];
-        sp.path = N == 1 ? out : split_path(out, static_cast<int>(k + 1), static_cast<int>(N));
+        // A prefix written with its ".gguf" ("-o m.gguf --shards 2") names m-00001-of-00002.gguf.
+        const std::string prefix = out.ends_with(".gguf") ? out.substr(0, out.size() - 5) : out;
+        sp.path = N == 1 ? out : split_path(prefix, static_cast<int>(k + 1), static_cast<int>(N));
         // Only the first shard carries the model KVs (and so general.alignment); the others use 32.
         if (k == 0) sp.kvs = plan.kvs;
         sp.alignment = k == 0 ? first_alignment : kGgufDefaultAlignment;
@@ -412,7 +258,8 @@ void write_model(const ModelPlan& plan, const std::vector<ShardPlan>& shards) {
         const uint64_t data_start = sp.header.size();
         for (size_t j = 0; j < sp.tensors.size(); ++j) {
             const PlannedTensor& t = plan.tensors[sp.tensors[j]];
-            const TensorFill fill(derive(plan.spec.seed, t.info.name), t.info.type, t.info.nbytes, t.fill);
+            const TensorFill fill(derive(plan.spec.seed, t.info.name), t.info.type, t.info.nbytes, t.fill,
+                                  t.ids);
             w.zeros(data_start + sp.infos[j].offset - w.position());  // padding after the previous tensor
             for (uint64_t c = 0; c < fill.chunk_count(); ++c) {
                 check_interrupted();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace gguf_reap::gen {
 struct ModelSpec {
     std::string preset = "tiny";
     std::string arch = "deepseek2";
+    bool skeleton = false;     // gguf-reap's test layout (archs/skeleton.cpp) instead of arch's llama.cpp one
     std::string name;          // general.name; "" → "gguf-reap synthetic <preset>"
     int64_t blocks = 4;        // block_count without the nextn blocks
     int64_t dense_blocks = 1;  // leading_dense_block_count
@@ -50,6 +52,8 @@ struct ModelSpec {
     std::optional<uint32_t> alignment;
     uint64_t seed = 42;
     int64_t filler = 0;  // extra 1-element F32 tensors "filler.N.weight", to reach large tensor counts
+    std::set<std::string> given;  // the options given on the command line (architecture presets refuse
+                                  // those they cannot honour, and adapt the preset's defaults otherwise)
 };
 
 // The defaults of a preset: "tiny", "demo" or "kimi-k3". Throws UsageError for any other name.
@@ -58,6 +62,7 @@ ModelSpec preset_spec(const std::string& preset);
 struct PlannedTensor {
     TensorInfo info;  // name, n_dims, ne, type, nbytes (offsets are assigned per shard)
     FillKind fill = FillKind::kSmall;
+    FillIds ids;  // kExpertIds only
 };
 
 struct ModelPlan {
