@@ -76,18 +76,22 @@ std::vector<std::string> byte_tokens() {
 ModelBuilder::ModelBuilder(const ModelSpec& spec) : spec_(spec) {
     plan_.spec = spec;
     raw(Kv::make_string("general.architecture", spec.arch));
-    raw(Kv::make_string("general.name", spec.name.empty() ? "gguf-reap synthetic " + spec.preset : spec.name));
+    raw(Kv::make_string("general.name",
+                        spec.name.empty() ? "gguf-reap synthetic " + spec.preset : spec.name));
     if (spec.alignment) raw(Kv::make_u32("general.alignment", *spec.alignment));
 }
 
-void ModelBuilder::raw(Kv kv) { plan_.kvs.push_back(std::move(kv)); }
+void ModelBuilder::raw(Kv kv) {
+    plan_.kvs.push_back(std::move(kv));
+}
 
 namespace {
 std::string full_key(const std::string& arch, const std::string& suffix) {
     if (suffix.starts_with("general.") || suffix.starts_with("tokenizer.")) return suffix;
     return arch + "." + suffix;
 }
-Kv array_kv(std::string key, GgufType et, size_t elem, size_t n, const std::function<void(uint8_t*, size_t)>& put) {
+Kv array_kv(std::string key, GgufType et, size_t elem, size_t n,
+            const std::function<void(uint8_t*, size_t)>& put) {
     Kv kv;
     kv.key = std::move(key);
     kv.type = GgufType::kArray;
@@ -112,7 +116,9 @@ void ModelBuilder::i32(const std::string& s, int64_t v) {
 void ModelBuilder::f32(const std::string& s, double v) {
     raw(Kv::make_f32(full_key(arch(), s), static_cast<float>(v)));
 }
-void ModelBuilder::boolean(const std::string& s, bool v) { raw(Kv::make_bool(full_key(arch(), s), v)); }
+void ModelBuilder::boolean(const std::string& s, bool v) {
+    raw(Kv::make_bool(full_key(arch(), s), v));
+}
 void ModelBuilder::str(const std::string& s, const std::string& v) {
     raw(Kv::make_string(full_key(arch(), s), v));
 }
@@ -171,7 +177,8 @@ void ModelBuilder::expert_keys(const ExpertKeys& k) {
 
 void ModelBuilder::gpt2_tokenizer() {
     const int64_t n = spec_.vocab;
-    if (n < 260) throw UsageError(fmt::format("--vocab {}: a GPT-2 byte-level vocabulary needs at least 260", n));
+    if (n < 260)
+        throw UsageError(fmt::format("--vocab {}: a GPT-2 byte-level vocabulary needs at least 260", n));
     std::vector<std::string> tokens = byte_tokens();
     std::set<std::string> seen(tokens.begin(), tokens.end());
     std::vector<std::string> merges;
@@ -187,7 +194,8 @@ void ModelBuilder::gpt2_tokenizer() {
         merges.push_back(a + " " + b);
         tokens.push_back(a + b);
     }
-    while (static_cast<int64_t>(tokens.size()) < n - 1) tokens.push_back(fmt::format("<|unused{}|>", tokens.size()));
+    while (static_cast<int64_t>(tokens.size()) < n - 1)
+        tokens.push_back(fmt::format("<|unused{}|>", tokens.size()));
     tokens.push_back("<|endoftext|>");
     std::vector<int64_t> types(tokens.size(), 1);
     types.back() = 3;  // CONTROL
@@ -211,8 +219,8 @@ int32_t ModelBuilder::type_of(TypeClass c) const {
         auto id = ggml_type_from_name(name);
         if (!id)
             throw UsageError(fmt::format(
-                "{} {}: unknown ggml type (use names like F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS, MXFP4)", option,
-                name));
+                "{} {}: unknown ggml type (use names like F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS, MXFP4)",
+                option, name));
         return *id;
     };
     const ModelSpec& s = spec_;
@@ -228,7 +236,8 @@ int32_t ModelBuilder::type_of(TypeClass c) const {
         case TypeClass::kExps:
             return resolve("--type-exps", s.type_exps);
         case TypeClass::kDown:
-            return s.type_down.empty() ? resolve("--type-exps", s.type_exps) : resolve("--type-down", s.type_down);
+            return s.type_down.empty() ? resolve("--type-exps", s.type_exps)
+                                       : resolve("--type-down", s.type_down);
         case TypeClass::kShexp:
             return resolve("--type-shexp", s.type_shexp);
         case TypeClass::kRouter:
@@ -247,10 +256,10 @@ void ModelBuilder::tensor(const std::string& name, std::array<int64_t, 4> ne, Ty
     const GgmlType* gt = ggml_type(type);
     auto row = ggml_row_size(type, ne[0]);
     if (!row)
-        throw UsageError(fmt::format("{} {}: {} has rows of {} elements{}, not a multiple of the {}-element blocks of {}",
-                                     type_option_of(cls, spec_), ggml_type_display(type), name, ne[0],
-                                     dim_option.empty() ? "" : " (" + dim_option + ")", gt->block_size,
-                                     ggml_type_display(type)));
+        throw UsageError(fmt::format(
+            "{} {}: {} has rows of {} elements{}, not a multiple of the {}-element blocks of {}",
+            type_option_of(cls, spec_), ggml_type_display(type), name, ne[0],
+            dim_option.empty() ? "" : " (" + dim_option + ")", gt->block_size, ggml_type_display(type)));
     uint64_t nbytes = *row;
     for (size_t d = 1; d < 4; ++d) {
         auto n = checked_mul(nbytes, static_cast<uint64_t>(ne[d]));
@@ -267,7 +276,9 @@ void ModelBuilder::tensor(const std::string& name, std::array<int64_t, 4> ne, Ty
     plan_.tensors.push_back(std::move(t));
 }
 
-std::string ModelBuilder::blk(int64_t b, const std::string& rest) { return fmt::format("blk.{}.{}", b, rest); }
+std::string ModelBuilder::blk(int64_t b, const std::string& rest) {
+    return fmt::format("blk.{}.{}", b, rest);
+}
 
 void ModelBuilder::experts(int64_t b, const Experts& e) {
     const ModelSpec& s = spec_;
@@ -277,14 +288,17 @@ void ModelBuilder::experts(int64_t b, const Experts& e) {
                   F = s.expert_ff;
     const auto name = [b](const ExpertTensorKind& k) { return block_tensor_name(static_cast<int>(b), k); };
     tensor(name(expert_kind(R::kRouter)), {rin, E, 1, 1}, TypeClass::kRouter);
-    if (s.router_bias) tensor(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kZero);
+    if (s.router_bias)
+        tensor(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kZero);
     if (s.probs_bias || e.probs_bias) {
         const ExpertTensorKind& pb = expert_kind(R::kProbsBias);
-        tensor(block_tensor_name(static_cast<int>(b), pb.base, e.probs_bias_suffix), {E, 1, 1, 1}, TypeClass::kF32,
-               FillKind::kZero);
+        tensor(block_tensor_name(static_cast<int>(b), pb.base, e.probs_bias_suffix), {E, 1, 1, 1},
+               TypeClass::kF32, FillKind::kZero);
     }
     const bool fused = s.fused_gate_up && e.allow_fused && e.gate;
-    std::vector<P> ins = fused ? std::vector<P>{P::kGateUp} : e.gate ? std::vector<P>{P::kGate, P::kUp} : std::vector<P>{P::kUp};
+    std::vector<P> ins = fused    ? std::vector<P>{P::kGateUp}
+                         : e.gate ? std::vector<P>{P::kGate, P::kUp}
+                                  : std::vector<P>{P::kUp};
     for (P p : ins)
         tensor(name(expert_kind(R::kWeight, p)), {in, p == P::kGateUp ? 2 * F : F, E, 1}, TypeClass::kExps);
     tensor(name(expert_kind(R::kWeight, P::kDown)), {F, in, E, 1}, TypeClass::kDown);
@@ -295,7 +309,8 @@ void ModelBuilder::experts(int64_t b, const Experts& e) {
         tensor(name(expert_kind(R::kBias, P::kDown)), {in, E, 1, 1}, TypeClass::kF32, FillKind::kZero);
     }
     if (s.scales) {
-        for (P p : ins) tensor(name(expert_kind(R::kScale, p)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne);
+        for (P p : ins)
+            tensor(name(expert_kind(R::kScale, p)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne);
         tensor(name(expert_kind(R::kScale, P::kDown)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne);
     }
     moe_block(b);
@@ -331,7 +346,8 @@ ModelPlan ModelBuilder::finish() {
     plan_.moe_blocks = moe_blocks_;
     plan_.nextn_blocks = nextn_blocks_;
     std::sort(plan_.moe_blocks.begin(), plan_.moe_blocks.end());
-    plan_.moe_blocks.erase(std::unique(plan_.moe_blocks.begin(), plan_.moe_blocks.end()), plan_.moe_blocks.end());
+    plan_.moe_blocks.erase(std::unique(plan_.moe_blocks.begin(), plan_.moe_blocks.end()),
+                           plan_.moe_blocks.end());
     for (const auto& t : plan_.tensors) {
         auto sum = checked_add(plan_.tensor_bytes, t.info.nbytes);
         if (!sum) throw UsageError("the model would be larger than 2^64 bytes");

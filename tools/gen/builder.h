@@ -54,22 +54,22 @@ class ModelBuilder {
     // (trunk + nextn), feed_forward_length (unless `ff` < 0), head_count, head_count_kv, the RMS (or
     // layer-norm) epsilon, rope.freq_base, vocab_size.
     struct Generic {
-        int64_t ff = 0;             // 0: spec.ff; < 0: no feed_forward_length key
-        int64_t heads_kv = -1;      // -1: spec.heads
-        bool layer_norm = false;    // attention.layer_norm_epsilon instead of the RMS one
-        bool rope = true;           // rope.freq_base
+        int64_t ff = 0;           // 0: spec.ff; < 0: no feed_forward_length key
+        int64_t heads_kv = -1;    // -1: spec.heads
+        bool layer_norm = false;  // attention.layer_norm_epsilon instead of the RMS one
+        bool rope = true;         // rope.freq_base
         bool vocab_size = true;
     };
     void generic_keys(const Generic& g);
     // The expert keys: expert_count, expert_used_count, and (when asked) shared count, expert width,
     // gating function, weights norm/scale, groups and leading dense blocks, from the spec.
     struct ExpertKeys {
-        bool shared = false;       // expert_shared_count
-        bool width = true;         // expert_feed_forward_length
-        int gating = -1;           // expert_gating_func (1 softmax, 2 sigmoid), -1: not written
+        bool shared = false;  // expert_shared_count
+        bool width = true;    // expert_feed_forward_length
+        int gating = -1;      // expert_gating_func (1 softmax, 2 sigmoid), -1: not written
         bool weights_norm = false;
         bool weights_scale = false;
-        bool groups = false;       // expert_group_count / expert_group_used_count when spec.groups > 1
+        bool groups = false;  // expert_group_count / expert_group_used_count when spec.groups > 1
         bool leading_dense = false;
     };
     void expert_keys(const ExpertKeys& k);
@@ -82,8 +82,12 @@ class ModelBuilder {
     // `dim_option` names the option that sets ne[0], for the message when a row is not whole blocks.
     void tensor(const std::string& name, std::array<int64_t, 4> ne, TypeClass cls,
                 FillKind fill = FillKind::kSmall, const std::string& dim_option = "");
-    void norm(const std::string& name, int64_t n) { tensor(name, {n, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne); }
-    void bias(const std::string& name, int64_t n) { tensor(name, {n, 1, 1, 1}, TypeClass::kF32, FillKind::kZero); }
+    void norm(const std::string& name, int64_t n) {
+        tensor(name, {n, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne);
+    }
+    void bias(const std::string& name, int64_t n) {
+        tensor(name, {n, 1, 1, 1}, TypeClass::kF32, FillKind::kZero);
+    }
     // "blk.B.<rest>"
     static std::string blk(int64_t b, const std::string& rest);
 
@@ -91,11 +95,11 @@ class ModelBuilder {
     // selection bias when asked), gate and up (or fused gate_up), down, and the spec's optional
     // per-expert biases and scales. `in` is the experts' input width (n_embd, or a latent width).
     struct Experts {
-        int64_t in = 0;                // 0: spec.embd
-        int64_t router_in = 0;         // 0: spec.embd
-        bool gate = true;              // false: up and down only (ungated experts)
-        bool allow_fused = true;       // the loader takes ffn_gate_up_exps
-        bool probs_bias = false;       // write exp_probs_b even without --probs-bias
+        int64_t in = 0;           // 0: spec.embd
+        int64_t router_in = 0;    // 0: spec.embd
+        bool gate = true;         // false: up and down only (ungated experts)
+        bool allow_fused = true;  // the loader takes ffn_gate_up_exps
+        bool probs_bias = false;  // write exp_probs_b even without --probs-bias
         std::string probs_bias_suffix = "bias";
         bool allow_exps_bias = false;  // the loader takes ffn_*_exps.bias (gpt-oss)
     };

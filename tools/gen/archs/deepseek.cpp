@@ -34,7 +34,8 @@ void mla_tensors(ModelBuilder& b, int64_t i, const Mla& m) {
     b.norm(ModelBuilder::blk(i, "attn_norm.weight"), n);
     b.tensor(ModelBuilder::blk(i, "attn_q_a.weight"), {n, m.q_lora, 1, 1}, TypeClass::kAttn);
     b.norm(ModelBuilder::blk(i, "attn_q_a_norm.weight"), m.q_lora);
-    b.tensor(ModelBuilder::blk(i, "attn_q_b.weight"), {m.q_lora, h * (m.nope + m.rope), 1, 1}, TypeClass::kAttn);
+    b.tensor(ModelBuilder::blk(i, "attn_q_b.weight"), {m.q_lora, h * (m.nope + m.rope), 1, 1},
+             TypeClass::kAttn);
     b.tensor(ModelBuilder::blk(i, "attn_kv_a_mqa.weight"), {n, m.kv_lora + m.rope, 1, 1}, TypeClass::kAttn);
     b.norm(ModelBuilder::blk(i, "attn_kv_a_norm.weight"), m.kv_lora);
     b.tensor(ModelBuilder::blk(i, "attn_k_b.weight"), {m.nope, m.kv_lora, h, 1}, TypeClass::kAttn);
@@ -47,7 +48,8 @@ void mla_tensors(ModelBuilder& b, int64_t i, const Mla& m) {
 void build_deepseek2(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     if (s.experts > 0 && s.shared < 1)
-        throw UsageError("--shared 0: deepseek2's loader always creates the shared experts (use --shared 1 or more)");
+        throw UsageError(
+            "--shared 0: deepseek2's loader always creates the shared experts (use --shared 1 or more)");
     if (s.router_bias) throw UsageError("--router-bias: deepseek2's loader has no ffn_gate_inp.bias");
     if (s.exps_bias) throw UsageError("--exps-bias: deepseek2's loader has no expert biases (gpt-oss has)");
     const Mla m = mla_of(s);
@@ -75,8 +77,10 @@ void build_deepseek2(ModelBuilder& b) {
         }
         if (i >= s.blocks) {  // the MTP head's own tensors (loaded with the block, skipped at run time)
             b.nextn_block(i);
-            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1}, TypeClass::kAttn);
-            for (const char* w : {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
+            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1},
+                     TypeClass::kAttn);
+            for (const char* w :
+                 {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
                 b.norm(ModelBuilder::blk(i, w), s.embd);
         }
     }

@@ -16,9 +16,10 @@ void refuse_common(const ModelSpec& s, const char* arch) {
         throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
     if (s.router_bias || s.exps_bias || s.probs_bias || s.fused_gate_up)
-        throw UsageError(fmt::format("--router-bias, --exps-bias, --probs-bias, --fused-gate-up: {}'s loader "
-                                     "creates none of these tensors",
-                                     arch));
+        throw UsageError(
+            fmt::format("--router-bias, --exps-bias, --probs-bias, --fused-gate-up: {}'s loader "
+                        "creates none of these tensors",
+                        arch));
 }
 
 }  // namespace

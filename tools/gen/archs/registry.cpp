@@ -15,7 +15,9 @@ constexpr std::array<ArchPreset, 2> kPresets{{
 
 }  // namespace
 
-std::span<const ArchPreset> arch_presets() { return kPresets; }
+std::span<const ArchPreset> arch_presets() {
+    return kPresets;
+}
 
 const ArchPreset* find_arch_preset(std::string_view name) {
     auto it = std::lower_bound(kPresets.begin(), kPresets.end(), name,

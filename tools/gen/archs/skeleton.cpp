@@ -68,33 +68,41 @@ void build_skeleton(ModelBuilder& b) {
         }
         using R = ExpertRole;
         using P = Projection;
-        const auto name = [i](const ExpertTensorKind& k) { return block_tensor_name(static_cast<int>(i), k); };
+        const auto name = [i](const ExpertTensorKind& k) {
+            return block_tensor_name(static_cast<int>(i), k);
+        };
         b.tensor(name(expert_kind(R::kRouter)), {embd, E, 1, 1}, TypeClass::kRouter, kSmall, "--embd");
         if (s.router_bias) b.tensor(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, TypeClass::kF32, kSmall);
         if (s.probs_bias) b.tensor(name(expert_kind(R::kProbsBias)), {E, 1, 1, 1}, TypeClass::kF32, kSmall);
         // The projections that read the block input, then down.
-        const std::vector<P> in_exps = s.fused_gate_up ? std::vector<P>{P::kGateUp} : std::vector<P>{P::kGate, P::kUp};
+        const std::vector<P> in_exps =
+            s.fused_gate_up ? std::vector<P>{P::kGateUp} : std::vector<P>{P::kGate, P::kUp};
         for (P pr : in_exps)
             b.tensor(name(expert_kind(R::kWeight, pr)), {embd, pr == P::kGateUp ? 2 * eff : eff, E, 1},
                      TypeClass::kExps, kSmall, "--embd");
-        b.tensor(name(expert_kind(R::kWeight, P::kDown)), {eff, embd, E, 1}, TypeClass::kDown, kSmall, "--expert-ff");
+        b.tensor(name(expert_kind(R::kWeight, P::kDown)), {eff, embd, E, 1}, TypeClass::kDown, kSmall,
+                 "--expert-ff");
         if (s.exps_bias) {  // gpt-oss: one bias row per expert, expert = ne[1]
-            for (P pr : in_exps) b.tensor(name(expert_kind(R::kBias, pr)), {eff, E, 1, 1}, TypeClass::kF32, kSmall);
+            for (P pr : in_exps)
+                b.tensor(name(expert_kind(R::kBias, pr)), {eff, E, 1, 1}, TypeClass::kF32, kSmall);
             b.tensor(name(expert_kind(R::kBias, P::kDown)), {embd, E, 1, 1}, TypeClass::kF32, kSmall);
         }
         if (s.scales) {  // per-expert scales, as llama.cpp's generic pass creates them (none for gate_up)
             if (!s.fused_gate_up)
-                for (P pr : in_exps) b.tensor(name(expert_kind(R::kScale, pr)), {E, 1, 1, 1}, TypeClass::kF32, kOne);
+                for (P pr : in_exps)
+                    b.tensor(name(expert_kind(R::kScale, pr)), {E, 1, 1, 1}, TypeClass::kF32, kOne);
             b.tensor(name(expert_kind(R::kScale, P::kDown)), {E, 1, 1, 1}, TypeClass::kF32, kOne);
         }
         if (s.shared > 0) {
             const int64_t sff = eff * s.shared;
             b.tensor(p("ffn_gate_shexp.weight"), {embd, sff, 1, 1}, TypeClass::kShexp, kSmall, "--embd");
             b.tensor(p("ffn_up_shexp.weight"), {embd, sff, 1, 1}, TypeClass::kShexp, kSmall, "--embd");
-            b.tensor(p("ffn_down_shexp.weight"), {sff, embd, 1, 1}, TypeClass::kShexp, kSmall, "--expert-ff × --shared");
+            b.tensor(p("ffn_down_shexp.weight"), {sff, embd, 1, 1}, TypeClass::kShexp, kSmall,
+                     "--expert-ff × --shared");
         }
         if (nextn) {  // the MTP head's own tensors
-            b.tensor(p("nextn.eh_proj.weight"), {2 * embd, embd, 1, 1}, TypeClass::kAttn, kSmall, "2 × --embd");
+            b.tensor(p("nextn.eh_proj.weight"), {2 * embd, embd, 1, 1}, TypeClass::kAttn, kSmall,
+                     "2 × --embd");
             for (const char* w : {"nextn.enorm", "nextn.hnorm", "nextn.shared_head_norm"})
                 b.tensor(p(std::string(w) + ".weight"), {embd, 1, 1, 1}, TypeClass::kF32, kOne);
         }
