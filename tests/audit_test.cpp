@@ -47,19 +47,6 @@ Keep drop_live() {
     return keep_all_but({{1, {0, 2, 4}}, {2, {1, 2, 6}}, {3, {0, 1, 3}}});
 }
 
-Kv make_u32_array(const std::string& key, const std::vector<int64_t>& ids) {
-    Kv kv;
-    kv.key = key;
-    kv.type = GgufType::kArray;
-    kv.elem_type = GgufType::kUint32;
-    kv.count = ids.size();
-    test::Bytes b;
-    b.i32(static_cast<int32_t>(GgufType::kUint32)).u64(ids.size());
-    for (int64_t id : ids) b.u32(static_cast<uint32_t>(id));
-    kv.raw = b.data();
-    return kv;
-}
-
 // ---- an independent writer of pruned outputs ---------------------------------------------------------
 
 struct BuildSpec {
@@ -120,7 +107,7 @@ std::vector<std::string> build_output(const BuildSpec& spec, const std::string& 
         meta.push_back(Kv::make_u32("gguf_reap.source_expert_count", static_cast<uint32_t>(E)));
         meta.push_back(Kv::make_string("gguf_reap.keeplist_sha256", std::string(64, 'a')));
         for (const auto& [block, ids] : spec.keep)
-            meta.push_back(make_u32_array(fmt::format("gguf_reap.kept.{}", block), ids));
+            meta.push_back(Kv::make_u32_array(fmt::format("gguf_reap.kept.{}", block), ids));
     }
 
     std::vector<std::string> paths;

@@ -323,18 +323,7 @@ TEST(EstimateTp, RefusesBadItems) {
 
 // Hand-built headers for the KV rules: only KVs matter.
 Kv u32_array(const std::string& key, const std::vector<uint32_t>& v) {
-    Kv kv;
-    kv.key = key;
-    kv.type = GgufType::kArray;
-    kv.elem_type = GgufType::kUint32;
-    kv.count = v.size();
-    const int32_t et = static_cast<int32_t>(GgufType::kUint32);
-    const uint64_t n = v.size();
-    kv.raw.resize(12 + 4 * v.size());
-    std::memcpy(kv.raw.data(), &et, 4);
-    std::memcpy(kv.raw.data() + 4, &n, 8);
-    if (!v.empty()) std::memcpy(kv.raw.data() + 12, v.data(), 4 * v.size());
-    return kv;
+    return Kv::make_u32_array(key, std::vector<int64_t>(v.begin(), v.end()));
 }
 
 KvFigures kv_of(const std::vector<Kv>& kvs) {

@@ -321,6 +321,34 @@ Kv Kv::make_string_array(std::string key, const std::vector<std::string>& v) {
     return kv;
 }
 
+namespace {
+template <class T, class V>
+Kv numeric_array(std::string key, GgufType et, const std::vector<V>& v) {
+    Kv kv;
+    kv.key = std::move(key);
+    kv.type = GgufType::kArray;
+    kv.elem_type = et;
+    kv.count = v.size();
+    append_le<int32_t>(kv.raw, static_cast<int32_t>(et));
+    append_le<uint64_t>(kv.raw, v.size());
+    for (const auto x : v) append_le<T>(kv.raw, static_cast<T>(x));
+    return kv;
+}
+}  // namespace
+
+Kv Kv::make_u32_array(std::string key, const std::vector<int64_t>& v) {
+    return numeric_array<uint32_t>(std::move(key), GgufType::kUint32, v);
+}
+Kv Kv::make_i32_array(std::string key, const std::vector<int64_t>& v) {
+    return numeric_array<int32_t>(std::move(key), GgufType::kInt32, v);
+}
+Kv Kv::make_f32_array(std::string key, const std::vector<double>& v) {
+    return numeric_array<float>(std::move(key), GgufType::kFloat32, v);
+}
+Kv Kv::make_bool_array(std::string key, const std::vector<bool>& v) {
+    return numeric_array<uint8_t>(std::move(key), GgufType::kBool, v);
+}
+
 std::optional<Kv> Kv::make_int_like(const Kv& like, uint64_t v) {
     Kv kv;
     kv.key = like.key;

@@ -92,6 +92,11 @@ struct Kv {
     static Kv make_bool(std::string key, bool v);
     static Kv make_string(std::string key, std::string_view v);
     static Kv make_string_array(std::string key, const std::vector<std::string>& v);
+    // Arrays of numbers (each value converted to the element type).
+    static Kv make_u32_array(std::string key, const std::vector<int64_t>& v);
+    static Kv make_i32_array(std::string key, const std::vector<int64_t>& v);
+    static Kv make_f32_array(std::string key, const std::vector<double>& v);
+    static Kv make_bool_array(std::string key, const std::vector<bool>& v);
     // Same type as `like` (any integer type), value v; nullopt when v does not fit that type.
     static std::optional<Kv> make_int_like(const Kv& like, uint64_t v);
 };

@@ -38,39 +38,12 @@ uint64_t info_bytes(const TensorInfo& t) {
 }
 constexpr uint64_t kFixedHeader = 24;  // magic, version, n_tensors, n_kv
 
-Kv make_u32_array(std::string key, const std::vector<int64_t>& values) {
-    Kv kv;
-    kv.key = std::move(key);
-    kv.type = GgufType::kArray;
-    kv.elem_type = GgufType::kUint32;
-    kv.count = values.size();
-    const int32_t et = static_cast<int32_t>(GgufType::kUint32);
-    const uint64_t n = values.size();
-    kv.raw.resize(4 + 8 + 4 * values.size());
-    std::memcpy(kv.raw.data(), &et, 4);
-    std::memcpy(kv.raw.data() + 4, &n, 8);
-    for (size_t i = 0; i < values.size(); ++i) {
-        const auto v = static_cast<uint32_t>(values[i]);
-        std::memcpy(kv.raw.data() + 12 + 4 * i, &v, 4);
-    }
-    return kv;
-}
-
 // In llama-gguf-split's order (split.no, split.tensors.count, split.count), so that a keep-all
 // splice of its shards reproduces them byte for byte.
 std::vector<Kv> split_kvs(size_t no, size_t count, size_t tensors) {
     return {Kv::make_u16(kSplitNo, static_cast<uint16_t>(no)),
             Kv::make_i32(kSplitTensors, static_cast<int32_t>(tensors)),
             Kv::make_u16(kSplitCount, static_cast<uint16_t>(count))};
-}
-
-// The KVs a width cut sets: the expert width, and the shared-expert count where the loader derives
-// the shared width as expert_feed_forward_length × expert_shared_count.
-std::vector<std::pair<std::string, uint64_t>> width_kvs(const WidthCut& w) {
-    std::vector<std::pair<std::string, uint64_t>> kvs{{w.rules.width_key, static_cast<uint64_t>(w.plan.k)}};
-    if (w.rules.shared_derived && w.rules.shared_width > 0)
-        kvs.emplace_back(w.rules.shared_count_key, static_cast<uint64_t>(w.rules.shared_width / w.plan.k));
-    return kvs;
 }
 
 // Shard 1's KVs: every source KV in source order with expert_count = N, source split.* replaced in
@@ -100,13 +73,13 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
             if (!v) throw std::logic_error(fmt::format("{} cannot hold {}", expert_key, n_keep));
             kvs.push_back(*v);
             if (o.width)
-                for (const auto& [key, value] : width_kvs(*o.width))
+                for (const auto& [key, value, why] : width_kvs(o.width->rules, o.width->plan.k))
                     if (!model.find_kv(key)) kvs.push_back(Kv::make_u32(key, static_cast<uint32_t>(value)));
             continue;
         }
         if (o.width) {
             bool replaced = false;
-            for (const auto& [key, value] : width_kvs(*o.width))
+            for (const auto& [key, value, why] : width_kvs(o.width->rules, o.width->plan.k))
                 if (kv.key == key) {
                     auto v = Kv::make_int_like(kv, value);
                     if (!v) throw std::logic_error(fmt::format("{} cannot hold {}", key, value));
@@ -123,7 +96,7 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
             Kv::make_u32(kProvenanceSourceExpertCountKey, static_cast<uint32_t>(layout.expert_count)));
         kvs.push_back(Kv::make_string(kProvenanceKeeplistShaKey, o.keeplist_sha256));
         for (const KeepBlock& b : kl.blocks)
-            kvs.push_back(make_u32_array(fmt::format("{}{}", kProvenanceKeptPrefix, b.block), b.keep));
+            kvs.push_back(Kv::make_u32_array(fmt::format("{}{}", kProvenanceKeptPrefix, b.block), b.keep));
         if (o.width) {
             kvs.push_back(Kv::make_string(kProvenanceNeuronPlanShaKey, o.width->plan_sha256));
             kvs.push_back(Kv::make_u32(kProvenanceSourceExpertWidthKey,

@@ -90,21 +90,6 @@ std::string full_key(const std::string& arch, const std::string& suffix) {
     if (suffix.starts_with("general.") || suffix.starts_with("tokenizer.")) return suffix;
     return arch + "." + suffix;
 }
-Kv array_kv(std::string key, GgufType et, size_t elem, size_t n,
-            const std::function<void(uint8_t*, size_t)>& put) {
-    Kv kv;
-    kv.key = std::move(key);
-    kv.type = GgufType::kArray;
-    kv.elem_type = et;
-    kv.count = n;
-    kv.raw.resize(12 + elem * n);
-    const auto t = static_cast<int32_t>(et);
-    const uint64_t count = n;
-    std::memcpy(kv.raw.data(), &t, 4);
-    std::memcpy(kv.raw.data() + 4, &count, 8);
-    for (size_t i = 0; i < n; ++i) put(kv.raw.data() + 12 + elem * i, i);
-    return kv;
-}
 }  // namespace
 
 void ModelBuilder::u32(const std::string& s, int64_t v) {
@@ -123,26 +108,16 @@ void ModelBuilder::str(const std::string& s, const std::string& v) {
     raw(Kv::make_string(full_key(arch(), s), v));
 }
 void ModelBuilder::u32_array(const std::string& s, const std::vector<int64_t>& v) {
-    raw(array_kv(full_key(arch(), s), GgufType::kUint32, 4, v.size(), [&](uint8_t* p, size_t i) {
-        const auto x = static_cast<uint32_t>(v[i]);
-        std::memcpy(p, &x, 4);
-    }));
+    raw(Kv::make_u32_array(full_key(arch(), s), v));
 }
 void ModelBuilder::i32_array(const std::string& s, const std::vector<int64_t>& v) {
-    raw(array_kv(full_key(arch(), s), GgufType::kInt32, 4, v.size(), [&](uint8_t* p, size_t i) {
-        const auto x = static_cast<int32_t>(v[i]);
-        std::memcpy(p, &x, 4);
-    }));
+    raw(Kv::make_i32_array(full_key(arch(), s), v));
 }
 void ModelBuilder::f32_array(const std::string& s, const std::vector<double>& v) {
-    raw(array_kv(full_key(arch(), s), GgufType::kFloat32, 4, v.size(), [&](uint8_t* p, size_t i) {
-        const auto x = static_cast<float>(v[i]);
-        std::memcpy(p, &x, 4);
-    }));
+    raw(Kv::make_f32_array(full_key(arch(), s), v));
 }
 void ModelBuilder::bool_array(const std::string& s, const std::vector<bool>& v) {
-    raw(array_kv(full_key(arch(), s), GgufType::kBool, 1, v.size(),
-                 [&](uint8_t* p, size_t i) { *p = v[i] ? 1 : 0; }));
+    raw(Kv::make_bool_array(full_key(arch(), s), v));
 }
 
 void ModelBuilder::generic_keys(const Generic& g) {
