@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "io/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "model/tensor_table.h"
 #include "test_util.h"
 
 namespace gguf_reap {
@@ -323,6 +325,53 @@ TEST_F(MoeLayoutTest, SelectionBiasWithWrongShape) {
                           g.info_offsets[index_of(t, "blk.2.exp_probs_b.bias")]));
 }
 
+TEST_F(MoeLayoutTest, LookAlikesOfTheArchitectureAreOrdinaryTensors) {
+    // gemma4's ffn_gate_inp.scale is the router's [n_embd] input scale, arctic's ffn_norm_exps an
+    // [n_embd] norm: copied whole. Under any other architecture the same names are refused.
+    for (const auto& [arch, name] : {std::pair<std::string, std::string>{"gemma4", "ffn_gate_inp.scale"},
+                                     {"arctic", "ffn_norm_exps.weight"}}) {
+        auto t = moe_tensors();
+        for (int b = 1; b <= 2; ++b) t.push_back({"blk." + std::to_string(b) + "." + name, {32}, test::kF32});
+        write(moe_kvs(arch), t);
+        const MoeLayout l = layout();
+        ASSERT_EQ(l.blocks.size(), 2u) << arch;
+        for (const auto& b : l.blocks) EXPECT_EQ(b.tensors.size(), 5u) << arch;
+        write(moe_kvs("deepseek2"), t);
+        EXPECT_NE(error_of().find("blk.1." + name), std::string::npos) << arch;
+    }
+}
+
+TEST_F(MoeLayoutTest, SelectionBiasWithoutSuffix) {
+    // hy_v3's loader names the selection bias "blk.N.exp_probs_b", with no suffix.
+    auto t = moe_tensors();
+    for (int b = 1; b <= 2; ++b) t.push_back({"blk." + std::to_string(b) + ".exp_probs_b", {kE}, test::kF32});
+    write(moe_kvs("hy_v3"), t);
+    const MoeLayout l = layout();
+    ASSERT_EQ(l.blocks.size(), 2u);
+    EXPECT_EQ(l.blocks[0].tensors.size(), 6u);
+    EXPECT_EQ(block_tensor_name(1, expert_kind(ExpertRole::kProbsBias)), "blk.1.exp_probs_b.bias");
+}
+
+TEST(ArchitectureTable, SortedUniqueAndEveryLoaderNamed) {
+    const auto archs = architectures();
+    EXPECT_GE(archs.size(), 59u);
+    for (size_t i = 0; i < archs.size(); ++i) {
+        EXPECT_EQ(arch_info(archs[i].name), &archs[i]) << archs[i].name;
+        if (i > 0) {
+            EXPECT_LT(archs[i - 1].name, archs[i].name);
+        }
+        EXPECT_TRUE(archs[i].loader.starts_with("src/models/")) << archs[i].name;
+        // An architecture that can never hold experts has no width to cut.
+        if (archs[i].status == ArchStatus::kNoExperts) {
+            EXPECT_EQ(archs[i].width_key, ExpertWidthKey::kUnknown) << archs[i].name;
+        }
+    }
+    EXPECT_EQ(arch_info("mystery"), nullptr);
+    EXPECT_TRUE(arch_info("deepseek4")->has(ArchFlag::kHashRouting));
+    EXPECT_TRUE(arch_info("deepseek2")->has(ArchFlag::kNextn));
+    EXPECT_FALSE(arch_info("qwen3moe")->has(ArchFlag::kNextn));
+}
+
 TEST_F(MoeLayoutTest, Deepseek4HashRoutingRefused) {
     auto t = moe_tensors();
     t.push_back({"blk.1.ffn_gate_tid2eid.weight", {2, 16}, test::kI32});
@@ -331,6 +380,19 @@ TEST_F(MoeLayoutTest, Deepseek4HashRoutingRefused) {
               fmt::format("m.gguf: tensor 'blk.1.ffn_gate_tid2eid.weight' at offset {0} (0x{0:x}): "
                           "architecture 'deepseek4' stores expert ids inside tensor values (hash "
                           "routing); removing experts would require remapping them, which gguf-reap "
+                          "refuses",
+                          g.info_offsets.back()));
+}
+
+TEST_F(MoeLayoutTest, GrovemoeChunkExpertsRefused) {
+    auto t = moe_tensors();
+    t.push_back({"blk.1.ffn_up_chexps.weight", {32, 16, 2}, test::kF16});
+    const auto g = write(moe_kvs("grovemoe"), t);
+    EXPECT_EQ(error_of(),
+              fmt::format("m.gguf: tensor 'blk.1.ffn_up_chexps.weight' at offset {0} (0x{0:x}): architecture "
+                          "'grovemoe' pairs each chunk expert with a group of routed experts "
+                          "(experts_per_group); the loader derives the chunk count from expert_count, so "
+                          "only whole groups could be removed, with their chunk experts, which gguf-reap "
                           "refuses",
                           g.info_offsets.back()));
 }

@@ -215,13 +215,71 @@ TEST_F(WidthTest, SharedWidthDisagreesWithCount) {
 }
 
 TEST_F(WidthTest, RefusesDenseWidthKeyArchitectures) {
+    // jamba and nomic-bert-moe size their dense FFN blocks and their experts with one key.
+    auto ff = [](std::vector<Kv> v, const std::string& arch) {
+        v.push_back(Kv::make_u32(arch + ".feed_forward_length", 64));
+        return v;
+    };
     EXPECT_EQ(
-        error_of<UsageError>(kvs("llama", 64, std::nullopt, false), tensors(64, test::kF16, 0)),
-        "m.gguf: architecture 'llama' takes the expert FFN width from llama.feed_forward_length, the key "
+        error_of<UsageError>(ff(kvs("jamba", 64, std::nullopt, false), "jamba"), tensors(64, test::kF16, 0)),
+        "m.gguf: architecture 'jamba' takes the expert FFN width from jamba.feed_forward_length, the key "
         "its dense feed-forward layers share; gguf-reap cannot change the expert width alone");
-    EXPECT_EQ(
-        error_of<UsageError>(kvs("olmoe", 64, std::nullopt, false), tensors(64, test::kF16, 0)).substr(0, 46),
-        "m.gguf: architecture 'olmoe' takes the expert ");
+    EXPECT_EQ(error_of<UsageError>(ff(kvs("nomic-bert-moe", 64, std::nullopt, false), "nomic-bert-moe"),
+                                   tensors(64, test::kF16, 0))
+                  .substr(0, 55),
+              "m.gguf: architecture 'nomic-bert-moe' takes the expert ");
+}
+
+TEST_F(WidthTest, FeedForwardLengthArchitecturesCutThatKey) {
+    // llama (Mixtral), olmoe, granite*, minimax-01/m2, ... read the experts' width from
+    // feed_forward_length, which no dense FFN shares: a cut rewrites it.
+    for (const std::string arch : {"llama", "olmoe", "minimax-m2"}) {
+        auto k = kvs(arch, 64, std::nullopt, false);
+        k.push_back(Kv::make_u32(arch + ".feed_forward_length", 64));
+        const WidthRules r = rules(k, tensors(64, test::kF16, 0));
+        EXPECT_EQ(r.width_key, arch + ".feed_forward_length");
+        EXPECT_TRUE(r.width_key_present);
+        EXPECT_FALSE(r.shared_derived);
+        const auto set = width_kvs(r, 16);
+        ASSERT_EQ(set.size(), 1u);
+        EXPECT_EQ(set[0].key, arch + ".feed_forward_length");
+        EXPECT_EQ(set[0].value, 16u);
+    }
+    // Without the key the loader would build 0-wide experts: such a source is refused, naming the key.
+    EXPECT_EQ(error_of<UsageError>(kvs("llama", 64, std::nullopt, false), tensors(64, test::kF16, 0)),
+              "m.gguf: has no llama.feed_forward_length, the key llama.cpp reads the expert FFN width of "
+              "architecture 'llama' from");
+    // A per-layer array is not rewritten.
+    auto k = kvs("olmoe", 64, std::nullopt, false);
+    k.push_back(Kv::make_u32_array("olmoe.feed_forward_length", {64, 64, 64}));
+    EXPECT_EQ(error_of<UsageError>(k, tensors(64, test::kF16, 0)),
+              "m.gguf: olmoe.feed_forward_length is a per-layer array; gguf-reap cuts the expert width only "
+              "where it is one value");
+}
+
+TEST_F(WidthTest, SharedWidthKeyIsWrittenWhereTheLoaderWouldDeriveIt) {
+    // laguna sizes its shared experts by expert_shared_feed_forward_length, else width × count: a cut
+    // writes the own key as W, so any K is legal and the shared tensors keep their shape.
+    const WidthRules r = rules(kvs("laguna", 64, 1), tensors(64, test::kF16, 64));
+    EXPECT_FALSE(r.shared_derived);
+    EXPECT_EQ(r.shared_width_key, "laguna.expert_shared_feed_forward_length");
+    EXPECT_EQ(r.legal.size(), 64u);
+    const auto set = width_kvs(r, 24);
+    ASSERT_EQ(set.size(), 2u);
+    EXPECT_EQ(set[0].key, "laguna.expert_feed_forward_length");
+    EXPECT_EQ(set[0].value, 24u);
+    EXPECT_EQ(set[1].key, "laguna.expert_shared_feed_forward_length");
+    EXPECT_EQ(set[1].value, 64u);
+    // With the key present nothing is added; a key that disagrees with the tensors is bad input.
+    auto k = kvs("laguna", 64, 1);
+    k.push_back(Kv::make_u32("laguna.expert_shared_feed_forward_length", 64));
+    EXPECT_EQ(rules(k, tensors(64, test::kF16, 64)).shared_width_key, "");
+    k.back() = Kv::make_u32("laguna.expert_shared_feed_forward_length", 32);
+    const std::string err = error_of<InputError>(k, tensors(64, test::kF16, 64));
+    EXPECT_NE(err.find("kv 'laguna.expert_shared_feed_forward_length'"), std::string::npos) << err;
+    EXPECT_NE(err.find("says 32 but ffn_down_shexp rows are 64 wide"), std::string::npos) << err;
+    // qwen2moe falls back to feed_forward_length, which an expert-width cut leaves alone.
+    EXPECT_EQ(rules(kvs("qwen2moe", 64, std::nullopt), tensors(64, test::kF16, 96)).shared_width_key, "");
 }
 
 TEST_F(WidthTest, RefusesLlama4AndUnknownArchitectures) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "io/units.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap::cli {
 
@@ -67,7 +68,7 @@ nlohmann::ordered_json imatrix_json(const ImatrixFile& im, bool with_entries) {
         im.chunk_size() ? nlohmann::ordered_json(*im.chunk_size()) : nlohmann::ordered_json(nullptr);
     j["entry_count"] = im.entries().size();
     size_t experts = 0;
-    for (const auto& e : im.entries()) experts += e.name.find("_exps") != std::string::npos;
+    for (const auto& e : im.entries()) experts += is_expert_entry_name(e.name);
     j["expert_entry_count"] = experts;
     if (with_entries) {
         auto arr = nlohmann::ordered_json::array();
@@ -97,7 +98,7 @@ void imatrix_text(const ImatrixFile& im, bool with_entries) {
                              im.chunk_count() ? std::to_string(*im.chunk_count()) : "?",
                              im.chunk_size() ? std::to_string(*im.chunk_size()) : "?");
     size_t experts = 0;
-    for (const auto& e : im.entries()) experts += e.name.find("_exps") != std::string::npos;
+    for (const auto& e : im.entries()) experts += is_expert_entry_name(e.name);
     std::cout << fmt::format("entries      {} ({} expert entries)\n", im.entries().size(), experts);
     if (with_entries)
         for (const auto& e : im.entries()) {

@@ -119,6 +119,14 @@ MoeLayout build_moe_layout(const ShardSet& model) {
                 fmt::format("architecture '{}' stores expert ids inside tensor values (hash routing); "
                             "removing experts would require remapping them, which gguf-reap refuses",
                             L.arch));
+        if (is_chunk_expert_tensor(t.name))
+            throw InputError(
+                model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
+                fmt::format("architecture '{}' pairs each chunk expert with a group of routed experts "
+                            "(experts_per_group); the loader derives the chunk count from expert_count, so "
+                            "only whole groups could be removed, with their chunk experts, which gguf-reap "
+                            "refuses",
+                            L.arch));
     }
     if (L.expert_count == 0) return L;
 

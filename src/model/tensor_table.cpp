@@ -22,8 +22,8 @@ using P = Projection;
 //   scales   [E] per expert, input scales [E] (the generic pass of llama-model.cpp creates both for
 //            gate, up and down; none for a fused gate_up);
 //   router   [n_embd, E] weight and [E] bias; exp_probs_b [E] (deepseek2 and descendants: "bias";
-//            a few converters wrote "weight").
-constexpr std::array<ExpertTensorKind, 17> kKinds{{
+//            a few converters wrote "weight"; hy_v3's loader names it with no suffix at all).
+constexpr std::array<ExpertTensorKind, 18> kKinds{{
     {"ffn_gate_exps", "weight", R::kWeight, P::kGate, 2, 1, 1},
     {"ffn_up_exps", "weight", R::kWeight, P::kUp, 2, 1, 1},
     {"ffn_down_exps", "weight", R::kWeight, P::kDown, 2, 0, 1},
@@ -41,6 +41,7 @@ constexpr std::array<ExpertTensorKind, 17> kKinds{{
     {"ffn_gate_inp", "bias", R::kRouterBias, P::kNone, 0, -1, 0},
     {"exp_probs_b", "bias", R::kProbsBias, P::kNone, 0, -1, 0},
     {"exp_probs_b", "weight", R::kProbsBias, P::kNone, 0, -1, 0},
+    {"exp_probs_b", "", R::kProbsBias, P::kNone, 0, -1, 0},
 }};
 
 // Bases whose every tensor must be a known kind: anything else under them is refused.
@@ -75,6 +76,20 @@ const char* expert_role_name(ExpertRole r) {
             return "router_bias";
         case ExpertRole::kProbsBias:
             return "exp_probs_b";
+    }
+    return "?";
+}
+
+const char* arch_status_name(ArchStatus s) {
+    switch (s) {
+        case ArchStatus::kPrunable:
+            return "prunable";
+        case ArchStatus::kNoExperts:
+            return "no experts";
+        case ArchStatus::kExpertsUnused:
+            return "experts unused";
+        case ArchStatus::kDraftOnly:
+            return "draft only";
     }
     return "?";
 }
@@ -118,6 +133,7 @@ std::optional<std::pair<int, std::string_view>> split_block_name(std::string_vie
 }
 
 std::string block_tensor_name(int block, std::string_view base, std::string_view suffix) {
+    if (suffix.empty()) return fmt::format("blk.{}.{}", block, base);
     return fmt::format("blk.{}.{}.{}", block, base, suffix);
 }
 
@@ -130,7 +146,7 @@ BlockTensorClass classify_block_tensor(std::string_view arch, std::string_view r
     const auto [base, suffix] = split_suffix(rest);
     if (const ArchInfo* a = arch_info(arch))
         for (std::string_view l : a->look_alikes)
-            if (base == l) return c;
+            if (base == l || rest == l) return c;
     if (const ExpertTensorKind* k = find_kind(base, suffix)) {
         c.expert = k;
         return c;
@@ -166,6 +182,10 @@ bool is_expert_entry_name(std::string_view weight_name) {
 
 bool is_hash_routing_table(std::string_view tensor_name) {
     return tensor_name.find("ffn_gate_tid2eid") != std::string_view::npos;
+}
+
+bool is_chunk_expert_tensor(std::string_view tensor_name) {
+    return tensor_name.find("_chexps.") != std::string_view::npos;
 }
 
 std::string shared_expert_down_name(int block) {

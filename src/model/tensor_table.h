@@ -100,6 +100,8 @@ bool is_expert_entry_name(std::string_view weight_name);
 // deepseek4's token-id → expert-id routing table ("blk.N.ffn_gate_tid2eid.weight"): its *values* are
 // expert ids.
 bool is_hash_routing_table(std::string_view tensor_name);
+// grovemoe's chunk experts ("blk.N.ffn_{gate,up,down}_chexps.weight"), one per group of routed experts.
+bool is_chunk_expert_tensor(std::string_view tensor_name);
 
 // Non-expert tensors whose names carry meaning for the tools.
 std::string shared_expert_down_name(int block);  // "blk.N.ffn_down_shexp.weight": W = ne[0]
@@ -113,29 +115,58 @@ std::string tensor_class(std::string_view name);
 
 // ---- architectures -----------------------------------------------------------------------------
 
+// What gguf-reap can do with an architecture's experts (docs/architectures.md).
+enum class ArchStatus : uint8_t {
+    kPrunable,       // the loader creates routed experts: they can be pruned and the result loads
+    kNoExperts,      // the loader names expert tensors but can never load a file that has them
+    kExpertsUnused,  // the loader loads experts but the graph never runs them (refact)
+    kDraftOnly,      // a draft model that runs only beside its target (dflash)
+};
+const char* arch_status_name(ArchStatus s);  // "prunable", "no experts", ...
+
 // Where llama.cpp's loader takes the routed-expert FFN width from.
 enum class ExpertWidthKey : uint8_t {
-    kUnknown,        // not known to gguf-reap: width cuts are refused
+    kUnknown,        // not known to gguf-reap, or the architecture has no experts: width cuts are refused
     kExpertKey,      // <arch>.expert_feed_forward_length
-    kExpertKeyOrFf,  // that key, else feed_forward_length / expert_used_count (qwen*moe)
-    kDenseKey,       // <arch>.feed_forward_length, shared with the dense FFNs: cannot change alone
+    kExpertKeyOrFf,  // that key, else feed_forward_length / expert_used_count (qwen*moe): a cut writes it
+    kFfKey,          // <arch>.feed_forward_length, read for the experts only (llama for Mixtral, olmoe,
+                     // granite*, minimax-01/m2, ...): a cut rewrites it
+    kDenseKey,       // <arch>.feed_forward_length, shared with dense FFN blocks: cannot change alone
 };
 
 // How the loader sizes the shared experts.
 enum class SharedWidthRule : uint8_t {
-    kFromTensors,         // their own width, unrelated to the routed experts' (or no shared experts)
-    kWidthTimesCount,     // expert_feed_forward_length × expert_shared_count
-    kWidthTimesMaxCount,  // expert_feed_forward_length × max(expert_shared_count, 1) (kimi-*)
-    kEqualsWidth,         // expert_feed_forward_length itself, no count to absorb a change (llama4)
+    kFromTensors,                // unrelated to the routed experts' width (or no shared experts)
+    kOwnKey,                     // <arch>.expert_shared_feed_forward_length, no fallback
+    kWidthTimesCount,            // expert_feed_forward_length × expert_shared_count
+    kWidthTimesMaxCount,         // expert_feed_forward_length × max(expert_shared_count, 1) (kimi-*)
+    kEqualsWidth,                // expert_feed_forward_length itself, no count to absorb a change (llama4)
+    kOwnKeyElseWidthTimesCount,  // the own key, else width × count (bailingmoe3, cohere2moe, laguna)
+    kOwnKeyOrWidthTimesCount,    // (the own key, else the routed width) × count (bailingmoe2)
+    kOwnKeyElseWidth,            // the own key, else the routed width (exaone-moe, hy_v3)
+    kOwnKeyElseFf,               // the own key, else feed_forward_length (qwen2moe, qwen3next, hunyuan-moe)
+};
+
+// Facts of an architecture beyond its widths.
+struct ArchFlag {
+    static constexpr uint8_t kNextn = 1;         // nextn_predict_layers MTP blocks after the trunk
+    static constexpr uint8_t kExpertGroups = 2;  // expert_group_count / expert_group_used_count routing
+    static constexpr uint8_t kHashRouting = 4;   // ffn_gate_tid2eid token → expert tables (deepseek4)
+    static constexpr uint8_t kChunkExperts = 8;  // grovemoe's ffn_*_chexps, one per group of experts
 };
 
 struct ArchInfo {
     std::string_view name;    // general.architecture
     std::string_view loader;  // the llama.cpp file the facts were read from ("src/models/deepseek2.cpp")
+    ArchStatus status = ArchStatus::kPrunable;
     ExpertWidthKey width_key = ExpertWidthKey::kUnknown;
     SharedWidthRule shared_width = SharedWidthRule::kFromTensors;
-    // Tensors named like expert tensors that are not ("ffn_norm_exps": arctic's [n_embd] norm).
+    uint8_t flags = 0;  // ArchFlag bits
+    // Tensors named like expert tensors that are not: a base ("ffn_norm_exps", arctic's [n_embd] norm)
+    // or a base.suffix ("ffn_gate_inp.scale", gemma4's router input scale).
     std::span<const std::string_view> look_alikes = {};
+
+    bool has(uint8_t flag) const { return (flags & flag) != 0; }
 };
 
 // The entry of `arch`, or nullptr for an architecture the table does not list (expert tensors are then
@@ -151,6 +182,7 @@ inline constexpr std::string_view kExpertUsedCountKey = "expert_used_count";
 inline constexpr std::string_view kExpertSharedCountKey = "expert_shared_count";
 inline constexpr std::string_view kExpertWidthKey = "expert_feed_forward_length";
 inline constexpr std::string_view kDenseWidthKey = "feed_forward_length";
+inline constexpr std::string_view kSharedWidthKey = "expert_shared_feed_forward_length";
 inline constexpr std::string_view kExpertGroupCountKey = "expert_group_count";
 inline constexpr std::string_view kExpertGroupUsedCountKey = "expert_group_used_count";
 inline constexpr std::string_view kLeadingDenseBlockCountKey = "leading_dense_block_count";

@@ -61,7 +61,7 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
             "{}: architecture '{}' sizes its shared expert with {}.expert_feed_forward_length too, so "
             "cutting the routed experts would change the shape llama.cpp expects of the shared expert",
             path, arch, arch));
-    if (width_key != ExpertWidthKey::kExpertKey && width_key != ExpertWidthKey::kExpertKeyOrFf)
+    if (width_key == ExpertWidthKey::kUnknown)
         throw UsageError(
             fmt::format("{}: gguf-reap does not know how llama.cpp reads the expert FFN width of "
                         "architecture '{}', so it cannot cut it",
@@ -112,8 +112,22 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
     }
     r.block_size = lcm;
 
-    r.width_key = arch_key(arch, kExpertWidthKey);
-    if (const Kv* kv = model.find_kv(r.width_key)) {
+    const bool ff_key = width_key == ExpertWidthKey::kFfKey;
+    r.width_key = arch_key(arch, ff_key ? kDenseWidthKey : kExpertWidthKey);
+    const Kv* width_kv = model.find_kv(r.width_key);
+    if (ff_key && !width_kv)
+        throw UsageError(
+            fmt::format("{}: has no {}, the key llama.cpp reads the expert FFN width of "
+                        "architecture '{}' from",
+                        path, r.width_key, arch));
+    if (ff_key && width_kv->type == GgufType::kArray)
+        throw UsageError(
+            fmt::format("{}: {} is a per-layer array; gguf-reap cuts the expert width only "
+                        "where it is one value",
+                        path, r.width_key));
+    if (ff_key && model.find_kv(arch_key(arch, kExpertWidthKey)))
+        r.unused_width_key = arch_key(arch, kExpertWidthKey);
+    if (const Kv* kv = width_kv) {
         const auto v = kv->as_uint();
         if (!v)
             throw InputError(path, kv->file_offset, fmt::format("kv '{}'", r.width_key),
@@ -156,9 +170,58 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
                                r.width_key, r.shared_count_key, expect, r.native_width, count));
     }
 
+    // The own shared-width key, where the loader falls back to a width the cut changes.
+    const bool times_count = shared_rule == SharedWidthRule::kOwnKeyOrWidthTimesCount;
+    const bool own_key_needed =
+        shared_rule == SharedWidthRule::kOwnKeyElseWidthTimesCount || times_count ||
+        shared_rule == SharedWidthRule::kOwnKeyElseWidth ||
+        (shared_rule == SharedWidthRule::kOwnKeyElseFf && width_key == ExpertWidthKey::kFfKey);
+    if (own_key_needed && r.shared_width > 0) {
+        const std::string key = arch_key(arch, kSharedWidthKey);
+        uint64_t count = 1;
+        if (times_count) {
+            const Kv* c = model.find_kv(arch_key(arch, kExpertSharedCountKey));
+            count = c && c->as_uint() ? *c->as_uint() : 0;
+        }
+        if (const Kv* kv = model.find_kv(key)) {
+            const auto v = kv->as_uint();
+            if (!v || *v * count != static_cast<uint64_t>(r.shared_width))
+                throw InputError(path, kv->file_offset, fmt::format("kv '{}'", key),
+                                 times_count
+                                     ? fmt::format("says {} but ffn_down_shexp rows are {} wide, {} × {}",
+                                                   kv->display(), r.shared_width, kv->display(), count)
+                                     : fmt::format("says {} but ffn_down_shexp rows are {} wide",
+                                                   kv->display(), r.shared_width));
+        } else {
+            if (count == 0 || static_cast<uint64_t>(r.shared_width) % count != 0)
+                refuse(*w_from, fmt::format("shared experts are {} wide, not a multiple of {} = {}",
+                                            r.shared_width, arch_key(arch, kExpertSharedCountKey), count));
+            r.shared_width_key = key;
+            r.shared_width_value = r.shared_width / static_cast<int64_t>(count);
+        }
+    }
+
     for (int64_t k = r.block_size; k <= r.native_width; k += r.block_size)
         if (!r.shared_derived || r.shared_width == 0 || r.shared_width % k == 0) r.legal.push_back(k);
     return r;
+}
+
+std::vector<WidthKv> width_kvs(const WidthRules& rules, int64_t k) {
+    std::vector<WidthKv> kvs{{rules.width_key, static_cast<uint64_t>(k),
+                              fmt::format("the expert FFN width becomes K = {} (the neuron plan)", k)}};
+    if (rules.shared_derived && rules.shared_width > 0)
+        kvs.push_back({rules.shared_count_key, static_cast<uint64_t>(rules.shared_width / k),
+                       fmt::format("the shared experts stay {} wide, so the count becomes W / K = {} / {}",
+                                   rules.shared_width, rules.shared_width, k)});
+    if (!rules.unused_width_key.empty())
+        kvs.push_back({rules.unused_width_key, static_cast<uint64_t>(k),
+                       fmt::format("kept equal to the expert FFN width K = {}", k)});
+    if (!rules.shared_width_key.empty())
+        kvs.push_back({rules.shared_width_key, static_cast<uint64_t>(rules.shared_width_value),
+                       fmt::format("the shared experts stay {} wide, which the loader would otherwise "
+                                   "derive from the expert width",
+                                   rules.shared_width)});
+    return kvs;
 }
 
 void check_width(const WidthRules& rules, int64_t k, const std::string& model_name) {

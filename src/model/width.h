@@ -29,15 +29,36 @@
 namespace gguf_reap {
 
 struct WidthRules {
-    int64_t native_width = 0;        // n_ff: ffn_down_exps ne0 (the same in every MoE block)
-    std::vector<int64_t> legal;      // every legal K, ascending (includes native_width)
-    int64_t block_size = 1;          // lcm of the block sizes of the tensors whose rows become K
-    std::string width_key;           // KV that holds n_ff: "<arch>.expert_feed_forward_length"
+    int64_t native_width = 0;    // n_ff: ffn_down_exps ne0 (the same in every MoE block)
+    std::vector<int64_t> legal;  // every legal K, ascending (includes native_width)
+    int64_t block_size = 1;      // lcm of the block sizes of the tensors whose rows become K
+    // KV that holds n_ff: "<arch>.expert_feed_forward_length", or "<arch>.feed_forward_length" where the
+    // loader reads the experts' width from it (tensor_table.h, ExpertWidthKey::kFfKey).
+    std::string width_key;
     bool width_key_present = false;  // false: the source relied on a loader fallback; it must be added
     bool shared_derived = false;     // the loader derives the shared width from width_key × shared count
     int64_t shared_width = 0;        // W: ffn_down_shexp ne0 (0 = no shared experts)
     std::string shared_count_key;    // "<arch>.expert_shared_count" when shared_derived
+    // "<arch>.expert_shared_feed_forward_length" when the loader would otherwise derive the shared
+    // width from the key a cut changes: the cut writes it as W so that the shared experts keep their
+    // shape (bailingmoe3, cohere2moe, laguna, exaone-moe, hy_v3; hunyuan-moe). Empty otherwise.
+    std::string shared_width_key;
+    int64_t shared_width_value = 0;  // what it is written as: W, or W / count where the loader
+                                     // multiplies the key by expert_shared_count (bailingmoe2)
+    // "<arch>.expert_feed_forward_length" where the loader requires it but sizes the experts from
+    // feed_forward_length (hunyuan-moe, minimax-m2): rewritten to K as well, so the two agree.
+    std::string unused_width_key;
 };
+
+// A KV a width cut to K sets, with why (audit's finding text says it).
+struct WidthKv {
+    std::string key;
+    uint64_t value;
+    std::string why;
+};
+// Every KV a cut to `k` sets, in the order splice writes them when the source lacks them (right after
+// expert_count): the width key = K, then expert_shared_count = W / K or the shared width key = W.
+std::vector<WidthKv> width_kvs(const WidthRules& rules, int64_t k);
 
 // The rules for `model`. Throws InputError (naming the model file and tensor) when the expert widths
 // disagree between blocks or tensors, and UsageError when the architecture's expert width cannot be

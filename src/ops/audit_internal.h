@@ -57,12 +57,10 @@ uint64_t kv_value_offset(const Kv& kv);
 // A width cut (--neuron-plan): every kept expert keeps the plan's K channels of its n_ff, in ascending
 // channel order (docs/audit.md, "Width-spliced outputs").
 struct WidthAudit {
-    NeuronPlan plan;               // rows ascending, for the source's (block, expert) pairs
-    int64_t native_width = 0;      // n_ff of the source
-    std::string sha256;            // of the plan file
-    std::string width_key;         // <arch>.expert_feed_forward_length
-    std::string shared_count_key;  // set when the loader derives the shared width from the count
-    int64_t shared_width = 0;
+    NeuronPlan plan;           // rows ascending, for the source's (block, expert) pairs
+    int64_t native_width = 0;  // n_ff of the source
+    std::string sha256;        // of the plan file
+    std::vector<WidthKv> kvs;  // what the cut sets: the width key = K and the shared-width keys
 };
 
 // Reads and checks the plan against the source; names a plan sha the output records differently. An

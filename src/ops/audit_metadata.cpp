@@ -127,18 +127,8 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
     owned.reserve(16);
     // A width cut sets the expert width to K and, where the loader derives the shared width from it,
     // the shared-expert count to W / K.
-    std::vector<std::tuple<std::string, uint64_t, std::string>> width_kvs;
-    if (kept.width) {
-        const WidthAudit& w = *kept.width;
-        width_kvs.emplace_back(
-            w.width_key, static_cast<uint64_t>(w.plan.k),
-            fmt::format("the expert FFN width becomes K = {} (the neuron plan)", w.plan.k));
-        if (!w.shared_count_key.empty())
-            width_kvs.emplace_back(
-                w.shared_count_key, static_cast<uint64_t>(w.shared_width / w.plan.k),
-                fmt::format("the shared experts stay {} wide, so the count becomes W / K = {} / {}",
-                            w.shared_width, w.shared_width, w.plan.k));
-    }
+    const std::vector<WidthKv> no_width;
+    const std::vector<WidthKv>& width_kvs = kept.width ? kept.width->kvs : no_width;
     std::vector<ExpectedKv> exp;
     std::unordered_set<std::string> src_split;
     for (const Kv& kv : meta.kvs) {

@@ -115,10 +115,10 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
                             first.path, recorded_sha.value_or(recorded->display())));
         // Without provenance keys a width cut still shows in the expert width: say what is missing
         // rather than report every expert tensor's shape.
-        const std::string key = src.architecture() + ".expert_feed_forward_length";
+        const std::string key = arch_key(src.architecture(), kExpertWidthKey);
         const Kv* out_kv = first.header ? first.header->find(key) : nullptr;
         const auto out_w = out_kv ? out_kv->as_uint() : std::nullopt;
-        const auto src_w = src.arch_uint("expert_feed_forward_length");
+        const auto src_w = src.arch_uint(std::string(kExpertWidthKey));
         if (out_w && src_w && *out_w < *src_w)
             throw UsageError(fmt::format(
                 "{}: has {} = {} but the source has {}: it was width-spliced (without provenance keys); "
@@ -129,16 +129,12 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     auto w = std::make_shared<WidthAudit>();
     const WidthRules rules = width_rules(src, layout);
     w->native_width = rules.native_width;
-    w->width_key = rules.width_key;
-    if (rules.shared_derived && rules.shared_width > 0) {
-        w->shared_count_key = rules.shared_count_key;
-        w->shared_width = rules.shared_width;
-    }
     std::vector<int> blocks;
     for (const auto& b : layout.blocks) blocks.push_back(b.block);
     w->plan =
         read_neuron_plan(*plan_path, blocks, static_cast<int64_t>(layout.expert_count), rules.native_width);
     check_width(rules, w->plan.k, src.shards().front().path);
+    w->kvs = width_kvs(rules, w->plan.k);
     // Elements of a quantized row are not bytes: a width cut of such a tensor cannot be byte-exact.
     for (const auto& b : layout.blocks)
         for (const auto& et : b.tensors) {

@@ -434,7 +434,8 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
             // The two provenance keys of a width splice, and the width key when the source lacked it.
             uint64_t added = kv_bytes(Kv::make_string(kProvenanceNeuronPlanShaKey, std::string(64, '0'))) +
                              kv_bytes(Kv::make_u32(kProvenanceSourceExpertWidthKey, 0));
-            if (!rules->width_key_present) added += kv_bytes(Kv::make_u32(rules->width_key, 0));
+            for (const WidthKv& kv : width_kvs(*rules, rules->native_width))
+                if (!model.find_kv(kv.key)) added += kv_bytes(Kv::make_u32(kv.key, 0));
             // The header grows by the added keys, rounded to the alignment (the padding may absorb less).
             added = padded(added, sp.shards.front().alignment);
             width_file_bytes(f, f.file_bytes, base_nbytes, alignment, after, added, slack);
