@@ -213,7 +213,7 @@ void Generator::build_routing(const ShardSet& model, const MoeLayout& L) {
         auto it = routing_.find(static_cast<int>(blk));
         if (it == routing_.end()) {
             std::string ids;
-            for (const auto& [id, r] : routing_) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+            for (const auto& [id, r] : routing_) ids += fmt::format("{}{}", ids.empty() ? "" : ",", id);
             throw UsageError(
                 fmt::format("{} {}:{}: block {} has no routed experts in this imatrix (MoE blocks: {})",
                             option, blk, e, blk, ids));
