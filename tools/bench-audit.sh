@@ -22,8 +22,8 @@ GEN=$BUILD/gguf-reap-gen
 [ -x "$BIN" ] && [ -x "$GEN" ] || { echo "build first: $BIN, $GEN" >&2; exit 2; }
 
 case "$SIZE" in
-    small) GEN_ARGS=(--preset kimi-k3 --embd 256 --expert-ff 64 --type-exps Q8_0 --shards 4) ;;
-    big) GEN_ARGS=(--preset kimi-k3 --blocks 14 --experts 128 --used 8 --embd 2048 --expert-ff 1024 --type-exps Q8_0
+    small) GEN_ARGS=(--skeleton --preset kimi-k3 --embd 256 --expert-ff 64 --type-exps Q8_0 --shards 4) ;;
+    big) GEN_ARGS=(--skeleton --preset kimi-k3 --blocks 14 --experts 128 --used 8 --embd 2048 --expert-ff 1024 --type-exps Q8_0
                    --shards 4) ;;
     *) echo "usage: tools/bench-audit.sh [small|big]" >&2; exit 2 ;;
 esac

@@ -18,7 +18,7 @@ echo "work dir: $WORK"
 # Kimi-K3's skeleton (93 blocks, 896 experts, 16 used) with a narrow embedding and a 1024-wide expert
 # FFN, so that the ffn_down_exps entries rank reads (896 × 1024 floats per block) dominate the files.
 if [ ! -f "$WORK/k3.gguf" ]; then
-    "$GEN" model --preset kimi-k3 --embd 32 --expert-ff 1024 --type-exps Q4_0 --type-down Q4_0 \
+    "$GEN" model --skeleton --preset kimi-k3 --embd 32 --expert-ff 1024 --type-exps Q4_0 --type-down Q4_0 \
         -o "$WORK/k3.gguf" >/dev/null
 fi
 args=()

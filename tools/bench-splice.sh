@@ -146,11 +146,11 @@ print("## %s: %d source shard(s), %d MoE blocks, %d -> %d experts; %d output sha
 for m in $MODELS; do
     case $m in
         k3)
-            "$GEN" model --preset kimi-k3 --embd 256 --expert-ff 64 --type-exps Q8_0 -o "$DIR/k3.gguf" >/dev/null
+            "$GEN" model --skeleton --preset kimi-k3 --embd 256 --expert-ff 64 --type-exps Q8_0 -o "$DIR/k3.gguf" >/dev/null
             bench k3 "$DIR/k3.gguf"
             rm -f "$DIR/k3.gguf" ;;
         big)
-            "$GEN" model --preset kimi-k3 --blocks 14 --experts 128 --used 8 --embd 2048 --expert-ff 1024 \
+            "$GEN" model --skeleton --preset kimi-k3 --blocks 14 --experts 128 --used 8 --embd 2048 --expert-ff 1024 \
                 --type-exps Q8_0 --shards 4 -o "$DIR/big" >/dev/null
             bench big "$DIR/big-00001-of-00004.gguf"
             rm -f "$DIR"/big-*.gguf ;;

@@ -1,0 +1,128 @@
+# Every architecture preset of the generator (gguf-reap-gen model --list-archs) through the pipeline:
+# rank on two generated imatrix domains → splice (25 % of the experts) → audit --source → estimate →
+# plan-width → a width splice → audit. Where an architecture cannot be pruned, the command that refuses
+# it must say why (docs/architectures.md, "Refusals").
+#
+# With GGUF_REAP_LLAMA_BIN set to a directory holding llama.cpp's llama-simple and llama-embedding
+# (commit 34af94cd9), the source, its 2-shard split, the pruned and the width-cut models must also load
+# and generate (encoders: embed). Without it those checks are skipped, and say so.
+source "$(dirname "$0")/lib.sh"
+
+LLAMA=${GGUF_REAP_LLAMA_BIN:-}
+if [ -n "$LLAMA" ] && [ ! -x "$LLAMA/llama-simple" ]; then
+    echo "GGUF_REAP_LLAMA_BIN=$LLAMA has no llama-simple" >&2
+    exit 2
+fi
+[ -n "$LLAMA" ] || skipped "loading in llama.cpp (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)"
+
+# What runs each model in llama.cpp (default: llama-simple generates).
+runner() {
+    case $1 in
+        bert | jina-bert-v3 | nomic-bert | nomic-bert-moe | llama-embed) echo embed ;;
+        dflash) echo none ;;  # a draft model: llama.cpp needs its deepseek4 target to run it
+        *) echo generate ;;
+    esac
+}
+
+# The refusals that hold up, by architecture: "STEP|message".
+refusal() {
+    case $1 in
+        bert | jina-bert-v3 | lfm2) echo "rank|has no routed experts" ;;
+        deepseek4) echo "rank|stores expert ids inside tensor values (hash routing)" ;;
+        grovemoe) echo "rank|pairs each chunk expert with a group of routed experts" ;;
+        *) echo "" ;;
+    esac
+}
+width_refusal() {
+    case $1 in
+        jamba | nomic-bert | nomic-bert-moe) echo "the key its dense feed-forward layers share" ;;
+        llama4) echo "sizes its shared expert with llama4.expert_feed_forward_length too" ;;
+        *) echo "" ;;
+    esac
+}
+
+# load ARCH MODEL WHAT: the model loads (and generates, or embeds) in llama.cpp.
+load() {
+    [ -n "$LLAMA" ] || return 0
+    case $(runner "$1") in
+        generate) run timeout 120 "$LLAMA/llama-simple" -m "$2" -n 4 "Hello world" ;;
+        embed) run timeout 120 "$LLAMA/llama-embedding" -m "$2" -p "Hello world" ;;
+        none) return 0 ;;
+    esac
+    case_ "$1: llama.cpp runs the $3 model"
+    expect_code 0
+}
+
+run "$GEN" model --list-archs
+ARCHS=$(cat "$OUT")
+case_ "--list-archs lists the presets, one per line, sorted"
+expect_code 0
+[ "$(printf '%s\n' "$ARCHS" | sort -c 2>&1)" = "" ] && _pass || _fail "not sorted"
+[ "$(printf '%s\n' "$ARCHS" | wc -l)" -ge 2 ] && _pass || _fail "fewer than 2 presets"
+
+for arch in $ARCHS; do
+    D=$WORK/$arch
+    mkdir -p "$D"
+    case_ "$arch: the generator writes it, unsplit and in 2 shards"
+    run "$GEN" model --arch "$arch" -o "$D/m.gguf"
+    expect_code 0
+    run "$GEN" model --arch "$arch" -o "$D/s.gguf" --shards 2
+    expect_code 0
+    load "$arch" "$D/m.gguf" source
+    load "$arch" "$D/s-00001-of-00002.gguf" "2-shard"
+
+    ref=$(refusal "$arch")
+    case_ "$arch: rank on two domains"
+    run "$GEN" imatrix --model "$D/m.gguf" --domain chat --seed 1 -o "$D/chat.imatrix.gguf"
+    if [ "${ref%%|*}" = imatrix ] || { [ -n "$ref" ] && [ "$CODE" -ne 0 ]; }; then
+        expect_code 2
+        expect_err "${ref#*|}"
+        continue
+    fi
+    expect_code 0
+    run "$GEN" imatrix --model "$D/m.gguf" --domain code --seed 2 -o "$D/code.imatrix.gguf"
+    expect_code 0
+    run "$BIN" rank --model "$D/m.gguf" --imatrix chat="$D/chat.imatrix.gguf" --imatrix code="$D/code.imatrix.gguf" \
+        --ratio 25% -o "$D/rank"
+    if [ "${ref%%|*}" = rank ]; then
+        case_ "$arch: rank refuses it"
+        expect_code 2
+        expect_err "${ref#*|}"
+        continue
+    fi
+    expect_code 0
+
+    case_ "$arch: splice, audit --source, estimate"
+    run "$BIN" splice "$D/s-00001-of-00002.gguf" --keeplist "$D/rank/keeplist.json" -o "$D/pruned"
+    expect_code 0
+    run "$BIN" audit "$D/pruned-00001-of-00002.gguf" --source "$D/s-00001-of-00002.gguf" --keeplist "$D/rank/keeplist.json"
+    expect_code 0
+    expect_out "PASS"
+    run "$BIN" estimate "$D/m.gguf" --keeplist "$D/rank/keeplist.json" --json
+    expect_code 0
+    expect_json "d['after']['file_bytes'] < d['before']['file_bytes']"
+    load "$arch" "$D/pruned-00001-of-00002.gguf" pruned
+
+    # A width cut is byte-exact only where ffn_down_exps is a float type: the same model with F16 down
+    # projections (the imatrices fit it, they depend on shapes alone).
+    case_ "$arch: plan-width, a width splice of the pruned experts, audit"
+    wref=$(width_refusal "$arch")
+    run "$GEN" model --arch "$arch" --type-down F16 -o "$D/f.gguf"
+    expect_code 0
+    run "$BIN" plan-width --model "$D/f.gguf" --imatrix chat="$D/chat.imatrix.gguf" --imatrix code="$D/code.imatrix.gguf" \
+        --k 32 -o "$D/plan.npz"
+    if [ -n "$wref" ]; then
+        expect_code 2
+        expect_err "$wref"
+        continue
+    fi
+    expect_code 0
+    run "$BIN" splice "$D/f.gguf" --keeplist "$D/rank/keeplist.json" --neuron-plan "$D/plan.npz" -o "$D/w.gguf"
+    expect_code 0
+    run "$BIN" audit "$D/w.gguf" --source "$D/f.gguf" --keeplist "$D/rank/keeplist.json" --neuron-plan "$D/plan.npz"
+    expect_code 0
+    expect_out "PASS"
+    load "$arch" "$D/w.gguf" "width-cut"
+done
+
+finish
