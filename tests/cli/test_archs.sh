@@ -27,7 +27,7 @@ runner() {
 # The refusals that hold up, by architecture: "STEP|message".
 refusal() {
     case $1 in
-        bert | jina-bert-v3 | lfm2) echo "rank|has no routed experts" ;;
+        bert | jina-bert-v3 | lfm2) echo "rank|the model has no MoE blocks" ;;
         deepseek4) echo "rank|stores expert ids inside tensor values (hash routing)" ;;
         grovemoe) echo "rank|pairs each chunk expert with a group of routed experts" ;;
         *) echo "" ;;
@@ -51,6 +51,10 @@ load() {
     esac
     case_ "$1: llama.cpp runs the $3 model"
     expect_code 0
+    # Generation prints the prompt and then the new tokens; NaN logits give token 0 (NUL bytes) instead.
+    if [ "$(runner "$1")" = generate ]; then
+        [ "$(tr -d '\000\n' <"$OUT" | wc -c)" -gt 11 ] && _pass || _fail "no text generated after the prompt"
+    fi
 }
 
 run "$GEN" model --list-archs

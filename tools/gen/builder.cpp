@@ -90,6 +90,21 @@ std::string full_key(const std::string& arch, const std::string& suffix) {
     if (suffix.starts_with("general.") || suffix.starts_with("tokenizer.")) return suffix;
     return arch + "." + suffix;
 }
+Kv array_kv(std::string key, GgufType et, size_t elem, size_t n,
+            const std::function<void(uint8_t*, size_t)>& put) {
+    Kv kv;
+    kv.key = std::move(key);
+    kv.type = GgufType::kArray;
+    kv.elem_type = et;
+    kv.count = n;
+    kv.raw.resize(12 + elem * n);
+    const auto t = static_cast<int32_t>(et);
+    const uint64_t count = n;
+    std::memcpy(kv.raw.data(), &t, 4);
+    std::memcpy(kv.raw.data() + 4, &count, 8);
+    for (size_t i = 0; i < n; ++i) put(kv.raw.data() + 12 + elem * i, i);
+    return kv;
+}
 }  // namespace
 
 void ModelBuilder::u32(const std::string& s, int64_t v) {
@@ -108,16 +123,26 @@ void ModelBuilder::str(const std::string& s, const std::string& v) {
     raw(Kv::make_string(full_key(arch(), s), v));
 }
 void ModelBuilder::u32_array(const std::string& s, const std::vector<int64_t>& v) {
-    raw(Kv::make_u32_array(full_key(arch(), s), v));
+    raw(array_kv(full_key(arch(), s), GgufType::kUint32, 4, v.size(), [&](uint8_t* p, size_t i) {
+        const auto x = static_cast<uint32_t>(v[i]);
+        std::memcpy(p, &x, 4);
+    }));
 }
 void ModelBuilder::i32_array(const std::string& s, const std::vector<int64_t>& v) {
-    raw(Kv::make_i32_array(full_key(arch(), s), v));
+    raw(array_kv(full_key(arch(), s), GgufType::kInt32, 4, v.size(), [&](uint8_t* p, size_t i) {
+        const auto x = static_cast<int32_t>(v[i]);
+        std::memcpy(p, &x, 4);
+    }));
 }
 void ModelBuilder::f32_array(const std::string& s, const std::vector<double>& v) {
-    raw(Kv::make_f32_array(full_key(arch(), s), v));
+    raw(array_kv(full_key(arch(), s), GgufType::kFloat32, 4, v.size(), [&](uint8_t* p, size_t i) {
+        const auto x = static_cast<float>(v[i]);
+        std::memcpy(p, &x, 4);
+    }));
 }
 void ModelBuilder::bool_array(const std::string& s, const std::vector<bool>& v) {
-    raw(Kv::make_bool_array(full_key(arch(), s), v));
+    raw(array_kv(full_key(arch(), s), GgufType::kBool, 1, v.size(),
+                 [&](uint8_t* p, size_t i) { *p = v[i] ? 1 : 0; }));
 }
 
 void ModelBuilder::generic_keys(const Generic& g) {
@@ -247,7 +272,9 @@ void ModelBuilder::tensor(const std::string& name, std::array<int64_t, 4> ne, Ty
     t.info.n_dims = n_dims_of(ne);
     t.info.type = type;
     t.info.nbytes = nbytes;
-    t.fill = fill;
+    // The presets' models must run in llama.cpp: small block scales too (fill.h). The skeleton keeps
+    // the bytes it has always had.
+    t.fill = fill == FillKind::kSmall && !spec_.skeleton ? FillKind::kBounded : fill;
     plan_.tensors.push_back(std::move(t));
 }
 
@@ -265,7 +292,7 @@ void ModelBuilder::experts(int64_t b, const Experts& e) {
     tensor(name(expert_kind(R::kRouter)), {rin, E, 1, 1}, TypeClass::kRouter);
     if (s.router_bias)
         tensor(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kZero);
-    if (s.probs_bias || e.probs_bias) {
+    if ((s.probs_bias && e.allow_probs_bias) || e.probs_bias) {
         const ExpertTensorKind& pb = expert_kind(R::kProbsBias);
         tensor(block_tensor_name(static_cast<int>(b), pb.base, e.probs_bias_suffix), {E, 1, 1, 1},
                TypeClass::kF32, FillKind::kZero);
@@ -283,7 +310,7 @@ void ModelBuilder::experts(int64_t b, const Experts& e) {
                    FillKind::kZero);
         tensor(name(expert_kind(R::kBias, P::kDown)), {in, E, 1, 1}, TypeClass::kF32, FillKind::kZero);
     }
-    if (s.scales) {
+    if (s.scales && e.scales) {
         for (P p : ins)
             tensor(name(expert_kind(R::kScale, p)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne);
         tensor(name(expert_kind(R::kScale, P::kDown)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kNearOne);

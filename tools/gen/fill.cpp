@@ -18,11 +18,29 @@ namespace {
 
 // Bytes of a block whose bit 6 (the exponent MSB of an f16, of an f32's top byte, of an E4M3 byte) or
 // bit 7 (E8M0's NaN pattern 0xFF) must be cleared so the block's scale is finite (ggml-common.h).
+// `format` says what the byte is, for kBounded.
+enum class ScaleFormat : uint8_t { kF16High, kF32High, kE8M0, kUE4M3 };
 struct ScaleBytes {
     uint8_t mask = 0xFF;
     uint8_t count = 0;
     std::array<uint8_t, 4> bytes{};
+    ScaleFormat format = ScaleFormat::kF16High;
 };
+
+// kBounded: keep the sign and the low bits, force a small exponent.
+uint8_t bounded_scale(uint8_t b, ScaleFormat f) {
+    switch (f) {
+        case ScaleFormat::kF16High:  // s eeeee mm: exponent 3..6, 2^-12 .. 2^-9
+            return static_cast<uint8_t>((b & 0x83) | ((3 + ((b >> 2) & 3)) << 2));
+        case ScaleFormat::kF32High:  // s eeeeeee (the top seven exponent bits): 2^-9 .. 2^-8
+            return static_cast<uint8_t>((b & 0x80) | 0x3B);
+        case ScaleFormat::kE8M0:  // 2^(b - 127): 2^-9 .. 2^-6
+            return static_cast<uint8_t>(118 + (b & 3));
+        case ScaleFormat::kUE4M3:  // 0 eeee mmm, bias 7: exponent 1..4, 2^-6 .. 2^-3
+            return static_cast<uint8_t>((b & 0x07) | ((1 + ((b >> 3) & 3)) << 3));
+    }
+    return b;
+}
 
 ScaleBytes scale_bytes(int32_t type) {
     constexpr uint8_t kExpMsb = 0xBF;
@@ -54,15 +72,15 @@ ScaleBytes scale_bytes(int32_t type) {
         case 14:
             return {kExpMsb, 1, {209}};  // q6_K: ql[128] qh[64] scales[16] d
         case 15:
-            return {kExpMsb, 1, {3}};  // q8_K: f32 d first
+            return {kExpMsb, 1, {3}, ScaleFormat::kF32High};  // q8_K: f32 d first
         case 34:
             return {kExpMsb, 1, {53}};  // tq1_0: qs[48] qh[4] d
         case 35:
             return {kExpMsb, 1, {65}};  // tq2_0: qs[64] d
         case 39:
-            return {0x7F, 1, {0}};  // mxfp4: E8M0 exponent byte (0xFF is NaN)
+            return {0x7F, 1, {0}, ScaleFormat::kE8M0};  // mxfp4: E8M0 exponent byte (0xFF is NaN)
         case 40:
-            return {kExpMsb, 4, {0, 1, 2, 3}};  // nvfp4: four UE4M3 sub-block scales
+            return {kExpMsb, 4, {0, 1, 2, 3}, ScaleFormat::kUE4M3};  // nvfp4: four UE4M3 sub-block scales
         default:
             return {};  // iq1_m (no plain scale field), integers
     }
@@ -72,7 +90,7 @@ ScaleBytes scale_bytes(int32_t type) {
 uint64_t f16_word(uint64_t r, FillKind kind) {
     constexpr uint64_t kLanes = 0x0001000100010001ULL;
     const uint64_t e3 = (r >> 10) & (7 * kLanes);
-    if (kind == FillKind::kSmall) return (r & (0x83FF * kLanes)) | ((e3 + 5 * kLanes) << 10);
+    if (kind != FillKind::kNearOne) return (r & (0x83FF * kLanes)) | ((e3 + 5 * kLanes) << 10);
     return (r & (0x03FF * kLanes)) | (((e3 & kLanes) + 14 * kLanes) << 10);
 }
 
@@ -80,7 +98,7 @@ uint64_t f16_word(uint64_t r, FillKind kind) {
 uint64_t bf16_word(uint64_t r, FillKind kind) {
     constexpr uint64_t kLanes = 0x0001000100010001ULL;
     const uint64_t e3 = (r >> 7) & (7 * kLanes);
-    if (kind == FillKind::kSmall) return (r & (0x807F * kLanes)) | ((e3 + 117 * kLanes) << 7);
+    if (kind != FillKind::kNearOne) return (r & (0x807F * kLanes)) | ((e3 + 117 * kLanes) << 7);
     return (r & (0x007F * kLanes)) | (((e3 & kLanes) + 126 * kLanes) << 7);
 }
 
@@ -88,14 +106,14 @@ uint64_t bf16_word(uint64_t r, FillKind kind) {
 uint64_t f32_word(uint64_t r, FillKind kind) {
     constexpr uint64_t kLanes = 0x0000000100000001ULL;
     const uint64_t e3 = (r >> 23) & (7 * kLanes);
-    if (kind == FillKind::kSmall) return (r & (0x807FFFFFULL * kLanes)) | ((e3 + 117 * kLanes) << 23);
+    if (kind != FillKind::kNearOne) return (r & (0x807FFFFFULL * kLanes)) | ((e3 + 117 * kLanes) << 23);
     return (r & (0x007FFFFFULL * kLanes)) | (((e3 & kLanes) + 126 * kLanes) << 23);
 }
 
 // f64: s e(11) m(52). Small: exponent 1013..1020; near one: 1022..1023.
 uint64_t f64_word(uint64_t r, FillKind kind) {
     const uint64_t e3 = (r >> 52) & 7;
-    if (kind == FillKind::kSmall) return (r & 0x800FFFFFFFFFFFFFULL) | ((e3 + 1013) << 52);
+    if (kind != FillKind::kNearOne) return (r & 0x800FFFFFFFFFFFFFULL) | ((e3 + 1013) << 52);
     return (r & 0x000FFFFFFFFFFFFFULL) | (((e3 & 1) + 1022) << 52);
 }
 
@@ -171,7 +189,10 @@ void TensorFill::fill(uint64_t c, uint8_t* out) const {
     const ScaleBytes s = scale_bytes(type_);
     if (s.count == 0) return;
     for (size_t b = 0; b + block_bytes_ <= n; b += block_bytes_)
-        for (uint8_t k = 0; k < s.count; ++k) out[b + s.bytes[k]] &= s.mask;
+        for (uint8_t k = 0; k < s.count; ++k) {
+            uint8_t& byte = out[b + s.bytes[k]];
+            byte = kind_ == FillKind::kBounded ? bounded_scale(byte, s.format) : byte & s.mask;
+        }
 }
 
 }  // namespace gguf_reap::gen

@@ -19,6 +19,12 @@ namespace gguf_reap::gen {
 
 enum class FillKind {
     kSmall,
+    // As kSmall for float types; for quantized types every block scale is also small (2^-12..2^-9 for
+    // f16 scales, 2^-9..2^-6 for E8M0, 2^-6..2^-3 for UE4M3), so that a forward pass over random
+    // weights stays finite: with kSmall's scales of up to 2, Q8_0 weights reach ±250 and llama.cpp's
+    // activations overflow f16 after two projections (NaN logits). The architecture presets use it;
+    // --skeleton keeps kSmall, byte for byte.
+    kBounded,
     kNearOne,
     kZero,       // all bytes zero (biases, selection biases)
     kExpertIds,  // I32 rows of `row` distinct ids below `modulus` (a token → expert table), see FillIds

@@ -3,47 +3,10 @@
 #include <fmt/format.h>
 
 #include "gen/archs.h"
+#include "gen/archs/mla.h"
 #include "io/error.h"
 
 namespace gguf_reap::gen {
-
-namespace {
-
-// MLA sizes as Kimi-K2 and DeepSeek-V3 GGUFs store them (split attn_k_b / attn_v_b), scaled to n_embd.
-struct Mla {
-    int64_t q_lora, kv_lora, rope, nope, v_head;
-};
-
-Mla mla_of(const ModelSpec& s) {
-    const int64_t lora = std::max<int64_t>(32, s.embd / 2);
-    return {lora, lora, 32, 32, 32};
-}
-
-void mla_keys(ModelBuilder& b, const Mla& m) {
-    b.u32("attention.key_length", m.kv_lora + m.rope);  // the KV cache's K row: latent + rope
-    b.u32("attention.value_length", m.kv_lora);
-    b.u32("attention.key_length_mla", m.nope + m.rope);
-    b.u32("attention.value_length_mla", m.v_head);
-    b.u32("attention.q_lora_rank", m.q_lora);
-    b.u32("attention.kv_lora_rank", m.kv_lora);
-    b.u32("rope.dimension_count", m.rope);
-}
-
-void mla_tensors(ModelBuilder& b, int64_t i, const Mla& m) {
-    const int64_t n = b.spec().embd, h = b.spec().heads;
-    b.norm(ModelBuilder::blk(i, "attn_norm.weight"), n);
-    b.tensor(ModelBuilder::blk(i, "attn_q_a.weight"), {n, m.q_lora, 1, 1}, TypeClass::kAttn);
-    b.norm(ModelBuilder::blk(i, "attn_q_a_norm.weight"), m.q_lora);
-    b.tensor(ModelBuilder::blk(i, "attn_q_b.weight"), {m.q_lora, h * (m.nope + m.rope), 1, 1},
-             TypeClass::kAttn);
-    b.tensor(ModelBuilder::blk(i, "attn_kv_a_mqa.weight"), {n, m.kv_lora + m.rope, 1, 1}, TypeClass::kAttn);
-    b.norm(ModelBuilder::blk(i, "attn_kv_a_norm.weight"), m.kv_lora);
-    b.tensor(ModelBuilder::blk(i, "attn_k_b.weight"), {m.nope, m.kv_lora, h, 1}, TypeClass::kAttn);
-    b.tensor(ModelBuilder::blk(i, "attn_v_b.weight"), {m.kv_lora, m.v_head, h, 1}, TypeClass::kAttn);
-    b.tensor(ModelBuilder::blk(i, "attn_output.weight"), {h * m.v_head, n, 1, 1}, TypeClass::kAttn);
-}
-
-}  // namespace
 
 void build_deepseek2(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
