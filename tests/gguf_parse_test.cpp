@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -498,11 +500,11 @@ void drop_from_page_cache(const std::string& path) {
 TEST(GgufHeaderPages, ParseReadsAtMost64KiBPastTheHeader) {
     // A header of several pages (a 3,000-string array) before 16 MiB of tensor data.
     std::vector<std::string> vocab;
-    for (int i = 0; i < 3000; ++i) vocab.push_back("token_" + std::to_string(i));
+    for (int i = 0; i < 3000; ++i) vocab.push_back(fmt::format("token_{}", i));
     const std::vector<Kv> kvs{Kv::make_string("general.architecture", "llama"),
                               Kv::make_string_array("tokenizer.ggml.tokens", vocab), Kv::make_u32("x", 1)};
     std::vector<test::TensorSpec> specs;
-    for (int i = 0; i < 16; ++i) specs.push_back({"t" + std::to_string(i), {1024, 256}, test::kF32});
+    for (int i = 0; i < 16; ++i) specs.push_back({fmt::format("t{}", i), {1024, 256}, test::kF32});
     test::TempDir d;
     const std::string path = d.file("cold.gguf");
     const test::BuiltGguf g = test::write_gguf(path, kvs, specs);
