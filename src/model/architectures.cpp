@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/format.h>
+
 #include "model/tensor_table.h"
 
 namespace gguf_reap {
@@ -182,6 +184,16 @@ const ArchInfo* arch_info(std::string_view arch) {
 
 std::span<const ArchInfo> architectures() {
     return kArchs;
+}
+
+std::optional<std::string> expert_count_change_refusal(std::string_view arch, uint64_t from, uint64_t to) {
+    if (arch == "llama4" && from == 128 && to != 128)
+        return fmt::format(
+            "llama.cpp's llama4 loader switches the Q/K L2 norm off only for exactly 128 experts (Llama-4 "
+            "Maverick, src/models/llama4.cpp:43): with {} experts the model would load but compute a "
+            "different attention",
+            to);
+    return std::nullopt;
 }
 
 }  // namespace gguf_reap

@@ -10,6 +10,7 @@
 #include "io/output_file.h"
 #include "io/sequential_reader.h"
 #include "model/moe_layout.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap {
 
@@ -331,6 +332,8 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
             fmt::format("keeps {} experts per block, fewer than expert_used_count = {} (llama.cpp requires "
                         "expert_used_count <= expert_count)",
                         n, layout.expert_used_count));
+    if (const auto why = expert_count_change_refusal(layout.arch, layout.expert_count, n))
+        fail(fmt::format("keeps {} of {} experts per block: {}", n, layout.expert_count, *why));
     if (kl.n_keep != 0 && kl.n_keep != n && !kl.drop_form)
         fail(fmt::format("n_keep is {} but the blocks keep {} experts each", kl.n_keep, n));
     kl.n_keep = n;

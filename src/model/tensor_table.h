@@ -169,6 +169,11 @@ struct ArchInfo {
     bool has(uint8_t flag) const { return (flags & flag) != 0; }
 };
 
+// Why a model of `arch` with `from` experts per block must not become one with `to`: llama.cpp would
+// load it but compute a different function (llama4 turns its Q/K norm off only at exactly 128
+// experts, Llama-4 Maverick: src/models/llama4.cpp:43). nullopt when nothing but the count changes.
+std::optional<std::string> expert_count_change_refusal(std::string_view arch, uint64_t from, uint64_t to);
+
 // The entry of `arch`, or nullptr for an architecture the table does not list (expert tensors are then
 // found by the generic name patterns alone, and width cuts are refused).
 const ArchInfo* arch_info(std::string_view arch);

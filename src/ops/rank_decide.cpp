@@ -13,6 +13,7 @@
 
 #include "io/error.h"
 #include "io/parallel.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap {
 
@@ -157,6 +158,10 @@ int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string
                         "every token to {} experts and requires expert_used_count <= expert_count; keep at "
                         "least {}",
                         rule, n, in.expert_used_count, in.expert_used_count, in.expert_used_count));
+    if (in.source)
+        if (const auto why = expert_count_change_refusal(in.source->architecture, static_cast<uint64_t>(E),
+                                                         static_cast<uint64_t>(n)))
+            throw UsageError(fmt::format("{} keeps {} of {} experts per block: {}", rule, n, E, *why));
     if (G > 1 && n % G)
         throw UsageError(
             fmt::format("{} keeps {} experts per block, not a multiple of expert_group_count = {}: routing "

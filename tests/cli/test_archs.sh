@@ -129,4 +129,19 @@ for arch in $ARCHS; do
     load "$arch" "$D/w.gguf" "width-cut"
 done
 
+# Pruning Llama-4 Maverick's 128 experts would load in llama.cpp but turn on a Q/K norm the model was
+# not trained with: refused (docs/architectures.md, "Refusals").
+case_ "llama4 with 128 experts: rank refuses any other count"
+D=$WORK/maverick
+mkdir -p "$D"
+run "$GEN" model --arch llama4 --experts 128 --used 1 -o "$D/m.gguf"
+expect_code 0
+run "$GEN" imatrix --model "$D/m.gguf" --domain chat -o "$D/chat.imatrix.gguf"
+expect_code 0
+run "$BIN" rank --model "$D/m.gguf" --imatrix chat="$D/chat.imatrix.gguf" --ratio 25% -o "$D/rank"
+expect_code 2
+expect_err "--ratio 0.25 keeps 96 of 128 experts per block: llama.cpp's llama4 loader switches the Q/K L2 norm off only for exactly 128 experts"
+run "$BIN" rank --model "$D/m.gguf" --imatrix chat="$D/chat.imatrix.gguf" --prune 0 -o "$D/rank0"
+expect_code 0
+
 finish
