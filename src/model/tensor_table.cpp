@@ -188,6 +188,12 @@ bool is_chunk_expert_tensor(std::string_view tensor_name) {
     return tensor_name.find("_chexps.") != std::string_view::npos;
 }
 
+std::optional<int> shared_expert_width_axis(std::string_view rest) {
+    if (rest == "ffn_down_shexp.weight") return 0;
+    if (rest == "ffn_gate_shexp.weight" || rest == "ffn_up_shexp.weight") return 1;
+    return std::nullopt;
+}
+
 std::string shared_expert_down_name(int block) {
     return block_tensor_name(block, "ffn_down_shexp");
 }

@@ -105,6 +105,9 @@ bool is_chunk_expert_tensor(std::string_view tensor_name);
 
 // Non-expert tensors whose names carry meaning for the tools.
 std::string shared_expert_down_name(int block);  // "blk.N.ffn_down_shexp.weight": W = ne[0]
+// The axis of a shared-expert weight that holds its FFN width (`rest` after "blk.N."): 0 for
+// ffn_down_shexp.weight, 1 for ffn_gate_shexp / ffn_up_shexp.weight; nullopt for any other tensor.
+std::optional<int> shared_expert_width_axis(std::string_view rest);
 inline constexpr std::string_view kTokenEmbeddingName = "token_embd.weight";
 inline constexpr std::string_view kOutputProjectionName = "output.weight";  // absent: tied embeddings
 bool is_token_embedding(std::string_view tensor_name);

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <string>
+#include <utility>
+
 #include "io/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
@@ -30,6 +34,8 @@ const char* finding_kind_name(FindingKind k) {
             return "keeplist";
         case FindingKind::kManifest:
             return "manifest";
+        case FindingKind::kLoadRule:
+            return "load_rule";
     }
     return "?";
 }
@@ -69,6 +75,8 @@ AuditReport run_audit(const AuditOptions& o) {
 
     // 3. The set's structure: split keys, duplicates, bounds, sizes.
     check_structure(out, r.findings);
+    // 3b. What llama.cpp's loader checks of the experts: counts, groups, every expert tensor's shape.
+    check_load_rules(out, r.findings);
 
     // 4. Against the source: kept experts, metadata, tensor infos → what every tensor's bytes must be.
     Expectations expect;
@@ -78,6 +86,14 @@ AuditReport run_audit(const AuditOptions& o) {
         kept.width = derive_width(*src, layout, out, o.neuron_plan, r);
         check_metadata(*src, kept, out, r);
         expect = check_tensor_infos(*src, layout, kept, out, r);
+        // A key that differs from the source is reported once, as metadata, not again as a load rule.
+        std::set<std::pair<std::string, std::string>> metadata;
+        for (const Finding& f : r.findings)
+            if (f.kind == FindingKind::kMetadata) metadata.emplace(f.file, f.subject);
+        std::erase_if(r.findings, [&](const Finding& f) {
+            return f.kind == FindingKind::kLoadRule && f.tensor.empty() &&
+                   metadata.count({f.file, f.subject});
+        });
         for (const auto& s : src->shards()) source_paths.push_back(s.path);
     }
 

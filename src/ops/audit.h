@@ -10,7 +10,8 @@
 //
 // Three levels, combinable:
 //  - structural (always): file names, split.no sequence, split.count, split.tensors.count, duplicate
-//    names, every header valid as ggml requires, every tensor inside its file, file sizes, padding zero;
+//    names, every header valid as ggml requires, every tensor inside its file, file sizes, padding zero,
+//    and the load-time rules of llama.cpp for experts (counts, groups, expert tensor shapes);
 //  - source (--source): metadata equal to the source except the documented changes, every tensor info
 //    and every byte of tensor data equal to the source (kept expert slabs against source slab kept[k]);
 //  - manifest (--manifest): every shard and tensor sha256 equal to a manifest written earlier.
@@ -50,6 +51,7 @@ enum class FindingKind {
     kPadding,     // a padding byte is not zero
     kKeeplist,    // keeplist and provenance disagree, or the provenance is unusable
     kManifest,    // shard or tensor hash/size differs from the manifest, or a shard is missing from it
+    kLoadRule,    // llama.cpp's loader would refuse the model: expert keys against each other and the shapes
 };
 const char* finding_kind_name(FindingKind k);
 

@@ -49,6 +49,12 @@ OutputSet open_output_set(const std::string& path, bool drop_cache, std::vector<
 // file sizes.
 void check_structure(const OutputSet& out, std::vector<Finding>& findings);
 
+// The loader's rules for models with experts (audit_load_rules.cpp): expert_count ≤ LLAMA_MAX_EXPERTS,
+// 0 < expert_used_count ≤ expert_count, groups that divide it, every expert-indexed tensor's expert
+// axis equal to expert_count and its width axis to the width key, the shared experts' width where the
+// loader derives it.
+void check_load_rules(const OutputSet& out, std::vector<Finding>& findings);
+
 // Absolute offset of a KV's value (after key and type tag) in its file.
 uint64_t kv_value_offset(const Kv& kv);
 

@@ -1,0 +1,236 @@
+// Structural audit, part two: the conditions under which llama.cpp's loader refuses a model with
+// experts (src/llama-model.cpp load_hparams, and the shape checks of create_tensor), read from the
+// output's own headers. Each finding names the key or the tensor. The facts about which tensors are
+// expert-indexed and where each architecture reads its widths come from the tensor table; the reading
+// and comparing is audit's own.
+#include <fmt/format.h>
+
+#include <vector>
+#include <optional>
+#include <string>
+
+#include "model/tensor_table.h"
+#include "ops/audit_internal.h"
+
+namespace gguf_reap::audit_detail {
+
+namespace {
+
+// LLAMA_MAX_EXPERTS (src/llama-hparams.h).
+constexpr uint64_t kMaxExperts = 1024;
+
+struct Located {
+    const OutShard* shard;
+    const TensorInfo* info;
+};
+
+class LoadRules {
+  public:
+    LoadRules(const OutputSet& out, std::vector<Finding>& findings) : findings_(findings) {
+        meta_ = &out.meta();
+        for (const OutShard& s : out.shards)
+            if (s.header)
+                for (const TensorInfo& t : s.header->tensors) tensors_.push_back(Located{&s, &t});
+        if (const Kv* a = meta_->header->find("general.architecture"))
+            if (auto v = a->as_string()) arch_ = *v;
+    }
+
+    void run() {
+        if (arch_.empty()) return;
+        const auto E = key_uint(kExpertCountKey);
+        const auto used = key_uint(kExpertUsedCountKey);
+        const auto groups = key_uint(kExpertGroupCountKey);
+        const auto group_used = key_uint(kExpertGroupUsedCountKey);
+        const uint64_t e = E.value_or(0), u = used.value_or(0), g = groups.value_or(0),
+                       gu = group_used.value_or(0);
+        if (e > kMaxExperts)
+            key_finding(kExpertCountKey, fmt::format("is {}, more than llama.cpp's LLAMA_MAX_EXPERTS = {}", e,
+                                                     kMaxExperts));
+        if (u > e)
+            key_finding(kExpertUsedCountKey,
+                        fmt::format("is {}, more than {} = {}: llama.cpp requires expert_used_count <= "
+                                    "expert_count",
+                                    u, arch_key(arch_, kExpertCountKey), e));
+        if (e > 0) {
+            if (u == 0)
+                key_finding(kExpertUsedCountKey,
+                            fmt::format("is 0 (or absent) in a model with {} experts: llama.cpp requires at "
+                                        "least one expert per token",
+                                        e));
+            if (g >= e)
+                key_finding(kExpertGroupCountKey,
+                            fmt::format("is {}, not fewer than the {} experts", g, e));
+            if (g > 1) {
+                if (e % g != 0)
+                    key_finding(kExpertGroupCountKey,
+                                fmt::format("is {}: {} experts do not split into {} equal groups", g, e, g));
+                if (gu == 0 || gu >= g)
+                    key_finding(kExpertGroupUsedCountKey,
+                                fmt::format("is {}: llama.cpp requires 0 < expert_group_used_count < "
+                                            "expert_group_count = {}",
+                                            gu, g));
+            }
+        } else if (u != 0) {
+            key_finding(kExpertUsedCountKey,
+                        fmt::format("is {} in a model without experts: llama.cpp requires 0", u));
+        }
+        check_tensors(e);
+    }
+
+  private:
+    std::optional<uint64_t> key_uint(std::string_view suffix) const {
+        const Kv* kv = meta_->header->find(arch_key(arch_, suffix));
+        return kv ? kv->as_uint() : std::nullopt;
+    }
+
+    void key_finding(std::string_view suffix, std::string message) {
+        const std::string key = arch_key(arch_, suffix);
+        const Kv* kv = meta_->header->find(key);
+        Finding f;
+        f.kind = FindingKind::kLoadRule;
+        f.file = meta_->path;
+        f.subject = fmt::format("kv '{}'", key);
+        if (kv) f.offset = kv_value_offset(*kv);
+        f.message = std::move(message);
+        findings_.push_back(std::move(f));
+    }
+
+    void tensor_finding(const Located& t, std::string message) {
+        Finding f;
+        f.kind = FindingKind::kLoadRule;
+        f.file = t.shard->path;
+        f.subject = fmt::format("tensor '{}'", t.info->name);
+        f.offset = t.info->info_offset;
+        f.tensor = t.info->name;
+        f.region = "shape";
+        f.message = std::move(message);
+        findings_.push_back(std::move(f));
+    }
+
+    static std::string shape(const TensorInfo& t) {
+        std::string s;
+        for (uint32_t d = 0; d < t.n_dims; ++d) s += fmt::format("{}{}", d ? ", " : "", t.ne[d]);
+        return "{" + s + "}";
+    }
+
+    // The routed experts' width as the loader reads it, and the key it reads it from.
+    std::optional<std::pair<uint64_t, std::string>> expert_width(const ArchInfo* info) const {
+        if (!info) return std::nullopt;
+        const bool ff = info->width_key == ExpertWidthKey::kFfKey || info->width_key == ExpertWidthKey::kDenseKey;
+        if (!ff && info->width_key != ExpertWidthKey::kExpertKey &&
+            info->width_key != ExpertWidthKey::kExpertKeyOrFf)
+            return std::nullopt;
+        const std::string key = arch_key(arch_, ff ? kDenseWidthKey : kExpertWidthKey);
+        const Kv* kv = meta_->header->find(key);
+        const auto v = kv ? kv->as_uint() : std::nullopt;  // an array (per-layer widths) is not checked
+        if (!v || *v == 0) return std::nullopt;           // absent or 0: the loader derives it
+        return std::make_pair(*v, key);
+    }
+
+    void check_tensors(uint64_t e) {
+        const ArchInfo* info = arch_info(arch_);
+        const auto width = expert_width(info);
+        // When every expert-indexed tensor agrees on one count and the key says another, the key is
+        // what is wrong: one finding, not one per tensor.
+        std::optional<int64_t> common;
+        bool agree = true;
+        const Located* first = nullptr;
+        for (const Located& t : tensors_)
+            if (const ExpertTensorKind* kind = expert_kind_of(arch_, t.info->name)) {
+                const int64_t have = t.info->ne[static_cast<size_t>(kind->expert_axis)];
+                if (!common) common = have, first = &t;
+                agree = agree && have == *common;
+            }
+        if (common && agree && static_cast<uint64_t>(*common) != e) {
+            key_finding(kExpertCountKey,
+                        fmt::format("is {}, but every expert-indexed tensor holds {} experts (e.g. '{}' has "
+                                    "shape {})",
+                                    e, *common, first->info->name, shape(*first->info)));
+            return;
+        }
+        for (const Located& t : tensors_) {
+            const ExpertTensorKind* kind = expert_kind_of(arch_, t.info->name);
+            if (!kind) continue;
+            const int64_t have = t.info->ne[static_cast<size_t>(kind->expert_axis)];
+            if (static_cast<uint64_t>(have) != e) {
+                tensor_finding(t, fmt::format("has shape {}: its expert axis ne[{}] is {}, but {} = {}",
+                                              shape(*t.info), kind->expert_axis, have,
+                                              arch_key(arch_, kExpertCountKey), e));
+                continue;
+            }
+            if (width && kind->width_cut()) {
+                const int64_t want = kind->width_factor * static_cast<int64_t>(width->first);
+                const int64_t got = t.info->ne[static_cast<size_t>(kind->width_axis)];
+                if (got != want)
+                    tensor_finding(t, fmt::format("has shape {}: ne[{}] is {}, but {} = {} makes it {}",
+                                                  shape(*t.info), kind->width_axis, got, width->second,
+                                                  width->first, want));
+            }
+        }
+        if (info && width) check_shared(*info, width->first, width->second);
+    }
+
+    // The shared experts' width where the loader derives it from the routed width.
+    void check_shared(const ArchInfo& info, uint64_t width, const std::string& width_key) {
+        const auto count = key_uint(kExpertSharedCountKey).value_or(0);
+        const auto own = key_uint(kSharedWidthKey);
+        std::optional<uint64_t> want;
+        std::string why;
+        switch (info.shared_width) {
+            case SharedWidthRule::kWidthTimesCount:
+                want = width * count;
+                why = fmt::format("{} × {} = {} × {}", width_key, arch_key(arch_, kExpertSharedCountKey), width,
+                                  count);
+                break;
+            case SharedWidthRule::kWidthTimesMaxCount:
+                want = width * std::max<uint64_t>(count, 1);
+                why = fmt::format("{} × max({}, 1) = {} × {}", width_key, arch_key(arch_, kExpertSharedCountKey),
+                                  width, std::max<uint64_t>(count, 1));
+                break;
+            case SharedWidthRule::kEqualsWidth:
+                want = width;
+                why = fmt::format("{} = {}", width_key, width);
+                break;
+            case SharedWidthRule::kOwnKeyElseWidth:
+                want = own ? *own : width;
+                why = own ? fmt::format("{} = {}", arch_key(arch_, kSharedWidthKey), *own)
+                          : fmt::format("{} = {} (no {})", width_key, width, arch_key(arch_, kSharedWidthKey));
+                break;
+            case SharedWidthRule::kOwnKeyElseWidthTimesCount:
+                want = own ? *own : width * count;
+                why = own ? fmt::format("{} = {}", arch_key(arch_, kSharedWidthKey), *own)
+                          : fmt::format("{} × {} = {} × {} (no {})", width_key,
+                                        arch_key(arch_, kExpertSharedCountKey), width, count,
+                                        arch_key(arch_, kSharedWidthKey));
+                break;
+            default:
+                return;
+        }
+        if (!want || *want == 0) return;
+        for (const Located& t : tensors_) {
+            const auto split = split_block_name(t.info->name);
+            if (!split) continue;
+            const auto axis = shared_expert_width_axis(split->second);
+            if (!axis) continue;
+            const int64_t got = t.info->ne[static_cast<size_t>(*axis)];
+            if (static_cast<uint64_t>(got) != *want)
+                tensor_finding(t, fmt::format("has shape {}: the shared experts are {} wide, but the loader "
+                                              "sizes them as {}",
+                                              shape(*t.info), got, why));
+        }
+    }
+
+    std::vector<Finding>& findings_;
+    const OutShard* meta_ = nullptr;
+    std::string arch_;
+    std::vector<Located> tensors_;  // in file order
+};
+
+}  // namespace
+
+void check_load_rules(const OutputSet& out, std::vector<Finding>& findings) {
+    if (!out.meta().header) return;
+    LoadRules(out, findings).run();
+}
+
+}  // namespace gguf_reap::audit_detail
