@@ -64,9 +64,10 @@ TEST_F(AuditLoadRules, OneTensorWithAnotherExpertCountIsNamed) {
     auto t = tensors();
     for (auto& s : t)
         if (s.name == "blk.1.ffn_up_exps.weight") s.ne = {32, 32, 7};
-    EXPECT_EQ(findings(kvs("qwen3moe", 8, 2), t),
-              std::vector<std::string>{"m.gguf: tensor 'blk.1.ffn_up_exps.weight': has shape {32, 32, 7}: its "
-                                       "expert axis ne[2] is 7, but qwen3moe.expert_count = 8"});
+    EXPECT_EQ(
+        findings(kvs("qwen3moe", 8, 2), t),
+        std::vector<std::string>{"m.gguf: tensor 'blk.1.ffn_up_exps.weight': has shape {32, 32, 7}: its "
+                                 "expert axis ne[2] is 7, but qwen3moe.expert_count = 8"});
 }
 
 TEST_F(AuditLoadRules, UsedCountAndGroups) {
@@ -77,29 +78,31 @@ TEST_F(AuditLoadRules, UsedCountAndGroups) {
     auto k = kvs("deepseek2", 8, 2);
     k.push_back(Kv::make_u32("deepseek2.expert_group_count", 3));
     k.push_back(Kv::make_u32("deepseek2.expert_group_used_count", 3));
-    EXPECT_EQ(findings(k, tensors()),
-              (std::vector<std::string>{
-                  "m.gguf: kv 'deepseek2.expert_group_count': is 3: 8 experts do not split into 3 equal groups",
-                  "m.gguf: kv 'deepseek2.expert_group_used_count': is 3: llama.cpp requires 0 < "
-                  "expert_group_used_count < expert_group_count = 3"}));
+    EXPECT_EQ(
+        findings(k, tensors()),
+        (std::vector<std::string>{
+            "m.gguf: kv 'deepseek2.expert_group_count': is 3: 8 experts do not split into 3 equal groups",
+            "m.gguf: kv 'deepseek2.expert_group_used_count': is 3: llama.cpp requires 0 < "
+            "expert_group_used_count < expert_group_count = 3"}));
 }
 
 TEST_F(AuditLoadRules, ExpertWidthAndSharedWidth) {
     // The width key says 48, the tensors are 32 wide.
     const auto lines = findings(kvs("qwen3moe", 8, 2, 48), tensors());
     ASSERT_EQ(lines.size(), 6u);
-    EXPECT_EQ(lines[0], "m.gguf: tensor 'blk.0.ffn_gate_exps.weight': has shape {32, 32, 8}: ne[1] is 32, but "
-                        "qwen3moe.expert_feed_forward_length = 48 makes it 48");
+    EXPECT_EQ(lines[0],
+              "m.gguf: tensor 'blk.0.ffn_gate_exps.weight': has shape {32, 32, 8}: ne[1] is 32, but "
+              "qwen3moe.expert_feed_forward_length = 48 makes it 48");
     // deepseek2 sizes its shared experts as width × expert_shared_count: 32 × 2 = 64, the tensors are 32.
     auto k = kvs("deepseek2", 8, 2);
     k.push_back(Kv::make_u32("deepseek2.expert_shared_count", 2));
     auto t = tensors();
     t.push_back({"blk.1.ffn_down_shexp.weight", {32, 32}, test::kQ8_0});
-    EXPECT_EQ(findings(k, t),
-              std::vector<std::string>{"m.gguf: tensor 'blk.1.ffn_down_shexp.weight': has shape {32, 32}: the "
-                                       "shared experts are 32 wide, but the loader sizes them as "
-                                       "deepseek2.expert_feed_forward_length × deepseek2.expert_shared_count "
-                                       "= 32 × 2"});
+    EXPECT_EQ(findings(k, t), std::vector<std::string>{
+                                  "m.gguf: tensor 'blk.1.ffn_down_shexp.weight': has shape {32, 32}: the "
+                                  "shared experts are 32 wide, but the loader sizes them as "
+                                  "deepseek2.expert_feed_forward_length × deepseek2.expert_shared_count "
+                                  "= 32 × 2"});
 }
 
 }  // namespace

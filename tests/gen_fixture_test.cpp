@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "format/dequant.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "format/imatrix.h"
@@ -50,14 +51,6 @@ std::vector<uint8_t> tensor_bytes(const ShardSet& m, const std::string& name) {
     return b;
 }
 
-float half_to_float(uint16_t h) {
-    const int e = (h >> 10) & 31, m = h & 1023;
-    const float s = (h & 0x8000) ? -1.0f : 1.0f;
-    if (e == 31) return m ? NAN : s * INFINITY;
-    if (e == 0) return s * std::ldexp(static_cast<float>(m), -24);
-    return s * std::ldexp(static_cast<float>(m + 1024), e - 25);
-}
-
 std::vector<float> as_floats(const std::vector<uint8_t>& b, int32_t type) {
     std::vector<float> v;
     if (type == 0) {
@@ -69,10 +62,7 @@ std::vector<float> as_floats(const std::vector<uint8_t>& b, int32_t type) {
             if (type == 1) {
                 v.push_back(half_to_float(h));
             } else {  // bf16
-                const uint32_t f = static_cast<uint32_t>(h) << 16;
-                float x;
-                std::memcpy(&x, &f, 4);
-                v.push_back(x);
+                v.push_back(bf16_to_float(h));
             }
         }
     }

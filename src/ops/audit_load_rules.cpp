@@ -5,9 +5,9 @@
 // and comparing is audit's own.
 #include <fmt/format.h>
 
-#include <vector>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/tensor_table.h"
 #include "ops/audit_internal.h"
@@ -44,8 +44,8 @@ class LoadRules {
         const uint64_t e = E.value_or(0), u = used.value_or(0), g = groups.value_or(0),
                        gu = group_used.value_or(0);
         if (e > kMaxExperts)
-            key_finding(kExpertCountKey, fmt::format("is {}, more than llama.cpp's LLAMA_MAX_EXPERTS = {}", e,
-                                                     kMaxExperts));
+            key_finding(kExpertCountKey,
+                        fmt::format("is {}, more than llama.cpp's LLAMA_MAX_EXPERTS = {}", e, kMaxExperts));
         if (u > e)
             key_finding(kExpertUsedCountKey,
                         fmt::format("is {}, more than {} = {}: llama.cpp requires expert_used_count <= "
@@ -58,8 +58,7 @@ class LoadRules {
                                         "least one expert per token",
                                         e));
             if (g >= e)
-                key_finding(kExpertGroupCountKey,
-                            fmt::format("is {}, not fewer than the {} experts", g, e));
+                key_finding(kExpertGroupCountKey, fmt::format("is {}, not fewer than the {} experts", g, e));
             if (g > 1) {
                 if (e % g != 0)
                     key_finding(kExpertGroupCountKey,
@@ -116,14 +115,15 @@ class LoadRules {
     // The routed experts' width as the loader reads it, and the key it reads it from.
     std::optional<std::pair<uint64_t, std::string>> expert_width(const ArchInfo* info) const {
         if (!info) return std::nullopt;
-        const bool ff = info->width_key == ExpertWidthKey::kFfKey || info->width_key == ExpertWidthKey::kDenseKey;
+        const bool ff =
+            info->width_key == ExpertWidthKey::kFfKey || info->width_key == ExpertWidthKey::kDenseKey;
         if (!ff && info->width_key != ExpertWidthKey::kExpertKey &&
             info->width_key != ExpertWidthKey::kExpertKeyOrFf)
             return std::nullopt;
         const std::string key = arch_key(arch_, ff ? kDenseWidthKey : kExpertWidthKey);
         const Kv* kv = meta_->header->find(key);
         const auto v = kv ? kv->as_uint() : std::nullopt;  // an array (per-layer widths) is not checked
-        if (!v || *v == 0) return std::nullopt;           // absent or 0: the loader derives it
+        if (!v || *v == 0) return std::nullopt;            // absent or 0: the loader derives it
         return std::make_pair(*v, key);
     }
 
@@ -153,18 +153,18 @@ class LoadRules {
             if (!kind) continue;
             const int64_t have = t.info->ne[static_cast<size_t>(kind->expert_axis)];
             if (static_cast<uint64_t>(have) != e) {
-                tensor_finding(t, fmt::format("has shape {}: its expert axis ne[{}] is {}, but {} = {}",
-                                              shape(*t.info), kind->expert_axis, have,
-                                              arch_key(arch_, kExpertCountKey), e));
+                tensor_finding(
+                    t, fmt::format("has shape {}: its expert axis ne[{}] is {}, but {} = {}", shape(*t.info),
+                                   kind->expert_axis, have, arch_key(arch_, kExpertCountKey), e));
                 continue;
             }
             if (width && kind->width_cut()) {
                 const int64_t want = kind->width_factor * static_cast<int64_t>(width->first);
                 const int64_t got = t.info->ne[static_cast<size_t>(kind->width_axis)];
                 if (got != want)
-                    tensor_finding(t, fmt::format("has shape {}: ne[{}] is {}, but {} = {} makes it {}",
-                                                  shape(*t.info), kind->width_axis, got, width->second,
-                                                  width->first, want));
+                    tensor_finding(
+                        t, fmt::format("has shape {}: ne[{}] is {}, but {} = {} makes it {}", shape(*t.info),
+                                       kind->width_axis, got, width->second, width->first, want));
             }
         }
         if (info && width) check_shared(*info, width->first, width->second);
@@ -179,13 +179,14 @@ class LoadRules {
         switch (info.shared_width) {
             case SharedWidthRule::kWidthTimesCount:
                 want = width * count;
-                why = fmt::format("{} × {} = {} × {}", width_key, arch_key(arch_, kExpertSharedCountKey), width,
-                                  count);
+                why = fmt::format("{} × {} = {} × {}", width_key, arch_key(arch_, kExpertSharedCountKey),
+                                  width, count);
                 break;
             case SharedWidthRule::kWidthTimesMaxCount:
                 want = width * std::max<uint64_t>(count, 1);
-                why = fmt::format("{} × max({}, 1) = {} × {}", width_key, arch_key(arch_, kExpertSharedCountKey),
-                                  width, std::max<uint64_t>(count, 1));
+                why =
+                    fmt::format("{} × max({}, 1) = {} × {}", width_key,
+                                arch_key(arch_, kExpertSharedCountKey), width, std::max<uint64_t>(count, 1));
                 break;
             case SharedWidthRule::kEqualsWidth:
                 want = width;
@@ -193,8 +194,9 @@ class LoadRules {
                 break;
             case SharedWidthRule::kOwnKeyElseWidth:
                 want = own ? *own : width;
-                why = own ? fmt::format("{} = {}", arch_key(arch_, kSharedWidthKey), *own)
-                          : fmt::format("{} = {} (no {})", width_key, width, arch_key(arch_, kSharedWidthKey));
+                why =
+                    own ? fmt::format("{} = {}", arch_key(arch_, kSharedWidthKey), *own)
+                        : fmt::format("{} = {} (no {})", width_key, width, arch_key(arch_, kSharedWidthKey));
                 break;
             case SharedWidthRule::kOwnKeyElseWidthTimesCount:
                 want = own ? *own : width * count;

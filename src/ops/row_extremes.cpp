@@ -35,18 +35,13 @@ RowExtremes fold(const double (&a)[4], const float (&mx)[8], const float (&mn)[8
 
 }  // namespace
 
-#if defined(__x86_64__)
-#define ROW_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ROW_CLONES
-#endif
-
 // Four double accumulators a0..a3 of four lanes each take channels i+0..3, i+4..7, i+8..11, i+12..15
 // of every i = 0 mod 16; two float maxima (and minima) take channels i+0..3 and i+8..11 (mx0), i+4..7
 // and i+12..15 (mx1), in that order. GCC/Clang vector extensions give SIMD for the target without
-// -ffast-math, so sums stay in double and NaNs propagate. On the benchmark's warm read pass (two
-// threads) the AVX2 build took 0.15 s against 0.21 s with SSE2.
-ROW_CLONES RowExtremes row_extremes(const uint8_t* x, int64_t n) {
+// -ffast-math, so sums stay in double and NaNs propagate. One portable build (SSE2 on x86-64): an AVX2
+// clone (target_clones) measured no faster on the whole rank once reads were plain preads
+// (docs/perf/rank.md).
+RowExtremes row_extremes(const uint8_t* x, int64_t n) {
     using F4 = float __attribute__((vector_size(16)));
     using D4 = double __attribute__((vector_size(32)));
     D4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;

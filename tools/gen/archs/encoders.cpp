@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "gen/archs.h"
+#include "gen/archs/refuse.h"
 #include "io/error.h"
 
 namespace gguf_reap::gen {
@@ -101,17 +102,6 @@ void refuse_moe_encoder(const ModelSpec& s, const char* arch) {
 }
 
 // The options of an architecture whose loader never creates expert tensors (bert, jina-bert-v3, lfm2).
-void refuse_expert_options(const ModelSpec& s, const char* arch, const char* why) {
-    if (s.given.count("--experts") && s.experts > 0)
-        throw UsageError(fmt::format("--experts {}: {} cannot hold experts ({}); its preset is dense",
-                                     s.experts, arch, why));
-    if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    for (const char* o : {"--used", "--shared", "--expert-ff", "--dense-blocks", "--groups", "--group-used",
-                          "--probs-bias", "--router-bias", "--exps-bias", "--scales", "--fused-gate-up"})
-        if (s.given.count(o))
-            throw UsageError(
-                fmt::format("{}: {} cannot hold experts ({}); its preset is dense", o, arch, why));
-}
 
 void build_encoder(ModelBuilder& b, const Encoder& e) {
     const ModelSpec& s = b.spec();

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gen/archs.h"
+#include "gen/archs/refuse.h"
 #include "io/error.h"
 
 namespace gguf_reap::gen {
@@ -18,48 +19,6 @@ namespace gguf_reap::gen {
 namespace {
 
 using B = ModelBuilder;
-
-bool given(const ModelSpec& s, const char* option) {
-    return s.given.count(option) > 0;
-}
-
-// The options none of these loaders can honour, and the ones only some can.
-struct Refuse {
-    bool dense_blocks = false;  // no leading dense blocks
-    bool shared = true;         // no shared experts
-    bool nextn = true;
-    bool probs_bias = true;  // the loader creates no exp_probs_b (false: it always does)
-    bool fused = true;       // the loader takes no ffn_gate_up_exps
-};
-
-void refuse(const ModelSpec& s, const char* arch, const Refuse& r) {
-    if (s.experts == 0) throw UsageError(fmt::format("--experts 0: {}'s preset writes routed experts", arch));
-    if (r.dense_blocks && given(s, "--dense-blocks") && s.dense_blocks > 0)
-        throw UsageError(
-            fmt::format("--dense-blocks {}: {} has no leading dense blocks", s.dense_blocks, arch));
-    if (r.shared && given(s, "--shared") && s.shared > 0)
-        throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
-    if (r.nextn && s.nextn > 0)
-        throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (r.probs_bias && s.probs_bias)
-        throw UsageError(fmt::format("--probs-bias: {}'s loader creates no exp_probs_b", arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (r.fused && s.fused_gate_up)
-        throw UsageError(fmt::format("--fused-gate-up: {}'s loader takes no ffn_gate_up_exps", arch));
-    if (s.nextn > 0 && s.scales)
-        throw UsageError(fmt::format(
-            "--scales with --nextn: {}'s loader skips the MTP blocks' experts (unless it loads the "
-            "MTP head) and so creates no per-expert scales for them",
-            arch));
-    if (s.fused_gate_up && s.scales)
-        throw UsageError(
-            fmt::format("--scales with --fused-gate-up: {}'s loader creates per-expert scales only for "
-                        "split gate and up (no ffn_gate_up_exps.scale)",
-                        arch));
-}
 
 // llama.cpp's hybrid memory needs a block of each kind (an empty KV or recurrent cache aborts at decode).
 void require_blocks(const ModelSpec& s, const char* arch, int64_t n, const char* why) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gen/archs.h"
+#include "gen/archs/refuse.h"
 #include "io/error.h"
 
 namespace gguf_reap::gen {
@@ -16,37 +17,6 @@ namespace gguf_reap::gen {
 namespace {
 
 using B = ModelBuilder;
-
-// The options these loaders cannot honour (--dense-blocks, --shared and --scales they all can).
-struct Refuse {
-    bool nextn = true;
-    bool probs_bias = true;  // the loader creates no exp_probs_b (false: it always does)
-    bool fused = true;       // the loader takes no ffn_gate_up_exps
-};
-
-void refuse(const ModelSpec& s, const char* arch, const Refuse& r) {
-    if (s.experts == 0) throw UsageError(fmt::format("--experts 0: {}'s preset writes routed experts", arch));
-    if (r.nextn && s.nextn > 0)
-        throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (r.probs_bias && s.probs_bias)
-        throw UsageError(fmt::format("--probs-bias: {}'s loader creates no exp_probs_b", arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (r.fused && s.fused_gate_up)
-        throw UsageError(fmt::format("--fused-gate-up: {}'s loader takes no ffn_gate_up_exps", arch));
-    if (s.nextn > 0 && s.scales)
-        throw UsageError(fmt::format(
-            "--scales with --nextn: {}'s loader skips the MTP blocks' experts (unless it loads the "
-            "MTP head) and so creates no per-expert scales for them",
-            arch));
-    if (s.fused_gate_up && s.scales)
-        throw UsageError(
-            fmt::format("--scales with --fused-gate-up: {}'s loader creates per-expert scales only for "
-                        "split gate and up (no ffn_gate_up_exps.scale)",
-                        arch));
-}
 
 // The norms in front of a block's projections and of the output, with small random weights
 // (|w| < 1/4) rather than near-one ones: a product of two random Q8_0 projections (gate × up) of a
@@ -80,6 +50,8 @@ void attention_qkvo(ModelBuilder& b, int64_t i, int64_t q, int64_t kv) {
 void build_afmoe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     Refuse r;
+    r.dense_blocks = false;
+    r.shared = false;
     r.probs_bias = false;
     refuse(s, "afmoe", r);
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
@@ -125,6 +97,8 @@ void build_afmoe(ModelBuilder& b) {
 void build_cohere2moe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     Refuse r;
+    r.dense_blocks = false;
+    r.shared = false;
     r.nextn = r.fused = false;
     refuse(s, "cohere2moe", r);
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
@@ -178,6 +152,8 @@ void build_cohere2moe(ModelBuilder& b) {
 void build_laguna(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     Refuse r;
+    r.dense_blocks = false;
+    r.shared = false;
     r.probs_bias = false;
     refuse(s, "laguna", r);
     if (s.blocks < 2)

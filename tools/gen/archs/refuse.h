@@ -1,0 +1,67 @@
+// Refusals shared by several architecture presets: the options a loader cannot honour, each refused
+// with exit 2, naming the option and the reason.
+#pragma once
+
+#include <fmt/format.h>
+
+#include "gen/model.h"
+#include "io/error.h"
+
+namespace gguf_reap::gen {
+
+inline bool given(const ModelSpec& s, const char* option) {
+    return s.given.count(option) > 0;
+}
+
+// The options none of these loaders can honour, and the ones only some can.
+struct Refuse {
+    bool dense_blocks = false;  // no leading dense blocks
+    bool shared = true;         // no shared experts
+    bool nextn = true;
+    bool probs_bias = true;  // the loader creates no exp_probs_b (false: it always does)
+    bool fused = true;       // the loader takes no ffn_gate_up_exps
+};
+
+inline void refuse(const ModelSpec& s, const char* arch, const Refuse& r) {
+    if (s.experts == 0) throw UsageError(fmt::format("--experts 0: {}'s preset writes routed experts", arch));
+    if (r.dense_blocks && given(s, "--dense-blocks") && s.dense_blocks > 0)
+        throw UsageError(
+            fmt::format("--dense-blocks {}: {} has no leading dense blocks", s.dense_blocks, arch));
+    if (r.shared && given(s, "--shared") && s.shared > 0)
+        throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
+    if (r.nextn && s.nextn > 0)
+        throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
+    if (r.probs_bias && s.probs_bias)
+        throw UsageError(fmt::format("--probs-bias: {}'s loader creates no exp_probs_b", arch));
+    if (s.router_bias)
+        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
+    if (s.exps_bias)
+        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
+    if (r.fused && s.fused_gate_up)
+        throw UsageError(fmt::format("--fused-gate-up: {}'s loader takes no ffn_gate_up_exps", arch));
+    if (s.nextn > 0 && s.scales)
+        throw UsageError(fmt::format(
+            "--scales with --nextn: {}'s loader skips the MTP blocks' experts (unless it loads the "
+            "MTP head) and so creates no per-expert scales for them",
+            arch));
+    if (s.fused_gate_up && s.scales)
+        throw UsageError(
+            fmt::format("--scales with --fused-gate-up: {}'s loader creates per-expert scales only for "
+                        "split gate and up (no ffn_gate_up_exps.scale)",
+                        arch));
+}
+
+// A preset of an architecture whose loader can never hold experts: every expert option is refused.
+inline void refuse_expert_options(const ModelSpec& s, const char* arch, const char* why) {
+    if (s.given.count("--experts") && s.experts > 0)
+        throw UsageError(fmt::format("--experts {}: {} cannot hold experts ({}); its preset is dense",
+                                     s.experts, arch, why));
+    if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
+    for (const char* o : {"--used", "--shared", "--expert-ff", "--dense-blocks", "--groups", "--group-used",
+                          "--probs-bias", "--router-bias", "--exps-bias", "--scales", "--fused-gate-up"})
+        if (s.given.count(o))
+            throw UsageError(
+                fmt::format("{}: {} cannot hold experts ({}); its preset is dense", o, arch, why));
+}
+
+}  // namespace gguf_reap::gen
