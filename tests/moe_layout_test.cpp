@@ -372,15 +372,28 @@ TEST(ArchitectureTable, SortedUniqueAndEveryLoaderNamed) {
     EXPECT_FALSE(arch_info("qwen3moe")->has(ArchFlag::kNextn));
 }
 
-TEST_F(MoeLayoutTest, Deepseek4HashRoutingRefused) {
+TEST_F(MoeLayoutTest, Deepseek4HashTablesBelongToTheirBlock) {
+    // Splice rewrites their values (hash_routing_test.cpp); the layout only places and shape-checks them.
     auto t = moe_tensors();
     t.push_back({"blk.1.ffn_gate_tid2eid.weight", {2, 16}, test::kI32});
-    const auto g = write(moe_kvs("deepseek4"), t);
+    write(moe_kvs("deepseek4"), t);
+    const MoeLayout l = layout();
+    ASSERT_EQ(l.blocks.size(), 2u);
+    EXPECT_EQ(l.blocks[0].hash_table, std::optional<size_t>(t.size() - 1));
+    EXPECT_FALSE(l.blocks[1].hash_table.has_value());
+    // Not [expert_used_count, n_vocab] I32, or outside an MoE block: refused, naming the tensor.
+    t.back() = {"blk.1.ffn_gate_tid2eid.weight", {3, 16}, test::kI32};
+    auto g = write(moe_kvs("deepseek4"), t);
     EXPECT_EQ(error_of(),
-              fmt::format("m.gguf: tensor 'blk.1.ffn_gate_tid2eid.weight' at offset {0} (0x{0:x}): "
-                          "architecture 'deepseek4' stores expert ids inside tensor values (hash "
-                          "routing); removing experts would require remapping them, which gguf-reap "
-                          "refuses",
+              fmt::format("m.gguf: tensor 'blk.1.ffn_gate_tid2eid.weight' at offset {0} (0x{0:x}): has shape "
+                          "{{3, 16, 1, 1}} and type I32, but a token → expert table is I32 "
+                          "[expert_used_count = 2, n_vocab] inside a block",
+                          g.info_offsets.back()));
+    t.back() = {"blk.0.ffn_gate_tid2eid.weight", {2, 16}, test::kI32};
+    g = write(moe_kvs("deepseek4"), t);
+    EXPECT_EQ(error_of(),
+              fmt::format("m.gguf: tensor 'blk.0.ffn_gate_tid2eid.weight' at offset {0} (0x{0:x}): a token → "
+                          "expert table in block 0, which has no routed experts",
                           g.info_offsets.back()));
 }
 

@@ -71,6 +71,7 @@ nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool
                     {"source_bytes_read", m.source_bytes_read},
                     {"bytes_hashed", m.bytes_hashed},
                     {"findings", r.findings.size()}};
+    if (m.hash_tables > 0) j["summary"]["hash_tables"] = m.hash_tables;  // deepseek4 only
     ordered_json fs = ordered_json::array();
     for (const auto& f : r.findings) {
         ordered_json o;
@@ -129,6 +130,10 @@ void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written)
             "verified  {} tensors byte-identical to the source, {} expert tensors with {} kept "
             "slabs/rows equal to their source experts\n",
             m.tensors_identical, m.expert_tensors, m.slabs);
+        if (m.hash_tables > 0)
+            std::cout << fmt::format(
+                "          {} token → expert tables rewritten as the kept experts require (hash routing)\n",
+                m.hash_tables);
         std::cout << fmt::format(
             "          {} bytes compared, {} padding bytes zero, {} key/value pairs checked\n",
             with_commas(m.bytes_compared), with_commas(m.padding_bytes), m.kvs_checked);

@@ -85,6 +85,12 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
     j["moe_blocks"] = plan.moe_blocks;
     j["expert_width"] = plan.width ? nlohmann::ordered_json{{"native", plan.native_width}, {"k", plan.width}}
                                    : nlohmann::ordered_json(nullptr);
+    if (!plan.hash_rewrites.empty()) {  // deepseek4 (only then: other models' JSON is unchanged)
+        auto h = nlohmann::ordered_json::array();
+        for (const auto& w : plan.hash_rewrites)
+            h.push_back({{"block", w.block}, {"entries", w.entries}, {"redirected", w.redirected}});
+        j["hash_routing"] = h;
+    }
     nlohmann::ordered_json outs = nlohmann::ordered_json::array();
     for (const PlannedFile& f : plan.shards) outs.push_back(file_json(f));
     j["outputs"] = outs;
@@ -113,6 +119,11 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
     if (plan.width)
         std::cout << fmt::format("expert FFN width {} → {} channels per expert (neuron plan)\n",
                                  plan.native_width, plan.width);
+    for (const auto& w : plan.hash_rewrites)
+        std::cout << fmt::format(
+            "hash routing blk.{}: {} of {} (token, slot) entries redirected from pruned "
+            "experts\n",
+            w.block, with_commas(w.redirected), with_commas(w.entries));
     const auto row = [](const std::string& no, const PlannedFile& f) {
         std::cout << fmt::format("  {:<5} {:<44} {:>7} {:>6} {:>16}\n", no, f.job.path, f.tensors.size(),
                                  f.sliced_tensors, with_commas(f.job.size));

@@ -109,16 +109,23 @@ MoeLayout build_moe_layout(const ShardSet& model) {
                               "such a model)",
                               L.expert_count, L.expert_group_count));
 
-    // deepseek4 routes some tokens through a token-id → expert-id table whose *values* are expert ids:
-    // removing experts would need those values remapped, which byte-exact slicing cannot do.
-    for (const TensorRef& r : model.tensors()) {
+    // deepseek4 routes some tokens through a token-id → expert-id table whose *values* are expert ids
+    // (splice rewrites them); its shape must be what the loader checks.
+    std::map<int, size_t> hash_tables;
+    for (size_t i = 0; i < model.tensors().size(); ++i) {
+        const TensorRef& r = model.tensors()[i];
         const TensorInfo& t = model.info(r);
-        if (is_hash_routing_table(t.name))
-            throw InputError(
-                model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
-                fmt::format("architecture '{}' stores expert ids inside tensor values (hash routing); "
-                            "removing experts would require remapping them, which gguf-reap refuses",
-                            L.arch));
+        if (is_hash_routing_table(t.name)) {
+            const auto split = split_block_name(t.name);
+            if (!split || t.type != kGgmlI32 || t.n_dims != 2 ||
+                static_cast<uint64_t>(t.ne[0]) != L.expert_used_count)
+                throw InputError(model.shards()[r.shard].path, t.info_offset,
+                                 fmt::format("tensor '{}'", t.name),
+                                 fmt::format("has shape {} and type {}, but a token → expert table is I32 "
+                                             "[expert_used_count = {}, n_vocab] inside a block",
+                                             shape_str(t), ggml_type_display(t.type), L.expert_used_count));
+            hash_tables[split->first] = i;
+        }
         if (is_chunk_expert_tensor(t.name))
             throw InputError(
                 model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
@@ -192,7 +199,18 @@ MoeLayout build_moe_layout(const ShardSet& model) {
                                          id, has_router ? "a router" : "expert tensors",
                                          has_router ? "expert weights" : "router"));
         }
+        if (auto h = hash_tables.find(id); h != hash_tables.end()) {
+            b.hash_table = h->second;
+            hash_tables.erase(h);
+        }
         L.blocks.push_back(std::move(b));
+    }
+    for (const auto& [block, i] : hash_tables) {
+        const TensorRef& r = model.tensors()[i];
+        throw InputError(
+            model.shards()[r.shard].path, model.info(r).info_offset,
+            fmt::format("tensor '{}'", model.info(r).name),
+            fmt::format("a token → expert table in block {}, which has no routed experts", block));
     }
     return L;
 }

@@ -35,6 +35,9 @@ struct MoeBlock {
     std::vector<ExpertTensor> tensors;  // in model tensor order
     uint64_t slab_bytes = 0;            // bytes of one expert's weight slabs (ExpertRole::kWeight)
     uint64_t slab_bytes_all = 0;        // bytes of one expert across every expert-indexed tensor
+    // deepseek4's hash-routed blocks: the ffn_gate_tid2eid tensor (I32 [expert_used_count, n_vocab],
+    // values = source expert ids), whose values splice rewrites (ops/hash_routing.h).
+    std::optional<size_t> hash_table;
 };
 
 struct MoeLayout {

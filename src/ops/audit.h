@@ -80,6 +80,7 @@ struct AuditSummary {
     size_t tensors_identical = 0;    // non-expert tensors compared equal to the source
     size_t expert_tensors = 0;       // expert-indexed tensors whose every kept slab compared equal
     size_t slabs = 0;                // per-expert pieces (weight slabs, router rows, bias elements) equal
+    size_t hash_tables = 0;          // deepseek4 token → expert tables whose rewrite was verified
     size_t tensors_hashed = 0;       // tensors hashed (manifest computed or checked)
     uint64_t bytes_compared = 0;     // tensor bytes compared with the source
     uint64_t padding_bytes = 0;      // padding bytes checked to be zero

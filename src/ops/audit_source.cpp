@@ -257,6 +257,61 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
     return k;
 }
 
+namespace {
+
+// deepseek4's token → expert table (ops/hash_routing.h states the rewrite): every entry that named a
+// kept expert names its new index; every entry that named a pruned one names a kept expert; no row
+// names an expert twice. Read whole from both files (a few MB), compared here.
+void check_hash_table(const ShardSet& src, const TensorRef& sref, const OutShard& s, const TensorInfo& t,
+                      const std::vector<int64_t>& keep, AuditReport& report) {
+    std::vector<int32_t> before(sref.nbytes / 4), after(before.size());
+    src.shards()[sref.shard].file->read(sref.abs_offset, before.data(), 4 * before.size());
+    const uint64_t at = s.header->data_start + t.offset;
+    s.file->read(at, after.data(), 4 * after.size());
+    std::vector<int32_t> new_index;
+    for (size_t k = 0; k < keep.size(); ++k) {
+        if (new_index.size() <= static_cast<size_t>(keep[k]))
+            new_index.resize(static_cast<size_t>(keep[k]) + 1, -1);
+        new_index[static_cast<size_t>(keep[k])] = static_cast<int32_t>(k);
+    }
+    const auto row = static_cast<size_t>(t.ne[0]);
+    const auto n = static_cast<int32_t>(keep.size());
+    size_t bad = 0;
+    std::optional<std::pair<size_t, std::string>> first;
+    for (size_t base = 0; row > 0 && base + row <= after.size(); base += row)
+        for (size_t j = 0; j < row; ++j) {
+            const size_t i = base + j;
+            const int32_t was = before[i], is = after[i];
+            const int32_t want = was >= 0 && static_cast<size_t>(was) < new_index.size()
+                                     ? new_index[static_cast<size_t>(was)]
+                                     : -1;
+            std::string why;
+            if (is < 0 || is >= n)
+                why = fmt::format("names expert {}, outside the {} kept", is, n);
+            else if (want >= 0 && is != want)
+                why = fmt::format("names {}, but source expert {} is kept as {}", is, was, want);
+            else
+                for (size_t k = 0; k < j; ++k)
+                    if (after[base + k] == is) why = fmt::format("names expert {} twice in the row", is);
+            if (why.empty()) continue;
+            ++bad;
+            if (!first) first = std::make_pair(i, fmt::format("token {} slot {} {}", base / row, j, why));
+        }
+    if (!first) {
+        ++report.summary.hash_tables;
+        return;
+    }
+    Finding f =
+        make_finding(FindingKind::kData, s.path, fmt::format("tensor '{}'", t.name), at + 4 * first->first,
+                     fmt::format("{} of {} token → expert entries are wrong; the first: {}", bad,
+                                 after.size(), first->second));
+    f.tensor = t.name;
+    f.region = "hash routing table";
+    report.findings.push_back(std::move(f));
+}
+
+}  // namespace
+
 Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, const KeptExperts& kept,
                                 const OutputSet& out, AuditReport& report) {
     struct ExpertOf {
@@ -264,8 +319,11 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
         const ExpertTensor* et;
     };
     std::unordered_map<size_t, ExpertOf> expert_of;
-    for (const auto& b : layout.blocks)
+    std::unordered_map<size_t, int> hash_table_of;  // deepseek4: source tensor → its block
+    for (const auto& b : layout.blocks) {
         for (const auto& et : b.tensors) expert_of.emplace(et.tensor, ExpertOf{b.block, &et});
+        if (b.hash_table) hash_table_of.emplace(*b.hash_table, b.block);
+    }
 
     const auto& refs = src.tensors();
     Expectations exp(out.shards.size());
@@ -334,7 +392,10 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
             }
             if (!ok) continue;
             TensorExpect te;
-            if (ex == expert_of.end()) {
+            if (const auto h = hash_table_of.find(g); h != hash_table_of.end()) {
+                // Its values are rewritten, not copied: checked here, not in the byte pass.
+                if (kept.valid) check_hash_table(src, *r, s, t, kept.blocks.at(h->second), report);
+            } else if (ex == expert_of.end()) {
                 if (S.nbytes > 0)
                     te.runs.push_back({r->shard, r->abs_offset, S.nbytes, -1, -1, "tensor data"});
             } else if (kept.valid) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -105,6 +106,10 @@ struct RankInput {
     std::string plan_sha256;
     int64_t plan_k = 0;
     std::vector<std::string> notes;  // what was derived, what could not be, and from where
+    // deepseek4's hash-routed blocks (ops/hash_routing.h): per block, how many (token, slot) entries
+    // of its token → expert table name each source expert, so the receipt can say how many the kept
+    // set redirects.
+    std::map<int, std::vector<uint64_t>> hash_entries;
 };
 
 // Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit

@@ -109,6 +109,22 @@ RankInput load_rank_input(const RankOptions& opts) {
                                 "entry rank reads",
                                 opts.model, b.block));
         }
+        for (const auto& b : L.blocks) {
+            if (!b.hash_table) continue;
+            const TensorRef& r = model.set->tensors()[*b.hash_table];
+            std::vector<int32_t> ids(r.nbytes / 4);
+            model.set->shards()[r.shard].file->read(r.abs_offset, ids.data(), 4 * ids.size());
+            auto& count = in.hash_entries[b.block];
+            count.assign(L.expert_count, 0);
+            for (size_t i = 0; i < ids.size(); ++i) {
+                if (ids[i] < 0 || static_cast<uint64_t>(ids[i]) >= L.expert_count)
+                    throw InputError(
+                        model.set->shards()[r.shard].path, r.abs_offset + 4 * i,
+                        fmt::format("tensor '{}' entry {}", model.set->info(r).name, i),
+                        fmt::format("expert id {} is outside 0..{}", ids[i], L.expert_count - 1));
+                ++count[static_cast<size_t>(ids[i])];
+            }
+        }
         KeepListSource src;
         src.architecture = L.arch;
         src.expert_count = L.expert_count;

@@ -304,6 +304,30 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
     for (size_t d = 0; d < D; ++d)
         line(fmt::format("| {} | {} | {} |", in.domains[d].name, pct(r.pruned_token_share[d]),
                          pct(r.pruned_energy_share[d])));
+    if (!in.hash_entries.empty()) {
+        line("");
+        line("## Hash-routed blocks");
+        line("");
+        line(
+            "Their token → expert tables (`ffn_gate_tid2eid`) name experts by id; splice renumbers the kept "
+            "ones and redirects every entry that names a pruned expert to the kept expert with the most "
+            "similar router row that the token's row does not already name.");
+        line("");
+        line("| block | (token, slot) entries | redirected |");
+        line("| --- | ---: | ---: |");
+        for (const auto& [block, count] : in.hash_entries) {
+            uint64_t total = 0, redirected = 0;
+            const KeepBlock* kb = r.keeplist.find_block(block);
+            std::vector<bool> kept(count.size(), false);
+            if (kb)
+                for (int64_t e : kb->keep) kept[static_cast<size_t>(e)] = true;
+            for (size_t e = 0; e < count.size(); ++e) {
+                total += count[e];
+                if (!kept[e]) redirected += count[e];
+            }
+            line(fmt::format("| blk.{} | {} | {} |", block, total, redirected));
+        }
+    }
     if (!r.warnings.empty()) {
         line("");
         line("## Warnings");

@@ -111,6 +111,14 @@ struct SplicePlan {
     size_t tensor_count = 0;
     int64_t native_width = 0;  // width cut only: n_ff of the source ...
     int64_t width = 0;         // ... and K (0: no width cut)
+    // deepseek4's hash-routed blocks: per block, the (token, slot) entries of its table and how many
+    // named a pruned expert and now name a kept one (ops/hash_routing.h).
+    struct HashTableRewrite {
+        int block = 0;
+        uint64_t entries = 0;
+        uint64_t redirected = 0;
+    };
+    std::vector<HashTableRewrite> hash_rewrites;
 
     size_t sliced_tensors() const;
     uint64_t slabs() const;

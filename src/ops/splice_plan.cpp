@@ -7,6 +7,7 @@
 
 #include "format/ggml_types.h"
 #include "io/error.h"
+#include "ops/hash_routing.h"
 #include "ops/splice.h"
 
 namespace gguf_reap {
@@ -341,6 +342,14 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
         if (!kb) throw std::logic_error(fmt::format("keeplist lacks block {}", b.block));
         for (const ExpertTensor& et : b.tensors) how[et.tensor] = {&et, &kb->keep, o.width, bi};
     }
+    // Hash-routed blocks: their token → expert tables are written rewritten (ops/hash_routing.h).
+    std::map<size_t, HashRewrite> rewritten;
+    for (const MoeBlock& b : layout.blocks)
+        if (b.hash_table) {
+            HashRewrite h = rewrite_hash_table(model, b, kl.find_block(b.block)->keep);
+            plan.hash_rewrites.push_back({h.block, h.entries, h.redirected});
+            rewritten.emplace(*b.hash_table, std::move(h));
+        }
     std::vector<TensorInfo> infos;
     infos.reserve(refs.size());
     for (size_t i = 0; i < refs.size(); ++i) infos.push_back(output_info(model.info(refs[i]), how[i]));
@@ -409,7 +418,10 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
                 throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}",
                                                    pt.info.name, pt.data_offset,
                                                    f.header_bytes + pt.info.offset));
-            pt.extents = append_tensor_data(f.job, refs[i], model.info(refs[i]), how[i]);
+            if (auto h = rewritten.find(i); h != rewritten.end())
+                f.job.append_literal(std::move(h->second.bytes));
+            else
+                pt.extents = append_tensor_data(f.job, refs[i], model.info(refs[i]), how[i]);
             f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
             if (how[i].expert) {
                 pt.expert_axis = how[i].expert->axis();

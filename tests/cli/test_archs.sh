@@ -28,7 +28,6 @@ runner() {
 refusal() {
     case $1 in
         bert | jina-bert-v3 | lfm2) echo "rank|the model has no MoE blocks" ;;
-        deepseek4) echo "rank|stores expert ids inside tensor values (hash routing)" ;;
         grovemoe) echo "rank|pairs each chunk expert with a group of routed experts" ;;
         *) echo "" ;;
     esac
@@ -128,6 +127,43 @@ for arch in $ARCHS; do
     expect_out "PASS"
     load "$arch" "$D/w.gguf" "width-cut"
 done
+
+# DeepSeek-V4's hash-routed blocks: splice rewrites their token → expert tables and says how many
+# entries it redirected; audit verifies every entry, and names a table whose row repeats an expert.
+D=$WORK/deepseek4
+if [ -f "$D/pruned-00001-of-00002.gguf" ]; then
+    case_ "deepseek4: the splice summary counts the redirected entries of each hash-routed block"
+    run "$BIN" splice "$D/m.gguf" --keeplist "$D/rank/keeplist.json" -o "$D/one.gguf"
+    expect_code 0
+    expect_out "hash routing blk.0: "
+    expect_out " (token, slot) entries redirected from pruned experts"
+    run "$BIN" splice "$D/m.gguf" --keeplist "$D/rank/keeplist.json" -o "$D/one-j.gguf" --json
+    expect_json "len(d['hash_routing']) == 2 and all(0 < h['redirected'] < h['entries'] for h in d['hash_routing'])"
+    # rank's receipt gives the same counts, block by block.
+    /usr/bin/python3 - "$D/rank/REAP-KEEPLIST-RECEIPT.md" "$OUT" <<'PY' && _pass || _fail "receipt and splice disagree on the redirected entries"
+import json, re, sys
+receipt = open(sys.argv[1]).read()
+rows = {int(b): (int(t), int(r)) for b, t, r in re.findall(r"\| blk\.(\d+) \| (\d+) \| (\d+) \|", receipt.split("## Hash-routed blocks")[1])}
+spliced = {h["block"]: (h["entries"], h["redirected"]) for h in json.load(open(sys.argv[2]))["hash_routing"]}
+sys.exit(0 if rows == spliced and rows else 1)
+PY
+    run "$BIN" audit "$D/one.gguf" --source "$D/m.gguf"
+    expect_code 0
+    expect_out "2 token → expert tables rewritten as the kept experts require (hash routing)"
+    case_ "deepseek4: audit names a rewritten table whose row repeats an expert"
+    run "$BIN" inspect --json --tensors "$D/one.gguf"
+    at=$(/usr/bin/python3 -c "import json,sys; print([t['offset'] for t in json.load(open(sys.argv[1]))['tensors'] if t['name'] == 'blk.0.ffn_gate_tid2eid.weight'][0])" "$OUT")
+    /usr/bin/python3 - "$D/one.gguf" "$at" <<'PY'
+import struct, sys
+path, at = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    f.seek(at); first = f.read(4); f.seek(at + 4); f.write(first)  # token 0: slot 1 = slot 0
+PY
+    run "$BIN" audit "$D/one.gguf" --source "$D/m.gguf"
+    expect_code 1
+    expect_out "tensor 'blk.0.ffn_gate_tid2eid.weight' at offset $((at + 4))"
+    expect_out "1 of 2048 token → expert entries are wrong; the first: token 0 slot 1 names "
+fi
 
 # Pruning Llama-4 Maverick's 128 experts would load in llama.cpp but turn on a Q/K norm the model was
 # not trained with: refused (docs/architectures.md, "Refusals").
