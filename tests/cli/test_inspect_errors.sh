@@ -49,9 +49,9 @@ expect_err_lines 1
 expect_err "tensor 'blk.1.ffn_gate_exps.weight' at offset"
 expect_err "has shape {32, 2, 3, 1} but gate_exps tensors must have ne[2] = expert_count = 4"
 
-case_ "deepseek4 hash routing is refused"
+case_ "a deepseek4 token → expert table whose rows are not expert_used_count long is refused"
 mkfile "$WORK/ds4.gguf" "m.gguf([m.kv('general.architecture', m.STR, m.s('deepseek4')), m.kv('deepseek4.expert_count', m.U32, struct.pack('<I', 4))], [('blk.1.ffn_gate_tid2eid.weight', [2, 8], 26)])"
-refused "$WORK/ds4.gguf" "$WORK/ds4.gguf: tensor 'blk.1.ffn_gate_tid2eid.weight' at offset 111 (0x6f): architecture 'deepseek4' stores expert ids inside tensor values (hash routing); removing experts would require remapping them, which gguf-reap refuses"
+refused "$WORK/ds4.gguf" "$WORK/ds4.gguf: tensor 'blk.1.ffn_gate_tid2eid.weight' at offset 111 (0x6f): has shape {2, 8, 1, 1} and type I32, but a token → expert table is I32 [expert_used_count = 0, n_vocab] inside a block"
 
 case_ "split count in a file not named as a shard"
 mkfile "$WORK/split.gguf" "m.moe_model(split=(0, 2, 8))"
