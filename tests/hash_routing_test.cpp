@@ -24,10 +24,9 @@ class HashRouting : public ::testing::Test {
     // One MoE block of 4 experts (2 used) whose router rows are e0 = x, e1 = y, e2 ≈ x, e3 ≈ y, and a
     // table of 3 tokens.
     std::string write(const std::vector<int32_t>& table) {
-        const std::vector<Kv> kvs{Kv::make_string("general.architecture", "deepseek4"),
-                                  Kv::make_u32("deepseek4.block_count", 1),
-                                  Kv::make_u32("deepseek4.expert_count", kE),
-                                  Kv::make_u32("deepseek4.expert_used_count", 2)};
+        const std::vector<Kv> kvs{
+            Kv::make_string("general.architecture", "deepseek4"), Kv::make_u32("deepseek4.block_count", 1),
+            Kv::make_u32("deepseek4.expert_count", kE), Kv::make_u32("deepseek4.expert_used_count", 2)};
         std::vector<test::TensorSpec> specs{{"token_embd.weight", {32, 3}, test::kF32}};
         for (auto& s : test::moe_block(0, kE)) specs.push_back(s);
         specs.push_back({"blk.0.ffn_gate_tid2eid.weight", {2, 3}, kGgmlI32});
@@ -39,15 +38,16 @@ class HashRouting : public ::testing::Test {
             return g.bytes.data();
         };
         std::vector<float> router(32 * kE, 0.0f);
-        router[0 * 32 + 0] = 1;                              // e0 = x
-        router[1 * 32 + 1] = 1;                              // e1 = y
+        router[0 * 32 + 0] = 1;                             // e0 = x
+        router[1 * 32 + 1] = 1;                             // e1 = y
         router[2 * 32 + 0] = 1, router[2 * 32 + 1] = 0.1f;  // e2 ≈ x
         router[3 * 32 + 1] = 1, router[3 * 32 + 2] = 0.2f;  // e3 ≈ y
         std::memcpy(data("blk.0.ffn_gate_inp.weight"), router.data(), 4 * router.size());
         std::memcpy(data("blk.0.ffn_gate_tid2eid.weight"), table.data(), 4 * table.size());
         const std::string path = dir_.file("m.gguf");
-        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(g.bytes.data()),
-                                                    static_cast<std::streamsize>(g.bytes.size()));
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(g.bytes.data()),
+                   static_cast<std::streamsize>(g.bytes.size()));
         return path;
     }
     HashRewrite rewrite(const std::vector<int32_t>& table, const std::vector<int64_t>& keep) {

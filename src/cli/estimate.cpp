@@ -19,6 +19,7 @@ struct EstimateCli {
     std::string model;
     std::string keeplist;
     std::string neuron_plan;
+    bool drop_mtp = false;
     std::string tp = "2,4,8";
     std::string overhead = "0";
     std::string gpu_mem;
@@ -211,6 +212,7 @@ int run_estimate(const EstimateCli& c) {
     in.model = c.model;
     in.keeplist_path = c.keeplist;
     in.neuron_plan_path = c.neuron_plan;
+    in.drop_mtp = c.drop_mtp;
     in.tp = parse_tp_list(c.tp);
     in.overhead = size_option("--overhead", c.overhead);
     in.gpu_mem = c.gpu_mem.empty() ? 0 : size_option("--gpu-mem", c.gpu_mem);
@@ -236,6 +238,7 @@ Command add_estimate(CLI::App& app, const GlobalOptions&) {
     sub->add_option("model", o->model, "The model: an unsplit GGUF or any shard of a split set")->required();
     sub->add_option("--keeplist", o->keeplist, "keeplist.json (or a {\"drop\": ...} spec): experts kept");
     sub->add_option("--neuron-plan", o->neuron_plan, "plan.npz from `plan-width`: expert FFN channels kept");
+    sub->add_flag("--drop-mtp", o->drop_mtp, "The after figures of `splice --drop-mtp` (no nextn blocks)");
     sub->add_option("--tp", o->tp, "Tensor-parallel degrees, comma-separated (1 is always shown)")
         ->capture_default_str();
     sub->add_option("--overhead", o->overhead,

@@ -29,6 +29,7 @@ struct SpliceCli {
     bool quiet = false;
     bool json = false;
     bool no_provenance = false;
+    bool drop_mtp = false;
     bool no_fsync = false;
     std::string imatrix_in;
     std::string imatrix_out;
@@ -57,6 +58,7 @@ SpliceOptions splice_options(const SpliceCli& c) {
         o.split_value = c.split_max_tensors;
     }
     o.provenance = !c.no_provenance;
+    o.drop_mtp = c.drop_mtp;
     o.imatrix_out = c.imatrix_out;
     return o;
 }
@@ -85,6 +87,7 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
     j["moe_blocks"] = plan.moe_blocks;
     j["expert_width"] = plan.width ? nlohmann::ordered_json{{"native", plan.native_width}, {"k", plan.width}}
                                    : nlohmann::ordered_json(nullptr);
+    if (plan.dropped_blocks > 0) j["dropped_mtp_blocks"] = plan.dropped_blocks;  // only with --drop-mtp
     if (!plan.hash_rewrites.empty()) {  // deepseek4 (only then: other models' JSON is unchanged)
         auto h = nlohmann::ordered_json::array();
         for (const auto& w : plan.hash_rewrites)
@@ -119,6 +122,8 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
     if (plan.width)
         std::cout << fmt::format("expert FFN width {} → {} channels per expert (neuron plan)\n",
                                  plan.native_width, plan.width);
+    if (plan.dropped_blocks > 0)
+        std::cout << fmt::format("MTP blocks dropped: {} (--drop-mtp)\n", plan.dropped_blocks);
     for (const auto& w : plan.hash_rewrites)
         std::cout << fmt::format(
             "hash routing blk.{}: {} of {} (token, slot) entries redirected from pruned "
@@ -194,6 +199,9 @@ Command add_splice(CLI::App& app, const GlobalOptions&) {
     sub->add_flag("-q,--quiet", o->quiet, "No progress and no info messages on stderr");
     sub->add_flag("--json", o->json, "Print one JSON document on stdout");
     sub->add_flag("--no-provenance", o->no_provenance, "Do not write the gguf_reap.* provenance keys");
+    sub->add_flag("--drop-mtp", o->drop_mtp,
+                  "Leave out the nextn (MTP) blocks: block_count and nextn_predict_layers shrink (for those "
+                  "who do not use speculative decoding)");
     sub->add_flag("--no-fsync", o->no_fsync,
                   "Do not wait for the disk: outputs are complete before they are renamed into place, but "
                   "may be lost on a power failure before the kernel writes them (run sync before relying on "

@@ -66,9 +66,9 @@ struct MoeLayout {
 const char* expert_kind_label(const ExpertTensorKind& kind);
 
 // Builds the layout from general.architecture and <arch>.expert_count. Throws InputError naming the
-// tensor when something looks expert-indexed but has the wrong shape, and refuses architectures whose
-// expert ids appear inside tensor values (deepseek4's ffn_gate_tid2eid). A model without experts
-// (no expert_count, or 0) gives an empty layout.
+// tensor when something looks expert-indexed but has the wrong shape, a deepseek4 token → expert table
+// that is not I32 [expert_used_count, n_vocab] in an MoE block, and grovemoe's chunk experts. A model
+// without experts (no expert_count, or 0) gives an empty layout.
 MoeLayout build_moe_layout(const ShardSet& model);
 
 }  // namespace gguf_reap

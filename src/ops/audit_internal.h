@@ -85,6 +85,9 @@ struct KeptExperts {
     std::string from;             // "keeplist", "provenance", "unchanged"
     bool provenance = false;      // the output carries gguf_reap.* keys
     std::shared_ptr<const WidthAudit> width;  // --neuron-plan
+    // --drop-mtp: nextn blocks the output leaves out (from gguf_reap.dropped_nextn_blocks, or, without
+    // provenance, from a block_count that is the source's minus its nextn_predict_layers).
+    uint64_t dropped_nextn = 0;
 };
 
 KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,

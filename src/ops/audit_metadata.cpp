@@ -1,6 +1,8 @@
 // audit, step 2b: the key/value pairs of every output shard against the source's, plus exactly the
 // changes pruning makes (expert count, width keys, split.*, provenance) — rebuilt here, never taken
 // from splice.
+#include <cstring>
+#include <deque>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -123,8 +125,7 @@ void check_version(const OutShard& s, const Header& src_meta, AuditReport& r) {
 void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report) {
     const Header& meta = src.metadata();
     const std::string ec_key = src.architecture() + ".expert_count";
-    std::vector<Kv> owned;  // values made here; reserved so that pointers into it stay valid
-    owned.reserve(16);
+    std::deque<Kv> owned;  // values made here; a deque, so that pointers into it stay valid
     // A width cut sets the expert width to K and, where the loader derives the shared width from it,
     // the shared-expert count to W / K.
     const std::vector<WidthKv> no_width;
@@ -137,6 +138,35 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
             // A split source's split.* keys are replaced in place; a single output drops them.
             if (out.multi()) exp.push_back({kv.key, Match::kSplit, nullptr, ""});
             continue;
+        }
+        // --drop-mtp: the nextn blocks are left out (docs/splice.md).
+        if (kept.dropped_nextn > 0) {
+            const std::string& arch = src.architecture();
+            const uint64_t bc = src.arch_uint(std::string(kBlockCountKey)).value_or(0);
+            const uint64_t d = kept.dropped_nextn;
+            std::optional<Kv> want;
+            std::string why;
+            if (kv.key == arch_key(arch, kBlockCountKey)) {
+                want = Kv::make_int_like(kv, bc - d);
+                why = fmt::format("--drop-mtp: {} nextn block(s) left out of {}", d, bc);
+            } else if (kv.key == arch_key(arch, kNextnPredictLayersKey)) {
+                want = Kv::make_int_like(kv, 0);
+                why = "--drop-mtp: no nextn blocks are left";
+            } else if (kv.type == GgufType::kArray && kv.count == bc && kv.key.starts_with(arch + ".") &&
+                       kv.elem_type != GgufType::kString && gguf_scalar_size(kv.elem_type) > 0) {
+                Kv t = kv;
+                t.count = bc - d;
+                const uint64_t n = t.count;
+                t.raw.resize(12 + gguf_scalar_size(kv.elem_type) * n);
+                std::memcpy(t.raw.data() + 4, &n, 8);
+                want = std::move(t);
+                why = fmt::format("--drop-mtp: a per-layer array loses the last {} (nextn) element(s)", d);
+            }
+            if (want) {
+                owned.push_back(std::move(*want));
+                exp.push_back({kv.key, Match::kExact, &owned.back(), why});
+                continue;
+            }
         }
         if (kv.key == ec_key && !kept.valid) {
             exp.push_back({kv.key, Match::kPresence, nullptr, "the source has it"});
@@ -178,6 +208,12 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
         exp.push_back({kProvenanceSourceExpertCountKey, Match::kExact, &owned.back(),
                        fmt::format("{}; the source's expert_count", why)});
         exp.push_back({kProvenanceKeeplistShaKey, Match::kSha256, nullptr, "a sha256 in hex"});
+        if (kept.dropped_nextn > 0) {
+            owned.push_back(
+                Kv::make_u32(kProvenanceDroppedNextnKey, static_cast<uint32_t>(kept.dropped_nextn)));
+            exp.push_back({kProvenanceDroppedNextnKey, Match::kExact, &owned.back(),
+                           "--drop-mtp: the nextn blocks left out"});
+        }
         for (int block : kept.moe_blocks)
             exp.push_back({fmt::format("{}{}", kProvenanceKeptPrefix, block), Match::kPresence, nullptr,
                            fmt::format("{}; one per MoE block", why)});

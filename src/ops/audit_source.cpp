@@ -254,6 +254,17 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
     }
     report.kept_from = k.from;
     if (k.valid) report.output_expert_count = k.n;
+    // --drop-mtp
+    if (layout.nextn_predict_layers > 0 && out.meta().header) {
+        const Header& h = *out.meta().header;
+        if (const Kv* d = h.find(kProvenanceDroppedNextnKey); d && d->as_uint()) {
+            k.dropped_nextn = *d->as_uint();
+        } else if (const Kv* bc = h.find(arch_key(layout.arch, kBlockCountKey));
+                   bc && bc->as_uint() &&
+                   *bc->as_uint() + layout.nextn_predict_layers == layout.block_count) {
+            k.dropped_nextn = layout.nextn_predict_layers;
+        }
+    }
     return k;
 }
 
@@ -444,6 +455,9 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
         for (size_t g = 0; g < refs.size(); ++g) {
             if (paired[g]) continue;
             const TensorInfo& S = src.info(refs[g]);
+            if (kept.dropped_nextn > 0)  // --drop-mtp: the nextn blocks' tensors are meant to be absent
+                if (const auto split = split_block_name(S.name); split && layout.is_nextn_block(split->first))
+                    continue;
             Finding f = make_finding(FindingKind::kTensorInfo, out.shards.front().path,
                                      fmt::format("tensor '{}'", S.name), std::nullopt,
                                      fmt::format("missing from the output (the source has it in {})",

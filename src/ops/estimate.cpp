@@ -208,8 +208,9 @@ void width_file_bytes(ModelFigures& f, uint64_t base_file, const std::vector<uin
                       uint64_t added_kv_bytes, uint64_t slack) {
     int64_t delta = 0;
     for (size_t i = 0; i < after.size(); ++i)
-        delta += static_cast<int64_t>(padded(after[i].nbytes, alignment[i])) -
-                 static_cast<int64_t>(padded(base_nbytes[i], alignment[i]));
+        if (alignment[i] != 0)  // 0: a tensor the splice does not write (--drop-mtp)
+            delta += static_cast<int64_t>(padded(after[i].nbytes, alignment[i])) -
+                     static_cast<int64_t>(padded(base_nbytes[i], alignment[i]));
     f.file_bytes = static_cast<uint64_t>(static_cast<int64_t>(base_file) + delta) + added_kv_bytes;
     f.file_bytes_exact = false;
     f.file_bytes_slack = slack;
@@ -400,7 +401,16 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
             check_width(*rules, plan.k, e.model_path);
             k = plan.k;
         }
-        const std::vector<Shaped> after = pruned_shapes(before, n_keep, k);
+        std::vector<Shaped> after = pruned_shapes(before, n_keep, k);
+        if (in.drop_mtp) {  // --drop-mtp: the nextn blocks' tensors are not written at all
+            if (layout.nextn_predict_layers == 0)
+                throw UsageError(
+                    fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 "
+                                "or absent)",
+                                e.model_path, layout.arch));
+            for (Shaped& s : after)
+                if (s.nextn) s.ne = {0, 1, 1, 1}, s.nbytes = 0;
+        }
         ModelFigures f = figures(after, n_keep, layout.expert_used_count, e.tied_embeddings);
 
         // File size: splice's own plan with the options of a plain `splice` run, so the figure is exact
@@ -413,6 +423,7 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
         // Without a keeplist splice records the sha256 of no bytes at all (docs/splice.md).
         o.keeplist_sha256 = kl ? sha256_file(in.keeplist_path) : sha256_hex("", 0);
         o.tool_version = in.tool_version;
+        o.drop_mtp = in.drop_mtp;
         std::optional<WidthCut> cut;
         if (k > 0 && !e.after_requantised) {
             cut = load_width_cut(model, layout, in.neuron_plan_path, sha256_file(in.neuron_plan_path));

@@ -24,6 +24,7 @@ struct EstimateInputs {
     std::string model;                  // any shard (ops::estimate opens it)
     std::string keeplist_path;          // "" = keep every expert
     std::string neuron_plan_path;       // "" = native expert width
+    bool drop_mtp = false;              // the after figures of `splice --drop-mtp`
     std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees; N = 1 is always added first
     uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache (activations, buffers)
     uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict

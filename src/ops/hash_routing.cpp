@@ -70,13 +70,15 @@ HashRewrite rewrite_hash_table(const ShardSet& model, const MoeBlock& b, const s
     const std::vector<std::vector<double>> rows = router_rows(model, b);
     const auto n_source = static_cast<int64_t>(rows.size());
     std::vector<int32_t> new_index(rows.size(), -1);
-    for (size_t k = 0; k < keep.size(); ++k) new_index[static_cast<size_t>(keep[k])] = static_cast<int32_t>(k);
+    for (size_t k = 0; k < keep.size(); ++k)
+        new_index[static_cast<size_t>(keep[k])] = static_cast<int32_t>(k);
     std::vector<std::vector<int32_t>> candidates(rows.size());
     auto ranked = [&](int64_t p) {
         std::vector<std::pair<double, int64_t>> by;
         for (int64_t k : keep) {
             double dot = 0;
-            for (size_t c = 0; c < rows[0].size(); ++c) dot += rows[static_cast<size_t>(p)][c] * rows[static_cast<size_t>(k)][c];
+            for (size_t c = 0; c < rows[0].size(); ++c)
+                dot += rows[static_cast<size_t>(p)][c] * rows[static_cast<size_t>(k)][c];
             by.emplace_back(dot, k);
         }
         std::sort(by.begin(), by.end(), [](const auto& a, const auto& z) {

@@ -19,8 +19,8 @@ namespace gguf_reap {
 
 struct HashRewrite {
     int block = 0;
-    uint64_t entries = 0;     // (token, slot) entries of the table
-    uint64_t redirected = 0;  // entries whose expert was pruned, now naming a kept one
+    uint64_t entries = 0;        // (token, slot) entries of the table
+    uint64_t redirected = 0;     // entries whose expert was pruned, now naming a kept one
     std::vector<uint8_t> bytes;  // the rewritten table, as written
 };
 

@@ -72,6 +72,9 @@ struct SpliceOptions {
     std::string tool_version;         // "gguf-reap 0.1.0" (provenance)
     std::string imatrix_out;          // with a source imatrix: where its pruned copy goes
     const WidthCut* width = nullptr;  // --neuron-plan: also cut every expert to K channels
+    // --drop-mtp: leave out the nextn (MTP) blocks' tensors, block_count and nextn_predict_layers
+    // shrink, and every per-layer array key of block_count elements loses the nextn elements.
+    bool drop_mtp = false;
 };
 
 // A tensor as it will be written: its bytes are [data_offset, data_offset + info.nbytes) of the file,
@@ -119,6 +122,7 @@ struct SplicePlan {
         uint64_t redirected = 0;
     };
     std::vector<HashTableRewrite> hash_rewrites;
+    uint64_t dropped_blocks = 0;  // --drop-mtp: nextn blocks left out
 
     size_t sliced_tensors() const;
     uint64_t slabs() const;

@@ -47,6 +47,22 @@ std::vector<Kv> split_kvs(size_t no, size_t count, size_t tensors) {
             Kv::make_u16(kSplitCount, static_cast<uint16_t>(count))};
 }
 
+// --drop-mtp: a per-layer array of `<arch>.` (as long as block_count, numeric elements) without its last
+// `dropped` elements, the nextn blocks'; nullopt for any other key.
+std::optional<Kv> truncated_layer_array(const Kv& kv, const std::string& arch, uint64_t block_count,
+                                        uint64_t dropped) {
+    if (kv.type != GgufType::kArray || kv.count != block_count || !kv.key.starts_with(arch + "."))
+        return std::nullopt;
+    const size_t elem = gguf_scalar_size(kv.elem_type);
+    if (elem == 0 || kv.elem_type == GgufType::kString) return std::nullopt;
+    Kv out = kv;
+    out.count = block_count - dropped;
+    const uint64_t n = out.count;
+    out.raw.resize(12 + elem * n);
+    std::memcpy(out.raw.data() + 4, &n, 8);
+    return out;
+}
+
 // Shard 1's KVs: every source KV in source order with expert_count = N, source split.* replaced in
 // place by `split` (or dropped when `split` is empty), then provenance, then split.* keys the source
 // lacked. Provenance keys of an earlier splice are dropped: they would describe the wrong source.
@@ -59,8 +75,23 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
     const uint64_t n_keep = kl.blocks.front().keep.size();
     std::vector<Kv> kvs;
     std::vector<bool> placed(split.size(), false);
+    const uint64_t dropped = o.drop_mtp ? layout.nextn_predict_layers : 0;
     for (const Kv& kv : model.metadata().kvs) {
         if (kv.key.starts_with(kProvenancePrefix)) continue;
+        if (dropped > 0) {
+            if (kv.key == arch_key(layout.arch, kBlockCountKey)) {
+                kvs.push_back(*Kv::make_int_like(kv, layout.block_count - dropped));
+                continue;
+            }
+            if (kv.key == arch_key(layout.arch, kNextnPredictLayersKey)) {
+                kvs.push_back(*Kv::make_int_like(kv, 0));
+                continue;
+            }
+            if (auto cut = truncated_layer_array(kv, layout.arch, layout.block_count, dropped)) {
+                kvs.push_back(std::move(*cut));
+                continue;
+            }
+        }
         if (is_split_key(kv.key)) {
             for (size_t i = 0; i < split.size(); ++i)
                 if (split[i].key == kv.key) {
@@ -96,6 +127,8 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
         kvs.push_back(
             Kv::make_u32(kProvenanceSourceExpertCountKey, static_cast<uint32_t>(layout.expert_count)));
         kvs.push_back(Kv::make_string(kProvenanceKeeplistShaKey, o.keeplist_sha256));
+        if (dropped > 0)
+            kvs.push_back(Kv::make_u32(kProvenanceDroppedNextnKey, static_cast<uint32_t>(dropped)));
         for (const KeepBlock& b : kl.blocks)
             kvs.push_back(Kv::make_u32_array(fmt::format("{}{}", kProvenanceKeptPrefix, b.block), b.keep));
         if (o.width) {
@@ -345,25 +378,42 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
     // Hash-routed blocks: their token → expert tables are written rewritten (ops/hash_routing.h).
     std::map<size_t, HashRewrite> rewritten;
     for (const MoeBlock& b : layout.blocks)
-        if (b.hash_table) {
+        if (b.hash_table && !(o.drop_mtp && layout.is_nextn_block(b.block))) {
             HashRewrite h = rewrite_hash_table(model, b, kl.find_block(b.block)->keep);
             plan.hash_rewrites.push_back({h.block, h.entries, h.redirected});
             rewritten.emplace(*b.hash_table, std::move(h));
         }
+    // The tensors written, in source order (--drop-mtp leaves out the nextn blocks').
+    if (o.drop_mtp) {
+        if (layout.nextn_predict_layers == 0)
+            throw UsageError(
+                fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 or "
+                            "absent)",
+                            plan.source_path, layout.arch));
+        plan.dropped_blocks = layout.nextn_predict_layers;
+    }
+    std::vector<size_t> written;  // source tensor index of each output tensor
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const auto split = split_block_name(model.info(refs[i]).name);
+        if (o.drop_mtp && split && layout.is_nextn_block(split->first)) continue;
+        written.push_back(i);
+    }
+    plan.tensor_count = written.size();
     std::vector<TensorInfo> infos;
-    infos.reserve(refs.size());
-    for (size_t i = 0; i < refs.size(); ++i) infos.push_back(output_info(model.info(refs[i]), how[i]));
+    infos.reserve(written.size());
+    for (size_t i : written) infos.push_back(output_info(model.info(refs[i]), how[i]));
 
     // Cut the tensor sequence into shards. Shard 1's header is sized with split.* present; when the
     // result is a single file they are dropped, which only makes it smaller.
     uint64_t first_kv_bytes = 0, other_kv_bytes = 0;
     uint32_t first_alignment = kGgufDefaultAlignment;
     {
-        const std::vector<Kv> kvs_multi = first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, refs.size()));
+        const std::vector<Kv> kvs_multi =
+            first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, infos.size()));
         for (const Kv& kv : kvs_multi) first_kv_bytes += kv_bytes(kv);
         first_alignment = header_alignment(kvs_multi);
     }
-    for (const Kv& kv : split_kvs(1, 2, refs.size())) other_kv_bytes += kv_bytes(kv);
+    for (const Kv& kv : split_kvs(1, 2, infos.size())) other_kv_bytes += kv_bytes(kv);
     std::vector<uint64_t> weight;
     for (const TensorInfo& t : infos)
         weight.push_back(info_bytes(t) + padded(t.nbytes, kGgufDefaultAlignment));
@@ -380,7 +430,7 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
             cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
             break;
         case SplitMode::kMaxTensors:
-            cuts = max_tensor_cuts(refs.size(), o.split_value);
+            cuts = max_tensor_cuts(infos.size(), o.split_value);
             break;
         case SplitMode::kMaxSize:
             cuts = max_size_cuts(infos, first_kv_bytes, first_alignment, other_kv_bytes, o.split_value);
@@ -398,8 +448,8 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
         f.version = version;
         const std::vector<Kv> kvs =
             s == 0 ? first_shard_kvs(model, layout, kl, o,
-                                     n_shards > 1 ? split_kvs(0, n_shards, refs.size()) : std::vector<Kv>{})
-                   : split_kvs(s, n_shards, refs.size());
+                                     n_shards > 1 ? split_kvs(0, n_shards, infos.size()) : std::vector<Kv>{})
+                   : split_kvs(s, n_shards, infos.size());
         f.kv_count = kvs.size();
         f.alignment = header_alignment(kvs);
         std::vector<TensorInfo> shard_infos(infos.begin() + static_cast<ptrdiff_t>(cuts[s]),
@@ -409,10 +459,11 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
         f.header_bytes = header.size();
         f.job.path = paths[s];
         f.job.append_literal(std::move(header));
-        for (size_t i = cuts[s]; i < cuts[s + 1]; ++i) {
+        for (size_t w = cuts[s]; w < cuts[s + 1]; ++w) {
+            const size_t i = written[w];
             PlannedTensor pt;
             pt.source_tensor = i;
-            pt.info = shard_infos[i - cuts[s]];
+            pt.info = shard_infos[w - cuts[s]];
             pt.data_offset = f.job.size;
             if (pt.data_offset != f.header_bytes + pt.info.offset)
                 throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}",

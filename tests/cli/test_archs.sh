@@ -165,6 +165,34 @@ PY
     expect_out "1 of 2048 token → expert entries are wrong; the first: token 0 slot 1 names "
 fi
 
+# --drop-mtp: a glm4moe model with a nextn block loses it; the result loads and audit proves it.
+case_ "glm4moe --nextn 1, spliced with --drop-mtp: one block fewer, loads, audit passes"
+D=$WORK/mtp
+mkdir -p "$D"
+run "$GEN" model --arch glm4moe --nextn 1 -o "$D/m.gguf"
+expect_code 0
+run "$BIN" inspect --json "$D/m.gguf"
+expect_json "d['n_layers'] == 5 and d['moe_layers'] == [1, 2, 3, 4]"
+run "$GEN" imatrix --model "$D/m.gguf" --domain chat -o "$D/chat.imatrix.gguf"
+run "$BIN" rank --model "$D/m.gguf" --imatrix chat="$D/chat.imatrix.gguf" --ratio 25% -o "$D/rank"
+expect_code 0
+run "$BIN" splice "$D/m.gguf" --keeplist "$D/rank/keeplist.json" --drop-mtp -o "$D/p.gguf"
+expect_code 0
+expect_out "MTP blocks dropped: 1 (--drop-mtp)"
+run "$BIN" inspect --json "$D/p.gguf"
+expect_json "d['n_layers'] == 4 and d['moe_layers'] == [1, 2, 3] and not any(t.startswith('blk.4.') for t in [x['name'] for x in d.get('tensors', [])])"
+run "$BIN" audit "$D/p.gguf" --source "$D/m.gguf"
+expect_code 0
+expect_out "PASS"
+load glm4moe "$D/p.gguf" "MTP-dropped"
+run "$BIN" estimate "$D/m.gguf" --keeplist "$D/rank/keeplist.json" --drop-mtp --json
+expect_code 0
+expect_json "d['after']['file_bytes'] == $(stat -c %s "$D/p.gguf") and d['after']['nextn_bytes'] == 0 and d['before']['nextn_bytes'] > 0"
+case_ "--drop-mtp on a model without MTP blocks is refused"
+run "$BIN" splice "$WORK/qwen3moe/m.gguf" --keeplist "$WORK/qwen3moe/rank/keeplist.json" --drop-mtp -o "$D/x.gguf"
+expect_code 2
+expect_err "--drop-mtp: $WORK/qwen3moe/m.gguf has no MTP blocks (qwen3moe.nextn_predict_layers is 0 or absent)"
+
 # Pruning Llama-4 Maverick's 128 experts would load in llama.cpp but turn on a Q/K norm the model was
 # not trained with: refused (docs/architectures.md, "Refusals").
 case_ "llama4 with 128 experts: rank refuses any other count"
