@@ -182,8 +182,8 @@ inline void write_at(const std::string& path, uint64_t offset, const void* data,
     f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
 }
 
-inline AuditReport audit(const std::string& output, const std::string& source = "", const std::string& keeplist = "",
-                  int threads = 0) {
+inline AuditReport audit(const std::string& output, const std::string& source = "",
+                         const std::string& keeplist = "", int threads = 0) {
     AuditOptions o;
     o.output = output;
     if (!source.empty()) o.source = source;
