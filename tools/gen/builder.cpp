@@ -278,6 +278,13 @@ void ModelBuilder::tensor(const std::string& name, std::array<int64_t, 4> ne, Ty
     plan_.tensors.push_back(std::move(t));
 }
 
+void ModelBuilder::nextn_head(int64_t b) {
+    nextn_block(b);
+    tensor(blk(b, "nextn.eh_proj.weight"), {2 * spec_.embd, spec_.embd, 1, 1}, TypeClass::kAttn);
+    for (const char* w : {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
+        norm(blk(b, w), spec_.embd);
+}
+
 std::string ModelBuilder::blk(int64_t b, const std::string& rest) {
     return fmt::format("blk.{}.{}", b, rest);
 }

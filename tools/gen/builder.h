@@ -117,6 +117,9 @@ class ModelBuilder {
 
     void moe_block(int64_t b) { moe_blocks_.push_back(b); }
     void nextn_block(int64_t b) { nextn_blocks_.push_back(b); }
+    // An MTP block's head as llama.cpp's nextn loaders create it: nextn.eh_proj [2·embd, embd], and the
+    // enorm, hnorm and shared_head_norm norms; marks b a nextn block.
+    void nextn_head(int64_t b);
 
     ModelPlan finish();
     // The tensors added so far (the last one: to set its FillIds).

@@ -39,12 +39,7 @@ void build_deepseek2(ModelBuilder& b) {
             b.shared_experts(i, s.expert_ff * s.shared);
         }
         if (i >= s.blocks) {  // the MTP head's own tensors (loaded with the block, skipped at run time)
-            b.nextn_block(i);
-            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1},
-                     TypeClass::kAttn);
-            for (const char* w :
-                 {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
-                b.norm(ModelBuilder::blk(i, w), s.embd);
+            b.nextn_head(i);
         }
     }
     b.norm("output_norm.weight", s.embd);

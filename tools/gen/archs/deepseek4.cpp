@@ -182,12 +182,7 @@ void build_deepseek4(ModelBuilder& b) {
         if (ratios[static_cast<size_t>(i)] != 0) dsv4_compressor(b, i, ratios[static_cast<size_t>(i)], d);
         dsv4_moe(b, i, i < hash);
         if (i >= s.blocks) {  // the MTP head's own tensors (shape-checked, then skipped by a plain load)
-            b.nextn_block(i);
-            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1},
-                     TypeClass::kAttn);
-            for (const char* w :
-                 {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
-                b.norm(ModelBuilder::blk(i, w), s.embd);
+            b.nextn_head(i);
         }
     }
 }

@@ -121,12 +121,7 @@ void build_exaone_moe(ModelBuilder& b) {
             b.shared_experts(i, s.expert_ff * s.shared);
         }
         if (i >= s.blocks) {  // loaded with TENSOR_SKIP: shape-checked, then dropped
-            b.nextn_block(i);
-            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1},
-                     TypeClass::kAttn);
-            for (const char* w :
-                 {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
-                b.norm(ModelBuilder::blk(i, w), s.embd);
+            b.nextn_head(i);
         }
     }
     b.norm("output_norm.weight", s.embd);
@@ -214,12 +209,7 @@ void build_hy_v3(ModelBuilder& b) {
             b.shared_experts(i, s.expert_ff * s.shared);
         }
         if (i >= s.blocks) {  // its attention is skipped at load; its FFN is loaded
-            b.nextn_block(i);
-            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1},
-                     TypeClass::kAttn);
-            for (const char* w :
-                 {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
-                b.norm(ModelBuilder::blk(i, w), s.embd);
+            b.nextn_head(i);
         }
     }
     b.norm("output_norm.weight", s.embd);

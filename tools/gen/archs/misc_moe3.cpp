@@ -113,12 +113,7 @@ void build_step35(ModelBuilder& b) {
             b.shared_experts(i, shexp_ff);
         }
         if (i >= s.blocks) {
-            b.nextn_block(i);
-            b.tensor(ModelBuilder::blk(i, "nextn.eh_proj.weight"), {2 * s.embd, s.embd, 1, 1},
-                     TypeClass::kAttn);
-            for (const char* w :
-                 {"nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"})
-                b.norm(ModelBuilder::blk(i, w), s.embd);
+            b.nextn_head(i);
         }
     }
 }
