@@ -221,6 +221,26 @@ TEST_F(EstimateGenerated, PlanOnAQuantizedDownProjectionIsEstimatedAsRequantised
     EXPECT_GE(e.after->file_bytes_slack, 32u);
 }
 
+TEST_F(EstimateGenerated, BlockAlignedPlanOnAQuantizedDownProjectionIsExact) {
+    // Whole Q8_0 blocks (channels 32..63 of every expert): splice cuts it byte-exactly, so the figure is
+    // splice's own.
+    auto r = test::run_gen(fmt::format("{} -o {}", gen_args(64, "Q8_0"), file("q.gguf")));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<uint16_t> ch;
+    for (int pair = 0; pair < 16; ++pair)
+        for (int c = 0; c < 32; ++c) ch.push_back(static_cast<uint16_t>(32 + c));
+    write_npz(file("b32.npz"), {{"channels", NpyArray::u16({16, 32}, ch)}});
+    ShardSet m = ShardSet::open(file("q.gguf"));
+    EstimateInputs in;
+    in.neuron_plan_path = file("b32.npz");
+    const Estimate e = estimate_model(m, in);
+    ASSERT_TRUE(e.after.has_value());
+    EXPECT_FALSE(e.after_requantised);
+    EXPECT_TRUE(e.after->file_bytes_exact);
+    EXPECT_EQ(e.after->file_bytes, spliced_bytes(fmt::format("{} --neuron-plan {} -o {}", file("q.gguf"),
+                                                             file("b32.npz"), file("o"))));
+}
+
 TEST_F(EstimateGenerated, StandardAttentionKvPerTokenAndPerRank) {
     const Estimate e = run({});
     EXPECT_EQ(e.kv.kind, KvKind::kStandard);

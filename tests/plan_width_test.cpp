@@ -112,6 +112,19 @@ TEST(PlanWidthRanking, ScoreDescendingTiesByChannelId) {
     EXPECT_EQ(top_channels(zeros, 4, 2), (std::vector<int32_t>{0, 1}));
 }
 
+TEST(PlanWidthRanking, BlockGroupsBySummedScoreTiesByGroupIndex) {
+    // Groups of 2: {0,1} = 4, {2,3} = 5, {4,5} = 5, {6,7} = 1. The best two: 1 and 2 (5 each); with a
+    // tie at the cut, the lower group wins: the best one is group 1.
+    const float s[] = {3, 1, 0, 5, 4, 1, 1, 0};
+    EXPECT_EQ(top_channel_groups(s, 8, 4, 2), (std::vector<int32_t>{2, 3, 4, 5}));
+    EXPECT_EQ(top_channel_groups(s, 8, 2, 2), (std::vector<int32_t>{2, 3}));
+    EXPECT_EQ(top_channel_groups(s, 8, 6, 2), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+    // Channel 3 alone (5) would be the best single channel; granularity 1 ranks channels.
+    EXPECT_EQ(top_channel_groups(s, 8, 2, 1), (std::vector<int32_t>{3, 4}));
+    const float zeros[] = {0, 0, 0, 0};
+    EXPECT_EQ(top_channel_groups(zeros, 4, 2, 2), (std::vector<int32_t>{0, 1}));
+}
+
 TEST(PlanWidthRanking, ReceiptPathBesideThePlan) {
     EXPECT_EQ(default_receipt_path("out/plan.npz"), "out/plan.json");
     EXPECT_EQ(default_receipt_path("plan"), "plan.json");
@@ -264,7 +277,7 @@ TEST_F(PlanWidthTest, ImatricesOfDifferentShapes) {
 class PlanWidthModelTest : public PlanWidthTest {
   protected:
     // deepseek2, MoE blocks 1 and 2, E = 2, expert width 64 (F16), one shared expert 64 wide.
-    void write_model(int64_t E = 2) {
+    void write_model(int64_t E = 2, int32_t type = test::kF16) {
         const std::vector<Kv> kvs{Kv::make_string("general.architecture", "deepseek2"),
                                   Kv::make_u32("deepseek2.block_count", 3),
                                   Kv::make_u32("deepseek2.expert_count", static_cast<uint32_t>(E)),
@@ -273,7 +286,7 @@ class PlanWidthModelTest : public PlanWidthTest {
                                   Kv::make_u32("deepseek2.expert_feed_forward_length", 64)};
         std::vector<TensorSpec> t{{"token_embd.weight", {32, 16}, test::kF32}};
         for (int b = 1; b <= 2; ++b) {
-            for (auto& s : test::moe_block(b, E, 32, 64, test::kF16)) t.push_back(s);
+            for (auto& s : test::moe_block(b, E, 32, 64, type)) t.push_back(s);
             t.push_back({"blk." + std::to_string(b) + ".ffn_down_shexp.weight", {64, 32}, test::kF16});
         }
         test::write_gguf(dir_.file("m.gguf"), kvs, t);
@@ -314,6 +327,54 @@ TEST_F(PlanWidthModelTest, ImatrixOfAnotherModel) {
               "a.gguf: blk.1.ffn_down_exps.weight has 4 experts, but m.gguf has 2: the imatrix was made for "
               "another "
               "model");
+}
+
+TEST_F(PlanWidthModelTest, BlockGranularityKeepsWholeQuantBlocks) {
+    // Q8_0 experts (blocks of 32): the two groups of each expert are channels 0..31 and 32..63.
+    write_model(2, test::kQ8_0);
+    // Expert 0: channel 40 alone holds 100, but group 0 holds more in sum (32 × 4 = 128).
+    std::vector<float> v(128, 0.0f);
+    for (int c = 0; c < 32; ++c) v[static_cast<size_t>(c)] = 4;                           // group 0: 128
+    v[40] = 100;                                                                          // group 1: 100
+    for (int c = 0; c < 64; ++c) v[static_cast<size_t>(64 + c)] = static_cast<float>(c);  // expert 1
+    write_gguf_imatrix(dir_.file("a.gguf"), {{1, {v, {1, 1}}}, {2, {v, {1, 1}}}}, 64, 2);
+    PlanWidthOptions o = opts(32, {{"a", dir_.file("a.gguf")}});
+    o.granularity = Granularity::kBlock;
+    EXPECT_EQ(usage_error(o),
+              "--granularity block needs --model: the block size comes from the model's tensor types");
+    o.model = dir_.file("m.gguf");
+    o.k = 16;
+    EXPECT_EQ(usage_error(o),
+              "K = 16 is not a legal expert width for m.gguf: rows of ffn_down_exps hold whole blocks of 32 "
+              "elements, so K must be a multiple of 32; legal widths are {32, 64}");
+    o.k = 32;
+    const PlanWidthResult r = ops::plan_width(o);
+    EXPECT_EQ(r.group, 32);
+    // Expert 0 keeps group 0 (128 of 228); the per-channel plan would keep channel 40 and the 31
+    // lowest-numbered of group 0 (100 + 31 × 4 = 224 of 228). Expert 1 keeps group 1 (channels 32..63).
+    std::vector<int64_t> g0(32), g1(32);
+    for (int c = 0; c < 32; ++c) g0[static_cast<size_t>(c)] = c, g1[static_cast<size_t>(c)] = 32 + c;
+    EXPECT_EQ(channels_row(0), g0);
+    EXPECT_EQ(channels_row(1), g1);
+    EXPECT_DOUBLE_EQ(r.retained[0], 128.0 / 228);
+    EXPECT_DOUBLE_EQ(r.retained_channel[0], 224.0 / 228);
+    // Expert 1: channels 0..63 score c; group 1 holds 32·32 + (0 + ... + 31) = 1520 of 2016, which is
+    // also the per-channel top 32.
+    EXPECT_DOUBLE_EQ(r.retained[1], 1520.0 / 2016);
+    EXPECT_DOUBLE_EQ(r.retained_channel[1], 1520.0 / 2016);
+    const auto& j = r.receipt;
+    EXPECT_EQ(j["granularity"]["unit"], "block");
+    EXPECT_EQ(j["granularity"]["group"], 32);
+    EXPECT_EQ(j["granularity"]["block_size_from"],
+              nlohmann::json::array({"blk.1.ffn_down_exps.weight Q8_0 (32)"}));
+    EXPECT_DOUBLE_EQ(j["blocks"][0]["energy_retained"]["min"].get<double>(), 128.0 / 228);
+    EXPECT_DOUBLE_EQ(j["blocks"][0]["energy_retained_by_channel"]["max"].get<double>(), 224.0 / 228);
+    const auto a = read_npz(dir_.file("plan.npz"));
+    EXPECT_EQ(a.at("group").to_int64(), (std::vector<int64_t>{32}));
+    // splice, audit and estimate read it as any plan.
+    const NeuronPlan p = read_neuron_plan(dir_.file("plan.npz"), {1, 2}, 2, 64);
+    EXPECT_EQ(std::vector<int32_t>(p.row(0, 0), p.row(0, 0) + 32),
+              std::vector<int32_t>(g0.begin(), g0.end()));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // splice --neuron-plan: generated models width-spliced with hand-made plans, every output element
 // checked against the source by code of this test (not splice's), the KVs it changes, the imatrix it
-// prunes, and the refusals (quantized down projection, illegal K, a plan for another model).
+// prunes, and the refusals (illegal K, a plan for another model).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -272,24 +272,7 @@ TEST(SpliceWidthKvs, MissingWidthKeyIsAddedAfterExpertCount) {
     check_width_output(src, o, plan, all_experts(src), 64);
 }
 
-TEST(SpliceWidthRefusal, QuantizedDownProjectionNeedsRequantisation) {
-    TempDir dir;
-    const std::string model = gen_model(dir, "q", "--type-exps Q8_0");
-    const ShardSet src = ShardSet::open(model);
-    make_plan(dir.file("plan.npz"), moe_blocks(src), 16, 64, 32, 1);
-    const auto r = test::run_cli(
-        fmt::format("splice {} --neuron-plan {} -o {}", model, dir.file("plan.npz"), dir.file("out")));
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err,
-              fmt::format("gguf-reap: error: {}: tensor 'blk.1.ffn_down_exps.weight' is Q8_0; width "
-                          "pruning keeps columns of every expert's ffn_down_exps rows, which is "
-                          "byte-exact only for F32, F16 or BF16: a quantized row cannot lose columns "
-                          "without requantisation, which gguf-reap never does. Width-splice a BF16 or "
-                          "F16 copy of the model instead, then quantize the result with llama-quantize, "
-                          "giving it the imatrix pruned by the same splice (--imatrix-in/--imatrix-out)\n",
-                          model));
-    EXPECT_FALSE(std::filesystem::exists(dir.file("out.gguf")));
-}
+// A quantized down projection cut by a plan that is not whole quant blocks: splice_width_blocks_test.cpp.
 
 TEST(SpliceWidthRefusal, IllegalKListsTheLegalWidths) {
     TempDir dir;

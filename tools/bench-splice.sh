@@ -7,7 +7,7 @@
 # Environment:
 #   BENCH_DIR   scratch directory (default /work/bench-splice.$$; removed at the end)
 #   REPS        repetitions of each measurement (default 3; medians are reported)
-#   MODELS      which models: "k3 big" (default), or one of them
+#   MODELS      which models: "k3 big" (default), any of "k3 big width"
 #   CACHES      "warm cold" (default): warm = source in the page cache; cold = `sync` and
 #               drop_caches before every timed command (needs root), so both read from the disk
 #   KEEP        fraction of experts kept per block, chosen at random (default 0.5)
@@ -17,6 +17,9 @@
 # Models (docs/fixture-generator.md):
 #   k3   Kimi-K3-shaped: 93 blocks (92 MoE), 896 experts, 247,296 expert slabs of ~17 KiB, 4.4 GB
 #   big  large slabs: 14 blocks, 128 experts, slabs of 2.1 MiB, 11.5 GB in 4 shards
+#   width  a width cut of a quantized model: big's shape with 8 blocks (6.6 GB in 2 shards), KEEP of the
+#        experts and a `plan-width --granularity block` plan keeping 512 of 1024 channels, so every
+#        ffn_down_exps row (32 Q8_0 blocks of 34 bytes) is gathered from 16 whole blocks
 #
 # Each timed command starts after `sync`, so no run pays for the previous one's writeback. splice
 # fsyncs its outputs before renaming them; cp does not. So there are two like-for-like pairs: splice
@@ -85,11 +88,13 @@ n_drop = E - max(d["moe"]["used"], round(E * keep))
 print(json.dumps({"drop": {str(b): sorted(rng.sample(range(E), n_drop)) for b in d["moe_layers"]}}))' "$KEEP"
 }
 
-bench() {  # bench NAME MODEL_FIRST_FILE
+bench() {  # bench NAME MODEL_FIRST_FILE [SPLICE_OPTION...]
     local name=$1 model=$2
+    shift 2
+    local extra=("$@")
     make_keeplist "$model" >"$DIR/keep.json"
     local plan bytes
-    plan=$("$BIN" splice "$model" --keeplist "$DIR/keep.json" -o "$DIR/out" --dry-run --json)
+    plan=$("$BIN" splice "$model" --keeplist "$DIR/keep.json" "${extra[@]}" -o "$DIR/out" --dry-run --json)
     bytes=$(echo "$plan" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_written"])')
     echo "$plan" | /usr/bin/python3 -c '
 import json, sys
@@ -115,10 +120,11 @@ print("## %s: %d source shard(s), %d MoE blocks, %d -> %d experts; %d output sha
         : >"$DIR/splice.t"; : >"$DIR/nosync.t"; : >"$DIR/cp.t"; : >"$DIR/cpsync.t"
         for _ in $(seq 1 "$REPS"); do
             rm -f "$DIR"/out*.gguf "$DIR/copy.bin"
-            timed "$cache" "$DIR/log" "$BIN" splice "$model" --keeplist "$DIR/keep.json" -o "$DIR/out" -q >>"$DIR/splice.t"
+            timed "$cache" "$DIR/log" "$BIN" splice "$model" --keeplist "$DIR/keep.json" "${extra[@]}" -o "$DIR/out" -q \
+                >>"$DIR/splice.t"
             rm -f "$DIR"/out*.gguf
             # --no-fsync: as durable as cp (the kernel writes back later), so the like-for-like pair.
-            timed "$cache" "$DIR/log" "$BIN" splice "$model" --keeplist "$DIR/keep.json" -o "$DIR/out" -q \
+            timed "$cache" "$DIR/log" "$BIN" splice "$model" --keeplist "$DIR/keep.json" "${extra[@]}" -o "$DIR/out" -q \
                 --no-fsync >>"$DIR/nosync.t"
             rm -f "$DIR"/out*.gguf
             timed "$cache" "$DIR/log" cp "$DIR/ref.bin" "$DIR/copy.bin" >>"$DIR/cp.t"
@@ -154,6 +160,14 @@ for m in $MODELS; do
                 --type-exps Q8_0 --shards 4 -o "$DIR/big" >/dev/null
             bench big "$DIR/big-00001-of-00004.gguf"
             rm -f "$DIR"/big-*.gguf ;;
-        *) echo "bench-splice: unknown model '$m' (k3, big)" >&2; exit 2 ;;
+        width)
+            "$GEN" model --skeleton --preset kimi-k3 --blocks 8 --experts 128 --used 8 --embd 2048 --expert-ff 1024 \
+                --type-exps Q8_0 --shards 2 -o "$DIR/width" >/dev/null
+            "$GEN" imatrix --model "$DIR/width-00001-of-00002.gguf" -o "$DIR/width.imatrix.gguf" >/dev/null
+            "$BIN" plan-width --model "$DIR/width-00001-of-00002.gguf" --imatrix "$DIR/width.imatrix.gguf" --k 512 \
+                --granularity block -o "$DIR/width-plan.npz" >/dev/null
+            bench width "$DIR/width-00001-of-00002.gguf" --neuron-plan "$DIR/width-plan.npz"
+            rm -f "$DIR"/width-*.gguf "$DIR"/width*.npz "$DIR"/width*.json "$DIR/width.imatrix.gguf" ;;
+        *) echo "bench-splice: unknown model '$m' (k3, big, width)" >&2; exit 2 ;;
     esac
 done

@@ -15,7 +15,7 @@ namespace {
 
 struct PlanWidthCli {
     std::vector<std::string> imatrices;
-    std::string model, out, receipt;
+    std::string model, out, receipt, granularity = "channel";
     int64_t k = 0;
     bool force = false, json = false;
 };
@@ -28,11 +28,21 @@ void print_text(const PlanWidthResult& r) {
     std::cout << fmt::format(
         "kept {} of {} channels for {} experts in each of {} MoE blocks, from {} domain(s)\n", r.k,
         r.native_width, r.expert_count, r.blocks.size(), r.receipt["inputs"].size());
+    if (r.group > 1)
+        std::cout << fmt::format(
+            "block granularity: whole groups of {} channels ({} of {} per expert), so every quant block of "
+            "ffn_down_exps is kept or dropped whole\n",
+            r.group, r.k / r.group, r.native_width / r.group);
     for (const auto& b : r.receipt["blocks"]) {
         const auto& e = b["energy_retained"];
         std::string line =
             fmt::format("blk.{}: energy retained min {} median {} max {}", b["block"].get<int>(),
                         share(e["min"]), share(e["median"]), share(e["max"]));
+        if (b.contains("energy_retained_by_channel")) {
+            const auto& c = b["energy_retained_by_channel"];
+            line += fmt::format(" (per channel: min {} median {} max {})", share(c["min"]),
+                                share(c["median"]), share(c["max"]));
+        }
         if (!b["unrouted_experts"].empty())
             line += fmt::format("; never routed (channels 0..{} kept): {}", r.k - 1,
                                 fmt::join(b["unrouted_experts"].get<std::vector<int64_t>>(), ", "));
@@ -49,6 +59,7 @@ int run_plan_width(const PlanWidthCli& c) {
     o.receipt = c.receipt;
     o.model = c.model;
     o.force = c.force;
+    o.granularity = c.granularity == "block" ? Granularity::kBlock : Granularity::kChannel;
     o.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
     const PlanWidthResult r = ops::plan_width(o, cli_events(false));
     if (c.json) {
@@ -76,6 +87,10 @@ Command add_plan_width(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--receipt", c->receipt, "The JSON receipt (default: the plan's name with .json)");
     sub->add_option("--model", c->model,
                     "The model (any shard): checks the imatrices and applies the width rules");
+    sub->add_option("--granularity", c->granularity,
+                    "channel (default): any K channels; block: whole aligned groups of the quant block "
+                    "size, which splice cuts byte-exactly in quantized models (needs --model)")
+        ->check(CLI::IsMember({"channel", "block"}));
     sub->add_flag("--force", c->force, "Overwrite existing outputs");
     sub->add_flag("--json", c->json, "Print one JSON document on stdout");
     return {sub, [c] { return run_plan_width(*c); }};

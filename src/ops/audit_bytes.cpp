@@ -197,6 +197,7 @@ struct GatherResult {
     int64_t channel = -1, row = -1;
     bool upper = false;  // in the up half of a fused gate_up
     uint64_t src_offset = 0;
+    int64_t values = 1;  // channels per element (a quant block): `channel` counts blocks
 };
 
 template <typename Feed>
@@ -208,6 +209,7 @@ GatherResult compare_gather(const Piece& p, SequentialReader& out, SequentialRea
     const uint64_t src_slab_end =
         run.src_offset + g.unit * static_cast<uint64_t>(g.factor * g.n_ff * (g.elements ? g.rows : 1));
     GatherResult res;
+    res.values = g.values;
     std::vector<uint8_t> expect, row;
     // Copies [off, off + n) of the source into dst through the stream (a view may end early).
     auto read_src = [&](uint64_t off, uint64_t n, uint8_t* dst) {
@@ -279,13 +281,17 @@ Finding gather_finding(const OutShard& s, const Piece& p, const std::string& src
     f.region = run.region;
     f.expert = run.expert;
     f.source_expert = run.source_expert;
-    f.channel = g.channel;
-    f.subject = fmt::format("tensor '{}' expert {} (source expert {}) channel {}{}", t.name, run.expert,
-                            run.source_expert, g.channel, g.upper ? " (up half)" : "");
+    const int64_t first = g.channel * g.values;
+    f.channel = first;
+    const std::string channel =
+        g.values == 1 ? fmt::format("channel {}", first)
+                      : fmt::format("channels {}..{} (one quant block)", first, first + g.values - 1);
+    f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}{}", t.name, run.expert,
+                            run.source_expert, channel, g.upper ? " (up half)" : "");
     f.message = fmt::format(
-        "differs from source expert {} channel {}{}: {} of {} bytes of the expert's {} differ, "
+        "differs from source expert {} {}{}: {} of {} bytes of the expert's {} differ, "
         "the first at byte {} ({} offset {})",
-        run.source_expert, g.channel, g.row >= 0 ? fmt::format(" in row {}", g.row) : "", g.diffs, p.length,
+        run.source_expert, channel, g.row >= 0 ? fmt::format(" in row {}", g.row) : "", g.diffs, p.length,
         run.region, g.first - p.offset, base_name(src_path), g.src_offset);
     return f;
 }

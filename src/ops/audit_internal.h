@@ -67,6 +67,9 @@ struct WidthAudit {
     int64_t native_width = 0;  // n_ff of the source
     std::string sha256;        // of the plan file
     std::vector<WidthKv> kvs;  // what the cut sets: the width key = K and the shared-width keys
+    // A quantized row loses whole blocks: for each block size B > 1 of a tensor cut inside its rows,
+    // the plan in units of B-blocks (k = K / B, row ids c / B of the aligned groups it keeps).
+    std::map<int64_t, NeuronPlan> block_plans;
 };
 
 // Reads and checks the plan against the source; names a plan sha the output records differently. An
@@ -114,17 +117,19 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
 // How one kept expert's bytes of a width-cut tensor are gathered from its source slab: whole rows
 // (ffn_gate/up_exps; ffn_gate_up_exps: gate rows then up rows) or elements of every row
 // (ffn_down_exps, gpt-oss gate/up biases; a fused gate_up bias: gate elements then up elements).
+// A quantized row's elements are its blocks: n_ff, k and the channel ids then count blocks of
+// `values` channels (WidthAudit::block_plans).
 struct WidthGather {
     bool elements = false;
     int64_t factor = 1;  // fused gate_up: 2 halves of n_ff channels, kept c, then n_ff + c
     uint64_t unit = 0;   // bytes of one row (rows) or of one element (elements)
     int64_t rows = 1;    // elements: rows per expert slab
     int64_t n_ff = 0, k = 0;
+    int64_t values = 1;      // channels per element: the quant block size
     size_t block_index = 0;  // into plan.blocks
     std::shared_ptr<const WidthAudit> width;
-    const int32_t* channels(int64_t source_expert) const {
-        return width->plan.row(block_index, source_expert);
-    }
+    const NeuronPlan* plan = nullptr;  // width->plan, or width->block_plans[values]
+    const int32_t* channels(int64_t source_expert) const { return plan->row(block_index, source_expert); }
 };
 
 // One run of source bytes an output tensor must reproduce, in output order.

@@ -135,15 +135,35 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
         read_neuron_plan(*plan_path, blocks, static_cast<int64_t>(layout.expert_count), rules.native_width);
     check_width(rules, w->plan.k, src.shards().front().path);
     w->kvs = width_kvs(rules, w->plan.k);
-    // Elements of a quantized row are not bytes: a width cut of such a tensor cannot be byte-exact.
+    // Elements of a quantized row are whole blocks: only a plan of whole aligned groups of the block
+    // size can have cut it byte-exactly. Each such plan is also kept in units of blocks.
     for (const auto& b : layout.blocks)
         for (const auto& et : b.tensors) {
             const TensorInfo& t = src.info(src.tensors()[et.tensor]);
-            if (et.kind->width_cuts_inside_rows() && ggml_type(t.type)->block_size != 1)
-                throw UsageError(
-                    fmt::format("{}: {} is {}: its columns cannot be cut byte-exactly, so no width-spliced "
-                                "output of this source can be verified",
-                                src.shards().front().path, t.name, ggml_type_display(t.type)));
+            const int64_t bs = ggml_type(t.type)->block_size;
+            if (!et.kind->width_cuts_inside_rows() || bs == 1 || w->block_plans.count(bs)) continue;
+            NeuronPlan units;
+            units.k = w->plan.k / bs;
+            units.expert_count = w->plan.expert_count;
+            units.blocks = w->plan.blocks;
+            for (size_t bi = 0; bi < w->plan.blocks.size(); ++bi)
+                for (int64_t e = 0; e < w->plan.expert_count; ++e) {
+                    const int32_t* r = w->plan.row(bi, e);
+                    std::map<int32_t, int64_t> per_block;  // rows are ascending and unique
+                    for (int64_t j = 0; j < w->plan.k; ++j) ++per_block[r[j] / static_cast<int32_t>(bs)];
+                    for (const auto& [q, n] : per_block) {
+                        if (n != bs)
+                            throw UsageError(fmt::format(
+                                "{}: {} is {}, whose rows hold blocks of {} values, but {} keeps {} of the "
+                                "{} "
+                                "channels {}..{} of block {} expert {}: no width-spliced output of this "
+                                "source can have been cut by that plan byte-exactly",
+                                src.shards().front().path, t.name, ggml_type_display(t.type), bs, *plan_path,
+                                n, bs, q * bs, q * bs + bs - 1, w->plan.blocks[bi], e));
+                        units.channels.push_back(q);
+                    }
+                }
+            w->block_plans.emplace(bs, std::move(units));
         }
     w->sha256 = sha256_file(*plan_path);
     if (recorded && recorded_sha != w->sha256)
@@ -424,11 +444,18 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                     g->n_ff = w.native_width;
                     g->k = w.plan.k;
                     g->width = kept.width;
+                    g->plan = &w.plan;
                     g->block_index = static_cast<size_t>(
                         std::lower_bound(w.plan.blocks.begin(), w.plan.blocks.end(), ex->second.block) -
                         w.plan.blocks.begin());
                     if (g->elements) {
                         g->unit = static_cast<uint64_t>(ggml_type(S.type)->type_size);
+                        if (const int64_t bs = ggml_type(S.type)->block_size; bs > 1) {
+                            g->values = bs;
+                            g->n_ff /= bs;
+                            g->k /= bs;
+                            g->plan = &w.block_plans.at(bs);
+                        }
                         g->rows = et.axis() == 1 ? 1 : S.ne[1];  // a bias [n_ff, E] is one row per expert
                         out_slab = g->unit * static_cast<uint64_t>(g->factor * g->k * g->rows);
                     } else {

@@ -218,12 +218,20 @@ void width_file_bytes(ModelFigures& f, uint64_t base_file, const std::vector<uin
 
 // Whether splice can write the width cut byte-exact: the tensors whose rows lose elements
 // (ffn_down_exps, gpt-oss gate/up biases) must be F32, F16 or BF16.
-bool element_cuts_exact(const ShardSet& model, const MoeLayout& layout) {
+// Whether splice can make `plan`'s cut byte-exactly: every tensor cut inside its rows keeps whole
+// blocks of its type (any plan for float types; whole aligned groups of B channels for a quantized one).
+bool element_cuts_exact(const ShardSet& model, const MoeLayout& layout, const NeuronPlan& plan) {
     for (const MoeBlock& b : layout.blocks)
         for (const ExpertTensor& et : b.tensors) {
-            const bool columns = et.kind->width_cuts_inside_rows();
-            const int32_t t = model.info(model.tensors()[et.tensor]).type;
-            if (columns && !is_float_type(t)) return false;
+            if (!et.kind->width_cuts_inside_rows()) continue;
+            const int64_t bs = ggml_type(model.info(model.tensors()[et.tensor]).type)->block_size;
+            if (bs == 1) continue;
+            for (size_t bi = 0; bi < plan.blocks.size(); ++bi)
+                for (int64_t e = 0; e < plan.expert_count; ++e) {
+                    const int32_t* r = plan.row(bi, e);  // ascending, unique
+                    for (int64_t j = 0; j < plan.k; j += bs)
+                        if (r[j] % bs != 0 || r[j + bs - 1] != r[j] + bs - 1) return false;
+                }
         }
     return true;
 }
@@ -391,6 +399,7 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
         }
         const uint64_t n_keep = kl ? kl->blocks.front().keep.size() : layout.expert_count;
         int64_t k = 0;
+        bool exact = true;  // splice can make the width cut (element_cuts_exact)
         std::optional<WidthRules> rules;
         if (!in.neuron_plan_path.empty()) {
             rules = width_rules(model, layout);
@@ -400,6 +409,7 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
                 in.neuron_plan_path, blocks, static_cast<int64_t>(layout.expert_count), rules->native_width);
             check_width(*rules, plan.k, e.model_path);
             k = plan.k;
+            exact = element_cuts_exact(model, layout, plan);
         }
         std::vector<Shaped> after = pruned_shapes(before, n_keep, k);
         if (in.drop_mtp) {  // --drop-mtp: the nextn blocks' tensors are not written at all
@@ -414,9 +424,10 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
         ModelFigures f = figures(after, n_keep, layout.expert_used_count, e.tied_embeddings);
 
         // File size: splice's own plan with the options of a plain `splice` run, so the figure is exact
-        // and equal to `splice --dry-run`. splice refuses to width-cut a quantized ffn_down_exps (that
-        // needs requantisation): then the size is derived from the keep-experts plan, within a slack.
-        e.after_requantised = k > 0 && !element_cuts_exact(model, layout);
+        // and equal to `splice --dry-run`. splice refuses to width-cut a quantized ffn_down_exps by a
+        // plan that is not whole quant blocks (that needs requantisation): then the size is derived
+        // from the keep-experts plan, within a slack.
+        e.after_requantised = k > 0 && !exact;
         const KeepList kl_all = kl ? *kl : keep_all_experts(layout);
         SpliceOptions o;
         o.out_prefix = "estimate";

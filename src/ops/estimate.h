@@ -89,8 +89,9 @@ struct Estimate {
     bool tied_embeddings = false;
     ModelFigures before;
     std::optional<ModelFigures> after;  // with --keeplist and/or --neuron-plan
-    // The width plan cuts a quantized ffn_down_exps, which splice refuses (requantisation needed): the
-    // after figures assume the same types, as after width-splicing a BF16/F16 copy and llama-quantize.
+    // The width plan cuts a quantized ffn_down_exps in other than whole quant blocks, which splice
+    // refuses (requantisation needed): the after figures assume the same types, as after
+    // width-splicing a BF16/F16 copy and llama-quantize.
     bool after_requantised = false;
     KvFigures kv;              // pruning experts or widths leaves attention unchanged
     std::vector<uint64_t> tp;  // 1, then the requested degrees (deduplicated, ascending)

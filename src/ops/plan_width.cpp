@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "format/ggml_types.h"
 #include "format/imatrix.h"
 #include "format/npz.h"
 #include "io/error.h"
@@ -99,6 +100,14 @@ void add_domain_block(const Domain& d, const ImatrixEntry& en, int64_t E, int64_
                                     d.spec.name, en.name, fmt::join(dead, ", ")));
 }
 
+// {min, median, max} of shares; nulls when there are none (every expert unrouted).
+nlohmann::ordered_json spread(const std::vector<double>& shares) {
+    if (shares.empty()) return {{"min", nullptr}, {"median", nullptr}, {"max", nullptr}};
+    return {{"min", *std::min_element(shares.begin(), shares.end())},
+            {"median", median_of(shares)},
+            {"max", *std::max_element(shares.begin(), shares.end())}};
+}
+
 nlohmann::ordered_json model_json(const ShardSet& m, const WidthRules& r, const std::string& path) {
     nlohmann::ordered_json shards = nlohmann::ordered_json::array();
     for (const Shard& s : m.shards())
@@ -128,6 +137,28 @@ std::vector<int32_t> top_channels(const float* score, int64_t n, int64_t k) {
     });
     ids.resize(static_cast<size_t>(k));
     return ids;
+}
+
+std::vector<int32_t> top_channel_groups(const float* score, int64_t n, int64_t k, int64_t group) {
+    const int64_t groups = n / group;
+    std::vector<double> sum(static_cast<size_t>(groups), 0.0);
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) sum[static_cast<size_t>(g)] += score[c];
+    std::vector<int32_t> ids(static_cast<size_t>(groups));
+    std::iota(ids.begin(), ids.end(), 0);
+    const int64_t keep = std::clamp<int64_t>(k / group, 0, groups);
+    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), [&sum](int32_t a, int32_t b) {
+        return sum[static_cast<size_t>(a)] != sum[static_cast<size_t>(b)]
+                   ? sum[static_cast<size_t>(a)] > sum[static_cast<size_t>(b)]
+                   : a < b;
+    });
+    ids.resize(static_cast<size_t>(keep));
+    std::sort(ids.begin(), ids.end());
+    std::vector<int32_t> channels;
+    channels.reserve(static_cast<size_t>(keep * group));
+    for (int32_t g : ids)
+        for (int64_t c = 0; c < group; ++c) channels.push_back(static_cast<int32_t>(g * group + c));
+    return channels;
 }
 
 std::string default_receipt_path(const std::string& plan_path) {
@@ -167,6 +198,11 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
         if (!opts.force && path_exists(out))
             throw UsageError(fmt::format("{} exists; use --force to overwrite it", out));
     }
+
+    const bool by_block = opts.granularity == Granularity::kBlock;
+    if (by_block && opts.model.empty())
+        throw UsageError(
+            "--granularity block needs --model: the block size comes from the model's tensor types");
 
     // The model, when given: its MoE blocks, experts and width rules.
     std::optional<ShardSet> model;
@@ -282,8 +318,20 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
                         "so widths above {} cannot be written",
                         res.native_width, kMaxWidth));
 
-    // K.
+    // K, and with block granularity B: the tensors whose rows lose channels and their block sizes.
     res.k = opts.k;
+    std::vector<std::string> block_sources;  // "blk.1.ffn_down_exps.weight Q8_0 (32)", once per type
+    if (by_block) {
+        res.group = rules.block_size;
+        std::set<int32_t> seen;
+        for (const MoeBlock& b : layout.blocks)
+            for (const ExpertTensor& et : b.tensors) {
+                const TensorInfo& t = model->info(model->tensors()[et.tensor]);
+                if (et.kind->width_cuts_inside_rows() && seen.insert(t.type).second)
+                    block_sources.push_back(fmt::format("{} {} ({})", t.name, ggml_type_display(t.type),
+                                                        ggml_type(t.type)->block_size));
+            }
+    }
     if (model) {
         check_width(rules, opts.k, opts.model);
     } else if (opts.k < 1 || opts.k > res.native_width) {
@@ -302,6 +350,7 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
     const size_t pairs = res.blocks.size() * static_cast<size_t>(E);
     res.channels.reserve(pairs * static_cast<size_t>(K));
     res.retained.assign(pairs, std::numeric_limits<double>::quiet_NaN());
+    if (by_block) res.retained_channel.assign(pairs, std::numeric_limits<double>::quiet_NaN());
     res.unrouted.assign(pairs, 0);
     nlohmann::ordered_json blocks_json = nlohmann::ordered_json::array();
     std::vector<float> score;
@@ -311,19 +360,25 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
         for (const auto& d : doms)  // float32, in the order the domains were given
             if (auto it = d.down.find(b); it != d.down.end())
                 add_domain_block(d, *it->second, E, W, score, res.notes);
-        std::vector<double> kept_shares;
+        std::vector<double> kept_shares, channel_shares;
         std::vector<int64_t> unrouted;
         for (int64_t e = 0; e < E; ++e) {
             const float* s = score.data() + e * W;
             const size_t pair = bi * static_cast<size_t>(E) + static_cast<size_t>(e);
-            const std::vector<int32_t> top = top_channels(s, W, K);
-            double total = 0, kept = 0;
+            const std::vector<int32_t> by_channel = top_channels(s, W, K);
+            const std::vector<int32_t> top = by_block ? top_channel_groups(s, W, K, res.group) : by_channel;
+            double total = 0, kept = 0, kept_by_channel = 0;
             for (int64_t c = 0; c < W; ++c) total += s[c];
             for (int32_t c : top) kept += s[c];
+            for (int32_t c : by_channel) kept_by_channel += s[c];
             for (int32_t c : top) res.channels.push_back(static_cast<uint16_t>(c));
             if (total > 0) {
                 res.retained[pair] = kept / total;
                 kept_shares.push_back(kept / total);
+                if (by_block) {
+                    res.retained_channel[pair] = kept_by_channel / total;
+                    channel_shares.push_back(kept_by_channel / total);
+                }
             } else {
                 // No energy in any domain: every score ties at 0, so the tie rule keeps channels 0..K-1.
                 res.unrouted[pair] = 1;
@@ -331,13 +386,8 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
             }
         }
         nlohmann::ordered_json bj{{"block", b}};
-        if (kept_shares.empty()) {
-            bj["energy_retained"] = {{"min", nullptr}, {"median", nullptr}, {"max", nullptr}};
-        } else {
-            bj["energy_retained"] = {{"min", *std::min_element(kept_shares.begin(), kept_shares.end())},
-                                     {"median", median_of(kept_shares)},
-                                     {"max", *std::max_element(kept_shares.begin(), kept_shares.end())}};
-        }
+        bj["energy_retained"] = spread(kept_shares);
+        if (by_block) bj["energy_retained_by_channel"] = spread(channel_shares);
         bj["unrouted_experts"] = unrouted;
         blocks_json.push_back(bj);
     }
@@ -350,11 +400,17 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
             expert_ids.push_back(static_cast<int32_t>(e));
         }
     const auto P = static_cast<int64_t>(pairs);
-    write_npz(res.plan_path, {{"channels", NpyArray::u16({P, K}, res.channels)},
-                              {"k", NpyArray::i32({1}, {static_cast<int32_t>(K)})},
-                              {"block", NpyArray::i32({P}, block_ids)},
-                              {"expert", NpyArray::i32({P}, expert_ids)},
-                              {"energy_retained", NpyArray::f64({P}, res.retained)}});
+    std::vector<std::pair<std::string, NpyArray>> arrays{
+        {"channels", NpyArray::u16({P, K}, res.channels)},
+        {"k", NpyArray::i32({1}, {static_cast<int32_t>(K)})},
+        {"block", NpyArray::i32({P}, block_ids)},
+        {"expert", NpyArray::i32({P}, expert_ids)},
+        {"energy_retained", NpyArray::f64({P}, res.retained)}};
+    if (by_block) {
+        arrays.emplace_back("group", NpyArray::i32({1}, {static_cast<int32_t>(res.group)}));
+        arrays.emplace_back("energy_retained_by_channel", NpyArray::f64({P}, res.retained_channel));
+    }
+    write_npz(res.plan_path, arrays);
     const auto plan_file = InputFile::open(res.plan_path);
 
     nlohmann::ordered_json ins = nlohmann::ordered_json::array();
@@ -379,6 +435,21 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
         "ffn_down_exps in_sum2 summed over the domains as float32 in the order given; channels ranked by "
         "score "
         "descending, ties by channel id ascending; the top k kept";
+    if (by_block) {
+        j["granularity"] = {
+            {"unit", "block"},
+            {"group", res.group},
+            {"rule",
+             fmt::format("aligned groups of {} channels [g*{}, (g+1)*{}) ranked by their summed score "
+                         "(double, channel order) descending, ties by group index ascending; the "
+                         "best k/{} = {} kept; channels stored ascending",
+                         res.group, res.group, res.group, res.group, K / res.group)},
+            {"block_size_from", block_sources},
+            {"why", fmt::format("{} is the least common multiple of the block sizes of the tensors whose "
+                                "rows lose channels: a plan of whole groups keeps whole quant blocks, so "
+                                "splice cuts it without requantising",
+                                res.group)}};
+    }
     j["inputs"] = ins;
     j["model"] = model ? model_json(*model, rules, opts.model) : nlohmann::ordered_json(nullptr);
     j["unrouted_pairs"] = n_unrouted;

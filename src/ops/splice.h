@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,13 +44,19 @@ struct WidthCut {
     const std::vector<uint32_t>& row(size_t block_index, int64_t expert) const {
         return *rows[block_index * static_cast<size_t>(plan.expert_count) + static_cast<size_t>(expert)];
     }
+    // For each quant block size B > 1 of a tensor whose rows lose channels: row r's kept channels as
+    // the ids of the whole B-blocks they make up (channel c·B .. c·B + B − 1 ↦ c), ascending: the
+    // gather index of a quantized ffn_down_exps, whose elements are whole blocks.
+    std::map<int64_t, std::vector<std::shared_ptr<const std::vector<uint32_t>>>> block_rows;
 };
 
 // Reads the neuron plan at `plan_path` for `model` and checks, before anything is written, that the
 // cut can be made byte-exact: the plan names every (MoE block, expert) pair of the model with channel
 // ids below its expert width, K is a legal width (check_width: the legal list is in the message), and
-// every tensor whose rows are cut element-wise (ffn_down_exps, gpt-oss gate/up biases) is F32, F16 or
-// BF16 — a quantized one is refused (requantisation needed). Throws InputError / UsageError.
+// every tensor whose rows are cut element-wise (ffn_down_exps, gpt-oss gate/up biases) keeps whole
+// blocks of its type: any plan for F32, F16 or BF16; for a quantized type only a plan whose every row
+// is whole aligned groups of the block size B (`plan-width --granularity block`); another is refused
+// (it would need requantisation). Throws InputError / UsageError.
 WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const std::string& plan_path,
                         std::string plan_sha256);
 

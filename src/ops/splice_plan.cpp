@@ -172,13 +172,17 @@ size_t append_data(CopyJob& job, uint32_t src, uint64_t abs_offset, const Tensor
         if (kind.width_cuts_inside_rows()) {
             // Rows of halves × n_ff elements: the expert's n_embd rows of ffn_down_exps, or the one bias
             // row; a fused row keeps channel c of each half.
-            const auto elem = static_cast<uint32_t>(ggml_type(source.type)->type_size);
-            const uint64_t row_bytes = halves * n_ff * elem;
-            auto index = width.rows[row_index];
+            // A quantized row's elements are its whole blocks (load_width_cut checked the plan).
+            const GgmlType& type = *ggml_type(source.type);
+            const auto bs = static_cast<uint64_t>(type.block_size);
+            const auto elem = static_cast<uint32_t>(type.type_size);
+            const uint64_t units = n_ff / bs;  // elements of one half of a row
+            const uint64_t row_bytes = halves * units * elem;
+            auto index = bs == 1 ? width.rows[row_index] : width.block_rows.at(type.block_size)[row_index];
             if (halves > 1) {
                 auto both = std::make_shared<std::vector<uint32_t>>();
                 for (uint64_t h = 0; h < halves; ++h)
-                    for (uint32_t c : row) both->push_back(static_cast<uint32_t>(h * n_ff + c));
+                    for (uint32_t c : *index) both->push_back(static_cast<uint32_t>(h * units + c));
                 index = std::move(both);
             }
             job.append_gather(src, base, slab / row_bytes, {row_bytes, elem, std::move(index)});
@@ -498,26 +502,41 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
     const std::string& model_path = model.shards().front().path;
     WidthCut w;
     w.rules = width_rules(model, layout);
-    // A quantized row cannot lose columns without requantisation: refuse before anything else, as no
-    // K can help.
-    for (const MoeBlock& b : layout.blocks)
-        for (const ExpertTensor& et : b.tensors) {
-            const TensorInfo& t = model.info(model.tensors()[et.tensor]);
-            if (!et.kind->width_cuts_inside_rows()) continue;
-            if (is_float_type(t.type)) continue;
-            throw UsageError(fmt::format(
-                "{}: tensor '{}' is {}; width pruning keeps columns of every expert's ffn_down_exps rows, "
-                "which is byte-exact only for F32, F16 or BF16: a quantized row cannot lose columns without "
-                "requantisation, which gguf-reap never does. Width-splice a BF16 or F16 copy of the model "
-                "instead, then quantize the result with llama-quantize, giving it the imatrix pruned by the "
-                "same splice (--imatrix-in/--imatrix-out)",
-                model_path, t.name, ggml_type_display(t.type)));
-        }
     std::vector<int> blocks;
     for (const MoeBlock& b : layout.blocks) blocks.push_back(b.block);
     w.plan =
         read_neuron_plan(plan_path, blocks, static_cast<int64_t>(layout.expert_count), w.rules.native_width);
     check_width(w.rules, w.plan.k, model_path);
+    // A quantized row loses columns byte-exactly only in whole blocks: every plan row must be whole
+    // aligned groups of the type's block size B (channels gB .. gB + B - 1), else it needs requantising.
+    for (const MoeBlock& b : layout.blocks)
+        for (const ExpertTensor& et : b.tensors) {
+            const TensorInfo& t = model.info(model.tensors()[et.tensor]);
+            const int64_t bs = ggml_type(t.type)->block_size;
+            if (!et.kind->width_cuts_inside_rows() || bs == 1 || w.block_rows.count(bs)) continue;
+            auto& out = w.block_rows[bs];
+            for (size_t bi = 0; bi < blocks.size(); ++bi)
+                for (int64_t e = 0; e < w.plan.expert_count; ++e) {
+                    const int32_t* r = w.plan.row(bi, e);
+                    // Rows are ascending and unique (read_neuron_plan): a block is whole when bs of
+                    // its channels are kept.
+                    std::map<int32_t, int64_t> per_block;
+                    for (int64_t j = 0; j < w.plan.k; ++j) ++per_block[r[j] / static_cast<int32_t>(bs)];
+                    auto ids = std::make_shared<std::vector<uint32_t>>();
+                    for (const auto& [q, n] : per_block) {
+                        if (n != bs)
+                            throw UsageError(fmt::format(
+                                "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut "
+                                "keeps whole blocks only, but {} keeps {} of the {} channels {}..{} of block "
+                                "{} expert {}: make the plan with `plan-width --granularity block --model "
+                                "{}` (or width-splice a BF16/F16 copy and requantise it with llama-quantize)",
+                                model_path, t.name, ggml_type_display(t.type), bs, plan_path, n, bs, q * bs,
+                                q * bs + bs - 1, blocks[bi], e, model_path));
+                        ids->push_back(static_cast<uint32_t>(q));
+                    }
+                    out.push_back(std::move(ids));
+                }
+        }
     w.plan_sha256 = std::move(plan_sha256);
     for (size_t b = 0; b < blocks.size(); ++b)
         for (int64_t e = 0; e < w.plan.expert_count; ++e) {

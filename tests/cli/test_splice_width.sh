@@ -65,13 +65,27 @@ expect_out '"gguf_reap.source_expert_feed_forward_length"'
 run "$BIN" inspect "$WORK/w-im.gguf"
 expect_code 0
 
-case_ "a quantized down projection is refused: requantisation needed"
+case_ "a quantized down projection: whole Q8_0 blocks are cut, part of one is refused"
 run "$GEN" model --skeleton -o "$WORK/q.gguf" --type-exps Q8_0
+# plan.npz keeps channels 32..63 of every expert: one whole Q8_0 block of each down row.
 run "$BIN" splice "$WORK/q.gguf" --neuron-plan "$WORK/plan.npz" -o "$WORK/q-out"
+expect_code 0
+run "$BIN" audit "$WORK/q-out.gguf" --source "$WORK/q.gguf" --neuron-plan "$WORK/plan.npz"
+expect_code 0
+rm -f "$WORK/q-out.gguf"
+# Channels 0..30 and 63: 31 of block 0, 1 of block 1.
+/usr/bin/python3 - "$WORK/part.npz" <<'PY'
+import struct, sys, zipfile
+head = "{'descr': '<u2', 'fortran_order': False, 'shape': (48, 32), }"
+head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+row = list(range(31)) + [63]
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("channels.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() +
+               struct.pack("<%dH" % (48 * 32), *(row * 48)))
+PY
+run "$BIN" splice "$WORK/q.gguf" --neuron-plan "$WORK/part.npz" -o "$WORK/q-out"
 expect_code 2
-expect_err "tensor 'blk.1.ffn_down_exps.weight' is Q8_0"
-expect_err "cannot lose columns without requantisation"
-expect_err "Width-splice a BF16 or F16 copy of the model instead, then quantize the result with llama-quantize"
+expect_err "gguf-reap: error: $WORK/q.gguf: tensor 'blk.1.ffn_down_exps.weight' is Q8_0, whose rows hold blocks of 32 values: a width cut keeps whole blocks only, but $WORK/part.npz keeps 31 of the 32 channels 0..31 of block 1 expert 0: make the plan with \`plan-width --granularity block --model $WORK/q.gguf\` (or width-splice a BF16/F16 copy and requantise it with llama-quantize)"
 expect_err_lines 1
 expect_no_out
 [ ! -e "$WORK/q-out.gguf" ] && _pass || _fail "refused splice wrote a file"
