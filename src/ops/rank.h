@@ -110,6 +110,9 @@ struct RankInput {
     // of its token → expert table name each source expert, so the receipt can say how many the kept
     // set redirects.
     std::map<int, std::vector<uint64_t>> hash_entries;
+    // MTP (nextn) blocks among `blocks` (with --model): ranked like the others; `splice --drop-mtp`
+    // leaves them out, with their keeplist entries.
+    std::vector<int> nextn_blocks;
 };
 
 // Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit

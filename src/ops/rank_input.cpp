@@ -101,6 +101,7 @@ RankInput load_rank_input(const RankOptions& opts) {
         in.expert_group_count = L.expert_group_count;
         for (const auto& b : L.blocks) {
             in.blocks.push_back(b.block);
+            if (L.is_nextn_block(b.block)) in.nextn_blocks.push_back(b.block);
             for (const auto& t : b.tensors)
                 if (t.kind == &down_projection_kind()) model.down[b.block] = &model.set->tensors()[t.tensor];
             if (!model.down.count(b.block) && !external)

@@ -304,6 +304,21 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
     for (size_t d = 0; d < D; ++d)
         line(fmt::format("| {} | {} | {} |", in.domains[d].name, pct(r.pruned_token_share[d]),
                          pct(r.pruned_energy_share[d])));
+    if (!in.nextn_blocks.empty()) {
+        std::vector<std::string> names;
+        for (int b : in.nextn_blocks) names.push_back(fmt::format("blk.{}", b));
+        line("");
+        line("## MTP (nextn) blocks");
+        line("");
+        line(fmt::format(
+            "{} {} the model's multi-token-prediction (nextn) block{}. {} ranked and pruned like the "
+            "others, as a plain `splice` cuts {}; `splice --drop-mtp` leaves {} out of the model "
+            "instead, with {} keeplist entr{}, for those who do not use speculative decoding.",
+            fmt::join(names, ", "), names.size() == 1 ? "is" : "are", names.size() == 1 ? "" : "s",
+            names.size() == 1 ? "It is" : "They are", names.size() == 1 ? "it" : "them",
+            names.size() == 1 ? "it" : "them", names.size() == 1 ? "its" : "their",
+            names.size() == 1 ? "y" : "ies"));
+    }
     if (!in.hash_entries.empty()) {
         line("");
         line("## Hash-routed blocks");

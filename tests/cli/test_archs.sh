@@ -176,6 +176,8 @@ expect_json "d['n_layers'] == 5 and d['moe_layers'] == [1, 2, 3, 4]"
 run "$GEN" imatrix --model "$D/m.gguf" --domain chat -o "$D/chat.imatrix.gguf"
 run "$BIN" rank --model "$D/m.gguf" --imatrix chat="$D/chat.imatrix.gguf" --ratio 25% -o "$D/rank"
 expect_code 0
+grep -qF "blk.4 is the model's multi-token-prediction (nextn) block. It is ranked and pruned like the others, as a plain \`splice\` cuts it; \`splice --drop-mtp\` leaves it out of the model instead" "$D/rank/REAP-KEEPLIST-RECEIPT.md" &&
+    _pass || _fail "the receipt does not name the MTP block"
 run "$BIN" splice "$D/m.gguf" --keeplist "$D/rank/keeplist.json" --drop-mtp -o "$D/p.gguf"
 expect_code 0
 expect_out "MTP blocks dropped: 1 (--drop-mtp)"
