@@ -21,7 +21,7 @@ struct RankCli {
                                                super_share;
     std::optional<int64_t> keep, prune;
     double super_channel_ratio = 100.0;
-    bool json = false, force = false, no_hash = false;
+    bool json = false, force = false, no_hash = false, strict = false;
     int threads = 0;
 };
 
@@ -82,6 +82,7 @@ RankOptions to_options(const RankCli& c) {
         }
     }
     o.hash_inputs = !c.no_hash;
+    o.strict = c.strict;
     o.threads = c.threads;
     return o;
 }
@@ -189,6 +190,9 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
         ->required();
     sub->add_flag("--force", c->force, "Overwrite existing outputs");
     sub->add_flag("--no-hash", c->no_hash, "Do not compute sha256 of the inputs (recorded as not hashed)");
+    sub->add_flag("--strict", c->strict,
+                  "Refuse imatrices whose counts or metadata contradict each other (exit 2) instead of "
+                  "warning");
     sub->add_option("--threads", c->threads, "Threads (default: all cores)");
     sub->add_flag("--json", c->json, "Print one JSON document on stdout");
     return {sub, [c] { return run_rank(*c); }};

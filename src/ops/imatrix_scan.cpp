@@ -263,6 +263,7 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
             j.counts = c;
         }
         init_stats(in.domains[d].blocks[j.block_index], in.expert_count, plan != nullptr, weighted);
+        in.domains[d].blocks[j.block_index].counts_offset = j.entry->counts_offset;
     };
     // With `fused_hash`, each file is read once, front to back, by one thread that hashes every byte
     // and ranks the entries from the same buffer (the hash is serial per file anyway).

@@ -20,6 +20,7 @@
 
 #include "model/keeplist.h"
 #include "ops/events.h"
+#include "ops/imatrix_sanity.h"
 
 namespace gguf_reap {
 
@@ -61,6 +62,7 @@ struct RankOptions {
     std::optional<double> super_share;   // share-of-energy threshold; default 10 / E clamped to [0.25, 0.5]
     double super_channel_ratio = 100.0;  // hottest channel vs the block's median hottest channel
     bool hash_inputs = true;             // sha256 of every input (false: size only, said so)
+    bool strict = false;                 // --strict: input sanity problems refuse (exit 2), not warn
     int threads = 0;                     // 0 = hardware concurrency
 };
 
@@ -77,6 +79,7 @@ struct BlockStats {
     std::vector<double> weighted;     // weighted-energy: Σ_c ||W_down[:,c]||² in_sum2[e][c]
     std::vector<double> external;     // external: the chosen score field
     std::vector<uint8_t> dead;        // no routed tokens and no energy (as far as the format tells)
+    uint64_t counts_offset = 0;       // GGUF: where the entry's counts are (input sanity findings)
 };
 
 struct DomainData {
@@ -113,6 +116,8 @@ struct RankInput {
     // MTP (nextn) blocks among `blocks` (with --model): ranked like the others; `splice --drop-mtp`
     // leaves them out, with their keeplist entries.
     std::vector<int> nextn_blocks;
+    // What the GGUF imatrices' counts and metadata contradict (ops/imatrix_sanity.h): warnings.
+    std::vector<SanityProblem> sanity;
 };
 
 // Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit

@@ -549,6 +549,8 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
                 r.warnings.push_back(
                     fmt::format("domains {} and {} were computed on the same dataset(s)", x.name, y.name));
         }
+    for (const SanityProblem& p : in.sanity)
+        r.warnings.push_back(p.file.empty() ? p.message : fmt::format("{}: {}", p.file, p.message));
     if (!in.source)
         r.warnings.push_back(
             "no --model: expert_used_count and expert groups are unknown here, so N >= "

@@ -355,6 +355,18 @@ RankInput load_rank_input(const RankOptions& opts) {
             return down_column_norms(*model.set, *model.down.at(in.blocks[bi]));
         };
     scan_imatrices(scan, in);
+
+    // What the counts and metadata contradict: warnings, or with --strict a refusal naming the first.
+    in.sanity = check_imatrix_sanity(in);
+    if (opts.strict && !in.sanity.empty()) {
+        const SanityProblem& p = in.sanity.front();
+        const std::string more =
+            in.sanity.size() > 1
+                ? fmt::format(" (--strict; {} input problems in all, listed without it)", in.sanity.size())
+                : std::string(" (--strict)");
+        if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, p.message + more);
+        throw UsageError(p.message + more);
+    }
     return in;
 }
 

@@ -130,5 +130,48 @@ PY
     run "$BIN" rank --imatrix $I.all.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --keep 3 -o "$WORK/fx4"
     expect_code 2
     expect_err "fewer than expert_used_count = 4"
+
+    case_ "fixtures: an imatrix whose counts were altered is warned about, and refused with --strict"
+    # Expert 0's count of blk.3.ffn_down_exps.weight raised by 7 (found by name in the header).
+    /usr/bin/python3 - "$I.chat.imatrix.gguf" "$WORK/altered.imatrix.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+o = 24
+def s():
+    global o
+    n = struct.unpack_from("<Q", b, o)[0]; o += 8; v = bytes(b[o:o + n]).decode(); o += n; return v
+n_t, n_kv = struct.unpack_from("<QQ", b, 8)
+for _ in range(n_kv):  # general.type (string), imatrix.datasets (string array), two u32
+    s(); t = struct.unpack_from("<I", b, o)[0]; o += 4
+    if t == 8: s()
+    elif t == 9:
+        o += 4; n = struct.unpack_from("<Q", b, o)[0]; o += 8
+        for _ in range(n): s()
+    else: o += 4
+infos = []
+for _ in range(n_t):
+    name = s(); nd = struct.unpack_from("<I", b, o)[0]; o += 4 + 8 * nd
+    o += 4; off = struct.unpack_from("<Q", b, o)[0]; o += 8
+    infos.append((name, off))
+data = (o + 31) // 32 * 32
+off = dict(infos)["blk.3.ffn_down_exps.weight.counts"]
+v = struct.unpack_from("<f", b, data + off)[0]
+struct.pack_into("<f", b, data + off, v + 7)
+open(sys.argv[2], "wb").write(b)
+PY
+    run "$BIN" rank --imatrix chat="$WORK/altered.imatrix.gguf" --imatrix code=$I.code.imatrix.gguf \
+        --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --ratio 25% -o "$WORK/alt"
+    expect_code 0
+    expect_err "gguf-reap: warning: $WORK/altered.imatrix.gguf: domain chat: blk.3: the routed-expert counts sum to 6663, but expert_used_count 4 × 1664 tokens (imatrix.chunk_count 13 × imatrix.chunk_size 128) is 6656"
+    grep -qF -- "- $WORK/altered.imatrix.gguf: domain chat: blk.3: the routed-expert counts sum to 6663" "$WORK/alt/REAP-KEEPLIST-RECEIPT.md" &&
+        _pass || _fail "the receipt lacks the warning"
+    run "$BIN" rank --imatrix chat="$WORK/altered.imatrix.gguf" --imatrix code=$I.code.imatrix.gguf \
+        --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --ratio 25% -o "$WORK/alt2" --strict
+    expect_code 2
+    expect_err_lines 1
+    expect_err "gguf-reap: error: $WORK/altered.imatrix.gguf: "
+    expect_err "entry 'blk.3.ffn_down_exps.weight' counts"
+    expect_err "the routed-expert counts sum to 6663, but expert_used_count 4 × 1664 tokens (imatrix.chunk_count 13 × imatrix.chunk_size 128) is 6656: made with another top-k, by a partial or streamed run, or for another model? (--strict)"
+    [ ! -e "$WORK/alt2/keeplist.json" ] && _pass || _fail "--strict wrote a keeplist"
 fi
 finish

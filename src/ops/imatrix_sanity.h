@@ -1,0 +1,33 @@
+// Input sanity of rank's GGUF imatrices (docs/rank.md, "Input sanity"): does each file hold what it
+// claims to? Per MoE block the routed-expert counts must sum to expert_used_count × the tokens the file
+// says it saw (imatrix.chunk_count × imatrix.chunk_size): every token is routed to exactly top-k
+// experts. A file made with another top-k, a partial or streamed run, or for another model breaks
+// that. A block whose counts are all zero holds no routed-expert data. Files whose chunk sizes differ,
+// or whose dataset lists overlap without being equal, measured different things.
+//
+// Each problem is a warning in the receipt and on stderr by default; `rank --strict` refuses the
+// inputs instead (exit 2).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gguf_reap {
+
+struct RankInput;
+
+struct SanityProblem {
+    std::string file;                // the imatrix at fault ("" for a disagreement between files)
+    std::optional<uint64_t> offset;  // its counts tensor's data, where one entry is at fault
+    std::string field;               // e.g. "entry 'blk.3.ffn_down_exps.weight' counts"
+    std::string message;             // names the domain, the block and both numbers
+};
+
+// Pure: the problems of `in`'s GGUF domains (legacy .dat files store no counts). With
+// in.expert_used_count == 0 (no --model) the top-k is taken from the first block that has data, and
+// every other block and file must agree with it.
+std::vector<SanityProblem> check_imatrix_sanity(const RankInput& in);
+
+}  // namespace gguf_reap
