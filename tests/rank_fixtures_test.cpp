@@ -172,7 +172,8 @@ TEST(RankFixtures, EveryCriterionAndConsensusStillFindsTheDesign) {
     REQUIRE_FIXTURES();
     for (Criterion c :
          {Criterion::kFrequency, Criterion::kEnergy, Criterion::kReapMean, Criterion::kWeightedEnergy})
-        for (Consensus k : {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum, Consensus::kPooled}) {
+        for (Consensus k : {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum, Consensus::kPooled,
+                            Consensus::kMaxMin}) {
             RankOptions o;
             for (const char* d : {"chat", "code", "prose", "reasoning", "wiki"})
                 o.imatrices.push_back({d, imatrix_path(d, "gguf")});

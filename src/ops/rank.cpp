@@ -35,6 +35,8 @@ const char* consensus_name(Consensus c) {
             return "mean-rank";
         case Consensus::kSum:
             return "sum";
+        case Consensus::kMaxMin:
+            return "max-min";
         case Consensus::kPooled:
             return "pooled";
     }
@@ -49,7 +51,8 @@ std::optional<Criterion> parse_criterion(std::string_view s) {
 }
 
 std::optional<Consensus> parse_consensus(std::string_view s) {
-    for (Consensus c : {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum, Consensus::kPooled})
+    for (Consensus c :
+         {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum, Consensus::kPooled, Consensus::kMaxMin})
         if (s == consensus_name(c)) return c;
     return std::nullopt;
 }

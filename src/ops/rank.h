@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,10 +26,10 @@
 namespace gguf_reap {
 
 enum class Criterion { kFrequency, kEnergy, kReapMean, kWeightedEnergy, kExternal };
-enum class Consensus { kMinRank, kMeanRank, kSum, kPooled };
+enum class Consensus { kMinRank, kMeanRank, kSum, kPooled, kMaxMin };
 
 const char* criterion_name(Criterion c);  // "frequency", "energy", "reap-mean", "weighted-energy", "external"
-const char* consensus_name(Consensus c);  // "min-rank", "mean-rank", "sum", "pooled"
+const char* consensus_name(Consensus c);  // "min-rank", "mean-rank", "sum", "pooled", "max-min"
 std::optional<Criterion> parse_criterion(std::string_view s);
 std::optional<Consensus> parse_consensus(std::string_view s);
 
@@ -172,6 +173,12 @@ struct RankResult {
     double safety_median = 0;               // median over blocks
     std::vector<double> pruned_token_share;   // per domain; NaN = unknown
     std::vector<double> pruned_energy_share;  // per domain; NaN = unknown
+    // [domain][block]: the kept set's share of the domain's criterion mass in the block (Σ kept
+    // max(0, score) / Σ max(0, score)); NaN where the domain has no data or no mass there. The worst
+    // of them (what max-min maximises per block) and where it is.
+    std::vector<double> retained_share;
+    double worst_share = std::numeric_limits<double>::quiet_NaN();
+    size_t worst_domain = 0, worst_block = 0;
     std::vector<std::string> warnings;
     KeepList keeplist;
 

@@ -14,6 +14,7 @@
 #include "io/error.h"
 #include "io/parallel.h"
 #include "model/tensor_table.h"
+#include "ops/max_min.h"
 
 namespace gguf_reap {
 
@@ -384,6 +385,7 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
         std::vector<double> key(NE, 0);
         switch (opts.consensus) {
             case Consensus::kMinRank:
+            case Consensus::kMaxMin:  // the order its search starts from (ops/max_min.h)
                 for (size_t e = 0; e < NE && P > 0; ++e) key[e] = rank_vec[e * P];
                 break;
             case Consensus::kMeanRank:
@@ -418,8 +420,9 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
                 break;
             }
         }
-        const bool lower_is_better =
-            opts.consensus == Consensus::kMinRank || opts.consensus == Consensus::kMeanRank;
+        const bool lower_is_better = opts.consensus == Consensus::kMinRank ||
+                                     opts.consensus == Consensus::kMeanRank ||
+                                     opts.consensus == Consensus::kMaxMin;
         std::vector<size_t> order(NE);
         std::iota(order.begin(), order.end(), 0);
         std::sort(order.begin(), order.end(), [&](size_t a, size_t c) {
@@ -478,6 +481,54 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
             for (int64_t e : prot) r.keep[r.idx(b, static_cast<size_t>(e))] = 1;
             for (int64_t i = 0; i < quota - static_cast<int64_t>(prot.size()); ++i)
                 r.keep[r.idx(b, static_cast<size_t>(candidates[static_cast<size_t>(i)]))] = 1;
+        }
+    }
+
+    // Each domain's share of the criterion's mass per expert, per block: what max-min maximises and
+    // what every consensus reports (retained_share).
+    const auto mass_shares = [&](size_t b) {
+        std::vector<std::vector<double>> share;
+        std::vector<size_t> of;  // the domain of each row
+        for (size_t d = 0; d < D; ++d) {
+            if (!in.domains[d].blocks[b].present) continue;
+            double total = 0;
+            for (size_t e = 0; e < NE; ++e) total += std::max(0.0, r.scores[r.idx(d, b, e)]);
+            if (!(total > 0)) continue;
+            std::vector<double> s(NE);
+            for (size_t e = 0; e < NE; ++e) s[e] = std::max(0.0, r.scores[r.idx(d, b, e)]) / total;
+            share.push_back(std::move(s));
+            of.push_back(d);
+        }
+        return std::make_pair(std::move(share), std::move(of));
+    };
+    if (opts.consensus == Consensus::kMaxMin)
+        parallel_for(B, threads, [&](size_t b) {
+            MaxMinBlock mb;
+            mb.share = mass_shares(b).first;
+            mb.quota = quota;
+            for (size_t e = 0; e < NE; ++e) {
+                mb.group.push_back(static_cast<int64_t>(e) / group_size);
+                mb.protect.push_back(r.protect[r.idx(b, e)]);
+                mb.dead.push_back(r.dead[r.idx(b, e)]);
+                mb.start.push_back(r.keep[r.idx(b, e)]);
+            }
+            if (mb.share.empty()) return;  // no domain has mass here: the min-rank set stands
+            const std::vector<uint8_t> keep = max_min_select(mb);
+            for (size_t e = 0; e < NE; ++e) r.keep[r.idx(b, e)] = keep[e];
+        });
+    r.retained_share.assign(D * B, kNaN);
+    for (size_t b = 0; b < B; ++b) {
+        const auto [share, of] = mass_shares(b);
+        std::vector<uint8_t> keep(NE);
+        for (size_t e = 0; e < NE; ++e) keep[e] = r.keep[r.idx(b, e)];
+        const std::vector<double> kept = retained_shares(share, keep);
+        for (size_t i = 0; i < of.size(); ++i) {
+            r.retained_share[of[i] * B + b] = kept[i];
+            if (std::isnan(r.worst_share) || kept[i] < r.worst_share) {
+                r.worst_share = kept[i];
+                r.worst_domain = of[i];
+                r.worst_block = b;
+            }
         }
     }
 

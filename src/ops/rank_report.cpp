@@ -75,8 +75,31 @@ const char* consensus_text(Consensus c) {
             return "per-domain scores normalised to shares of the block, summed";
         case Consensus::kPooled:
             return "raw counts and sums added across domains (as llama-imatrix merges files), then scored";
+        case Consensus::kMaxMin:
+            return "per block, the kept set that maximises the worst domain's retained share of the "
+                   "criterion's mass (then the second worst, ...), found by backward elimination and "
+                   "swaps, never below the min-rank set (docs/method.md)";
     }
     return "";
+}
+
+// The lowest retained share of domain d's criterion mass over the blocks, and that block's index
+// (NaN, 0 when the domain has mass in no block).
+std::pair<double, size_t> worst_of(const RankResult& r, size_t d) {
+    const size_t B = r.blocks.size();
+    std::pair<double, size_t> w{std::numeric_limits<double>::quiet_NaN(), 0};
+    for (size_t b = 0; b < B; ++b) {
+        const double x = r.retained_share[d * B + b];
+        if (!std::isnan(x) && (std::isnan(w.first) || x < w.first)) w = {x, b};
+    }
+    return w;
+}
+
+json worst_json(const RankInput& in, const RankResult& r) {
+    if (std::isnan(r.worst_share)) return nullptr;
+    return {{"domain", in.domains[r.worst_domain].name},
+            {"block", r.blocks[r.worst_block]},
+            {"retained_share", r.worst_share}};
 }
 
 constexpr const char* kTieRule =
@@ -144,9 +167,11 @@ json rank_summary_json(const RankInput& in, const RankResult& r) {
                         {"format", dom.format},
                         {"sha256", dom.sha256.empty() ? json(nullptr) : json(dom.sha256)},
                         {"pruned_token_share", num_or_null(r.pruned_token_share[d])},
-                        {"pruned_energy_share", num_or_null(r.pruned_energy_share[d])}});
+                        {"pruned_energy_share", num_or_null(r.pruned_energy_share[d])},
+                        {"worst_retained_share", num_or_null(worst_of(r, d).first)}});
     }
     j["domains"] = doms;
+    j["worst_domain"] = worst_json(in, r);
     json per = json::array();
     for (size_t b = 0; b < r.blocks.size(); ++b) {
         const KeepBlock& kb = r.keeplist.blocks[b];
@@ -304,6 +329,34 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
     for (size_t d = 0; d < D; ++d)
         line(fmt::format("| {} | {} | {} |", in.domains[d].name, pct(r.pruned_token_share[d]),
                          pct(r.pruned_energy_share[d])));
+    line("");
+    line("## What each domain keeps");
+    line("");
+    line(fmt::format(
+        "The kept experts' share of each domain's {} mass (max(0, score) per expert, as the consensus "
+        "sees it), in the block where the domain keeps least; and of its routed tokens and energy over "
+        "all blocks.",
+        criterion_name(r.criterion)));
+    line("");
+    line(
+        "| domain | least retained share of the criterion's mass (block) | routed tokens retained | "
+        "energy retained |");
+    line("| --- | ---: | ---: | ---: |");
+    const auto kept_of = [](double pruned) { return std::isnan(pruned) ? pruned : 1 - pruned; };
+    for (size_t d = 0; d < D; ++d) {
+        const auto [w, wb] = worst_of(r, d);
+        line(fmt::format("| {} | {} | {} | {} |", in.domains[d].name,
+                         std::isnan(w) ? std::string("–") : fmt::format("{} (blk.{})", pct(w), r.blocks[wb]),
+                         pct(kept_of(r.pruned_token_share[d])), pct(kept_of(r.pruned_energy_share[d]))));
+    }
+    if (!std::isnan(r.worst_share)) {
+        line("");
+        line(
+            fmt::format("Worst domain: {} keeps {} of its {} mass in blk.{} (what `--consensus max-min` "
+                        "maximises, block by block).",
+                        in.domains[r.worst_domain].name, pct(r.worst_share), criterion_name(r.criterion),
+                        r.blocks[r.worst_block]));
+    }
     if (!in.nextn_blocks.empty()) {
         std::vector<std::string> names;
         for (int b : in.nextn_blocks) names.push_back(fmt::format("blk.{}", b));
@@ -377,6 +430,7 @@ static std::vector<std::pair<std::string, NpyArray>> ranking_arrays(const RankIn
     arrays.emplace_back("keep", NpyArray::boolean({B, E}, r.keep));
     arrays.emplace_back("dead", NpyArray::boolean({B, E}, r.dead));
     arrays.emplace_back("protected", NpyArray::boolean({B, E}, r.protect));
+    arrays.emplace_back("retained_share", NpyArray::f64({D, B}, r.retained_share));
     if (!in.plan_path.empty()) arrays.emplace_back("spearman", NpyArray::f64({D, B}, r.spearman));
     return arrays;
 }
