@@ -17,8 +17,8 @@ namespace {
 
 struct RankCli {
     std::vector<std::string> imatrices, scores, protect;
-    std::string model, plan, score_field, out, criterion = "energy", consensus = "min-rank", ratio,
-                                               super_share;
+    std::string model, plan, score_field, score_aggregate = "sum", out, criterion = "energy",
+                                          consensus = "min-rank", ratio, super_share;
     std::optional<int64_t> keep, prune;
     double super_channel_ratio = 100.0;
     bool json = false, force = false, no_hash = false, strict = false;
@@ -46,6 +46,7 @@ RankOptions to_options(const RankCli& c) {
     o.model = c.model;
     o.neuron_plan = c.plan;
     o.score_field = c.score_field;
+    o.score_aggregate = c.score_aggregate;
     auto cr = parse_criterion(c.criterion);
     if (!cr)
         throw UsageError(fmt::format(
@@ -181,6 +182,10 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
                     "Width-pruning plan (.npz): restrict energies to the kept channels");
     sub->add_option("--score-field", c->score_field,
                     "External scores: the JSON field (default reap, else score)");
+    sub->add_option("--score-aggregate", c->score_aggregate,
+                    "External per-token-mean fields (reap, ean_mean, avg_gate_weight): sum (default: mean "
+                    "× activation_counts) or mean (the REAP paper's form)")
+        ->check(CLI::IsMember({"sum", "mean"}));
     sub->add_option("--super-share", c->super_share,
                     "Super-expert share-of-energy threshold (default 10/E, clamped to [0.25, 0.5])");
     sub->add_option("--super-channel-ratio", c->super_channel_ratio,

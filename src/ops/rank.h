@@ -54,6 +54,10 @@ struct RankOptions {
     std::string model;                    // --model: any shard; "" = none
     std::string neuron_plan;              // --neuron-plan plan.npz; "" = none
     std::string score_field;              // external: JSON field; "" = "reap" if present, else "score"
+    // external: how a per-token-mean field (reap, ean_mean, avg_gate_weight) is combined: "sum" (the
+    // default: mean × the block's activation_counts, the total over routed tokens) or "mean" (as given,
+    // the REAP paper's form; --score-aggregate mean). Other fields are taken as given either way.
+    std::string score_aggregate = "sum";
     Criterion criterion = Criterion::kEnergy;
     Consensus consensus = Consensus::kMinRank;
     std::optional<int64_t> keep;  // exactly one of keep / prune / ratio
@@ -104,7 +108,9 @@ struct RankInput {
     uint64_t expert_used_count = 0;        // 0 = unknown (no --model)
     uint64_t expert_group_count = 0;       // 0 or 1 = no groups
     std::vector<DomainData> domains;
-    std::string score_field;  // external: the field used
+    std::string score_field;          // external: the field used
+    bool score_is_mean = false;       // external: the field is a per-token mean (ops/score_file.h)
+    bool score_times_counts = false;  // ... and was multiplied by activation_counts (--score-aggregate sum)
     // --neuron-plan
     std::string plan_path;
     std::string plan_sha256;

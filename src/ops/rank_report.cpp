@@ -121,7 +121,10 @@ json rank_method_json(const RankInput& in, const RankResult& r) {
     m["tool"] = "gguf-reap rank";
     m["tool_version"] = GGUF_REAP_VERSION;
     m["criterion"] = criterion_name(r.criterion);
-    if (r.criterion == Criterion::kExternal) m["score_field"] = in.score_field;
+    if (r.criterion == Criterion::kExternal) {
+        m["score_field"] = in.score_field;
+        if (in.score_is_mean) m["score_aggregate"] = in.score_times_counts ? "sum" : "mean";
+    }
     m["consensus"] = consensus_name(r.consensus);
     m["rule"] = r.rule;
     m["tie_break"] = kTieRule;
@@ -231,7 +234,18 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
         r.n_keep, r.expert_count, B, r.blocks.front(), r.blocks.back(), r.rule,
         static_cast<int64_t>(B) * (r.expert_count - r.n_keep)));
     line(fmt::format("- Criterion `{}`: {}.", criterion_name(r.criterion), criterion_formula(r.criterion)));
-    if (r.criterion == Criterion::kExternal) line(fmt::format("  Score field: `{}`.", in.score_field));
+    if (r.criterion == Criterion::kExternal) {
+        if (!in.score_is_mean)
+            line(fmt::format("  Score field: `{}`.", in.score_field));
+        else if (in.score_times_counts)
+            line(
+                fmt::format("  Score field: `{}`, a per-token mean, summed over the routed tokens: `{}` × "
+                            "`activation_counts` (the default; `--score-aggregate mean` keeps the mean).",
+                            in.score_field, in.score_field));
+        else
+            line(fmt::format("  Score field: `{}`, a per-token mean, as given (`--score-aggregate mean`).",
+                             in.score_field));
+    }
     line(fmt::format("- Consensus `{}`: {}.", consensus_name(r.consensus), consensus_text(r.consensus)));
     line(fmt::format("- Ties: {}.", kTieRule));
     line(fmt::format("- Safety margin: {}.", safety_margin_sentence(r)));

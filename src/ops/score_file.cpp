@@ -115,6 +115,12 @@ void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model)
     std::string field = opts.score_field;
     if (field.empty()) field = first.contains("reap") ? "reap" : "score";
     in.score_field = field;
+    // Per-token means (REAP's `reap`, its factors) are summed over routed tokens unless asked not to:
+    // at high ratios a mean keeps rarely routed experts and drops busy ones (docs/method.md).
+    in.score_is_mean = field == "reap" || field == "ean_mean" || field == "avg_gate_weight";
+    if (opts.score_aggregate != "sum" && opts.score_aggregate != "mean")
+        throw UsageError(fmt::format("--score-aggregate is 'sum' or 'mean', not '{}'", opts.score_aggregate));
+    in.score_times_counts = in.score_is_mean && opts.score_aggregate == "sum";
     for (size_t d = 0; d < files.size(); ++d) {
         const std::string& path = opts.score_files[d].path;
         DomainData& dom = in.domains[d];
@@ -158,6 +164,16 @@ void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model)
                 st.count = external_array(o["activation_counts"], path,
                                           fmt::format("block {} 'activation_counts'", b), in.expert_count);
                 for (size_t e = 0; e < n; ++e) st.dead[e] = st.count[e] == 0;
+            }
+            if (in.score_times_counts) {
+                if (!o.contains("activation_counts"))
+                    throw UsageError(fmt::format(
+                        "{}: block {}: '{}' is a per-token mean, which rank sums over the routed tokens "
+                        "(mean × activation_counts) by default, but the block has no activation_counts: "
+                        "add them, or give --score-aggregate mean for the REAP paper's per-token form "
+                        "(docs/method.md: it keeps rarely routed experts at high ratios)",
+                        path, b, field));
+                for (size_t e = 0; e < n; ++e) st.external[e] *= st.count[e];
             }
         }
     }
