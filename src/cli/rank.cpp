@@ -17,8 +17,8 @@ namespace {
 
 struct RankCli {
     std::vector<std::string> imatrices, scores, protect;
-    std::string model, plan, score_field, score_aggregate = "sum", out, criterion = "energy",
-                                          consensus = "min-rank", ratio, super_share;
+    std::string model, plan, score_field, score_aggregate = "sum", from_plan, export_format, out,
+                                          criterion = "energy", consensus = "min-rank", ratio, super_share;
     std::optional<int64_t> keep, prune;
     double super_channel_ratio = 100.0;
     bool json = false, force = false, no_hash = false, strict = false;
@@ -84,6 +84,8 @@ RankOptions to_options(const RankCli& c) {
     }
     o.hash_inputs = !c.no_hash;
     o.strict = c.strict;
+    o.from_plan = c.from_plan;
+    if (!c.export_format.empty()) o.export_format = parse_plan_format(c.export_format);
     o.threads = c.threads;
     return o;
 }
@@ -136,6 +138,9 @@ void print_text(const ops::RankOutcome& o) {
     std::cout << "safety margin: " << safety_margin_sentence(r) << "\n";
     std::cout << fmt::format("wrote {}, {}, {} (per-block lists in the receipt)\n", o.keeplist_path,
                              o.ranking_path, o.receipt_path);
+    if (!o.exported_path.empty())
+        std::cout << fmt::format("exported {} ({} format)\n", o.exported_path,
+                                 plan_format_name(*o.exported_format));
 }
 
 int run_rank(const RankCli& c) {
@@ -148,6 +153,7 @@ int run_rank(const RankCli& c) {
         nlohmann::ordered_json j = rank_summary_json(o.input, o.result);
         j["files"] = {
             {"keeplist", o.keeplist_path}, {"ranking", o.ranking_path}, {"receipt", o.receipt_path}};
+        if (!o.exported_path.empty()) j["files"]["exported_plan"] = o.exported_path;
         print_json(j);
     } else {
         print_text(o);
@@ -195,6 +201,12 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
         ->required();
     sub->add_flag("--force", c->force, "Overwrite existing outputs");
     sub->add_flag("--no-hash", c->no_hash, "Do not compute sha256 of the inputs (recorded as not hashed)");
+    sub->add_option("--from-plan", c->from_plan,
+                    "Keep what another tool's plan keeps (hipfire or keep-map reap_plan.json); the inputs "
+                    "still score it and check it");
+    sub->add_option("--export", c->export_format,
+                    "Also write the keeplist as another tool's plan, DIR/reap_plan.json: hipfire or keepmap")
+        ->check(CLI::IsMember({"hipfire", "keepmap"}));
     sub->add_flag("--strict", c->strict,
                   "Refuse imatrices whose counts or metadata contradict each other (exit 2) instead of "
                   "warning");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "io/error.h"
+#include "io/output_file.h"
 
 namespace gguf_reap {
 
@@ -102,7 +103,25 @@ RankOutcome rank(const RankRequest& q, const Events& events) {
     for (const auto& n : o.input.notes) events.info(n);
     o.result = rank_experts(o.input, q.options);
     const auto t2 = clock::now();
+    std::string exported;  // --export: the plan's text, checked before anything is written
+    if (q.options.export_format) {
+        if (*q.options.export_format == PlanFormat::kHipfire && o.input.block_count == 0)
+            throw UsageError(
+                "--export hipfire needs --model: hipfire's plan has a row for every layer of it");
+        exported = export_plan(*q.options.export_format, o.result.keeplist, o.input.block_count,
+                               static_cast<uint64_t>(o.input.expert_count), o.input.model_name);
+        const std::string path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
+        if (!q.force && std::filesystem::exists(path))
+            throw UsageError(fmt::format("{} exists; use --force to overwrite it", path));
+    }
     write_rank_outputs(o.input, o.result, q.out_dir, q.force, q.options.threads);
+    if (!exported.empty()) {
+        o.exported_path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
+        o.exported_format = q.options.export_format;
+        OutputFile f(o.exported_path);
+        f.write_at(0, exported.data(), exported.size());
+        f.commit();
+    }
     const auto t3 = clock::now();
     events.debug(fmt::format("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0),
                              sec(t2 - t1), sec(t3 - t2)));

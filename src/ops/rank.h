@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/keeplist.h"
+#include "model/plan_interchange.h"
 #include "ops/events.h"
 #include "ops/imatrix_sanity.h"
 
@@ -68,7 +69,9 @@ struct RankOptions {
     double super_channel_ratio = 100.0;  // hottest channel vs the block's median hottest channel
     bool hash_inputs = true;             // sha256 of every input (false: size only, said so)
     bool strict = false;                 // --strict: input sanity problems refuse (exit 2), not warn
-    int threads = 0;                     // 0 = hardware concurrency
+    std::string from_plan;               // --from-plan: another tool's plan decides (plan_interchange.h)
+    std::optional<PlanFormat> export_format;  // --export: also write the keeplist as that tool's plan
+    int threads = 0;                          // 0 = hardware concurrency
 };
 
 // What one domain measured in one MoE block, per expert (arrays of E; NaN where the input does not
@@ -125,6 +128,14 @@ struct RankInput {
     std::vector<int> nextn_blocks;
     // What the GGUF imatrices' counts and metadata contradict (ops/imatrix_sanity.h): warnings.
     std::vector<SanityProblem> sanity;
+    // --from-plan: the plan, its file and sha256 ("" when not hashed).
+    struct Imported {
+        ExternalPlan plan;
+        std::string path, sha256;
+    };
+    std::optional<Imported> imported;
+    uint64_t block_count = 0;  // with --model: <arch>.block_count (for --export hipfire)
+    std::string model_name;    // with --model: general.name, else ""
 };
 
 // Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit
@@ -206,6 +217,7 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts);
 inline constexpr const char* kKeeplistFile = "keeplist.json";
 inline constexpr const char* kRankingFile = "ranking.npz";
 inline constexpr const char* kReceiptFile = "REAP-KEEPLIST-RECEIPT.md";
+inline constexpr const char* kExportedPlanFile = "reap_plan.json";  // --export (both formats' name)
 
 // The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,
 // datasets, chunks, tokens), neuron plan, safety margin.
@@ -235,6 +247,8 @@ struct RankOutcome {
     RankInput input;
     RankResult result;
     std::string keeplist_path, ranking_path, receipt_path;
+    std::string exported_path;  // --export, else ""
+    std::optional<PlanFormat> exported_format;
 };
 // Reports each input note (info), the time of each step (debug) and the result's warnings (warn).
 RankOutcome rank(const RankRequest& request, const Events& events = {});

@@ -129,10 +129,15 @@ namespace {
 int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string& rule) {
     const int64_t E = in.expert_count;
     const int given = opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value();
-    if (given != 1) throw UsageError("give exactly one of --keep N, --prune N or --ratio R");
+    if (in.imported && given != 0)
+        throw UsageError("--from-plan decides which experts are kept: give no --keep, --prune or --ratio");
+    if (!in.imported && given != 1) throw UsageError("give exactly one of --keep N, --prune N or --ratio R");
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
     int64_t n = 0;
-    if (opts.keep) {
+    if (in.imported) {
+        n = static_cast<int64_t>(in.imported->plan.n_keep);
+        rule = fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format), in.imported->path);
+    } else if (opts.keep) {
         n = *opts.keep;
         rule = fmt::format("--keep {}", n);
     } else if (opts.prune) {
@@ -462,6 +467,33 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
             const std::string where = G > 1 ? fmt::format("block {} group {} (experts {}..{})", blk, g,
                                                           g * group_size, (g + 1) * group_size - 1)
                                             : fmt::format("block {}", blk);
+            if (in.imported) {
+                // The plan decides; what rank would have refused is a warning, and only a plan that
+                // llama.cpp could not load (a group short of its quota) is refused.
+                const std::vector<int64_t>& row = in.imported->plan.keep.at(blk);
+                int64_t held = 0;
+                for (int64_t e : row)
+                    if (e >= g * group_size && e < (g + 1) * group_size) {
+                        ++held;
+                        r.keep[r.idx(b, static_cast<size_t>(e))] = 1;
+                    }
+                if (held != quota)
+                    throw UsageError(
+                        fmt::format("{}: the plan keeps {} experts in {}, but routing picks "
+                                    "experts group by group, so every group must keep {}",
+                                    in.imported->path, held, where, quota));
+                for (int64_t e : dead)
+                    if (r.keep[r.idx(b, static_cast<size_t>(e))])
+                        r.warnings.push_back(
+                            fmt::format("the plan keeps blk.{} expert {}, which is dead here", blk, e));
+                for (int64_t e : prot)
+                    if (!r.keep[r.idx(b, static_cast<size_t>(e))])
+                        r.warnings.push_back(fmt::format(
+                            "the plan prunes blk.{} expert {}, which is protected here (a super-expert or "
+                            "--protect)",
+                            blk, e));
+                continue;
+            }
             if (static_cast<int64_t>(prot.size()) > quota)
                 throw UsageError(fmt::format(
                     "{} has {} protected experts ({}) but {} keeps only {}{}: keep more, or "
@@ -501,7 +533,7 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
         }
         return std::make_pair(std::move(share), std::move(of));
     };
-    if (opts.consensus == Consensus::kMaxMin)
+    if (opts.consensus == Consensus::kMaxMin && !in.imported)
         parallel_for(B, threads, [&](size_t b) {
             MaxMinBlock mb;
             mb.share = mass_shares(b).first;

@@ -98,6 +98,9 @@ RankInput load_rank_input(const RankOptions& opts) {
                             opts.model, L.arch.empty() ? "<arch>" : L.arch));
         in.expert_count = static_cast<int64_t>(L.expert_count);
         in.expert_used_count = L.expert_used_count;
+        in.block_count = L.block_count;
+        if (const Kv* n = model.set->find_kv("general.name"))
+            if (const auto s = n->as_string()) in.model_name = *s;
         in.expert_group_count = L.expert_group_count;
         for (const auto& b : L.blocks) {
             in.blocks.push_back(b.block);
@@ -355,6 +358,37 @@ RankInput load_rank_input(const RankOptions& opts) {
             return down_column_norms(*model.set, *model.down.at(in.blocks[bi]));
         };
     scan_imatrices(scan, in);
+
+    // Another tool's plan: read and checked against the blocks and experts here.
+    if (!opts.from_plan.empty()) {
+        RankInput::Imported im{load_external_plan(opts.from_plan), opts.from_plan, ""};
+        const ExternalPlan& p = im.plan;
+        const std::string& path = opts.from_plan;
+        if (p.original_experts && static_cast<int64_t>(*p.original_experts) != in.expert_count)
+            throw UsageError(fmt::format("{}: the plan is for {} experts per layer but the {} has {}", path,
+                                         *p.original_experts, model.set ? "model" : "imatrix",
+                                         in.expert_count));
+        if (p.format == PlanFormat::kHipfire && model.set && p.keep.size() != in.block_count)
+            throw UsageError(fmt::format("{}: hipfire's plan has a row for each of {} layers but {} has {}",
+                                         path, p.keep.size(), opts.model, in.block_count));
+        for (int b : in.blocks) {
+            const auto it = p.keep.find(b);
+            if (it == p.keep.end())
+                throw UsageError(fmt::format("{}: the plan has no kept experts for MoE layer {}", path, b));
+            if (it->second.back() >= in.expert_count)
+                throw UsageError(fmt::format("{}: layer {} keeps expert {}, but a layer has {} experts", path,
+                                             b, it->second.back(), in.expert_count));
+        }
+        if (p.format == PlanFormat::kKeepmap)
+            for (const auto& [layer, row] : p.keep)
+                if (!std::binary_search(in.blocks.begin(), in.blocks.end(), layer))
+                    throw UsageError(
+                        fmt::format("{}: the plan keeps experts of layer {}, which is not an MoE "
+                                    "block here: a plan for another model?",
+                                    path, layer));
+        if (opts.hash_inputs) im.sha256 = sha256_file(*InputFile::open(path));
+        in.imported = std::move(im);
+    }
 
     // What the counts and metadata contradict: warnings, or with --strict a refusal naming the first.
     in.sanity = check_imatrix_sanity(in);

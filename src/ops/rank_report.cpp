@@ -121,6 +121,11 @@ json rank_method_json(const RankInput& in, const RankResult& r) {
     m["tool"] = "gguf-reap rank";
     m["tool_version"] = GGUF_REAP_VERSION;
     m["criterion"] = criterion_name(r.criterion);
+    if (in.imported)
+        m["from_plan"] = {
+            {"path", in.imported->path},
+            {"format", plan_format_name(in.imported->plan.format)},
+            {"sha256", in.imported->sha256.empty() ? json(nullptr) : json(in.imported->sha256)}};
     if (r.criterion == Criterion::kExternal) {
         m["score_field"] = in.score_field;
         if (in.score_is_mean) m["score_aggregate"] = in.score_times_counts ? "sum" : "mean";
@@ -233,6 +238,13 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
         "experts pruned in all.",
         r.n_keep, r.expert_count, B, r.blocks.front(), r.blocks.back(), r.rule,
         static_cast<int64_t>(B) * (r.expert_count - r.n_keep)));
+    if (in.imported)
+        line(fmt::format(
+            "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with "
+            "`--from-plan`. The criterion and consensus below only score them: the ranks, the safety "
+            "margin, the dead and super-expert checks (warnings, not refusals) describe that plan.",
+            in.imported->path, plan_format_name(in.imported->plan.format),
+            in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256));
     line(fmt::format("- Criterion `{}`: {}.", criterion_name(r.criterion), criterion_formula(r.criterion)));
     if (r.criterion == Criterion::kExternal) {
         if (!in.score_is_mean)
