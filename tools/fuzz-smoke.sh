@@ -11,7 +11,7 @@ fi
 BUILD=$1
 SECONDS_EACH=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGETS=(fuzz_gguf_header fuzz_imatrix fuzz_keeplist fuzz_plan_npz fuzz_manifest)
+TARGETS=(fuzz_gguf_header fuzz_imatrix fuzz_keeplist fuzz_plan_npz fuzz_manifest fuzz_external_plan)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gguf-reap-fuzz.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

@@ -36,6 +36,8 @@ std::vector<int64_t> id_row(const nlohmann::json& v, const std::string& path, co
         if (!v[i].is_number_integer() || v[i].get<int64_t>() < 0)
             throw InputError(path, std::nullopt, at, "must be a non-negative integer expert id");
         const int64_t e = v[i].get<int64_t>();
+        if (e >= int64_t{1} << 20)
+            throw InputError(path, std::nullopt, at, fmt::format("expert id {} is beyond 1048576", e));
         if (experts && static_cast<uint64_t>(e) >= *experts)
             throw InputError(path, std::nullopt, at,
                              fmt::format("expert {} is not below original_experts = {}", e, *experts));
