@@ -14,7 +14,7 @@
 #include "io/error.h"
 #include "io/parallel.h"
 #include "model/tensor_table.h"
-#include "ops/max_min.h"
+#include "ops/rank_domains.h"
 
 namespace gguf_reap {
 
@@ -516,53 +516,10 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
         }
     }
 
-    // Each domain's share of the criterion's mass per expert, per block: what max-min maximises and
-    // what every consensus reports (retained_share).
-    const auto mass_shares = [&](size_t b) {
-        std::vector<std::vector<double>> share;
-        std::vector<size_t> of;  // the domain of each row
-        for (size_t d = 0; d < D; ++d) {
-            if (!in.domains[d].blocks[b].present) continue;
-            double total = 0;
-            for (size_t e = 0; e < NE; ++e) total += std::max(0.0, r.scores[r.idx(d, b, e)]);
-            if (!(total > 0)) continue;
-            std::vector<double> s(NE);
-            for (size_t e = 0; e < NE; ++e) s[e] = std::max(0.0, r.scores[r.idx(d, b, e)]) / total;
-            share.push_back(std::move(s));
-            of.push_back(d);
-        }
-        return std::make_pair(std::move(share), std::move(of));
-    };
+    // With max-min, the search replaces the keep mask; then what every domain retains (rank_domains.h).
     if (opts.consensus == Consensus::kMaxMin && !in.imported)
-        parallel_for(B, threads, [&](size_t b) {
-            MaxMinBlock mb;
-            mb.share = mass_shares(b).first;
-            mb.quota = quota;
-            for (size_t e = 0; e < NE; ++e) {
-                mb.group.push_back(static_cast<int64_t>(e) / group_size);
-                mb.protect.push_back(r.protect[r.idx(b, e)]);
-                mb.dead.push_back(r.dead[r.idx(b, e)]);
-                mb.start.push_back(r.keep[r.idx(b, e)]);
-            }
-            if (mb.share.empty()) return;  // no domain has mass here: the min-rank set stands
-            const std::vector<uint8_t> keep = max_min_select(mb);
-            for (size_t e = 0; e < NE; ++e) r.keep[r.idx(b, e)] = keep[e];
-        });
-    r.retained_share.assign(D * B, kNaN);
-    for (size_t b = 0; b < B; ++b) {
-        const auto [share, of] = mass_shares(b);
-        std::vector<uint8_t> keep(NE);
-        for (size_t e = 0; e < NE; ++e) keep[e] = r.keep[r.idx(b, e)];
-        const std::vector<double> kept = retained_shares(share, keep);
-        for (size_t i = 0; i < of.size(); ++i) {
-            r.retained_share[of[i] * B + b] = kept[i];
-            if (std::isnan(r.worst_share) || kept[i] < r.worst_share) {
-                r.worst_share = kept[i];
-                r.worst_domain = of[i];
-                r.worst_block = b;
-            }
-        }
-    }
+        choose_max_min(in, r, group_size, quota, threads);
+    fill_retained_shares(in, r);
 
     // 6. Safety margin, shares carried by the pruned experts.
     r.best_pruned_rank.assign(B, 0);
@@ -611,46 +568,8 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
         if (have_energy && et > 0) r.pruned_energy_share[d] = ep / et;
     }
 
-    // 7. Warnings the receipt repeats.
-    if (D < 3) {
-        std::string names;
-        for (const auto& d : in.domains) names += (names.empty() ? "" : ", ") + d.name;
-        r.warnings.push_back(
-            fmt::format("only {} domain(s) ({}): experts that serve other kinds of text (code, "
-                        "dialogue, reasoning, other languages) may look unused; rank with imatrices "
-                        "from several kinds of text",
-                        D, names));
-    }
-    for (size_t a = 0; a < D; ++a)
-        for (size_t c = a + 1; c < D; ++c) {
-            const auto& x = in.domains[a];
-            const auto& y = in.domains[c];
-            if (!x.sha256.empty() && x.sha256 == y.sha256)
-                r.warnings.push_back(fmt::format("domains {} and {} are the same file (sha256 {})", x.name,
-                                                 y.name, x.sha256.substr(0, 16)));
-            else if (!x.datasets.empty() && x.datasets == y.datasets)
-                r.warnings.push_back(
-                    fmt::format("domains {} and {} were computed on the same dataset(s)", x.name, y.name));
-        }
-    // Per-token means at high ratios (docs/method.md, "Per-token means").
-    const bool mean_type =
-        opts.criterion == Criterion::kReapMean ||
-        (opts.criterion == Criterion::kExternal && in.score_is_mean && !in.score_times_counts);
-    if (mean_type && 4 * (E - r.n_keep) > E)
-        r.warnings.push_back(fmt::format(
-            "{} is a per-token mean and prunes {} of {} experts in every block ({:.0f} %): above 25 % a mean "
-            "keeps rarely routed experts and drops busy ones (on the trained fixture, keeping 8 of 16: mean "
-            "KLD 1.13–1.23 for reap-mean and 1.19 for the REAP paper's mean, 0.67–0.70 for energy, 0.58 "
-            "for the REAP sum); rank by a sum: --criterion energy, or --score-aggregate sum",
-            opts.criterion == Criterion::kReapMean ? std::string("criterion reap-mean")
-                                                   : fmt::format("score field '{}'", in.score_field),
-            E - r.n_keep, E, 100.0 * static_cast<double>(E - r.n_keep) / static_cast<double>(E)));
-    for (const SanityProblem& p : in.sanity)
-        r.warnings.push_back(p.file.empty() ? p.message : fmt::format("{}: {}", p.file, p.message));
-    if (!in.source)
-        r.warnings.push_back(
-            "no --model: expert_used_count and expert groups are unknown here, so N >= "
-            "expert_used_count and equal counts per group were not checked (splice checks them)");
+    // 7. Warnings the receipt repeats (rank_domains.h).
+    add_input_warnings(in, opts, r);
 
     // 8. The keeplist.
     KeepList& kl = r.keeplist;
