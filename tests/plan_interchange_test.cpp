@@ -66,6 +66,8 @@ TEST(PlanInterchange, BadPlansAreNamed) {
               "p.json: json: is neither a hipfire plan (\"keep\": {\"per_layer\": ...}) nor a keep map "
               "(\"keep_maps\": {\"keep_by_layer\": ...})");
     EXPECT_EQ(input_error("{\"keep\": "), "p.json: json at offset 9 (0x9): not valid JSON");
+    EXPECT_EQ(input_error(R"({"keep_maps": {"keep_by_layer": {"3": []}}})"),
+              "p.json: layer 3: keeps no experts");
 }
 
 KeepList two_blocks() {
@@ -158,6 +160,30 @@ TEST(PlanInterchangeFixtures, RoundTripThroughRank) {
                          "--from-plan decides which experts are kept: give no --keep, --prune or --ratio");
         }
     }
+}
+
+// External scores (the REAP criterion's way in) take a plan too.
+TEST(PlanInterchangeFixtures, FromPlanWithExternalScores) {
+    REQUIRE_FIXTURES();
+    test::TempDir dir;
+    const std::string s = test::fixture("trained/scores/tiny-qwen3moe-trained-A.reap.");
+    RankOptions o;
+    o.criterion = Criterion::kExternal;
+    o.score_files = {{"c", s + "c.json"}, {"legal", s + "legal.json"}};
+    o.model = test::fixture("trained/models/tiny-qwen3moe-trained-A-Q8_0.gguf");
+    o.keep = 10;
+    o.export_format = PlanFormat::kHipfire;
+    const ops::RankOutcome a = ops::rank({o, dir.file("a"), false});
+    RankOptions i = o;
+    i.keep.reset();
+    i.export_format.reset();
+    i.from_plan = a.exported_path;
+    i.consensus = Consensus::kSum;
+    const RankInput in = load_rank_input(i);
+    ASSERT_TRUE(in.imported.has_value());
+    const RankResult r = rank_experts(in, i);
+    for (size_t k = 0; k < r.keeplist.blocks.size(); ++k)
+        EXPECT_EQ(r.keeplist.blocks[k].keep, a.result.keeplist.blocks[k].keep);
 }
 
 TEST(PlanInterchangeFixtures, APlanKeepingDeadExpertsIsWarnedAbout) {

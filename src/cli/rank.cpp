@@ -55,7 +55,7 @@ RankOptions to_options(const RankCli& c) {
     auto cs = parse_consensus(c.consensus);
     if (!cs)
         throw UsageError(
-            fmt::format("--consensus {}: choose min-rank, mean-rank, sum or pooled", c.consensus));
+            fmt::format("--consensus {}: choose min-rank, mean-rank, sum, pooled or max-min", c.consensus));
     o.consensus = *cs;
     o.keep = c.keep;
     o.prune = c.prune;
@@ -178,7 +178,7 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--criterion", c->criterion,
                     "frequency | energy | reap-mean | weighted-energy | external")
         ->capture_default_str();
-    sub->add_option("--consensus", c->consensus, "min-rank | mean-rank | sum | pooled")
+    sub->add_option("--consensus", c->consensus, "min-rank | mean-rank | sum | pooled | max-min")
         ->capture_default_str();
     sub->add_option("--keep", c->keep, "Experts kept in every MoE block");
     sub->add_option("--prune", c->prune, "Experts pruned in every MoE block");

@@ -120,12 +120,15 @@ ExternalPlan parse_external_plan(const std::string& text, const std::string& pat
     }
     if (p.keep.empty()) throw InputError(path, std::nullopt, "json", "the plan keeps no layer");
     const auto& [first_layer, first] = *p.keep.begin();
-    for (const auto& [layer, row] : p.keep)
-        if (row.size() != first.size() || row.empty())
+    for (const auto& [layer, row] : p.keep) {
+        if (row.empty())
+            throw InputError(path, std::nullopt, fmt::format("layer {}", layer), "keeps no experts");
+        if (row.size() != first.size())
             throw InputError(path, std::nullopt, fmt::format("layer {}", layer),
                              fmt::format("keeps {} experts but layer {} keeps {}: every layer must keep the "
                                          "same number",
                                          row.size(), first_layer, first.size()));
+    }
     if (p.n_keep && p.n_keep != first.size())
         throw InputError(path, std::nullopt, "kept_experts_per_layer",
                          fmt::format("is {} but the rows keep {}", p.n_keep, first.size()));

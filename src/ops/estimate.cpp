@@ -216,8 +216,6 @@ void width_file_bytes(ModelFigures& f, uint64_t base_file, const std::vector<uin
     f.file_bytes_slack = slack;
 }
 
-// Whether splice can write the width cut byte-exact: the tensors whose rows lose elements
-// (ffn_down_exps, gpt-oss gate/up biases) must be F32, F16 or BF16.
 // Whether splice can make `plan`'s cut byte-exactly: every tensor cut inside its rows keeps whole
 // blocks of its type (any plan for float types; whole aligned groups of B channels for a quantized one).
 bool element_cuts_exact(const ShardSet& model, const MoeLayout& layout, const NeuronPlan& plan) {

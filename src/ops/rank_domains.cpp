@@ -107,10 +107,12 @@ void add_input_warnings(const RankInput& in, const RankOptions& opts, RankResult
             "{} is a per-token mean and prunes {} of {} experts in every block ({:.0f} %): above 25 % a mean "
             "keeps rarely routed experts and drops busy ones (on the trained fixture, keeping 8 of 16: mean "
             "KLD 1.13–1.23 for reap-mean and 1.19 for the REAP paper's mean, 0.67–0.70 for energy, 0.58 "
-            "for the REAP sum); rank by a sum: --criterion energy, or --score-aggregate sum",
+            "for the REAP sum); rank by a sum: {}",
             opts.criterion == Criterion::kReapMean ? std::string("criterion reap-mean")
                                                    : fmt::format("score field '{}'", in.score_field),
-            E - r.n_keep, E, 100.0 * static_cast<double>(E - r.n_keep) / static_cast<double>(E)));
+            E - r.n_keep, E, 100.0 * static_cast<double>(E - r.n_keep) / static_cast<double>(E),
+            opts.criterion == Criterion::kReapMean ? "--criterion energy"
+                                                   : "--score-aggregate sum (the default)"));
     for (const SanityProblem& p : in.sanity)
         r.warnings.push_back(p.file.empty() ? p.message : fmt::format("{}: {}", p.file, p.message));
     if (!in.source)

@@ -55,6 +55,46 @@ std::optional<int64_t> legacy_expert_count(const ImatrixFile& im, int block, std
 
 }  // namespace
 
+namespace {
+
+// --from-plan: another tool's plan, read and checked against the blocks and experts of `in` (the model
+// at `model_path`, "" without --model; `external`: the blocks came from score files).
+void import_plan(const RankOptions& opts, const std::string& model_path, bool external, RankInput& in) {
+    if (opts.from_plan.empty()) return;
+    RankInput::Imported im{load_external_plan(opts.from_plan), opts.from_plan, ""};
+    const ExternalPlan& p = im.plan;
+    const std::string& path = opts.from_plan;
+    if (p.original_experts && static_cast<int64_t>(*p.original_experts) != in.expert_count)
+        throw UsageError(fmt::format("{}: the plan is for {} experts per layer but the {} {}", path,
+                                     *p.original_experts,
+                                     external             ? "score files have"
+                                     : model_path.empty() ? "imatrix has"
+                                                          : "model has",
+                                     in.expert_count));
+    if (p.format == PlanFormat::kHipfire && !model_path.empty() && p.keep.size() != in.block_count)
+        throw UsageError(fmt::format("{}: hipfire's plan has a row for each of {} layers but {} has {}", path,
+                                     p.keep.size(), model_path, in.block_count));
+    for (int b : in.blocks) {
+        const auto it = p.keep.find(b);
+        if (it == p.keep.end())
+            throw UsageError(fmt::format("{}: the plan has no kept experts for MoE layer {}", path, b));
+        if (it->second.back() >= in.expert_count)
+            throw UsageError(fmt::format("{}: layer {} keeps expert {}, but a layer has {} experts", path, b,
+                                         it->second.back(), in.expert_count));
+    }
+    if (p.format == PlanFormat::kKeepmap)
+        for (const auto& [layer, row] : p.keep)
+            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), layer))
+                throw UsageError(
+                    fmt::format("{}: the plan keeps experts of layer {}, which is not an MoE "
+                                "block here: a plan for another model?",
+                                path, layer));
+    if (opts.hash_inputs) im.sha256 = sha256_file(*InputFile::open(path));
+    in.imported = std::move(im);
+}
+
+}  // namespace
+
 RankInput load_rank_input(const RankOptions& opts) {
     const bool external = opts.criterion == Criterion::kExternal;
     if (external && opts.score_files.empty())
@@ -152,6 +192,7 @@ RankInput load_rank_input(const RankOptions& opts) {
             dom.file_size = f->size();
             if (opts.hash_inputs) dom.sha256 = sha256_file(*f);
         }
+        import_plan(opts, model.set ? opts.model : std::string(), true, in);
         return in;
     }
 
@@ -359,36 +400,7 @@ RankInput load_rank_input(const RankOptions& opts) {
         };
     scan_imatrices(scan, in);
 
-    // Another tool's plan: read and checked against the blocks and experts here.
-    if (!opts.from_plan.empty()) {
-        RankInput::Imported im{load_external_plan(opts.from_plan), opts.from_plan, ""};
-        const ExternalPlan& p = im.plan;
-        const std::string& path = opts.from_plan;
-        if (p.original_experts && static_cast<int64_t>(*p.original_experts) != in.expert_count)
-            throw UsageError(fmt::format("{}: the plan is for {} experts per layer but the {} has {}", path,
-                                         *p.original_experts, model.set ? "model" : "imatrix",
-                                         in.expert_count));
-        if (p.format == PlanFormat::kHipfire && model.set && p.keep.size() != in.block_count)
-            throw UsageError(fmt::format("{}: hipfire's plan has a row for each of {} layers but {} has {}",
-                                         path, p.keep.size(), opts.model, in.block_count));
-        for (int b : in.blocks) {
-            const auto it = p.keep.find(b);
-            if (it == p.keep.end())
-                throw UsageError(fmt::format("{}: the plan has no kept experts for MoE layer {}", path, b));
-            if (it->second.back() >= in.expert_count)
-                throw UsageError(fmt::format("{}: layer {} keeps expert {}, but a layer has {} experts", path,
-                                             b, it->second.back(), in.expert_count));
-        }
-        if (p.format == PlanFormat::kKeepmap)
-            for (const auto& [layer, row] : p.keep)
-                if (!std::binary_search(in.blocks.begin(), in.blocks.end(), layer))
-                    throw UsageError(
-                        fmt::format("{}: the plan keeps experts of layer {}, which is not an MoE "
-                                    "block here: a plan for another model?",
-                                    path, layer));
-        if (opts.hash_inputs) im.sha256 = sha256_file(*InputFile::open(path));
-        in.imported = std::move(im);
-    }
+    import_plan(opts, model.set ? opts.model : std::string(), false, in);
 
     // What the counts and metadata contradict: warnings, or with --strict a refusal naming the first.
     in.sanity = check_imatrix_sanity(in);
