@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "gguf_builder.h"
@@ -314,6 +315,36 @@ TEST_F(WidthTest, RealFixtureQ8) {
         "deepseek2.expert_feed_forward_length × deepseek2.expert_shared_count, so "
         "deepseek2.expert_shared_count must become W / K = 256 / 192, which is not a whole number; legal "
         "widths are {32, 64, 128, 256}");
+}
+
+TEST(PlanInBlocks, WholeGroupsBecomeBlockIdsAndAPartialOneIsNamed) {
+    // Blocks 1 and 3, two experts, K = 4 of 8 channels, groups of 2.
+    NeuronPlan p;
+    p.k = 4;
+    p.expert_count = 2;
+    p.blocks = {1, 3};
+    p.channels = {0, 1, 6, 7, /**/ 2, 3, 4, 5, /**/ 4, 5, 6, 7, /**/ 0, 1, 2, 3};
+    const auto units = plan_in_blocks(p, 2);
+    ASSERT_TRUE(std::holds_alternative<NeuronPlan>(units));
+    const NeuronPlan& u = std::get<NeuronPlan>(units);
+    EXPECT_EQ(u.k, 2);
+    EXPECT_EQ(u.blocks, p.blocks);
+    EXPECT_EQ(u.channels, (std::vector<int32_t>{0, 3, 1, 2, 2, 3, 0, 1}));
+    // Groups of 4: block 1 expert 0 keeps 2 of channels 0..3.
+    const auto partial = plan_in_blocks(p, 4);
+    ASSERT_TRUE(std::holds_alternative<PartialBlock>(partial));
+    const PartialBlock& b = std::get<PartialBlock>(partial);
+    EXPECT_EQ(b.block, 1);
+    EXPECT_EQ(b.expert, 0);
+    EXPECT_EQ(b.kept, 2);
+    EXPECT_EQ(b.group, 0);
+    // The first partial place in block, expert, group order: block 3 expert 0 keeps 1 of channels 2..3.
+    p.channels = {0, 1, 2, 3, 2, 3, 4, 5, 3, 4, 6, 7, 0, 1, 2, 4};
+    const PartialBlock& c = std::get<PartialBlock>(plan_in_blocks(p, 2));
+    EXPECT_EQ(c.block, 3);
+    EXPECT_EQ(c.expert, 0);
+    EXPECT_EQ(c.kept, 1);
+    EXPECT_EQ(c.group, 1);
 }
 
 }  // namespace

@@ -96,7 +96,12 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
             const ExpertTensorKind& kind = *et.kind;
             if (!kind.width_cut()) continue;
             // Rows become K long: they must stay whole blocks of their type.
-            if (kind.width_cuts_inside_rows()) lcm = std::lcm(lcm, ggml_type(t.type)->block_size);
+            if (kind.width_cuts_inside_rows()) {
+                lcm = std::lcm(lcm, ggml_type(t.type)->block_size);
+                if (std::none_of(r.row_types.begin(), r.row_types.end(),
+                                 [&](const WidthRules::RowType& x) { return x.type == t.type; }))
+                    r.row_types.push_back({t.type, t.name});
+            }
             if (&kind == &down_projection_kind()) continue;  // the width is defined by it
             const int64_t got = t.ne[static_cast<size_t>(kind.width_axis)];
             const int64_t want = kind.width_factor * r.native_width;
@@ -242,6 +247,27 @@ void check_width(const WidthRules& rules, int64_t k, const std::string& model_na
     if (reason.empty()) return;
     throw UsageError(fmt::format("K = {} is not a legal expert width for {}: {}; legal widths are {}", k,
                                  model_name, reason, legal_list(rules)));
+}
+
+std::variant<NeuronPlan, PartialBlock> plan_in_blocks(const NeuronPlan& plan, int64_t bs) {
+    NeuronPlan units;
+    units.k = plan.k / bs;
+    units.expert_count = plan.expert_count;
+    units.blocks = plan.blocks;
+    units.channels.reserve(plan.channels.size() / static_cast<size_t>(bs));
+    for (size_t bi = 0; bi < plan.blocks.size(); ++bi)
+        for (int64_t e = 0; e < plan.expert_count; ++e) {
+            const int32_t* r = plan.row(bi, e);  // ascending and unique: a group's channels are adjacent
+            for (int64_t j = 0; j < plan.k;) {
+                const int64_t q = r[j] / bs;
+                int64_t n = 0;
+                while (j + n < plan.k && r[j + n] / bs == q) ++n;
+                if (n != bs) return PartialBlock{plan.blocks[bi], e, n, q};
+                units.channels.push_back(static_cast<int32_t>(q));
+                j += n;
+            }
+        }
+    return units;
 }
 
 // ---- the plan file ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "format/npz.h"
@@ -32,6 +33,13 @@ struct WidthRules {
     int64_t native_width = 0;    // n_ff: ffn_down_exps ne0 (the same in every MoE block)
     std::vector<int64_t> legal;  // every legal K, ascending (includes native_width)
     int64_t block_size = 1;      // lcm of the block sizes of the tensors whose rows become K
+    // The types of the tensors whose rows become K (ffn_down_exps, gpt-oss gate/up biases), each once,
+    // with the first such tensor: a block size above 1 needs a plan of whole blocks (plan_in_blocks).
+    struct RowType {
+        int32_t type = 0;
+        std::string tensor;
+    };
+    std::vector<RowType> row_types;
     // KV that holds n_ff: "<arch>.expert_feed_forward_length", or "<arch>.feed_forward_length" where the
     // loader reads the experts' width from it (tensor_table.h, ExpertWidthKey::kFfKey).
     std::string width_key;
@@ -69,6 +77,15 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout);
 //   "K = 1000 is not a legal expert width for <model>: <reason>; legal widths are {256, 512, ...}"
 void check_width(const WidthRules& rules, int64_t k, const std::string& model_name);
 
+// The first place where a plan keeps part of a quant block: block `block`, expert `expert` keeps `kept`
+// of the channels group·B .. group·B + B − 1.
+struct PartialBlock {
+    int block = 0;
+    int64_t expert = 0;
+    int64_t kept = 0;
+    int64_t group = 0;
+};
+
 // ---- the plan file ----------------------------------------------------------------------------
 //
 // A width-pruning ("neuron") plan: which FFN channels every (MoE block, expert) pair keeps.
@@ -104,6 +121,12 @@ NeuronPlan read_neuron_plan(const std::string& path, const std::vector<int>& blo
 // The same over the .npz's bytes (named `name` in messages), and over its arrays once read.
 NeuronPlan parse_neuron_plan(std::span<const uint8_t> bytes, const std::string& name,
                              const std::vector<int>& blocks, int64_t expert_count, int64_t width);
+// `plan` in units of whole blocks of `bs` channels (plan.k a multiple of bs): k = plan.k / bs, each row
+// the ids c / bs of the aligned groups it keeps, ascending; or, when a row keeps part of a group, the
+// first such place (blocks, experts and groups in ascending order). This is what makes a width cut of
+// a quantized row byte-exact: splice gathers those blocks, audit compares them, estimate asks whether.
+std::variant<NeuronPlan, PartialBlock> plan_in_blocks(const NeuronPlan& plan, int64_t bs);
+
 NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
                                    const std::vector<int>& blocks, int64_t expert_count, int64_t width);
 

@@ -137,34 +137,20 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     w->kvs = width_kvs(rules, w->plan.k);
     // Elements of a quantized row are whole blocks: only a plan of whole aligned groups of the block
     // size can have cut it byte-exactly. Each such plan is also kept in units of blocks.
-    for (const auto& b : layout.blocks)
-        for (const auto& et : b.tensors) {
-            const TensorInfo& t = src.info(src.tensors()[et.tensor]);
-            const int64_t bs = ggml_type(t.type)->block_size;
-            if (!et.kind->width_cuts_inside_rows() || bs == 1 || w->block_plans.count(bs)) continue;
-            NeuronPlan units;
-            units.k = w->plan.k / bs;
-            units.expert_count = w->plan.expert_count;
-            units.blocks = w->plan.blocks;
-            for (size_t bi = 0; bi < w->plan.blocks.size(); ++bi)
-                for (int64_t e = 0; e < w->plan.expert_count; ++e) {
-                    const int32_t* r = w->plan.row(bi, e);
-                    std::map<int32_t, int64_t> per_block;  // rows are ascending and unique
-                    for (int64_t j = 0; j < w->plan.k; ++j) ++per_block[r[j] / static_cast<int32_t>(bs)];
-                    for (const auto& [q, n] : per_block) {
-                        if (n != bs)
-                            throw UsageError(fmt::format(
-                                "{}: {} is {}, whose rows hold blocks of {} values, but {} keeps {} of the "
-                                "{} "
-                                "channels {}..{} of block {} expert {}: no width-spliced output of this "
-                                "source can have been cut by that plan byte-exactly",
-                                src.shards().front().path, t.name, ggml_type_display(t.type), bs, *plan_path,
-                                n, bs, q * bs, q * bs + bs - 1, w->plan.blocks[bi], e));
-                        units.channels.push_back(q);
-                    }
-                }
-            w->block_plans.emplace(bs, std::move(units));
-        }
+    for (const WidthRules::RowType& rt : rules.row_types) {
+        const int64_t bs = ggml_type(rt.type)->block_size;
+        if (bs == 1 || w->block_plans.count(bs)) continue;
+        auto units = plan_in_blocks(w->plan, bs);
+        if (const auto* p = std::get_if<PartialBlock>(&units))
+            throw UsageError(fmt::format(
+                "{}: {} is {}, whose rows hold blocks of {} values, but {} keeps {} of the {} channels "
+                "{}..{} "
+                "of block {} expert {}: no width-spliced output of this source can have been cut by that "
+                "plan byte-exactly",
+                src.shards().front().path, rt.tensor, ggml_type_display(rt.type), bs, *plan_path, p->kept, bs,
+                p->group * bs, p->group * bs + bs - 1, p->block, p->expert));
+        w->block_plans.emplace(bs, std::move(std::get<NeuronPlan>(units)));
+    }
     w->sha256 = sha256_file(*plan_path);
     if (recorded && recorded_sha != w->sha256)
         report.findings.push_back(make_finding(

@@ -218,19 +218,11 @@ void width_file_bytes(ModelFigures& f, uint64_t base_file, const std::vector<uin
 
 // Whether splice can make `plan`'s cut byte-exactly: every tensor cut inside its rows keeps whole
 // blocks of its type (any plan for float types; whole aligned groups of B channels for a quantized one).
-bool element_cuts_exact(const ShardSet& model, const MoeLayout& layout, const NeuronPlan& plan) {
-    for (const MoeBlock& b : layout.blocks)
-        for (const ExpertTensor& et : b.tensors) {
-            if (!et.kind->width_cuts_inside_rows()) continue;
-            const int64_t bs = ggml_type(model.info(model.tensors()[et.tensor]).type)->block_size;
-            if (bs == 1) continue;
-            for (size_t bi = 0; bi < plan.blocks.size(); ++bi)
-                for (int64_t e = 0; e < plan.expert_count; ++e) {
-                    const int32_t* r = plan.row(bi, e);  // ascending, unique
-                    for (int64_t j = 0; j < plan.k; j += bs)
-                        if (r[j] % bs != 0 || r[j + bs - 1] != r[j] + bs - 1) return false;
-                }
-        }
+bool element_cuts_exact(const WidthRules& rules, const NeuronPlan& plan) {
+    for (const WidthRules::RowType& rt : rules.row_types) {
+        const int64_t bs = ggml_type(rt.type)->block_size;
+        if (bs > 1 && std::holds_alternative<PartialBlock>(plan_in_blocks(plan, bs))) return false;
+    }
     return true;
 }
 
@@ -407,7 +399,7 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
                 in.neuron_plan_path, blocks, static_cast<int64_t>(layout.expert_count), rules->native_width);
             check_width(*rules, plan.k, e.model_path);
             k = plan.k;
-            exact = element_cuts_exact(model, layout, plan);
+            exact = element_cuts_exact(*rules, plan);
         }
         std::vector<Shaped> after = pruned_shapes(before, n_keep, k);
         if (in.drop_mtp) {  // --drop-mtp: the nextn blocks' tensors are not written at all

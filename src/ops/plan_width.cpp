@@ -323,14 +323,9 @@ PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& even
     std::vector<std::string> block_sources;  // "blk.1.ffn_down_exps.weight Q8_0 (32)", once per type
     if (by_block) {
         res.group = rules.block_size;
-        std::set<int32_t> seen;
-        for (const MoeBlock& b : layout.blocks)
-            for (const ExpertTensor& et : b.tensors) {
-                const TensorInfo& t = model->info(model->tensors()[et.tensor]);
-                if (et.kind->width_cuts_inside_rows() && seen.insert(t.type).second)
-                    block_sources.push_back(fmt::format("{} {} ({})", t.name, ggml_type_display(t.type),
-                                                        ggml_type(t.type)->block_size));
-            }
+        for (const WidthRules::RowType& rt : rules.row_types)
+            block_sources.push_back(fmt::format("{} {} ({})", rt.tensor, ggml_type_display(rt.type),
+                                                ggml_type(rt.type)->block_size));
     }
     if (model) {
         check_width(rules, opts.k, opts.model);

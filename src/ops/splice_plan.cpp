@@ -509,34 +509,25 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
     check_width(w.rules, w.plan.k, model_path);
     // A quantized row loses columns byte-exactly only in whole blocks: every plan row must be whole
     // aligned groups of the type's block size B (channels gB .. gB + B - 1), else it needs requantising.
-    for (const MoeBlock& b : layout.blocks)
-        for (const ExpertTensor& et : b.tensors) {
-            const TensorInfo& t = model.info(model.tensors()[et.tensor]);
-            const int64_t bs = ggml_type(t.type)->block_size;
-            if (!et.kind->width_cuts_inside_rows() || bs == 1 || w.block_rows.count(bs)) continue;
-            auto& out = w.block_rows[bs];
-            for (size_t bi = 0; bi < blocks.size(); ++bi)
-                for (int64_t e = 0; e < w.plan.expert_count; ++e) {
-                    const int32_t* r = w.plan.row(bi, e);
-                    // Rows are ascending and unique (read_neuron_plan): a block is whole when bs of
-                    // its channels are kept.
-                    std::map<int32_t, int64_t> per_block;
-                    for (int64_t j = 0; j < w.plan.k; ++j) ++per_block[r[j] / static_cast<int32_t>(bs)];
-                    auto ids = std::make_shared<std::vector<uint32_t>>();
-                    for (const auto& [q, n] : per_block) {
-                        if (n != bs)
-                            throw UsageError(fmt::format(
-                                "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut "
-                                "keeps whole blocks only, but {} keeps {} of the {} channels {}..{} of block "
-                                "{} expert {}: make the plan with `plan-width --granularity block --model "
-                                "{}` (or width-splice a BF16/F16 copy and requantise it with llama-quantize)",
-                                model_path, t.name, ggml_type_display(t.type), bs, plan_path, n, bs, q * bs,
-                                q * bs + bs - 1, blocks[bi], e, model_path));
-                        ids->push_back(static_cast<uint32_t>(q));
-                    }
-                    out.push_back(std::move(ids));
-                }
-        }
+    for (const WidthRules::RowType& rt : w.rules.row_types) {
+        const int64_t bs = ggml_type(rt.type)->block_size;
+        if (bs == 1 || w.block_rows.count(bs)) continue;
+        const auto units = plan_in_blocks(w.plan, bs);
+        if (const auto* p = std::get_if<PartialBlock>(&units))
+            throw UsageError(fmt::format(
+                "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut keeps whole blocks "
+                "only, but {} keeps {} of the {} channels {}..{} of block {} expert {}: make the plan with "
+                "`plan-width --granularity block --model {}` (or width-splice a BF16/F16 copy and requantise "
+                "it with llama-quantize)",
+                model_path, rt.tensor, ggml_type_display(rt.type), bs, plan_path, p->kept, bs, p->group * bs,
+                p->group * bs + bs - 1, p->block, p->expert, model_path));
+        const NeuronPlan& u = std::get<NeuronPlan>(units);
+        auto& out = w.block_rows[bs];
+        for (size_t bi = 0; bi < blocks.size(); ++bi)
+            for (int64_t e = 0; e < u.expert_count; ++e)
+                out.push_back(
+                    std::make_shared<const std::vector<uint32_t>>(u.row(bi, e), u.row(bi, e) + u.k));
+    }
     w.plan_sha256 = std::move(plan_sha256);
     for (size_t b = 0; b < blocks.size(); ++b)
         for (int64_t e = 0; e < w.plan.expert_count; ++e) {
