@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "format/json_input.h"
 #include "io/error.h"
 #include "io/output_file.h"
 #include "io/sequential_reader.h"
@@ -96,22 +97,8 @@ KeepList KeepList::load(const std::string& path) {
 
 KeepList KeepList::parse(const std::string& text, const std::string& path) {
     check_depth(text, path);
-    json j;
-    try {
-        size_t values = 0;
-        j = json::parse(text, [&](int, json::parse_event_t event, json&) {
-            if (event == json::parse_event_t::value && ++values > kMaxValues)
-                bad(path, "json",
-                    fmt::format("holds more than {} values, more than any model's keeplist needs",
-                                kMaxValues));
-            return true;
-        });
-    } catch (const json::parse_error& e) {
-        throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
-    } catch (const json::exception& e) {
-        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
-        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
-    }
+    // Nesting is checked above, before the parser sees the text.
+    const json j = parse_json_input<json>(text, path, 0, kMaxValues, "any model's keeplist");
     if (!j.is_object()) bad(path, "json", "a keeplist must be a JSON object");
     KeepList kl;
     if (j.contains("drop") && !j.contains("blocks")) {

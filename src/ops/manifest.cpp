@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "format/json_input.h"
 #include "io/error.h"
 #include "io/output_file.h"
 #include "io/sequential_reader.h"
@@ -101,22 +102,7 @@ std::string Manifest::sha256sum_text() const {
 }
 
 Manifest Manifest::parse(const std::string& text, const std::string& path) {
-    json j;
-    try {
-        size_t values = 0;
-        j = json::parse(text, [&](int depth, json::parse_event_t event, json&) {
-            if (depth > kMaxDepth) bad(path, "json", fmt::format("nested deeper than {} levels", kMaxDepth));
-            if (event == json::parse_event_t::value && ++values > kMaxValues)
-                bad(path, "json",
-                    fmt::format("holds more than {} values, more than a manifest needs", kMaxValues));
-            return true;
-        });
-    } catch (const json::parse_error& e) {
-        throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
-    } catch (const json::exception& e) {
-        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
-        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
-    }
+    const json j = parse_json_input<json>(text, path, kMaxDepth, kMaxValues, "a manifest");
     if (!j.is_object()) bad(path, "json", "a manifest must be a JSON object");
     const std::string format = get_string(member(j, "format", path, "json"), path, "format");
     if (format != kFormat)

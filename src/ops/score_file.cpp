@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "format/json_input.h"
 #include "io/error.h"
 #include "io/sequential_reader.h"
 
@@ -26,35 +27,11 @@ struct ExternalFile {
 
 ExternalFile load_external(const std::string& path) {
     const std::string text = read_small_file(path, kMaxScoresJson, "score file");
-    nlohmann::json j;
-    try {
-        // A score file nests 3 levels; refusing depth 32 in the parser's callback (the parser itself
-        // does not recurse) keeps 100k nested brackets from overflowing the stack of the recursive
-        // copies and destructors of the DOM.
-        // 16 million values (a few fields × 1,024 experts × 512 blocks is 3 million) bound the DOM, at
-        // 16+ bytes a value, to a few hundred MB whatever the 256 MiB of text hold.
-        constexpr int kMaxScoresDepth = 32;
-        constexpr size_t kMaxScoresValues = size_t{16} << 20;
-        size_t values = 0;
-        j = nlohmann::json::parse(
-            text,
-            [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-                if (depth > kMaxScoresDepth)
-                    throw InputError(path, std::nullopt, "json",
-                                     fmt::format("nested deeper than {} levels", kMaxScoresDepth));
-                if (event == nlohmann::json::parse_event_t::value && ++values > kMaxScoresValues)
-                    throw InputError(path, std::nullopt, "json",
-                                     fmt::format("holds more than {} values, more than a score file needs",
-                                                 kMaxScoresValues));
-                return true;
-            },
-            true, false);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
-    } catch (const nlohmann::json::exception& e) {
-        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
-        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
-    }
+    // A score file nests 3 levels: depth 32 is refused. 16 million values (a few fields × 1,024 experts ×
+    // 512 blocks is 3 million) bound the DOM, at 16+ bytes a value, to a few hundred MB whatever the
+    // 256 MiB of text hold.
+    const nlohmann::json j =
+        parse_json_input<nlohmann::json>(text, path, 32, size_t{16} << 20, "a score file");
     if (!j.is_object()) throw InputError(path, std::nullopt, "json", "a score file must be a JSON object");
     const nlohmann::json& blocks = j.contains("blocks") ? j["blocks"] : j;
     if (!blocks.is_object())
