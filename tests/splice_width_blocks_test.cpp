@@ -22,15 +22,17 @@
 #include "format/npz.h"
 #include "model/shard_set.h"
 #include "test_util.h"
+#include "width_test_support.h"
 
 namespace gguf_reap {
 namespace {
 
+using test::has;
+using test::make_plan;
+using test::moe_blocks;
+using test::Plan;
 using test::TempDir;
-
-bool has(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
+using test::tensor_bytes;
 
 // ---- this test's dequantisers (ggml-quants.c, dequantize_row_q8_0 / dequantize_row_q4_K) ----------
 
@@ -77,52 +79,7 @@ std::vector<float> dequant_q4_k(const uint8_t* row, int64_t n) {
     return y;
 }
 
-// ---- plans -----------------------------------------------------------------------------------------
-
-// A block-aligned plan: per (block, expert) k / group random aligned groups, written in a shuffled
-// (rank) order; `sorted` holds each row ascending, the order of the output columns.
-struct Plan {
-    std::string path;
-    int64_t k = 0;
-    std::map<std::pair<int, int64_t>, std::vector<int64_t>> sorted;
-};
-Plan make_block_plan(const std::string& path, const std::vector<int>& blocks, int64_t experts, int64_t n_ff,
-                     int64_t k, int64_t group, uint32_t seed) {
-    std::mt19937 rng(seed);
-    Plan p{path, k, {}};
-    std::vector<uint16_t> channels;
-    for (int b : blocks)
-        for (int64_t e = 0; e < experts; ++e) {
-            std::vector<int64_t> groups(static_cast<size_t>(n_ff / group));
-            std::iota(groups.begin(), groups.end(), 0);
-            std::shuffle(groups.begin(), groups.end(), rng);
-            groups.resize(static_cast<size_t>(k / group));
-            std::vector<int64_t> row;
-            for (int64_t g : groups)
-                for (int64_t c = 0; c < group; ++c) row.push_back(g * group + c);
-            std::vector<int64_t> rank = row;
-            std::shuffle(rank.begin(), rank.end(), rng);
-            for (int64_t c : rank) channels.push_back(static_cast<uint16_t>(c));
-            std::sort(row.begin(), row.end());
-            p.sorted[{b, e}] = row;
-        }
-    const auto pairs = static_cast<int64_t>(blocks.size()) * experts;
-    write_npz(path, {{"channels", NpyArray::u16({pairs, k}, channels)}, {"k", NpyArray::i64({1}, {k})}});
-    return p;
-}
-
-std::vector<int> moe_blocks(const ShardSet& m) {
-    std::set<int> b;
-    for (const TensorRef& r : m.tensors())
-        if (has(m.info(r).name, ".ffn_down_exps.weight")) b.insert(std::stoi(m.info(r).name.substr(4)));
-    return {b.begin(), b.end()};
-}
-
-std::vector<uint8_t> tensor_bytes(const ShardSet& m, const TensorRef& r) {
-    std::vector<uint8_t> v(r.nbytes);
-    m.shards()[r.shard].file->read(r.abs_offset, v.data(), v.size());
-    return v;
-}
+// ---- the cases (plans: width_test_support.h, with group > 1) ------------------------------------
 
 struct Case {
     std::string gen_args;
@@ -145,7 +102,7 @@ TEST_P(SpliceWidthBlocks, KeptBlocksAreTheSourceBlocks) {
     const auto blocks = moe_blocks(src);
     const auto E = static_cast<int64_t>(*src.arch_uint("expert_count"));
     const auto n_ff = static_cast<int64_t>(*src.arch_uint("expert_feed_forward_length"));
-    const Plan plan = make_block_plan(dir.file("plan.npz"), blocks, E, n_ff, c.k, c.group, 11);
+    const Plan plan = make_plan(dir.file("plan.npz"), blocks, E, n_ff, c.k, 11, c.group);
     // Drop experts 2 and 5 too.
     nlohmann::json drop;
     for (int b : blocks) drop[std::to_string(b)] = {2, 5};
@@ -252,7 +209,7 @@ TEST(SpliceWidthBlocksRefusal, UnalignedPlanOnAQuantizedDownProjection) {
     ASSERT_EQ(test::run_gen(fmt::format("model --skeleton -o {} --type-exps Q8_0", model)).exit_code, 0);
     const ShardSet src = ShardSet::open(model);
     // Block-aligned except for block 1 expert 3, which keeps channels 0..30 and 63.
-    Plan plan = make_block_plan(dir.file("plan.npz"), moe_blocks(src), 16, 64, 32, 32, 3);
+    Plan plan = make_plan(dir.file("plan.npz"), moe_blocks(src), 16, 64, 32, 3, 32);
     std::vector<uint16_t> channels;
     for (const auto& [pair, row] : plan.sorted) {
         std::vector<int64_t> r = row;

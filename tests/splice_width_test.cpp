@@ -19,62 +19,23 @@
 #include "model/shard_set.h"
 #include "ops/splice.h"
 #include "test_util.h"
+#include "width_test_support.h"
 
 namespace gguf_reap {
 namespace {
 
+using test::has;
+using test::make_plan;
+using test::moe_blocks;
+using test::Plan;
 using test::TempDir;
-
-bool has(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
+using test::tensor_bytes;
 
 std::string gen_model(const TempDir& dir, const std::string& name, const std::string& args) {
     const std::string path = dir.file(name + ".gguf");
     const auto r = test::run_gen(fmt::format("model --skeleton -o {} {}", path, args));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return path;
-}
-
-// A plan: per MoE block (ascending) and expert, k distinct channels below n_ff in random (rank) order.
-struct Plan {
-    std::string path;
-    int64_t k = 0;
-    std::map<std::pair<int, int64_t>, std::vector<int64_t>> sorted;  // (block, expert) → ascending
-};
-Plan make_plan(const std::string& path, const std::vector<int>& blocks, int64_t experts, int64_t n_ff,
-               int64_t k, uint32_t seed) {
-    std::mt19937 rng(seed);
-    Plan p{path, k, {}};
-    std::vector<uint16_t> channels;
-    for (int b : blocks)
-        for (int64_t e = 0; e < experts; ++e) {
-            std::vector<int64_t> all(static_cast<size_t>(n_ff));
-            std::iota(all.begin(), all.end(), 0);
-            std::shuffle(all.begin(), all.end(), rng);
-            all.resize(static_cast<size_t>(k));
-            for (int64_t c : all) channels.push_back(static_cast<uint16_t>(c));
-            std::sort(all.begin(), all.end());
-            p.sorted[{b, e}] = all;
-        }
-    const auto pairs = static_cast<int64_t>(blocks.size()) * experts;
-    write_npz(path, {{"channels", NpyArray::u16({pairs, k}, channels)}, {"k", NpyArray::i64({1}, {k})}});
-    return p;
-}
-
-std::vector<int> moe_blocks(const ShardSet& m) {
-    std::set<int> b;
-    for (const TensorRef& r : m.tensors()) {
-        const std::string& n = m.info(r).name;
-        if (has(n, ".ffn_down_exps.weight")) b.insert(std::stoi(n.substr(4)));
-    }
-    return {b.begin(), b.end()};
-}
-
-std::vector<uint8_t> tensor_bytes(const ShardSet& m, const TensorRef& r) {
-    std::vector<uint8_t> v(r.nbytes);
-    m.shards()[r.shard].file->read(r.abs_offset, v.data(), v.size());
-    return v;
 }
 
 // Every tensor of `out` against `src`, element by element: the slicing contract of docs/splice.md.
