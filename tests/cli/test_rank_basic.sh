@@ -173,5 +173,69 @@ PY
     expect_err "entry 'blk.3.ffn_down_exps.weight' counts"
     expect_err "the routed-expert counts sum to 6663, but expert_used_count 4 × 1664 tokens (imatrix.chunk_count 13 × imatrix.chunk_size 128) is 6656: made with another top-k, by a partial or streamed run, or for another model? (--strict)"
     [ ! -e "$WORK/alt2/keeplist.json" ] && _pass || _fail "--strict wrote a keeplist"
+
+    case_ "fixtures: --consensus max-min names the worst domain, and never does worse than min-rank"
+    for c in min-rank max-min; do
+        run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --imatrix code=$I.code.imatrix.gguf \
+            --imatrix wiki=$I.wiki.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --ratio 50% \
+            --consensus $c -o "$WORK/c-$c" --json
+        expect_code 0
+        expect_json "d['consensus'] == '$c' and d['worst_domain']['domain'] in ('chat', 'code', 'wiki')"
+        grep -qF "Worst domain: " "$WORK/c-$c/REAP-KEEPLIST-RECEIPT.md" && _pass || _fail "$c receipt lacks the worst domain"
+    done
+    /usr/bin/python3 - "$WORK/c-min-rank" "$WORK/c-max-min" <<'PY' && _pass || _fail "max-min's worst share below min-rank's"
+import sys, zipfile, io, struct
+def shares(d):
+    raw = zipfile.ZipFile(d + "/ranking.npz").read("retained_share.npy")
+    hl = struct.unpack("<H", raw[8:10])[0]
+    return struct.unpack("<%dd" % ((len(raw) - 10 - hl) // 8), raw[10 + hl:])
+a, m = shares(sys.argv[1]), shares(sys.argv[2])
+assert min(m) >= min(a) - 1e-12, (min(a), min(m))
+PY
+
+    case_ "fixtures: --export keepmap, then --from-plan of it keeps the same experts"
+    run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --ratio 25% \
+        -o "$WORK/ex" --export keepmap
+    expect_code 0
+    expect_out "exported $WORK/ex/reap_plan.json (keepmap format)"
+    run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" \
+        --from-plan "$WORK/ex/reap_plan.json" -o "$WORK/im"
+    expect_code 0
+    /usr/bin/python3 - "$WORK/ex/keeplist.json" "$WORK/im/keeplist.json" <<'PY' && _pass || _fail "imported keeplist differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert [x["keep"] for x in a["blocks"]] == [x["keep"] for x in b["blocks"]]
+assert b["method"]["from_plan"]["format"] == "keepmap"
+PY
+    run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" \
+        --from-plan "$WORK/ex/reap_plan.json" --keep 12 -o "$WORK/im2"
+    expect_code 2
+    expect_err "gguf-reap: error: --from-plan decides which experts are kept: give no --keep, --prune or --ratio"
+    run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --ratio 25% \
+        -o "$WORK/ex2" --export hipfire
+    expect_code 2
+    expect_err "gguf-reap: error: --export hipfire: the model has 4 layers but 3 MoE layers; hipfire's reap_plan.json needs a row of kept experts for every layer and says nothing of dense ones: use --export keepmap"
+    [ ! -e "$WORK/ex2/keeplist.json" ] && _pass || _fail "a refused export wrote the keeplist"
+fi
+
+TR=$FIX/trained
+if [ -f "$TR/SHA256SUMS" ]; then
+    case_ "trained fixture: --score-aggregate mean on REAP's per-token means warns above 25 %"
+    S=$TR/scores/tiny-qwen3moe-trained-A.reap
+    run "$BIN" rank --criterion external --scores c=$S.c.json --scores legal=$S.legal.json \
+        --model "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" --keep 8 --score-aggregate mean -o "$WORK/sa"
+    expect_code 0
+    expect_err "gguf-reap: warning: score field 'reap' is a per-token mean and prunes 8 of 16 experts in every block (50 %)"
+    expect_err "rank by a sum: --score-aggregate sum (the default)"
+    run "$BIN" rank --criterion external --scores c=$S.c.json --scores legal=$S.legal.json \
+        --model "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" --keep 8 -o "$WORK/ss"
+    expect_code 0
+    grep -qF "per-token mean" "$ERR" && _fail "the default (sum) warned" || _pass
+    grep -qF 'Score field: `reap`, a per-token mean, summed over the routed tokens' "$WORK/ss/REAP-KEEPLIST-RECEIPT.md" &&
+        _pass || _fail "the receipt does not say the means were summed"
+    run "$BIN" rank --criterion external --scores c=$S.c.json --keep 8 --score-aggregate median -o "$WORK/sx"
+    expect_code 2
+else
+    skipped "the trained-fixture cases (no $TR)"
 fi
 finish
