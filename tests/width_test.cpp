@@ -340,7 +340,9 @@ TEST(PlanInBlocks, WholeGroupsBecomeBlockIdsAndAPartialOneIsNamed) {
     EXPECT_EQ(b.group, 0);
     // The first partial place in block, expert, group order: block 3 expert 0 keeps 1 of channels 2..3.
     p.channels = {0, 1, 2, 3, 2, 3, 4, 5, 3, 4, 6, 7, 0, 1, 2, 4};
-    const PartialBlock& c = std::get<PartialBlock>(plan_in_blocks(p, 2));
+    const auto later = plan_in_blocks(p, 2);
+    ASSERT_TRUE(std::holds_alternative<PartialBlock>(later));
+    const PartialBlock& c = std::get<PartialBlock>(later);
     EXPECT_EQ(c.block, 3);
     EXPECT_EQ(c.expert, 0);
     EXPECT_EQ(c.kept, 1);
