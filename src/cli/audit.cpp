@@ -1,5 +1,6 @@
 // gguf-reap audit OUTPUT [--source MODEL [--keeplist K]] [--manifest FILE] [--manifest-out FILE] [--json]:
 // prove a pruned model from the disk. Exit 0 pass, 1 findings, 2 bad input.
+#include <ctime>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -27,6 +28,16 @@ struct AuditCli {
     bool json = false;
 };
 
+// "2026-12-01T21:30:05Z"
+std::string utc_now_iso8601() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
 nlohmann::ordered_json or_null(const std::string& s) {
     return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
 }
@@ -35,6 +46,8 @@ nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool
     using nlohmann::ordered_json;
     ordered_json j;
     j["result"] = r.passed() ? "pass" : "fail";
+    j["tool"] = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    j["date"] = utc_now_iso8601();  // when the audit finished
     j["output"] = c.output;
     j["source"] = or_null(c.source);
     j["keeplist"] = or_null(c.keeplist);
