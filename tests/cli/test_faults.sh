@@ -163,10 +163,10 @@ R=$WORK/ref/o-00001-of-00003.gguf
 audit() { faulty "$@" "$BIN" audit "$R" --source "$M" --keeplist "$WORK/k.json" --json; }  # FAULT_* only
 run "$BIN" audit "$R" --source "$M" --keeplist "$WORK/k.json" --json
 expect_code 0
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("seconds",None); print(json.dumps(d, sort_keys=True))' \
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("seconds",None); d.pop("date",None); print(json.dumps(d, sort_keys=True))' \
     "$OUT" >"$WORK/audit.ref"
 same_audit() {
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("seconds",None); print(json.dumps(d, sort_keys=True))' \
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("seconds",None); d.pop("date",None); print(json.dumps(d, sort_keys=True))' \
         "$OUT" | cmp -s - "$WORK/audit.ref" && _pass || _fail "audit report differs from the fault-free one"
 }
 
