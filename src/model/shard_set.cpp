@@ -131,37 +131,39 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
                                 "be mistaken for part of the model)",
                                 count));
         }
-        // split.no sequence and split.count in every shard.
-        for (int i = 0; i < count; ++i) {
-            const Shard& s = set.shards_[static_cast<size_t>(i)];
-            const SplitKeys k = read_split_keys(s);
-            if (!k.no)
-                throw InputError(s.path, std::nullopt, "kv 'split.no'",
-                                 "missing key split.no in a split shard");
-            if (*k.no != i)
-                throw InputError(s.path, kv_offset(s, "split.no"), "kv 'split.no'",
-                                 fmt::format("split.no is {} but the file is shard {} of {} (expected {})",
-                                             *k.no, i + 1, count, i));
-            if (k.count && *k.count != count)
-                throw InputError(s.path, kv_offset(s, "split.count"), "kv 'split.count'",
-                                 fmt::format("split.count is {} but the set has {} shards", *k.count, count));
-        }
     }
 
     set.index();
-
-    if (set.split_) {
-        const Shard& first = set.shards_.front();
-        const SplitKeys k = read_split_keys(first);
-        if (!k.tensors)
-            throw InputError(first.path, std::nullopt, "kv 'split.tensors.count'",
-                             "missing key split.tensors.count in the first shard");
-        if (*k.tensors < 0 || static_cast<size_t>(*k.tensors) != set.order_.size())
-            throw InputError(first.path, kv_offset(first, "split.tensors.count"), "kv 'split.tensors.count'",
-                             fmt::format("split.tensors.count is {} but the {} shards hold {} tensors",
-                                         *k.tensors, set.shards_.size(), set.order_.size()));
-    }
+    set.check_split();
     return set;
+}
+
+// split.no sequence and split.count in every shard, split.tensors.count in the first.
+void ShardSet::check_split() const {
+    if (!split_) return;
+    const int count = static_cast<int>(shards_.size());
+    for (int i = 0; i < count; ++i) {
+        const Shard& s = shards_[static_cast<size_t>(i)];
+        const SplitKeys k = read_split_keys(s);
+        if (!k.no)
+            throw InputError(s.path, std::nullopt, "kv 'split.no'", "missing key split.no in a split shard");
+        if (*k.no != i)
+            throw InputError(s.path, kv_offset(s, "split.no"), "kv 'split.no'",
+                             fmt::format("split.no is {} but the file is shard {} of {} (expected {})", *k.no,
+                                         i + 1, count, i));
+        if (k.count && *k.count != count)
+            throw InputError(s.path, kv_offset(s, "split.count"), "kv 'split.count'",
+                             fmt::format("split.count is {} but the set has {} shards", *k.count, count));
+    }
+    const Shard& first = shards_.front();
+    const SplitKeys k = read_split_keys(first);
+    if (!k.tensors)
+        throw InputError(first.path, std::nullopt, "kv 'split.tensors.count'",
+                         "missing key split.tensors.count in the first shard");
+    if (*k.tensors < 0 || static_cast<size_t>(*k.tensors) != order_.size())
+        throw InputError(first.path, kv_offset(first, "split.tensors.count"), "kv 'split.tensors.count'",
+                         fmt::format("split.tensors.count is {} but the {} shards hold {} tensors",
+                                     *k.tensors, shards_.size(), order_.size()));
 }
 
 // The global index; duplicate names across shards are refused as llama.cpp refuses them.
@@ -195,6 +197,28 @@ ShardSet ShardSet::from_header(const std::string& name, Header header) {
                                      *k.count));
     set.shards_.push_back(std::move(s));
     set.index();
+    return set;
+}
+
+ShardSet ShardSet::from_headers(std::vector<std::pair<std::string, Header>> headers) {
+    if (headers.size() == 1) return from_header(headers.front().first, std::move(headers.front().second));
+    if (headers.empty() || headers.size() > 65535)
+        throw std::invalid_argument("ShardSet::from_headers: 1 to 65535 headers");
+    ShardSet set;
+    set.split_ = true;
+    for (auto& [name, header] : headers) {
+        Shard s;
+        s.path = name;
+        s.header = std::move(header);
+        const SplitKeys k = read_split_keys(s);
+        if (!k.count)
+            throw InputError(name, std::nullopt, "kv 'split.count'",
+                             fmt::format("missing key split.count in shard {} of a set of {}",
+                                         set.shards_.size() + 1, headers.size()));
+        set.shards_.push_back(std::move(s));
+    }
+    set.index();
+    set.check_split();
     return set;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "format/gguf.h"
@@ -47,6 +48,10 @@ class ShardSet {
     // An unsplit model from a header parsed elsewhere (from bytes: the fuzz targets, tests). Its shard
     // has no file; total_bytes() counts it as 0. Throws InputError for a shard of a split set.
     static ShardSet from_header(const std::string& name, Header header);
+    // A model from the headers of all its shards, parsed elsewhere (a manifest's copy of a source),
+    // validated as open() validates a split set, except for anything about file names and files. No
+    // shard has a file. Throws InputError.
+    static ShardSet from_headers(std::vector<std::pair<std::string, Header>> headers);
 
     const std::vector<Shard>& shards() const { return shards_; }
     bool is_split() const { return split_; }
@@ -66,6 +71,7 @@ class ShardSet {
 
   private:
     void index();
+    void check_split() const;
     std::vector<Shard> shards_;
     bool split_ = false;
     std::vector<TensorRef> order_;
