@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/base64.h"
 #include "io/error.h"
 #include "io/sha256.h"
 #include "ops/manifest.h"
@@ -49,12 +50,33 @@ TEST(Sha256, HexForm) {
 Manifest sample() {
     Manifest m;
     m.tool = "gguf-reap 0.1.0";
-    m.shards.push_back({"out-00001-of-00002.gguf",
-                        1000,
-                        std::string(64, '1'),
-                        {{"a", 96, 10, std::string(64, '2')}, {"b", 128, 0, std::string(64, '3')}}});
-    m.shards.push_back({"out-00002-of-00002.gguf", 500, std::string(64, '4'), {}});
+    m.shards.push_back(
+        {"out-00001-of-00002.gguf",
+         1000,
+         std::string(64, '1'),
+         {{"a", 96, 10, std::string(64, '2'), 0, {}},
+          {"b", 128, 0, std::string(64, '3'), 0, {}},
+          {"c", 160, 8, std::string(64, '5'), 4, {std::string(64, '6'), std::string(64, '7')}}},
+         {'G', 'G', 'U', 'F', 3}});
+    m.shards.push_back({"out-00002-of-00002.gguf", 500, std::string(64, '4'), {}, {}});
     return m;
+}
+
+TEST(Base64, RoundTripsAndRefusesWhatIsNotCanonical) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{100},
+                     (size_t{3} << 20) + 1}) {
+        std::vector<uint8_t> b(n);
+        for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(i * 7 + n);
+        const std::string t = base64_encode(b);
+        EXPECT_EQ(t.size(), (n + 2) / 3 * 4);
+        EXPECT_EQ(base64_decode(t), b) << n;
+    }
+    EXPECT_EQ(base64_encode(std::vector<uint8_t>{'G', 'G', 'U', 'F'}), "R0dVRg==");
+    EXPECT_FALSE(base64_decode("R0dVRg="));   // length
+    EXPECT_FALSE(base64_decode("R0d=Rg=="));  // padding inside
+    EXPECT_FALSE(base64_decode(" R0dVRg=="));
+    EXPECT_FALSE(base64_decode("R0dV===="));
+    EXPECT_FALSE(base64_decode("R0dV\xc3\xa9=="));
 }
 
 TEST(Manifest, RoundTripsThroughJson) {
@@ -64,6 +86,24 @@ TEST(Manifest, RoundTripsThroughJson) {
     ASSERT_NE(back.find_shard("out-00002-of-00002.gguf"), nullptr);
     EXPECT_EQ(back.find_shard("nope"), nullptr);
     EXPECT_EQ(back.shards[0].tensors[1].name, "b");
+    EXPECT_EQ(back.version, 2);
+    EXPECT_EQ(back.shards[0].header, (std::vector<uint8_t>{'G', 'G', 'U', 'F', 3}));
+    EXPECT_EQ(m.to_json()["shards"][0]["header"], "R0dVRgM=");
+    EXPECT_EQ(back.shards[0].tensors[2].slab_bytes, 4u);
+    EXPECT_EQ(back.shards[0].tensors[2].slabs.at(1), std::string(64, '7'));
+    EXPECT_FALSE(m.to_json()["shards"][0]["tensors"][0].contains("slabs"));
+    EXPECT_FALSE(m.to_json()["shards"][1].contains("header"));
+    // Version 1 (before headers and slabs) is still read, for --manifest.
+    nlohmann::ordered_json v1 = m.to_json();
+    v1["version"] = 1;
+    for (auto& sh : v1["shards"]) {
+        sh.erase("header");
+        for (auto& t : sh["tensors"]) t.erase("slabs"), t.erase("slab_bytes");
+    }
+    const Manifest old = Manifest::parse(v1.dump(), "m.json");
+    EXPECT_EQ(old.version, 1);
+    EXPECT_TRUE(old.shards[0].header.empty());
+    EXPECT_TRUE(old.shards[0].tensors[2].slabs.empty());
 }
 
 TEST(Manifest, Sha256sumText) {
@@ -97,8 +137,24 @@ TEST(Manifest, EachMalformationIsNamed) {
     };
     EXPECT_EQ(with([](auto& j) { j["format"] = "gguf-reap.keeplist"; }),
               "m.json: format: is \"gguf-reap.keeplist\", expected \"gguf-reap.manifest\"");
-    EXPECT_EQ(with([](auto& j) { j["version"] = 2; }),
-              "m.json: version: manifest version 2 is not supported (this gguf-reap reads version 1)");
+    EXPECT_EQ(with([](auto& j) { j["version"] = 3; }),
+              "m.json: version: manifest version 3 is not supported (this gguf-reap reads versions 1 and 2)");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["header"] = "R0dVRgM"; }),
+              "m.json: shards[0].header: is not base64 (RFC 4648, padded, no line breaks)");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["header"] = "R0dV\nRgM="; }),
+              "m.json: shards[0].header: is not base64 (RFC 4648, padded, no line breaks)");
+    EXPECT_EQ(
+        with([](auto& j) { j["shards"][0]["header"] = ""; }),
+        "m.json: shards[0].header: holds 0 bytes: a shard's header is at least one byte and at most its "
+        "size (1000)");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["tensors"][2]["slab_bytes"] = 3; }),
+              "m.json: shards[0].tensors[2].slabs: 2 slabs of 3 bytes do not make the tensor's 8 bytes");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["tensors"][2]["slab_bytes"] = 0; }),
+              "m.json: shards[0].tensors[2].slabs: 2 slabs of 0 bytes do not make the tensor's 8 bytes");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["tensors"][2].erase("slab_bytes"); }),
+              "m.json: shards[0].tensors[2]: missing \"slab_bytes\"");
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["tensors"][2]["slabs"][1] = "x"; }),
+              "m.json: shards[0].tensors[2].slabs[1]: \"x\" is not a sha256 (64 lower-case hex digits)");
     EXPECT_EQ(with([](auto& j) { j.erase("shards"); }), "m.json: json: missing \"shards\"");
     EXPECT_EQ(with([](auto& j) { j["shards"][0]["sha256"] = "abc"; }),
               "m.json: shards[0].sha256: \"abc\" is not a sha256 (64 lower-case hex digits)");

@@ -2,6 +2,8 @@
 # Benchmark of `gguf-reap audit`, side by side with plain baselines on the same bytes:
 #   byte audit      gguf-reap audit OUT --source SRC     vs  cmp of every output shard with a copy of itself
 #   manifest hash   gguf-reap audit OUT --manifest-out   vs  sha256sum of every output shard
+#   source manifest gguf-reap audit OUT --source-manifest SRC.json  vs  the same cmp (target <= 0.55:
+#                   only the output is read)
 # Both sides run cold: before every timed run every file involved (output, its copy, source) is flushed
 # and dropped from the page cache with posix_fadvise(DONTNEED) (`dd iflag=nocache count=0`), the way
 # audit drops the output itself. Byte audit reads the output once and the kept source slabs once; cmp
@@ -68,14 +70,19 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1
 cmp_all() { for f in "${OUT[@]}"; do cmp -s "$f" "copy-$f"; done; }
 cat_all() { cat "${OUT[@]}" copy-out-*.gguf >/dev/null; }
 
-declare -a T_AUDIT T_CMP T_MAN T_SHA T_CAT
+# The source's manifest, made once (what a release makes once and reuses for every prune ratio).
+T_SRCMAN=$(seconds "$BIN" audit "$SRC" --manifest-out src-manifest.json --force)
+SRCMAN_BYTES=$(stat -c %s src-manifest.json)
+
+declare -a T_AUDIT T_CMP T_MAN T_SHA T_CAT T_SMAN
 for i in $(seq "$RUNS"); do
     T_CAT+=("$(seconds cat_all)")
     T_CMP+=("$(seconds cmp_all)")
     T_AUDIT+=("$(seconds "$BIN" audit "${OUT[0]}" --source "$SRC")")
     T_SHA+=("$(seconds sha256sum "${OUT[@]}")")
     T_MAN+=("$(seconds "$BIN" audit "${OUT[0]}" --manifest-out manifest.json --force)")
-    echo "bench: run $i: cat ${T_CAT[-1]} s, cmp ${T_CMP[-1]} s, audit ${T_AUDIT[-1]} s, sha256sum ${T_SHA[-1]} s, manifest ${T_MAN[-1]} s" >&2
+    T_SMAN+=("$(seconds "$BIN" audit "${OUT[0]}" --source-manifest src-manifest.json)")
+    echo "bench: run $i: cat ${T_CAT[-1]} s, cmp ${T_CMP[-1]} s, audit ${T_AUDIT[-1]} s, sha256sum ${T_SHA[-1]} s, manifest ${T_MAN[-1]} s, source manifest ${T_SMAN[-1]} s" >&2
 done
 
 OUT_BYTES=$(stat -c %s "${OUT[@]}" | paste -sd+ | bc)
@@ -84,7 +91,7 @@ J=$("$BIN" audit "${OUT[0]}" --source "$SRC" --json)
 READ=$(echo "$J" | /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(s["bytes_read"], s["source_bytes_read"], s["slabs"], s["tensors"])')
 read -r A_OUT A_SRC SLABS TENSORS <<<"$READ"
 m_cat=$(median "${T_CAT[@]}"); m_cmp=$(median "${T_CMP[@]}"); m_audit=$(median "${T_AUDIT[@]}")
-m_sha=$(median "${T_SHA[@]}"); m_man=$(median "${T_MAN[@]}")
+m_sha=$(median "${T_SHA[@]}"); m_man=$(median "${T_MAN[@]}"); m_sman=$(median "${T_SMAN[@]}")
 gbps() { echo "scale=2; $1 / $2 / 1000000000" | bc -l; }
 
 echo
@@ -99,6 +106,10 @@ printf '%-44s %10.2f %12s %9s\n' "cmp output shards with copies" "$m_cmp" $((2 *
 printf '%-44s %10.2f %12s %9s\n' "gguf-reap audit --source" "$m_audit" $((A_OUT + A_SRC)) "$(gbps $((A_OUT + A_SRC)) "$m_audit")"
 printf '%-44s %10.2f %12s %9s\n' "sha256sum output shards" "$m_sha" "$OUT_BYTES" "$(gbps "$OUT_BYTES" "$m_sha")"
 printf '%-44s %10.2f %12s %9s\n' "gguf-reap audit --manifest-out (+ tensors)" "$m_man" "$OUT_BYTES" "$(gbps "$OUT_BYTES" "$m_man")"
+printf '%-44s %10.2f %12s %9s\n' "gguf-reap audit --source-manifest" "$m_sman" "$OUT_BYTES" "$(gbps "$OUT_BYTES" "$m_sman")"
+printf '%-44s %10.2f %12s %9s\n' "(once) audit SRC --manifest-out (+ slabs)" "$T_SRCMAN" "$SRC_BYTES" "$(gbps "$SRC_BYTES" "$T_SRCMAN")"
+echo "source manifest: $SRCMAN_BYTES bytes"
 echo
 echo "byte audit / cmp          = $(echo "scale=3; $m_audit / $m_cmp" | bc -l)   (target <= 1.1)"
 echo "manifest / sha256sum      = $(echo "scale=3; $m_man / $m_sha" | bc -l)   (target <= 1.0)"
+echo "source manifest / cmp     = $(echo "scale=3; $m_sman / $m_cmp" | bc -l)   (target <= 0.55)"

@@ -1,4 +1,5 @@
-// gguf-reap audit OUTPUT [--source MODEL [--keeplist K]] [--manifest FILE] [--manifest-out FILE] [--json]:
+// gguf-reap audit OUTPUT [--source MODEL | --source-manifest FILE] [--keeplist K] [--manifest FILE]
+//                       [--manifest-out FILE] [--json]:
 // prove a pruned model from the disk. Exit 0 pass, 1 findings, 2 bad input.
 #include <ctime>
 #include <iostream>
@@ -19,6 +20,7 @@ namespace {
 struct AuditCli {
     std::string output;
     std::string source;
+    std::string source_manifest;
     std::string keeplist;
     std::string neuron_plan;
     std::string manifest;
@@ -50,12 +52,13 @@ nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool
     j["date"] = utc_now_iso8601();  // when the audit finished
     j["output"] = c.output;
     j["source"] = or_null(c.source);
+    j["source_manifest"] = or_null(c.source_manifest);
     j["keeplist"] = or_null(c.keeplist);
     j["neuron_plan"] = or_null(c.neuron_plan);
     if (!c.neuron_plan.empty()) j["expert_width"] = {{"source", r.source_width}, {"output", r.output_width}};
     j["manifest"] = or_null(c.manifest);
     j["kept_from"] = or_null(r.kept_from);
-    if (!c.source.empty())
+    if (!c.source.empty() || !c.source_manifest.empty())
         j["expert_count"] = {
             {"source", r.source_expert_count},
             {"output", r.output_expert_count ? ordered_json(r.output_expert_count) : ordered_json(nullptr)}};
@@ -113,8 +116,13 @@ void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written)
     uint64_t total = 0;
     for (const auto& s : r.shards) total += s.size;
     std::cout << fmt::format("output    {} ({} shard(s), {})\n", c.output, m.shards, human_bytes(total));
-    if (!c.source.empty()) {
-        std::cout << fmt::format("source    {}\n", c.source);
+    const bool against_source = !c.source.empty() || !c.source_manifest.empty();
+    if (against_source) {
+        if (!c.source.empty())
+            std::cout << fmt::format("source    {}\n", c.source);
+        else
+            std::cout << fmt::format("source    as its manifest {} records it (the source is not read)\n",
+                                     c.source_manifest);
         std::string from = r.kept_from == "keeplist"     ? "the keeplist " + c.keeplist
                            : r.kept_from == "provenance" ? "the output's gguf_reap.kept.* keys"
                            : r.kept_from == "unchanged"  ? "no pruning recorded: every expert kept"
@@ -138,18 +146,20 @@ void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written)
     }
     for (const auto& n : r.notes) std::cout << fmt::format("note: {}\n", n);
     std::cout << "\n";
-    if (!c.source.empty()) {
+    if (against_source) {
         std::cout << fmt::format(
             "verified  {} tensors byte-identical to the source, {} expert tensors with {} kept "
-            "slabs/rows equal to their source experts\n",
-            m.tensors_identical, m.expert_tensors, m.slabs);
+            "slabs/rows equal to their source experts{}\n",
+            m.tensors_identical, m.expert_tensors, m.slabs,
+            c.source.empty() ? " (by sha256 against the source manifest)" : "");
         if (m.hash_tables > 0)
             std::cout << fmt::format(
                 "          {} token → expert tables rewritten as the kept experts require (hash routing)\n",
                 m.hash_tables);
-        std::cout << fmt::format(
-            "          {} bytes compared, {} padding bytes zero, {} key/value pairs checked\n",
-            with_commas(m.bytes_compared), with_commas(m.padding_bytes), m.kvs_checked);
+        std::cout << fmt::format("          {} bytes {}, {} padding bytes zero, {} key/value pairs checked\n",
+                                 with_commas(m.bytes_compared),
+                                 c.source.empty() ? "checked by sha256" : "compared",
+                                 with_commas(m.padding_bytes), m.kvs_checked);
         std::cout << fmt::format(
             "read      {} of output from disk (page cache dropped first), {} of source\n",
             human_bytes(m.bytes_read), human_bytes(m.source_bytes_read));
@@ -174,6 +184,7 @@ int run_audit_cli(const AuditCli& c) {
     ops::AuditRequest q;
     q.options.output = c.output;
     if (!c.source.empty()) q.options.source = c.source;
+    if (!c.source_manifest.empty()) q.options.source_manifest = c.source_manifest;
     if (!c.keeplist.empty()) q.options.keeplist = c.keeplist;
     if (!c.neuron_plan.empty()) q.options.neuron_plan = c.neuron_plan;
     if (!c.manifest.empty()) q.options.manifest = c.manifest;
@@ -197,6 +208,9 @@ Command add_audit(CLI::App& app, const GlobalOptions&) {
                                        "for byte, or against a manifest");
     sub->add_option("output", c->output, "Any shard of the output (or the single output file)")->required();
     sub->add_option("--source", c->source, "Any shard of the source model: verify every byte against it");
+    sub->add_option("--source-manifest", c->source_manifest,
+                    "A manifest of the source (audit SOURCE --manifest-out): verify every byte against its "
+                    "headers and hashes without reading the source");
     sub->add_option("--keeplist", c->keeplist,
                     "The keeplist the output was made from (default: the output's gguf_reap.kept.* keys)");
     sub->add_option("--neuron-plan", c->neuron_plan,

@@ -50,22 +50,42 @@ std::string Finding::line() const {
 
 AuditReport run_audit(const AuditOptions& o) {
     using namespace audit_detail;
-    if (o.keeplist && !o.source)
+    if (o.source && o.source_manifest)
+        throw UsageError("--source and --source-manifest: give one (the manifest stands for the source)");
+    if (o.keeplist && !o.source && !o.source_manifest)
         throw UsageError(
-            "--keeplist needs --source: the keeplist says which source experts the output keeps");
+            "--keeplist needs --source or --source-manifest: the keeplist says which source experts the "
+            "output keeps");
+    if (o.neuron_plan && o.source_manifest)
+        throw UsageError(
+            "--neuron-plan needs --source, not --source-manifest: a width cut keeps rows and columns of "
+            "each slab, which the manifest's whole-slab hashes cannot vouch for");
     if (o.neuron_plan && !o.source)
         throw UsageError(
             "--neuron-plan needs --source: the plan says which source channels the output keeps");
     AuditReport r;
     if (o.source) r.source = *o.source;
+    if (o.source_manifest) r.source_manifest = *o.source_manifest;
     if (o.keeplist) r.keeplist = *o.keeplist;
 
-    // 1. Inputs that must be sound before anything is judged: the source, the manifest.
+    // 1. Inputs that must be sound before anything is judged: the source (or the manifest standing for
+    //    it), the manifest.
     std::optional<ShardSet> src;
+    std::optional<Manifest> src_manifest;
     MoeLayout layout;
     if (o.source) {
         src = ShardSet::open(*o.source);
         layout = build_moe_layout(*src);
+    } else if (o.source_manifest) {
+        src_manifest = Manifest::load(*o.source_manifest);
+        src = manifest_model(*src_manifest, *o.source_manifest);
+        layout = build_moe_layout(*src);
+        for (const MoeBlock& b : layout.blocks)
+            if (b.hash_table)
+                throw UsageError(fmt::format(
+                    "{}: blk.{} routes by a token → expert table, whose values pruning rewrites: only the "
+                    "source's own values can check the rewrite, so audit this model with --source",
+                    *o.source_manifest, b.block));
     }
     std::optional<Manifest> manifest;
     if (o.manifest) manifest = Manifest::load(*o.manifest);
@@ -94,13 +114,21 @@ AuditReport run_audit(const AuditOptions& o) {
             return f.kind == FindingKind::kLoadRule && f.tensor.empty() &&
                    metadata.count({f.file, f.subject});
         });
-        for (const auto& s : src->shards()) source_paths.push_back(s.path);
+        if (src_manifest)
+            attach_source_hashes(expect, *src, *src_manifest, *o.source_manifest);
+        else
+            for (const auto& s : src->shards()) source_paths.push_back(s.path);
     }
 
     // 5. One pass over the bytes of every shard, in parallel.
     BytePassOptions bo;
     bo.read_all = src.has_value();
     bo.hash = manifest.has_value() || o.compute_manifest;
+    std::vector<std::vector<uint64_t>> slab_bytes;
+    if (o.compute_manifest) {
+        slab_bytes = output_slab_bytes(out, r);
+        bo.slab_bytes = &slab_bytes;
+    }
     bo.threads = o.threads;
     bo.buffer_bytes = o.buffer_bytes;
     std::vector<ShardBytes> bytes = verify_bytes(out, expect, source_paths, bo);
@@ -116,7 +144,8 @@ AuditReport run_audit(const AuditOptions& o) {
     // The verdict holds only for files that stayed as they were opened: one truncated or rewritten
     // during the pass may have been read half old, half new, so the audit stops without one.
     if (src)
-        for (const auto& s : src->shards()) s.file->check_unchanged();
+        for (const auto& s : src->shards())
+            if (s.file) s.file->check_unchanged();
     for (const OutShard& s : out.shards)
         if (s.file) s.file->check_unchanged();
 
@@ -154,7 +183,7 @@ AuditOutcome audit(const AuditRequest& q, const Events& events) {
     AuditOptions o = q.options;
     o.compute_manifest = !q.manifest_out.empty();
     std::vector<std::string> inputs{o.output};
-    for (const auto* p : {&o.source, &o.keeplist, &o.neuron_plan, &o.manifest})
+    for (const auto* p : {&o.source, &o.keeplist, &o.neuron_plan, &o.manifest, &o.source_manifest})
         if (*p) inputs.push_back(**p);
     // Refuse an unusable destination now rather than after reading the whole model.
     if (o.compute_manifest) check_manifest_destination(q.manifest_out, inputs, q.force);

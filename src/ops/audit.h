@@ -14,7 +14,10 @@
 //    and the load-time rules of llama.cpp for experts (counts, groups, expert tensor shapes);
 //  - source (--source): metadata equal to the source except the documented changes, every tensor info
 //    and every byte of tensor data equal to the source (kept expert slabs against source slab kept[k]);
-//  - manifest (--manifest): every shard and tensor sha256 equal to a manifest written earlier.
+//  - manifest (--manifest): every shard and tensor sha256 equal to a manifest written earlier;
+//  - source manifest (--source-manifest): the source level, with the source's headers and hashes taken
+//    from a manifest of the source: every check of --source, tensor bytes by sha256 (untouched tensors
+//    whole, kept expert slabs slab by slab), and the source is not read at all.
 // A manifest of the output can be computed in the same single pass over the bytes.
 #pragma once
 
@@ -35,10 +38,13 @@ struct AuditOptions {
     std::optional<std::string> keeplist;     // needs source
     std::optional<std::string> neuron_plan;  // width-spliced output: the plan it was cut with (needs source)
     std::optional<std::string> manifest;     // verify against this manifest
-    bool compute_manifest = false;           // fill AuditReport::manifest
-    int threads = 0;                         // shards verified in parallel; 0 = one per core
-    bool drop_cache = true;                  // fdatasync + DONTNEED on output shards before reading them
-    size_t buffer_bytes = 8u << 20;          // per-stream read buffer (output and each source stream)
+    // Verify against the source as its manifest records it (headers, tensor and slab hashes) instead of
+    // reading the source: excludes `source`; takes `keeplist`; refuses `neuron_plan`.
+    std::optional<std::string> source_manifest;
+    bool compute_manifest = false;   // fill AuditReport::manifest
+    int threads = 0;                 // shards verified in parallel; 0 = one per core
+    bool drop_cache = true;          // fdatasync + DONTNEED on output shards before reading them
+    size_t buffer_bytes = 8u << 20;  // per-stream read buffer (output and each source stream)
 };
 
 enum class FindingKind {
@@ -75,8 +81,9 @@ struct Finding {
 };
 
 struct AuditSummary {
-    size_t shards = 0;               // output shards found (readable or not)
-    size_t tensors = 0;              // tensors in the readable output headers
+    size_t shards = 0;   // output shards found (readable or not)
+    size_t tensors = 0;  // tensors in the readable output headers
+    // "Compared" means byte for byte with --source and by sha256 with --source-manifest.
     size_t tensors_identical = 0;    // non-expert tensors compared equal to the source
     size_t expert_tensors = 0;       // expert-indexed tensors whose every kept slab compared equal
     size_t slabs = 0;                // per-expert pieces (weight slabs, router rows, bias elements) equal
@@ -103,6 +110,7 @@ struct AuditShard {
 struct AuditReport {
     std::vector<AuditShard> shards;  // the output set, in shard order (missing positions included)
     std::string source;              // "" without --source
+    std::string source_manifest;     // "" without --source-manifest
     std::string keeplist;            // "" without --keeplist
     std::string kept_from;           // "keeplist", "provenance", "unchanged" (no pruning), or ""
     uint64_t source_expert_count = 0;

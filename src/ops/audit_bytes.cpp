@@ -29,6 +29,7 @@ enum class Check : uint8_t {
     kRead,    // read (and hash when hashing); nothing to compare
     kSource,  // must equal `run`
     kZero,    // padding: must be zero
+    kHash,    // --source-manifest: must hash to run->sha256
 };
 
 // A run of output bytes and what it must be. Pieces of a shard are disjoint and ascending; in a full
@@ -41,9 +42,13 @@ struct Piece {
     int32_t after = -1;   // padding after this tensor
     const SourceRun* run = nullptr;
     uint64_t src_limit = 0;
+    int32_t slab = -1;    // hashing slabs: which expert's slab of `tensor` this piece is
+    bool header = false;  // the bytes before the header padding
 };
 
-std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>* expect, bool read_all) {
+// `slab_bytes`: per tensor, the bytes of one expert's slab when each slab gets its own hash.
+std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>* expect, bool read_all,
+                              const std::vector<uint64_t>* slab_bytes) {
     std::vector<Piece> pieces;
     const uint64_t size = s.file->size();
     auto add = [&](Piece p) {
@@ -57,12 +62,17 @@ std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>
         return pieces;
     }
     const Header& h = *s.header;
-    if (read_all) add({0, h.infos_end, Check::kRead});
+    if (read_all) {
+        Piece p{0, h.infos_end, Check::kRead};
+        p.header = true;
+        add(p);
+    }
     add({h.infos_end, h.data_start - h.infos_end, Check::kZero});
     for (size_t i = 0; i < h.tensors.size(); ++i) {
         const TensorInfo& t = h.tensors[i];
         const auto ti = static_cast<int32_t>(i);
         const uint64_t abs = h.data_start + t.offset;  // the parser checked these sums for overflow
+        const uint64_t slab = slab_bytes && i < slab_bytes->size() ? (*slab_bytes)[i] : 0;
         if (read_all) {
             const TensorExpect* te = expect && i < expect->size() ? &(*expect)[i] : nullptr;
             uint64_t total = 0;
@@ -82,8 +92,19 @@ std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>
                 }
                 uint64_t o = abs;
                 for (size_t k = 0; k < te->runs.size(); ++k) {
-                    add({o, te->runs[k].length, Check::kSource, ti, -1, &te->runs[k], chain_end[k]});
-                    o += te->runs[k].length;
+                    const SourceRun& r = te->runs[k];
+                    Piece p{o, r.length, r.sha256 ? Check::kHash : Check::kSource, ti, -1, &r, chain_end[k]};
+                    // An output expert's run is its slab (kept whole, or cut to the plan's width).
+                    if (slab > 0 && r.expert >= 0 && r.length == slab)
+                        p.slab = static_cast<int32_t>(r.expert);
+                    add(p);
+                    o += r.length;
+                }
+            } else if (slab > 0 && t.nbytes % slab == 0) {
+                for (uint64_t e = 0; e < t.nbytes / slab; ++e) {
+                    Piece p{abs + e * slab, slab, Check::kRead, ti};
+                    p.slab = static_cast<int32_t>(e);
+                    add(p);
                 }
             } else {
                 add({abs, t.nbytes, Check::kRead, ti});
@@ -169,6 +190,33 @@ Finding data_finding(const OutShard& s, const Piece& p, const std::string& src_p
             "differs from the source: {} of {} bytes differ, the first at byte {} of the tensor "
             "(source {} offset {})",
             diffs, p.length, at, base_name(src_path), run.src_offset + at);
+    }
+    return f;
+}
+
+Finding hash_finding(const OutShard& s, const Piece& p, const std::string& got) {
+    const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
+    const SourceRun& run = *p.run;
+    Finding f;
+    f.kind = FindingKind::kData;
+    f.file = s.path;
+    f.tensor = t.name;
+    f.offset = p.offset;
+    f.region = run.region;
+    const std::string where = fmt::format(
+        "the bytes differ somewhere in [{}, +{}); an audit against the source names the first one", p.offset,
+        p.length);
+    if (run.expert >= 0) {
+        f.expert = run.expert;
+        f.source_expert = run.source_expert;
+        f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
+                                run.source_expert, run.region);
+        f.message = fmt::format("sha256 {} differs from the source manifest's {} for source expert {} ({})",
+                                got, *run.sha256, run.source_expert, where);
+    } else {
+        f.subject = fmt::format("tensor '{}' data", t.name);
+        f.message =
+            fmt::format("sha256 {} differs from the source manifest's {} ({})", got, *run.sha256, where);
     }
     return f;
 }
@@ -299,6 +347,7 @@ Finding gather_finding(const OutShard& s, const Piece& p, const std::string& src
 struct ShardJob {
     const OutShard* shard;
     std::vector<Piece> pieces;
+    const std::vector<uint64_t>* slab_bytes = nullptr;
 };
 
 ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<InputFile>>& sources,
@@ -316,11 +365,19 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
         if (p.check == Check::kSource)
             prefetch.add(sources[p.run->src_shard]->fd(), p.run->src_offset, p.length);
     uint64_t source_consumed = 0;  // source bytes of the runs compared so far
-    std::optional<Sha256> file_hash, tensor_hash;
+    std::optional<Sha256> file_hash, tensor_hash, piece_hash;
     if (o.hash) {
         file_hash.emplace();
         tensor_hash.emplace();
-        if (s.header) r.tensor_sha256.assign(s.header->tensors.size(), std::string());
+        if (s.header) {
+            r.tensor_sha256.assign(s.header->tensors.size(), std::string());
+            if (job.slab_bytes) {
+                r.slab_sha256.resize(s.header->tensors.size());
+                for (size_t t = 0; t < r.slab_sha256.size() && t < job.slab_bytes->size(); ++t)
+                    if (const uint64_t b = (*job.slab_bytes)[t]; b > 0)
+                        r.slab_sha256[t].assign(s.header->tensors[t].nbytes / b, std::string());
+            }
+        }
     }
 
     // The tensor whose data is being read: its hash, and whether every byte matched the source.
@@ -344,6 +401,29 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
             cur = p.tensor;
             cur_bad = cur_compared = cur_expert = false;
         }
+        // A piece with its own hash: a slab of a manifest being made, or bytes a source manifest vouches for.
+        const bool own_hash = p.check == Check::kHash || (o.hash && p.slab >= 0 && !r.slab_sha256.empty());
+        if (own_hash && !piece_hash) piece_hash.emplace();
+        auto finish_piece = [&] {
+            if (!own_hash) return;
+            std::string hex = piece_hash->finish_hex();
+            if (p.check == Check::kHash) {
+                r.counts.bytes_compared += p.length;
+                cur_compared = true;
+                cur_expert = p.run->expert >= 0;
+                if (hex != *p.run->sha256) {
+                    cur_bad = true;
+                    r.findings.push_back(hash_finding(s, p, hex));
+                } else if (p.run->expert >= 0) {
+                    ++r.counts.slabs;
+                }
+            }
+            if (o.hash && p.slab >= 0 && !r.slab_sha256.empty()) {
+                auto& slabs = r.slab_sha256[static_cast<size_t>(p.tensor)];
+                if (static_cast<size_t>(p.slab) < slabs.size())
+                    slabs[static_cast<size_t>(p.slab)] = std::move(hex);
+            }
+        };
         if (p.check == Check::kSource && p.run->gather) {
             const uint64_t fill = o.read_all ? size : p.offset + p.length;
             const GatherResult g = compare_gather(
@@ -353,6 +433,7 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
                         file_hash->update(d, n);
                         tensor_hash->update(d, n);
                     }
+                    if (own_hash) piece_hash->update(d, n);
                 },
                 stop);
             if (stop.load(std::memory_order_relaxed)) return r;
@@ -364,6 +445,7 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
             } else {
                 ++r.counts.slabs;
             }
+            finish_piece();
             continue;
         }
         uint64_t off = p.offset, left = p.length;
@@ -389,7 +471,9 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
             if (file_hash) {
                 file_hash->update(a.data(), n);
                 if (p.tensor >= 0) tensor_hash->update(a.data(), n);
+                if (p.header) r.header.insert(r.header.end(), a.data(), a.data() + n);
             }
+            if (own_hash) piece_hash->update(a.data(), n);
             off += n;
             left -= n;
         }
@@ -407,6 +491,7 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
             r.counts.padding_bytes += p.length;
             if (diffs) r.findings.push_back(padding_finding(s, p, first, diffs));
         }
+        finish_piece();
     }
     finish_tensor();
     if (file_hash) {
@@ -433,7 +518,9 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
     for (size_t i = 0; i < out.shards.size(); ++i) {
         const OutShard& s = out.shards[i];
         ShardJob j{&s, {}};
-        if (s.file) j.pieces = plan_shard(s, i < expect.size() ? &expect[i] : nullptr, o.read_all);
+        if (o.hash && o.slab_bytes && i < o.slab_bytes->size()) j.slab_bytes = &(*o.slab_bytes)[i];
+        if (s.file)
+            j.pieces = plan_shard(s, i < expect.size() ? &expect[i] : nullptr, o.read_all, j.slab_bytes);
         jobs.push_back(std::move(j));
     }
     // Opened again for this pass, with sequential readahead over the whole of each source file.

@@ -142,6 +142,9 @@ struct SourceRun {
     const char* region = "tensor data";
     const WidthGather* gather =
         nullptr;  // width cut: `length` output bytes gathered from the slab at src_offset
+    // --source-manifest: the sha256 the manifest records for exactly these source bytes (a tensor or
+    // one expert's slab). The byte pass then hashes the output bytes instead of reading the source.
+    const std::string* sha256 = nullptr;
 };
 
 struct TensorExpect {
@@ -161,16 +164,21 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
 
 struct BytePassOptions {
     bool read_all = false;  // every byte (compare and/or hash); else only padding is read
-    bool hash = false;      // sha256 of each file and each tensor payload
+    bool hash = false;      // sha256 of each file and each tensor payload (and slab, below)
+    // With hash: [shard][tensor] bytes per expert slab of an expert-indexed tensor (0: not one); each
+    // slab is hashed too, for a manifest that can later verify pruned outputs (--source-manifest).
+    const std::vector<std::vector<uint64_t>>* slab_bytes = nullptr;
     int threads = 0;
     size_t buffer_bytes = 8u << 20;
 };
 
 struct ShardBytes {
     std::vector<Finding> findings;
-    AuditSummary counts;                     // only the byte counters are filled
-    std::string sha256;                      // when hash
-    std::vector<std::string> tensor_sha256;  // when hash and the header is readable
+    AuditSummary counts;                                // only the byte counters are filled
+    std::string sha256;                                 // when hash
+    std::vector<std::string> tensor_sha256;             // when hash and the header is readable
+    std::vector<std::vector<std::string>> slab_sha256;  // when hash: [tensor][expert] per slab_bytes
+    std::vector<uint8_t> header;                        // when hash: bytes [0, infos_end) as read
 };
 
 // Verifies every present shard; `expect` may be empty (no source). `source_paths` are the source
@@ -182,6 +190,17 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
 // ---- manifests (audit_manifest.cpp) ---------------------------------------------------------------
 
 Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& bytes);
+
+// The bytes of one expert's slab for every expert-indexed tensor of the output itself ([shard][tensor],
+// 0 for other tensors), from its own layout, so that a manifest of it records slab hashes. Empty, with a
+// note, when the set is incomplete or its layout cannot be built (the findings say why).
+std::vector<std::vector<uint64_t>> output_slab_bytes(const OutputSet& out, AuditReport& report);
+
+// Points every run of `expect` at the sha256 the manifest records for exactly its source bytes: the
+// tensor's for an untouched tensor, slab kept[k]'s for an expert's. Throws InputError when the manifest
+// has no such hash (no slab hashes for an expert-indexed tensor).
+void attach_source_hashes(Expectations& expect, const ShardSet& src, const Manifest& m,
+                          const std::string& path);
 void check_manifest(const Manifest& m, const OutputSet& out, const std::vector<ShardBytes>& bytes,
                     std::vector<Finding>& findings);
 

@@ -1,11 +1,14 @@
 // audit, manifests: build one from the hashes of a pass, or check a pass against one. Without the
 // source there is no "first differing byte" to report: a tensor is named with where its payload starts.
 #include <filesystem>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "io/error.h"
 #include "io/units.h"
+#include "model/moe_layout.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {
@@ -20,12 +23,25 @@ Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& byt
         ms.name = base_name(s.path);
         ms.size = s.file->size();
         ms.sha256 = bytes[i].sha256;
-        if (s.header)
+        const ShardBytes& b = bytes[i];
+        if (s.header) {
+            if (b.header.size() == s.header->infos_end) ms.header = b.header;
             for (size_t t = 0; t < s.header->tensors.size(); ++t) {
                 const TensorInfo& ti = s.header->tensors[t];
-                ms.tensors.push_back(
-                    {ti.name, s.header->data_start + ti.offset, ti.nbytes, bytes[i].tensor_sha256[t]});
+                ManifestTensor mt;
+                mt.name = ti.name;
+                mt.offset = s.header->data_start + ti.offset;
+                mt.nbytes = ti.nbytes;
+                mt.sha256 = b.tensor_sha256[t];
+                if (t < b.slab_sha256.size() && !b.slab_sha256[t].empty() &&
+                    std::none_of(b.slab_sha256[t].begin(), b.slab_sha256[t].end(),
+                                 [](const std::string& h) { return h.empty(); })) {
+                    mt.slabs = b.slab_sha256[t];
+                    mt.slab_bytes = ti.nbytes / mt.slabs.size();
+                }
+                ms.tensors.push_back(std::move(mt));
             }
+        }
         m.shards.push_back(std::move(ms));
     }
     return m;
@@ -102,6 +118,66 @@ void check_manifest(const Manifest& m, const OutputSet& out, const std::vector<S
             add(dir.empty() ? ms.name : dir + "/" + ms.name, "shard", std::nullopt,
                 fmt::format("listed in the manifest ({} bytes) but not part of this set",
                             with_commas(ms.size)));
+}
+
+std::vector<std::vector<uint64_t>> output_slab_bytes(const OutputSet& out, AuditReport& report) {
+    if (!out.complete()) return {};
+    std::vector<std::pair<std::string, Header>> headers;
+    for (const OutShard& s : out.shards) headers.emplace_back(s.path, *s.header);
+    try {
+        const ShardSet set = ShardSet::from_headers(std::move(headers));
+        const MoeLayout layout = build_moe_layout(set);
+        std::vector<std::vector<uint64_t>> slabs(out.shards.size());
+        for (size_t i = 0; i < out.shards.size(); ++i)
+            slabs[i].assign(out.shards[i].header->tensors.size(), 0);
+        for (const MoeBlock& b : layout.blocks)
+            for (const ExpertTensor& et : b.tensors) {
+                const TensorRef& r = set.tensors()[et.tensor];
+                slabs[r.shard][r.index] = et.slab;
+            }
+        return slabs;
+    } catch (const InputError& e) {
+        report.notes.push_back(fmt::format(
+            "the manifest records no per-expert slab hashes (it cannot serve --source-manifest): {}",
+            e.what()));
+        return {};
+    }
+}
+
+void attach_source_hashes(Expectations& expect, const ShardSet& src, const Manifest& m,
+                          const std::string& path) {
+    // Shard i of the set is manifest shard i (source_from_manifest built it so).
+    std::vector<std::map<uint64_t, size_t>> by_offset(m.shards.size());
+    for (size_t i = 0; i < m.shards.size(); ++i)
+        for (size_t t = 0; t < m.shards[i].tensors.size(); ++t)
+            by_offset[i].emplace(m.shards[i].tensors[t].offset, t);
+    for (auto& shard : expect)
+        for (auto& te : shard)
+            for (SourceRun& run : te.runs) {
+                const auto& idx = by_offset.at(run.src_shard);
+                auto it = idx.upper_bound(run.src_offset);
+                if (it == idx.begin()) throw std::logic_error("attach_source_hashes: run before any tensor");
+                --it;
+                const ManifestTensor& mt = m.shards[run.src_shard].tensors[it->second];
+                const std::string field = fmt::format("shards[{}].tensors[{}]", run.src_shard, it->second);
+                const uint64_t at = run.src_offset - mt.offset;
+                if (at == 0 && run.length == mt.nbytes && run.expert < 0) {
+                    run.sha256 = &mt.sha256;
+                    continue;
+                }
+                if (mt.slabs.empty())
+                    throw InputError(path, std::nullopt, field,
+                                     fmt::format("'{}' is expert-indexed but its entry has no \"slabs\": the "
+                                                 "manifest cannot vouch for expert {} alone",
+                                                 mt.name, run.source_expert));
+                if (at % mt.slab_bytes != 0 || run.length != mt.slab_bytes)
+                    throw InputError(path, std::nullopt, field + ".slab_bytes",
+                                     fmt::format("'{}' has slabs of {} bytes, but its layout in {} makes "
+                                                 "expert {}'s [{}, +{})",
+                                                 mt.name, mt.slab_bytes, src.shards().front().path,
+                                                 run.source_expert, run.src_offset, run.length));
+                run.sha256 = &mt.slabs.at(at / mt.slab_bytes);
+            }
 }
 
 }  // namespace gguf_reap::audit_detail

@@ -1,10 +1,15 @@
 // A manifest: sha256 of every shard of a model and of every tensor payload in it, so that a copy can be
 // verified later (after an upload and a download) without the source model. Written by
 // `audit --manifest-out FILE` as JSON plus a `sha256sum -c` compatible text file beside it; read by
-// `audit --manifest FILE`. Schema (docs/audit.md), version 1:
-//   { "format": "gguf-reap.manifest", "version": 1, "tool": "gguf-reap 0.1.0",
+// `audit --manifest FILE` (verify this very model) and `audit --source-manifest FILE` (verify a pruned
+// output of this model without reading it). Schema (docs/audit.md), version 2:
+//   { "format": "gguf-reap.manifest", "version": 2, "tool": "gguf-reap 0.1.0",
 //     "shards": [ { "name": "out-00001-of-00003.gguf", "size": N, "sha256": "<64 hex>",
-//                   "tensors": [ { "name", "offset" (absolute in the file), "nbytes", "sha256" } ] } ] }
+//                   "header": "<base64 of the bytes before the data section's padding>",
+//                   "tensors": [ { "name", "offset" (absolute in the file), "nbytes", "sha256",
+//                                  expert-indexed tensors also "slab_bytes", "slabs": ["<64 hex>", ...]
+//                                  (one per expert, in expert order) } ] } ] }
+// Version 1 (no header, no slabs) is still read; it serves --manifest only.
 // Shard names are file names without a directory: a copy is verified wherever it lives.
 #pragma once
 
@@ -15,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/shard_set.h"
+
 namespace gguf_reap {
 
 struct ManifestTensor {
@@ -22,6 +29,9 @@ struct ManifestTensor {
     uint64_t offset = 0;  // absolute byte offset of the payload in its shard file
     uint64_t nbytes = 0;
     std::string sha256;
+    // Expert-indexed tensors (version 2): expert e's bytes are [offset + e·slab_bytes, +slab_bytes).
+    uint64_t slab_bytes = 0;
+    std::vector<std::string> slabs;  // sha256 of each expert's slab; empty for other tensors
 };
 
 struct ManifestShard {
@@ -29,9 +39,12 @@ struct ManifestShard {
     uint64_t size = 0;
     std::string sha256;
     std::vector<ManifestTensor> tensors;  // in file order
+    std::vector<uint8_t> header;          // version 2: bytes [0, end of the tensor infos) of the file
 };
 
 struct Manifest {
+    static constexpr int kVersion = 2;  // what to_json writes
+    int version = kVersion;             // what parse read
     std::string tool;
     std::vector<ManifestShard> shards;  // in shard order
 
@@ -45,6 +58,12 @@ struct Manifest {
     static Manifest parse(const std::string& text, const std::string& path_for_messages);
     static Manifest load(const std::string& path);
 };
+
+// The model a version 2 manifest describes, built from the shard headers it carries (no files: shard
+// "paths" are "MANIFEST:NAME", for messages), each checked against the manifest's own tensor list and
+// sizes. What `audit --source-manifest` checks an output against. Throws InputError naming the manifest
+// and the field (a version 1 manifest, a missing or unparsable header, a tensor list that disagrees).
+ShardSet manifest_model(const Manifest& m, const std::string& path);
 
 // The text file written beside a JSON manifest: "x.json" → "x.sha256", anything else gets ".sha256".
 std::string manifest_sums_path(const std::string& json_path);

@@ -150,6 +150,12 @@ PY
     run "$BIN" audit "$D/one.gguf" --source "$D/m.gguf"
     expect_code 0
     expect_out "2 token → expert tables rewritten as the kept experts require (hash routing)"
+    case_ "deepseek4: a source manifest cannot check the rewritten tables, so --source-manifest is refused"
+    run "$BIN" audit "$D/m.gguf" --manifest-out "$D/src.json"
+    expect_code 0
+    run "$BIN" audit "$D/one.gguf" --source-manifest "$D/src.json"
+    expect_code 2
+    expect_err "gguf-reap: error: $D/src.json: blk.0 routes by a token → expert table, whose values pruning rewrites: only the source's own values can check the rewrite, so audit this model with --source"
     case_ "deepseek4: audit names a rewritten table whose row repeats an expert"
     run "$BIN" inspect --json --tensors "$D/one.gguf"
     at=$(/usr/bin/python3 -c "import json,sys; print([t['offset'] for t in json.load(open(sys.argv[1]))['tensors'] if t['name'] == 'blk.0.ffn_gate_tid2eid.weight'][0])" "$OUT")

@@ -73,6 +73,33 @@ expect_code 1
 expect_json "any(f['kind'] == 'shard_set' and f['subject'] == \"kv 'split.tensors.count'\" and f['offset'] == $OFF and 'is 99 but the 3 shards hold' in f['message'] for f in d['findings'])"
 restore
 
+case_ "a manifest of the source stands for it: pass without reading it, then a flipped byte named"
+run "$BIN" audit "$SRC" --manifest-out "$WORK/src.json"
+expect_code 0
+run "$BIN" audit "$O1" --source-manifest "$WORK/src.json" --keeplist "$WORK/drop.json" --json
+expect_code 0
+expect_json "d['result'] == 'pass' and d['source_manifest'] == '$WORK/src.json' and d['summary']['source_bytes_read'] == 0 and d['expert_count'] == {'source': 16, 'output': 14}"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["summary"]; print(s["tensors_identical"], s["expert_tensors"], s["slabs"], s["kvs_checked"], s["bytes_compared"])' "$OUT" >"$WORK/by-manifest"
+run "$BIN" audit "$O1" --source "$SRC" --keeplist "$WORK/drop.json" --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["summary"]; print(s["tensors_identical"], s["expert_tensors"], s["slabs"], s["kvs_checked"], s["bytes_compared"])' "$OUT" | cmp -s - "$WORK/by-manifest" && _pass || _fail "the source manifest verified other counts than the source"
+run "$BIN" inspect --json --tensors "$O1"
+read -r SHARD AT SLAB < <(python3 -c '
+import json, sys, os
+for t in json.load(open(sys.argv[1]))["tensors"]:
+    if t["name"] == "blk.2.ffn_down_exps.weight":
+        print(t["shard"] + 1, t["offset"], t["nbytes"] // 14)' "$OUT")
+F=$WORK/out-0000${SHARD}-of-00003.gguf
+printf '\x5a' | dd of="$F" bs=1 seek=$((AT + 3 * SLAB + 7)) conv=notrunc status=none
+run "$BIN" audit "$O1" --source-manifest "$WORK/src.json"
+expect_code 1
+expect_out "[data] $F: tensor 'blk.2.ffn_down_exps.weight' expert 3 (source expert 5) kept slab at offset $((AT + 3 * SLAB)) "
+expect_out "differs from the source manifest's"
+expect_out "FAIL: 1 finding(s)"
+restore
+run "$BIN" audit "$O1" --source-manifest "$WORK/src.json" --source "$SRC"
+expect_code 2
+expect_err "gguf-reap: error: --source and --source-manifest: give one (the manifest stands for the source)"
+
 case_ "after every restore the set passes again"
 run "$BIN" audit "$O1" --source "$SRC"
 expect_code 0

@@ -1,10 +1,12 @@
-// libFuzzer target: sha256 manifests (audit --manifest). Any text either parses or raises InputError;
-// a manifest that parses must survive to_json → parse unchanged (that is how `audit --manifest-out`
-// hands it to a later `audit --manifest`).
+// libFuzzer target: sha256 manifests (audit --manifest, --source-manifest). Any text either parses or
+// raises InputError; a manifest that parses must survive to_json → parse unchanged (that is how
+// `audit --manifest-out` hands it to a later audit); the model its headers describe (version 2) is
+// either built, with its expert layout, or refused with InputError.
 #include <cstdint>
 #include <string>
 
 #include "io/error.h"
+#include "model/moe_layout.h"
 #include "ops/manifest.h"
 
 using namespace gguf_reap;
@@ -15,12 +17,13 @@ bool same(const Manifest& a, const Manifest& b) {
     if (a.tool != b.tool || a.shards.size() != b.shards.size()) return false;
     for (size_t i = 0; i < a.shards.size(); ++i) {
         const ManifestShard &x = a.shards[i], &y = b.shards[i];
-        if (x.name != y.name || x.size != y.size || x.sha256 != y.sha256 ||
+        if (x.name != y.name || x.size != y.size || x.sha256 != y.sha256 || x.header != y.header ||
             x.tensors.size() != y.tensors.size())
             return false;
         for (size_t k = 0; k < x.tensors.size(); ++k) {
             const ManifestTensor &s = x.tensors[k], &t = y.tensors[k];
-            if (s.name != t.name || s.offset != t.offset || s.nbytes != t.nbytes || s.sha256 != t.sha256)
+            if (s.name != t.name || s.offset != t.offset || s.nbytes != t.nbytes || s.sha256 != t.sha256 ||
+                s.slab_bytes != t.slab_bytes || s.slabs != t.slabs)
                 return false;
         }
     }
@@ -45,5 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (!same(m, Manifest::parse(again, "roundtrip.json"))) __builtin_trap();
     if (m.sha256sum_text().size() < m.shards.size()) __builtin_trap();
+    try {
+        const ShardSet model = manifest_model(m, "fuzz.json");
+        build_moe_layout(model);
+    } catch (const InputError&) {
+    }
     return 0;
 }

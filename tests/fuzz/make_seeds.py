@@ -186,6 +186,30 @@ MANIFEST = """{"format": "gguf-reap.manifest", "version": 1, "tool": "gguf-reap 
 """ % ("0" * 64, "a" * 64, "0123456789abcdef" * 4, "f" * 64)
 
 
+def manifest_v2():
+    """A version 2 manifest of moe_model(): its header, every tensor, the expert slabs of blk.1."""
+    import base64, hashlib, json
+    kvs, tensors = moe_parts()
+    data = gguf(kvs, tensors)
+    head = b"GGUF" + struct.pack("<Iqq", 3, len(tensors), len(kvs)) + b"".join(kvs)
+    infos_end = len(head) + sum(len(s(n)) + 4 + 8 * len(ne) + 12 for n, ne, _ in tensors)
+    at, out = pad(infos_end, 32), []
+    for name, ne, typ in tensors:
+        nbytes = ROW[typ](ne[0])
+        for d in ne[1:]:
+            nbytes *= d
+        t = {"name": name, "offset": at, "nbytes": nbytes, "sha256": hashlib.sha256(data[at:at + nbytes]).hexdigest()}
+        if name.startswith("blk.1.") and name != "blk.1.ffn_up.weight":
+            slab = nbytes // 4
+            t["slab_bytes"] = slab
+            t["slabs"] = [hashlib.sha256(data[at + e * slab:at + (e + 1) * slab]).hexdigest() for e in range(4)]
+        out.append(t)
+        at += pad(nbytes, 32)
+    return json.dumps({"format": "gguf-reap.manifest", "version": 2, "tool": "gguf-reap 0.1.0",
+                       "shards": [{"name": "m.gguf", "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                                   "header": base64.b64encode(data[:infos_end]).decode(), "tensors": out}]}) + "\n"
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -238,6 +262,7 @@ def main():
     write("fuzz_plan_npz", "regress-forged-member-size.npz", patch_first_cd(npz([("channels", ch4)]), 24, 1919120229))
     write("fuzz_plan_npz", "regress-cd-offset-ffffffff.npz", patch_first_cd(npz([("channels", ch4)]), 42, 0xFFFFFFFF))
     write("fuzz_manifest", "manifest.json", MANIFEST)
+    write("fuzz_manifest", "manifest-v2.json", manifest_v2())
     write("fuzz_manifest", "manifest-empty.json", '{"format": "gguf-reap.manifest", "version": 1, "shards": []}\n')
     write("fuzz_manifest", "regress-number-overflow.json",
           '{"format": "gguf-reap.manifest", "version": 1E400, "shards": []}\n')
