@@ -227,6 +227,11 @@ std::string render_receipt(const RankInput& in, const RankResult& r);
 // The sentence the seed's model card states: "no pruned expert ranks better than R of N in any domain,
 // in any layer (median layer: M)".
 std::string safety_margin_sentence(const RankResult& r);
+// The same sentence from the keeplist's method.safety_margin fields (what `card` reads back).
+std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer);
+// The criterion's formula and the consensus rule in words, as the receipt and the model card state them.
+const char* criterion_formula(Criterion c);
+const char* consensus_text(Consensus c);
 // A JSON summary (the --json document and the basis of the text summary).
 nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankResult& r);
 

@@ -42,6 +42,32 @@ std::string ids(const std::vector<int64_t>& v) {
     return s.empty() ? "–" : s;
 }
 
+// The lowest retained share of domain d's criterion mass over the blocks, and that block's index
+// (NaN, 0 when the domain has mass in no block).
+std::pair<double, size_t> worst_of(const RankResult& r, size_t d) {
+    const size_t B = r.blocks.size();
+    std::pair<double, size_t> w{std::numeric_limits<double>::quiet_NaN(), 0};
+    for (size_t b = 0; b < B; ++b) {
+        const double x = r.retained_share[d * B + b];
+        if (!std::isnan(x) && (std::isnan(w.first) || x < w.first)) w = {x, b};
+    }
+    return w;
+}
+
+json worst_json(const RankInput& in, const RankResult& r) {
+    if (std::isnan(r.worst_share)) return nullptr;
+    return {{"domain", in.domains[r.worst_domain].name},
+            {"block", r.blocks[r.worst_block]},
+            {"retained_share", r.worst_share}};
+}
+
+constexpr const char* kTieRule =
+    "per domain, equal scores rank the lower expert id better; in the consensus, ties are broken by the "
+    "sorted "
+    "vector of per-domain ranks compared lexicographically, then by the lower expert id";
+
+}  // namespace
+
 const char* criterion_formula(Criterion c) {
     switch (c) {
         case Criterion::kFrequency:
@@ -83,37 +109,15 @@ const char* consensus_text(Consensus c) {
     return "";
 }
 
-// The lowest retained share of domain d's criterion mass over the blocks, and that block's index
-// (NaN, 0 when the domain has mass in no block).
-std::pair<double, size_t> worst_of(const RankResult& r, size_t d) {
-    const size_t B = r.blocks.size();
-    std::pair<double, size_t> w{std::numeric_limits<double>::quiet_NaN(), 0};
-    for (size_t b = 0; b < B; ++b) {
-        const double x = r.retained_share[d * B + b];
-        if (!std::isnan(x) && (std::isnan(w.first) || x < w.first)) w = {x, b};
-    }
-    return w;
-}
-
-json worst_json(const RankInput& in, const RankResult& r) {
-    if (std::isnan(r.worst_share)) return nullptr;
-    return {{"domain", in.domains[r.worst_domain].name},
-            {"block", r.blocks[r.worst_block]},
-            {"retained_share", r.worst_share}};
-}
-
-constexpr const char* kTieRule =
-    "per domain, equal scores rank the lower expert id better; in the consensus, ties are broken by the "
-    "sorted "
-    "vector of per-domain ranks compared lexicographically, then by the lower expert id";
-
-}  // namespace
-
-std::string safety_margin_sentence(const RankResult& r) {
-    if (r.safety_rank == 0) return "no expert is pruned";
+std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer) {
+    if (best_pruned_rank == 0) return "no expert is pruned";
     return fmt::format(
         "no pruned expert ranks better than {} of {} in any domain, in any layer (median layer: {})",
-        r.safety_rank, r.expert_count, fmt_rank(r.safety_median));
+        best_pruned_rank, expert_count, fmt_rank(median_layer));
+}
+
+std::string safety_margin_sentence(const RankResult& r) {
+    return safety_margin_sentence(r.safety_rank, r.expert_count, r.safety_median);
 }
 
 json rank_method_json(const RankInput& in, const RankResult& r) {
