@@ -69,6 +69,7 @@ int run(int argc, char** argv) {
     commands.push_back(add_splice(app, g));
     commands.push_back(add_audit(app, g));
     commands.push_back(add_estimate(app, g));
+    commands.push_back(add_card(app, g));
 
     try {
         app.parse(argc, argv);

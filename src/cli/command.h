@@ -30,6 +30,7 @@ Command add_plan_width(CLI::App& app, const GlobalOptions& g);
 Command add_splice(CLI::App& app, const GlobalOptions& g);
 Command add_audit(CLI::App& app, const GlobalOptions& g);
 Command add_estimate(CLI::App& app, const GlobalOptions& g);
+Command add_card(CLI::App& app, const GlobalOptions& g);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);

@@ -1,0 +1,122 @@
+// gguf-reap card OUTPUT --source MODEL --rank RANK_DIR [--audit AUDIT.json] [--manifest MANIFEST.json]
+// [--base-model NAME] [--tp LIST] [--gpu-mem SIZE] [--overhead SIZE] [--ctx N] [--note TEXT]...
+// [-o README.md [--force]] [--json]: a Hugging Face model card for a pruned build (docs/card.md).
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "io/error.h"
+#include "io/units.h"
+#include "ops/card.h"
+#include "ops/estimate.h"
+
+namespace gguf_reap::cli {
+
+namespace {
+
+struct CardCli {
+    std::string output;
+    std::string source;
+    std::string rank_dir;
+    std::string audit;
+    std::string manifest;
+    std::string base_model;
+    std::string tp = "2,4,8";
+    std::string gpu_mem;
+    std::string overhead = "0";
+    std::string ctx = "0";
+    std::vector<std::string> notes;
+    std::string out;
+    bool force = false;
+    bool json = false;
+};
+
+uint64_t size_option(const char* option, const std::string& text) {
+    auto v = parse_size(text);
+    if (!v)
+        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
+    return *v;
+}
+
+// A token count: digits only, at most 2^40 (estimate's --ctx rule).
+uint64_t ctx_option(const std::string& text) {
+    uint64_t v = 0;
+    bool ok = !text.empty() && text.size() <= 13;
+    for (char c : text) ok = ok && c >= '0' && c <= '9';
+    if (ok)
+        for (char c : text) v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (!ok || v > (uint64_t{1} << 40))
+        throw UsageError(
+            fmt::format("--ctx '{}' is not a number of tokens (a whole number, e.g. 131072)", text));
+    return v;
+}
+
+int run_card(const CardCli& c) {
+    // Options first, so that a typo fails before a large model is opened.
+    CardRequest q;
+    q.output = c.output;
+    q.source = c.source;
+    q.rank_dir = c.rank_dir;
+    q.audit_json = c.audit;
+    q.manifest = c.manifest;
+    q.base_model = c.base_model;
+    q.tp = parse_tp_list(c.tp);
+    q.overhead = size_option("--overhead", c.overhead);
+    q.gpu_mem = c.gpu_mem.empty() ? 0 : size_option("--gpu-mem", c.gpu_mem);
+    if (!c.gpu_mem.empty() && q.gpu_mem == 0) throw UsageError("--gpu-mem must be more than 0 bytes");
+    q.ctx = ctx_option(c.ctx);
+    for (const auto& n : c.notes)
+        if (n.empty() || n.find('\n') != std::string::npos)
+            throw UsageError("--note: give one non-empty line of text");
+    q.notes = c.notes;
+    q.out_path = c.out;
+    q.force = c.force;
+    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+
+    // Read and cross-check every input, compute the facts once, render (and write) the card.
+    const CardOutcome o = ops::card(q, cli_events(false));
+    if (c.json) {
+        nlohmann::ordered_json j = card_json(o.facts);
+        j["written"] = o.written ? nlohmann::ordered_json(c.out) : nlohmann::ordered_json(nullptr);
+        print_json(j);
+    } else if (o.written) {
+        std::cout << fmt::format("wrote {} ({} bytes)\n", c.out, o.markdown.size());
+    } else {
+        std::cout << o.markdown;
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_card(CLI::App& app, const GlobalOptions&) {
+    auto o = std::make_shared<CardCli>();
+    CLI::App* sub =
+        app.add_subcommand("card", "Write a Hugging Face model card (README.md) for a pruned build");
+    sub->add_option("output", o->output, "Any shard of the pruned output set")->required();
+    sub->add_option("--source", o->source, "Any shard of the source model it was pruned from")->required();
+    sub->add_option("--rank", o->rank_dir, "The directory `rank -o` wrote (keeplist.json, the receipt)")
+        ->required();
+    sub->add_option("--audit", o->audit,
+                    "`audit --json` output for this build (without it: \"not audited\")");
+    sub->add_option("--manifest", o->manifest,
+                    "The manifest `audit --manifest-out` wrote: the shards' sha256");
+    sub->add_option("--base-model", o->base_model,
+                    "The Hugging Face id of the source (default: from its general.* keys)");
+    sub->add_option("--tp", o->tp, "Tensor-parallel degrees of the hardware table (1 is always shown)")
+        ->capture_default_str();
+    sub->add_option("--gpu-mem", o->gpu_mem, "Memory per GPU (e.g. 141GiB, 80G): say whether it fits");
+    sub->add_option("--overhead", o->overhead, "Memory per GPU besides weights and KV cache")
+        ->capture_default_str();
+    sub->add_option("--ctx", o->ctx, "Tokens of KV cache to budget per GPU")->capture_default_str();
+    sub->add_option("--note", o->notes, "A line for the card's \"Not verified\" section (repeatable)");
+    sub->add_option("-o,--out", o->out, "Write the card to this file (default: print it)");
+    sub->add_flag("--force", o->force, "Replace an existing -o file");
+    sub->add_flag("--json", o->json, "Print the card's facts as one JSON document on stdout");
+    return {sub, [o] { return run_card(*o); }};
+}
+
+}  // namespace gguf_reap::cli

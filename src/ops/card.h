@@ -1,0 +1,155 @@
+// card: a Hugging Face model card (README.md) for a pruned build (docs/card.md).
+//
+//   ops::card(request) → CardOutcome     read every input, cross-check them, compute the facts once,
+//                                        render them, write the card (temporary → rename) when asked
+//
+// No figure of the card is typed by the user: the models' shapes and sizes come from inspect and
+// estimate (of the source and of the output), the method from RANK_DIR/keeplist.json, the verdict from
+// `audit --json`, the hashes from the manifest (or the audit when it hashed). Inputs that disagree
+// (an audit of other files, a keeplist of another model) are refused rather than written up: a card
+// that states the wrong facts is worse than none. The Markdown and the JSON are both rendered from
+// CardFacts, so they cannot disagree.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/events.h"
+
+namespace gguf_reap {
+
+struct CardRequest {
+    std::string output;      // any shard of the pruned output set
+    std::string source;      // any shard of the source model
+    std::string rank_dir;    // the directory `rank -o` wrote (keeplist.json; the receipt when present)
+    std::string audit_json;  // `audit --json` output; "" = not audited
+    std::string manifest;    // `audit --manifest-out` JSON; ""
+    std::string base_model;  // "" = from the source's general.* keys
+    std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees of the hardware table (1 added first)
+    uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
+    uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache
+    uint64_t ctx = 0;                   // tokens of KV cache budgeted per GPU
+    std::vector<std::string> notes;     // --note lines, added to "Not verified"
+    std::string out_path;               // "" = the caller prints the Markdown
+    bool force = false;                 // replace an existing out_path
+    std::string tool_version;           // "gguf-reap 0.1.0"
+};
+
+// One column of the comparison table (source, or this build).
+struct CardModelColumn {
+    std::string first_shard;  // file name
+    uint64_t shards = 0;
+    uint64_t moe_blocks = 0;
+    uint64_t expert_count = 0;  // routed experts per MoE block
+    uint64_t expert_used_count = 0;
+    uint64_t expert_width = 0;
+    uint64_t parameters = 0;
+    uint64_t active_parameters = 0;
+    uint64_t file_bytes = 0;
+    uint64_t tensor_bytes = 0;
+    uint64_t decode_bytes_per_token = 0;
+    std::map<std::string, uint64_t> tensor_types;  // ggml type → tensors (inspect's histogram)
+};
+
+struct CardDomain {
+    std::string name;
+    std::optional<uint64_t> tokens;  // null when the imatrix did not record chunks × chunk size
+    std::vector<std::string> datasets;
+};
+
+struct CardSuperExpert {
+    int block = 0;
+    int64_t expert = 0;
+    std::string reason;  // the keeplist's, which states the share ("carries 41.2 % of the block's ...")
+    std::optional<double> share_percent;  // that share, read from the reason; null for --protect only
+};
+
+struct CardMethod {
+    std::string criterion, criterion_words;
+    std::string consensus, consensus_words;
+    std::string rule;  // "--ratio 0.5"
+    std::vector<CardDomain> domains;
+    uint64_t dead_experts = 0;  // summed over blocks
+    uint64_t dead_blocks = 0;   // blocks with at least one
+    std::vector<CardSuperExpert> super_experts;
+    std::optional<double> super_share_threshold, super_channel_ratio_threshold;
+    std::optional<int64_t> best_pruned_rank;
+    std::optional<int64_t> rank_of;
+    std::optional<double> median_layer;
+    std::string safety_margin;  // the receipt's sentence; "" when the keeplist has no safety_margin
+    std::string keeplist_sha256;
+    std::string receipt_name, receipt_sha256;  // "" when RANK_DIR has no receipt
+    bool source_identified = true;             // false: the keeplist records only the expert count
+};
+
+struct CardAudit {
+    bool audited = false;
+    bool with_source = false;  // false: structure only
+    std::string tool, date;
+    uint64_t shards = 0, tensors = 0, tensors_identical = 0, expert_tensors = 0, slabs = 0;
+    uint64_t kvs_checked = 0, bytes_compared = 0;
+    bool hashed = false;
+};
+
+struct CardWidth {
+    uint64_t source_width = 0, width = 0;
+    std::string plan_sha256;  // gguf_reap.neuron_plan_sha256 of the output
+    std::string plan_file;    // keeplist method.neuron_plan.file or the audit's neuron_plan; "" unknown
+};
+
+struct CardFitRow {
+    uint64_t tp = 1;
+    uint64_t weights = 0, kv_cache = 0, overhead = 0, need = 0;
+    std::optional<bool> fits;  // null without --gpu-mem
+    uint64_t kv_bytes_per_token = 0;
+};
+
+struct CardFile {
+    std::string name;
+    uint64_t size = 0;
+    std::string sha256;  // "" when not recorded
+};
+
+struct CardFacts {
+    std::string tool;
+    std::string base_model, base_model_from;  // "" when unknown
+    std::vector<std::string> tags;
+    std::string license, license_name, license_link;
+    std::string arch;
+    uint64_t experts_removed = 0;  // per MoE block (the keeplist keeps the same count in every block)
+    CardModelColumn source, build;
+    CardMethod method;
+    CardAudit audit;
+    std::optional<CardWidth> width;
+    std::vector<std::string> not_verified;
+    uint64_t gpu_mem = 0, overhead = 0, ctx = 0;
+    uint64_t kv_bytes_per_token = 0;
+    std::string kv_kind;
+    std::vector<CardFitRow> fits;
+    std::vector<CardFile> files;
+    std::string hashes_from;  // "manifest", "audit" or "" (not recorded)
+    std::string manifest_name, manifest_sha256;
+};
+
+struct CardOutcome {
+    CardFacts facts;
+    std::string markdown;
+    bool written = false;  // request.out_path written
+};
+
+// The card's Markdown and JSON, both from the same facts.
+std::string render_card_markdown(const CardFacts& f);
+nlohmann::ordered_json card_json(const CardFacts& f);
+
+namespace ops {
+// One `gguf-reap card`. Throws InputError (an input that is bad or disagrees with another, naming both
+// files and the field), UsageError (options, an existing -o without --force), IoError.
+CardOutcome card(const CardRequest& request, const Events& events = {});
+}  // namespace ops
+
+}  // namespace gguf_reap
