@@ -67,15 +67,16 @@ std::string describe(const std::vector<std::pair<std::string, uint64_t>>& v) {
     return s.empty() ? "no files" : s;
 }
 
-// Where two shard lists (name, size) first differ, in words; "" when they are equal.
+// Where a shard list (name, size) read from a file first differs from the set on disk, completing
+// "it lists ..."; "" when they are equal.
 std::string first_difference(const std::vector<std::pair<std::string, uint64_t>>& listed,
                              const std::vector<std::pair<std::string, uint64_t>>& actual) {
     if (listed.size() != actual.size())
-        return fmt::format("{} shard(s) ({}) where there are {} ({})", listed.size(), describe(listed),
-                           actual.size(), describe(actual));
+        return fmt::format("{} shard(s), {}, where the set on disk has {}, {}", listed.size(),
+                           describe(listed), actual.size(), describe(actual));
     for (size_t i = 0; i < listed.size(); ++i)
         if (listed[i] != actual[i])
-            return fmt::format("shard {} is {} ({} bytes), on disk it is {} ({} bytes)", i + 1,
+            return fmt::format("shard {} as {} ({} bytes) where the set on disk has {} ({} bytes)", i + 1,
                                listed[i].first, listed[i].second, actual[i].first, actual[i].second);
     return "";
 }
