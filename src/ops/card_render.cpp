@@ -20,8 +20,11 @@ std::string decimal_size(uint64_t b) {
     return fmt::format("{} B", b);
 }
 
+// GiB = 2^30 bytes: two decimals from 1 GiB up, four below, so that small per-GPU shares (a router, a
+// KV cache at TP 8) do not all read 0.00. The JSON has the exact bytes.
 std::string gib(uint64_t b) {
-    return fmt::format("{:.2f}", static_cast<double>(b) / static_cast<double>(uint64_t{1} << 30));
+    const double g = static_cast<double>(b) / static_cast<double>(uint64_t{1} << 30);
+    return g >= 1 ? fmt::format("{:.2f}", g) : fmt::format("{:.4f}", g);
 }
 
 // A YAML scalar: JSON strings are valid YAML, and quoting keeps ':' and '#' in names harmless.
