@@ -1,5 +1,5 @@
-# The text summaries of inspect, rank, splice, audit and estimate, compared whole against
-# tests/golden/*.txt, on inputs the generator makes the same way every time. Paths are written as
+# The text summaries of inspect, rank, splice, audit and estimate, and a model card, compared whole
+# against tests/golden/*.txt, on inputs the generator makes the same way every time. Paths are written as
 # <WORK>, timings as <TIME>. After a deliberate change of a summary, regenerate the files with
 #   tools/regen-golden.sh [BUILD_DIR]
 # and read the diff before committing it.
@@ -41,4 +41,28 @@ golden audit "$BIN" audit "$WORK/pruned-00001-of-00002.gguf" --source "$M"
 golden audit-structure "$BIN" audit "$WORK/pruned-00002-of-00002.gguf"
 golden estimate "$BIN" estimate "$M" --keeplist "$WORK/rank/keeplist.json" --tp 2,4 --gpu-mem 24GiB \
     --overhead 1GiB --ctx 8192
+
+# The model card of a tiny Kimi-K3-shaped build (896 experts, 16 used, 1 shared). Everything runs inside
+# one directory with relative paths: keeplist.json records its imatrix paths, and its sha256 is both in
+# the card and in the output's provenance key, so a temporary directory in them would change every
+# hash. The audit's date is input to the card and changes every run: it is fixed here.
+K3=$WORK/k3
+mkdir -p "$K3/out"
+ABS_BIN=$(realpath "$BIN")
+ABS_GEN=$(realpath "$GEN")
+(
+    cd "$K3" || exit 1
+    "$ABS_GEN" model --skeleton --preset kimi-k3 --blocks 4 --embd 32 --expert-ff 32 --vocab 64 --shards 2 -o m >/dev/null
+    "$ABS_GEN" imatrix --model m-00001-of-00002.gguf --domain chat --seed 1 --dead-per-block 2 --super 1:5 \
+        -o chat.imatrix.gguf >/dev/null
+    "$ABS_GEN" imatrix --model m-00001-of-00002.gguf --domain code --seed 1 --dead-per-block 2 -o code.imatrix.gguf >/dev/null
+    "$ABS_BIN" -q rank --model m-00001-of-00002.gguf --imatrix chat=chat.imatrix.gguf --imatrix code=code.imatrix.gguf \
+        --ratio 50% -o rank >/dev/null
+    "$ABS_BIN" -q splice m-00001-of-00002.gguf --keeplist rank/keeplist.json -o out/Kimi-K3-REAP-Q8_0 >/dev/null
+    "$ABS_BIN" -q audit out/Kimi-K3-REAP-Q8_0-00001-of-00002.gguf --source m-00001-of-00002.gguf \
+        --manifest-out out/MANIFEST.json --json | sed 's/"date": "[^"]*"/"date": "2026-01-02T03:04:05Z"/' >audit.json
+)
+golden card "$BIN" card "$K3/out/Kimi-K3-REAP-Q8_0-00001-of-00002.gguf" --source "$K3/m-00001-of-00002.gguf" \
+    --rank "$K3/rank" --audit "$K3/audit.json" --manifest "$K3/out/MANIFEST.json" --base-model org/Kimi-K3 \
+    --tp 2,4,8 --gpu-mem 4MiB --overhead 1MiB --ctx 4096 --note "Synthetic weights: the generator's, not a trained model."
 finish
