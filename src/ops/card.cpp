@@ -350,9 +350,11 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
         doms));
     if (f.width)
         v.push_back(fmt::format(
-            "Expert FFN width: cut from {} to {} channels per expert by a neuron plan ({}sha256 {}, recorded "
-            "in the output's {}), whose channels were chosen from imatrix energies, not from model quality; "
-            "the quality cost of the width restriction is not measured.",
+            "Expert FFN width: every routed expert was cut from {} to {} channels by a neuron plan ({}sha256 "
+            "{}, recorded in the output's {}). Which channels it keeps was decided by that plan "
+            "(`plan-width` "
+            "ranks them by imatrix channel energy), not by a quality measurement: the quality cost of the "
+            "width restriction is not measured.",
             f.width->source_width, f.width->width,
             f.width->plan_file.empty() ? "" : fmt::format("`{}`, ", f.width->plan_file), f.width->plan_sha256,
             kProvenanceNeuronPlanShaKey));

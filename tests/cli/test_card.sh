@@ -200,6 +200,25 @@ run "${CARD[@]}" -o "$WORK/out/p-00002-of-00002.gguf" --force
 expect_code 2
 expect_err "gguf-reap: error: $WORK/out/p-00002-of-00002.gguf is an input ($WORK/out/p-00002-of-00002.gguf): refusing to write over it"
 
+case_ "a width-spliced build: where the width restriction came from, under Not verified"
+W=$WORK/width
+mkdir -p "$W"
+"$GEN" model --skeleton --blocks 3 --dense-blocks 1 --experts 8 --used 2 --shared 1 --embd 64 --ff 128 \
+    --expert-ff 32 --vocab 256 --heads 4 --type-exps Q8_0 --type-down F16 -o "$W/w.gguf" >/dev/null
+"$GEN" imatrix --model "$W/w.gguf" --domain chat --seed 3 -o "$W/chat.imatrix.gguf" >/dev/null
+"$BIN" -q rank --model "$W/w.gguf" --imatrix chat="$W/chat.imatrix.gguf" --keep 6 -o "$W/rank" >/dev/null 2>&1
+"$BIN" -q plan-width --model "$W/w.gguf" --imatrix chat="$W/chat.imatrix.gguf" --k 16 -o "$W/plan.npz" >/dev/null
+"$BIN" -q splice "$W/w.gguf" --keeplist "$W/rank/keeplist.json" --neuron-plan "$W/plan.npz" -o "$W/o" >/dev/null
+"$BIN" -q audit "$W/o.gguf" --source "$W/w.gguf" --neuron-plan "$W/plan.npz" --json >"$W/audit.json"
+PLAN_SHA=$(sha256sum "$W/plan.npz" | cut -d' ' -f1)
+run "$BIN" card "$W/o.gguf" --source "$W/w.gguf" --rank "$W/rank" --audit "$W/audit.json" --json
+expect_code 0
+expect_json "d['width'] == {'source_width': 32, 'width': 16, 'plan_sha256': '$PLAN_SHA', 'plan_file': 'plan.npz'}"
+expect_json "d['source']['expert_width'] == 32 and d['build']['expert_width'] == 16"
+expect_json "any(n.startswith('Expert FFN width: every routed expert was cut from 32 to 16 channels by a neuron plan (\`plan.npz\`, sha256 $PLAN_SHA') and n.endswith('the quality cost of the width restriction is not measured.') for n in d['not_verified'])"
+run "$BIN" card "$P" --source "$M" --rank "$WORK/rank" --json
+expect_json "d['width'] is None and not any(n.startswith('Expert FFN width') for n in d['not_verified'])"
+
 # refuse CASE MESSAGE ARGS...: exit 2, nothing on stdout, exactly one line on stderr: the message.
 refuse() {
     case_ "$1"
