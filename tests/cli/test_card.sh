@@ -268,6 +268,30 @@ refuse "a keeplist of another model" \
 refuse "a keeplist the output was not spliced with" \
     "$WORK/rank25/keeplist.json: n_keep: 672 experts kept per block, but $P has 448: the output was not spliced with this keeplist" \
     "$BIN" card "$P" --source "$M" --rank "$WORK/rank25"
+"$BIN" -q rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --imatrix code="$WORK/code.imatrix.gguf" \
+    --ratio 50% --criterion frequency -o "$WORK/rank-freq" >/dev/null
+KL_SHA=$(sha256sum "$WORK/rank/keeplist.json" | cut -d' ' -f1)
+FREQ_SHA=$(sha256sum "$WORK/rank-freq/keeplist.json" | cut -d' ' -f1)
+refuse "another keeplist with the same count" \
+    "$P: gguf_reap.keeplist_sha256: $KL_SHA, but $WORK/rank-freq/keeplist.json hashes to $FREQ_SHA: the output was spliced from another keeplist" \
+    "$BIN" card "$P" --source "$M" --rank "$WORK/rank-freq"
+/usr/bin/python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+a = json.load(open(f"{w}/audit.json"))
+a["source"] = "/elsewhere/other-00001-of-00002.gguf"
+json.dump(a, open(f"{w}/audit-src.json", "w"))
+m = json.load(open(f"{w}/out/man.json"))
+m["shards"][1]["sha256"] = "0" * 64
+json.dump(m, open(f"{w}/man-bad.json", "w"))
+PY
+refuse "an audit against another source" \
+    "$WORK/audit-src.json: source: the audit compared the output with other-00001-of-00002.gguf, which is not a shard of $M (m-00001-of-00002.gguf ($(stat -c %s "$M") bytes), m-00002-of-00002.gguf ($SIZE2 bytes))" \
+    "${CARD[@]}" --audit "$WORK/audit-src.json"
+AUD_SHA2=$(/usr/bin/python3 -c "import json; print(json.load(open('$WORK/audit.json'))['shards'][1]['sha256'])")
+refuse "a manifest whose sha256 differs from the audit's" \
+    "$WORK/man-bad.json: shards[1].sha256: $(printf '0%.0s' $(seq 64)) for p-00002-of-00002.gguf, but the audit $WORK/audit.json hashed it as $AUD_SHA2" \
+    "${CARD[@]}" --audit "$WORK/audit.json" --manifest "$WORK/man-bad.json"
 refuse "a missing rank directory" \
     "$WORK/no-such-dir: not a directory (give the directory \`gguf-reap rank -o\` wrote)" \
     "$BIN" card "$P" --source "$M" --rank "$WORK/no-such-dir"
