@@ -366,6 +366,11 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
         v.push_back(
             "The audit checked the files' structure only (it was run without --source): their bytes were "
             "not compared with the source.");
+    if (!f.method.output_names_keeplist)
+        v.push_back(fmt::format(
+            "The output carries no {} (spliced with --no-provenance?): that it was made with this keeplist "
+            "is checked only by its expert count.",
+            kProvenanceKeeplistShaKey));
     if (!f.method.source_identified)
         v.push_back(
             "The keeplist was ranked without --model: that it was made for this source is checked only by "
@@ -431,6 +436,7 @@ CardOutcome card(const CardRequest& q, const Events& events) {
     f.build = column(out);
     f.experts_removed = f.source.expert_count - f.build.expert_count;
     f.method = method_of(kl, kl_path, kl_text, q.rank_dir);
+    f.method.output_names_keeplist = kv_string(out.set, kProvenanceKeeplistShaKey) == kl_sha;
 
     // Width provenance (splice --neuron-plan writes it into shard 1).
     if (const std::string plan_sha = kv_string(out.set, kProvenanceNeuronPlanShaKey); !plan_sha.empty()) {

@@ -85,6 +85,7 @@ struct CardMethod {
     std::string keeplist_sha256;
     std::string receipt_name, receipt_sha256;  // "" when RANK_DIR has no receipt
     bool source_identified = true;             // false: the keeplist records only the expert count
+    bool output_names_keeplist = false;        // the output's gguf_reap.keeplist_sha256 is the keeplist's
 };
 
 struct CardAudit {

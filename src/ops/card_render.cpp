@@ -333,7 +333,8 @@ json card_json(const CardFacts& f) {
         {"keeplist_sha256", m.keeplist_sha256},
         {"receipt", m.receipt_name.empty() ? json(nullptr)
                                            : json{{"name", m.receipt_name}, {"sha256", m.receipt_sha256}}},
-        {"source_identified", m.source_identified}};
+        {"source_identified", m.source_identified},
+        {"output_names_keeplist", m.output_names_keeplist}};
     const CardAudit& a = f.audit;
     j["verified"] = a.audited ? json{{"audited", true},
                                      {"result", "pass"},

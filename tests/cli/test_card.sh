@@ -128,6 +128,7 @@ check("the note is under Not verified", card["not_verified"][-1], "Tested only o
 check("calibration line", any("chat (16,384 tokens), code (16,384 tokens)" in n for n in card["not_verified"]), True)
 check("no task benchmark line", card["not_verified"][0].startswith("No task benchmark"), True)
 check("written", card["written"], None)
+check("identities", [m["source_identified"], m["output_names_keeplist"]], [True, True])
 for b in bad: print(b)
 sys.exit(1 if bad else 0)
 PY
@@ -256,6 +257,12 @@ mkdir -p "$WORK/out2"
 refuse "an audit of another output" \
     "$WORK/audit-q.json: shards: the audit is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has p-00001-of-00002.gguf (2122816 bytes)" \
     "${CARD[@]}" --audit "$WORK/audit-q.json"
+case_ "an output without provenance keys: Not verified says what was not checked"
+"$BIN" -q splice "$M" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/out2/np" --no-provenance >/dev/null
+run "$BIN" card "$WORK/out2/np-00001-of-00002.gguf" --source "$M" --rank "$WORK/rank" --json
+expect_code 0
+expect_json "d['method']['output_names_keeplist'] is False"
+expect_json "'The output carries no gguf_reap.keeplist_sha256 (spliced with --no-provenance?): that it was made with this keeplist is checked only by its expert count.' in d['not_verified']"
 refuse "a manifest of another set" \
     "$WORK/out2/man.json: shards: the manifest is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has p-00001-of-00002.gguf (2122816 bytes)" \
     "${CARD[@]}" --manifest "$WORK/out2/man.json"
