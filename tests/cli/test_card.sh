@@ -299,6 +299,20 @@ AUD_SHA2=$(/usr/bin/python3 -c "import json; print(json.load(open('$WORK/audit.j
 refuse "a manifest whose sha256 differs from the audit's" \
     "$WORK/man-bad.json: shards[1].sha256: $(printf '0%.0s' $(seq 64)) for p-00002-of-00002.gguf, but the audit $WORK/audit.json hashed it as $AUD_SHA2" \
     "${CARD[@]}" --audit "$WORK/audit.json" --manifest "$WORK/man-bad.json"
+head -c 100 "$WORK/audit.json" >"$WORK/audit-cut.json"
+refuse "a truncated audit report: the byte offset" \
+    "$WORK/audit-cut.json: json at offset 100 (0x64): not valid JSON" \
+    "${CARD[@]}" --audit "$WORK/audit-cut.json"
+/usr/bin/python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+a = json.load(open(f"{w}/audit.json"))
+a["summary"]["tensors"] = -1
+json.dump(a, open(f"{w}/audit-field.json", "w"))
+PY
+refuse "an audit report with a bad field: its JSON path" \
+    "$WORK/audit-field.json: summary.tensors: missing or not a non-negative integer" \
+    "${CARD[@]}" --audit "$WORK/audit-field.json"
 refuse "a missing rank directory" \
     "$WORK/no-such-dir: not a directory (give the directory \`gguf-reap rank -o\` wrote)" \
     "$BIN" card "$P" --source "$M" --rank "$WORK/no-such-dir"
