@@ -189,6 +189,15 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
     m.criterion_words = criterion_formula(*cr);
     m.consensus_words = consensus_text(*cs);
     m.rule = opt_string(j, "rule");
+    m.score_field = opt_string(j, "score_field");
+    if (j.contains("from_plan")) {
+        m.from_plan_file = base_name(opt_string(j["from_plan"], "path"));
+        m.from_plan_format = opt_string(j["from_plan"], "format");
+        m.from_plan_sha256 = opt_string(j["from_plan"], "sha256");
+        if (m.from_plan_file.empty())
+            throw InputError(kl_path, std::nullopt, "method.from_plan.path",
+                             "missing: the card names the plan the kept experts come from");
+    }
     if (j.contains("domains") && j["domains"].is_array())
         for (const json& d : j["domains"]) {
             CardDomain cd;

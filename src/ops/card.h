@@ -72,7 +72,10 @@ struct CardSuperExpert {
 struct CardMethod {
     std::string criterion, criterion_words;
     std::string consensus, consensus_words;
-    std::string rule;  // "--ratio 0.5"
+    std::string rule;         // "--ratio 0.5"
+    std::string score_field;  // criterion external: the score file's field ("" otherwise)
+    // rank --from-plan: the kept experts are another tool's; criterion and consensus only score them.
+    std::string from_plan_file, from_plan_format, from_plan_sha256;
     std::vector<CardDomain> domains;
     uint64_t dead_experts = 0;  // summed over blocks
     uint64_t dead_blocks = 0;   // blocks with at least one

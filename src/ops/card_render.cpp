@@ -101,7 +101,15 @@ void comparison_table(std::string& s, const CardFacts& f) {
 void method_section(std::string& s, const CardFacts& f) {
     const CardMethod& m = f.method;
     s += "## Method\n\n";
-    s += fmt::format("- Criterion `{}`: {}.\n", m.criterion, m.criterion_words);
+    if (!m.from_plan_file.empty())
+        s += fmt::format(
+            "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with `rank "
+            "--from-plan`. The criterion and consensus below only score that plan.\n",
+            m.from_plan_file, m.from_plan_format,
+            m.from_plan_sha256.empty() ? std::string() : ", sha256 `" + m.from_plan_sha256 + "`");
+    s += fmt::format(
+        "- Criterion `{}`: {}{}.\n", m.criterion, m.criterion_words,
+        m.score_field.empty() ? std::string() : fmt::format(" (score field `{}`)", m.score_field));
     s += fmt::format("- Consensus `{}`: {}.\n", m.consensus, m.consensus_words);
     if (!m.rule.empty())
         s += fmt::format("- Rule: `{}`, the same number of experts kept in every MoE layer.\n", m.rule);
@@ -319,6 +327,11 @@ json card_json(const CardFacts& f) {
         {"consensus", m.consensus},
         {"consensus_words", m.consensus_words},
         {"rule", str_or_null(m.rule)},
+        {"score_field", str_or_null(m.score_field)},
+        {"from_plan", m.from_plan_file.empty() ? json(nullptr)
+                                               : json{{"file", m.from_plan_file},
+                                                      {"format", m.from_plan_format},
+                                                      {"sha256", str_or_null(m.from_plan_sha256)}}},
         {"domains", doms},
         {"dead_experts", m.dead_experts},
         {"dead_blocks", m.dead_blocks},

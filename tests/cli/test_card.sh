@@ -220,6 +220,20 @@ expect_json "any(n.startswith('Expert FFN width: every routed expert was cut fro
 run "$BIN" card "$P" --source "$M" --rank "$WORK/rank" --json
 expect_json "d['width'] is None and not any(n.startswith('Expert FFN width') for n in d['not_verified'])"
 
+case_ "rank --from-plan: the card says the kept experts are another tool's plan"
+"$BIN" -q rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --imatrix code="$WORK/code.imatrix.gguf" \
+    --ratio 50% --export keepmap -o "$WORK/rank-exp" >/dev/null
+"$BIN" -q rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --imatrix code="$WORK/code.imatrix.gguf" \
+    --from-plan "$WORK/rank-exp/reap_plan.json" -o "$WORK/rank-imp" >/dev/null 2>&1
+mkdir -p "$WORK/out3"
+"$BIN" -q splice "$M" --keeplist "$WORK/rank-imp/keeplist.json" -o "$WORK/out3/i" >/dev/null
+PLAN_SHA=$(sha256sum "$WORK/rank-exp/reap_plan.json" | cut -d' ' -f1)
+run "$BIN" card "$WORK/out3/i-00001-of-00002.gguf" --source "$M" --rank "$WORK/rank-imp" --json
+expect_code 0
+expect_json "d['method']['from_plan'] == {'file': 'reap_plan.json', 'format': 'keepmap', 'sha256': '$PLAN_SHA'}"
+run "$BIN" card "$WORK/out3/i-00001-of-00002.gguf" --source "$M" --rank "$WORK/rank-imp"
+expect_out "- **The kept experts come from another tool's plan**: \`reap_plan.json\` (keepmap format, sha256 \`$PLAN_SHA\`), imported with \`rank --from-plan\`."
+
 # refuse CASE MESSAGE ARGS...: exit 2, nothing on stdout, exactly one line on stderr: the message.
 refuse() {
     case_ "$1"
