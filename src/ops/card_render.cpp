@@ -187,11 +187,13 @@ void verified_section(std::string& s, const CardFacts& f) {
 void hardware_section(std::string& s, const CardFacts& f) {
     s += "## Hardware fit\n\n";
     s += fmt::format(
-        "From `gguf-reap estimate` of this build; GiB = 2^30 bytes. Per GPU at tensor parallel N: weights + "
-        "KV cache for {} + overhead {} GiB{}. KV cache: {} bytes per token ({}, F16 cache).\n\n",
-        plural(f.ctx, "token", "tokens"), gib(f.overhead),
+        "From `gguf-reap estimate` of this build; GiB = 2^30 bytes. Per GPU at tensor parallel N: {}{}. KV "
+        "cache: {} bytes per token ({}, F16 cache).\n\n",
+        f.ctx ? fmt::format("weights + KV cache for {} + overhead {} GiB", plural(f.ctx, "token", "tokens"),
+                            gib(f.overhead))
+              : fmt::format("weights + overhead {} GiB (no KV cache budgeted: --ctx 0)", gib(f.overhead)),
         f.gpu_mem ? fmt::format(", against {} GiB per GPU", gib(f.gpu_mem))
-                  : std::string(" (no --gpu-mem given: no fit verdict)"),
+                  : std::string("; no fit verdict without --gpu-mem"),
         with_commas(f.kv_bytes_per_token), f.kv_kind);
     s += "| TP | weights per GPU, GiB | KV cache, GiB | total per GPU, GiB | fits | KV bytes per token per "
          "GPU |\n";
