@@ -323,6 +323,29 @@ AuditRead read_audit(const std::string& path, const OpenedModel& out, const Open
                 fmt::format("the audit compared the output with {}, which is not a shard of {} ({})", s,
                             src.path, describe(names)));
     }
+    if (j.contains("source_manifest") && j["source_manifest"].is_string()) {
+        // Verified against a manifest of the source: it must be one of this source.
+        a.facts.with_source = true;
+        const std::string mp = j["source_manifest"].get<std::string>();
+        Manifest m;
+        try {
+            m = Manifest::load(mp);
+        } catch (const Error& e) {
+            throw InputError(
+                path, std::nullopt, "source_manifest",
+                fmt::format("the audit verified against {}, which cannot be read here ({})", mp, e.what()));
+        }
+        std::vector<std::pair<std::string, uint64_t>> listed;
+        for (const ManifestShard& ms : m.shards) listed.emplace_back(ms.name, ms.size);
+        if (const std::string d = first_difference(listed, shard_names(src.set)); !d.empty())
+            throw InputError(
+                path, std::nullopt, "source_manifest",
+                fmt::format("the audit verified against {}, a manifest of other files than {}: it "
+                            "lists {}",
+                            mp, src.path, d));
+        a.facts.source_manifest = base_name(mp);
+        a.facts.source_manifest_sha256 = sha256_file(mp);
+    }
     if (j.contains("neuron_plan") && j["neuron_plan"].is_string())
         a.neuron_plan = base_name(j["neuron_plan"].get<std::string>());
     return a;

@@ -94,6 +94,9 @@ struct CardMethod {
 struct CardAudit {
     bool audited = false;
     bool with_source = false;  // false: structure only
+    // The audit ran with --source-manifest (with_source is then true): the manifest's file name and
+    // sha256, read from where the audit report says it was.
+    std::string source_manifest, source_manifest_sha256;
     std::string tool, date;
     uint64_t shards = 0, tensors = 0, tensors_identical = 0, expert_tensors = 0, slabs = 0;
     uint64_t kvs_checked = 0, bytes_compared = 0;

@@ -169,6 +169,12 @@ void verified_section(std::string& s, const CardFacts& f) {
             a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"),
             with_commas(a.tensors_identical), with_commas(a.expert_tensors), with_commas(a.slabs),
             with_commas(a.bytes_compared), with_commas(a.kvs_checked));
+        if (!a.source_manifest.empty())
+            s += fmt::format(
+                "The bytes were compared by sha256 with the source's manifest `{}` (sha256 `{}`: a hash per "
+                "tensor and per expert slab of the source, made by `gguf-reap audit SOURCE --manifest-out`), "
+                "not with the source files themselves.\n\n",
+                a.source_manifest, a.source_manifest_sha256);
     } else {
         s += fmt::format(
             "**PASS (structure only)**: `gguf-reap audit` ({}, {}) checked the structure of {} tensors in {} "
@@ -354,6 +360,10 @@ json card_json(const CardFacts& f) {
     j["verified"] = a.audited ? json{{"audited", true},
                                      {"result", "pass"},
                                      {"with_source", a.with_source},
+                                     {"source_manifest", a.source_manifest.empty()
+                                                             ? json(nullptr)
+                                                             : json{{"name", a.source_manifest},
+                                                                    {"sha256", a.source_manifest_sha256}}},
                                      {"tool", a.tool},
                                      {"date", a.date},
                                      {"shards", a.shards},

@@ -184,6 +184,18 @@ run "${CARD[@]}" --audit "$WORK/audit.json" --json
 expect_code 0
 expect_json "d['files']['sha256_from'] == 'audit' and all(f['sha256'] for f in d['files']['shards'])"
 
+case_ "an audit against a manifest of the source: the card names that manifest and its sha256"
+"$BIN" -q audit "$M" --manifest-out "$WORK/src-man.json"
+"$BIN" -q audit "$P" --source-manifest "$WORK/src-man.json" --json >"$WORK/audit-sm.json"
+run "${CARD[@]}" --audit "$WORK/audit-sm.json" --json
+expect_code 0
+SM_SHA=$(sha256sum "$WORK/src-man.json" | cut -d' ' -f1)
+expect_json "d['verified']['with_source'] and d['verified']['source_manifest'] == {'name': 'src-man.json', 'sha256': '$SM_SHA'}"
+expect_json "d['verified']['slabs'] == json.load(open('$WORK/audit.json'))['summary']['slabs'] == json.load(open('$WORK/audit-sm.json'))['summary']['slabs']"
+run "${CARD[@]}" --audit "$WORK/audit-sm.json"
+expect_out "The bytes were compared by sha256 with the source's manifest \`src-man.json\` (sha256 \`$SM_SHA\`"
+expect_out "**PASS**: \`gguf-reap audit\`"
+
 case_ "-o writes the card; an existing file needs --force; an input is never overwritten"
 run "${CARD[@]}" --audit "$WORK/audit.json" -o "$WORK/README.md"
 expect_code 0
@@ -271,6 +283,18 @@ mkdir -p "$WORK/out2"
 refuse "an audit of another output" \
     "$WORK/audit-q.json: shards: the audit is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has p-00001-of-00002.gguf (2122816 bytes)" \
     "${CARD[@]}" --audit "$WORK/audit-q.json"
+# The output audited against a manifest of another model's files (the q set stands in for a source).
+"$BIN" -q audit "$WORK/out2/q-00001-of-00002.gguf" --manifest-out "$WORK/q-man.json"
+/usr/bin/python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+a = json.load(open(f"{w}/audit-sm.json"))
+a["source_manifest"] = f"{w}/q-man.json"
+json.dump(a, open(f"{w}/audit-sm-other.json", "w"))
+PY
+refuse "an audit against a manifest of another source" \
+    "$WORK/audit-sm-other.json: source_manifest: the audit verified against $WORK/q-man.json, a manifest of other files than $M: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has m-00001-of-00002.gguf (4185088 bytes)" \
+    "${CARD[@]}" --audit "$WORK/audit-sm-other.json"
 case_ "an output without provenance keys: Not verified says what was not checked"
 "$BIN" -q splice "$M" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/out2/np" --no-provenance >/dev/null
 run "$BIN" card "$WORK/out2/np-00001-of-00002.gguf" --source "$M" --rank "$WORK/rank" --json
