@@ -69,7 +69,7 @@ run_tests() {
     cmake -S "$ROOT" -B build-fuzz -G Ninja -DGGUF_REAP_WERROR=ON -DCMAKE_CXX_COMPILER=clang++ \
         -DGGUF_REAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
     cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf_header fuzz_imatrix fuzz_keeplist fuzz_plan_npz fuzz_manifest fuzz_external_plan
-    tools/fuzz-smoke.sh build-fuzz "${FUZZ_SECONDS:-16}"
+    tools/fuzz-smoke.sh build-fuzz "${FUZZ_SECONDS:-8}"
 }
 
 install_missing

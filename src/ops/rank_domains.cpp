@@ -116,7 +116,7 @@ void add_input_warnings(const RankInput& in, const RankOptions& opts, RankResult
     for (const SanityProblem& p : in.sanity)
         r.warnings.push_back(p.file.empty() ? p.message : fmt::format("{}: {}", p.file, p.message));
     if (!in.source)
-        r.warnings.push_back(
+        r.warnings.emplace_back(
             "no --model: expert_used_count and expert groups are unknown here, so N >= "
             "expert_used_count and equal counts per group were not checked (splice checks them)");
 }
