@@ -68,14 +68,15 @@ DomainSpec parse_domain_spec(const std::string& arg) {
         return d;
     }
     d.path = arg;
-    std::string stem = std::filesystem::path(arg).filename().string();
-    for (const char* ext : {".gguf", ".dat", ".json"})
+    const std::string file = std::filesystem::path(arg).filename().string();
+    std::string_view stem = file;
+    for (std::string_view ext : {".gguf", ".dat", ".json"})
         if (stem.ends_with(ext)) {
-            stem.resize(stem.size() - std::string_view(ext).size());
+            stem.remove_suffix(ext.size());
             break;
         }
-    if (stem.ends_with(".imatrix") && stem.size() > 8) stem.resize(stem.size() - 8);
-    d.name = stem;
+    if (stem.ends_with(".imatrix") && stem.size() > 8) stem.remove_suffix(8);
+    d.name = std::string(stem);
     return d;
 }
 
