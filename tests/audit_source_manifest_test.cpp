@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit_test_support.h"
+#include "gguf_builder.h"
 #include "ops/manifest.h"
 
 namespace gguf_reap {
@@ -239,6 +240,36 @@ TEST_F(SourceManifestTest, WhatCannotStandForTheSourceIsRefused) {
     EXPECT_EQ(error_of([&] { run_audit(width); }),
               "--neuron-plan needs --source, not --source-manifest: a width cut keeps rows and columns of "
               "each slab, which the manifest's whole-slab hashes cannot vouch for");
+}
+
+// An empty tensor lies at the same offset as the one after it; the hash of that one must still be found.
+TEST(SourceManifest, AnEmptyTensorBeforeAnotherAtTheSameOffset) {
+    test::TempDir d;
+    const std::string model = d.file("m.gguf");
+    std::vector<test::TensorSpec> specs{{"token_embd.weight", {32, 4}, test::kF32},
+                                        {"blk.0.empty.weight", {0}, test::kF32},
+                                        {"blk.0.attn_norm.weight", {32}, test::kF32}};
+    for (const auto& t : test::moe_block(1, 4)) specs.push_back(t);
+    const test::BuiltGguf g = test::write_gguf(
+        model,
+        {Kv::make_string("general.architecture", "deepseek2"), Kv::make_u32("deepseek2.block_count", 2),
+         Kv::make_u32("deepseek2.expert_count", 4), Kv::make_u32("deepseek2.expert_used_count", 2),
+         Kv::make_u32("deepseek2.leading_dense_block_count", 1)},
+        specs);
+    ASSERT_EQ(g.tensors[1].offset, g.tensors[2].offset);
+    AuditOptions o;
+    o.output = model;
+    o.compute_manifest = true;
+    const AuditReport r = run_audit(o);
+    ASSERT_TRUE(r.passed()) << audit_test::all_lines(r);
+    save_manifest(*r.manifest, d.file("m.json"));
+    AuditOptions v;
+    v.output = model;
+    v.source_manifest = d.file("m.json");
+    const AuditReport back = run_audit(v);
+    EXPECT_TRUE(back.passed()) << audit_test::all_lines(back);
+    EXPECT_EQ(back.summary.slabs, 5u * 4u);
+    EXPECT_EQ(back.summary.tensors_identical, 2u);  // the empty tensor has no bytes to compare
 }
 
 }  // namespace
