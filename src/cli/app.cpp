@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -13,8 +14,35 @@
 #include "io/error.h"
 #include "io/progress.h"
 #include "io/signals.h"
+#include "io/units.h"
 
 namespace gguf_reap::cli {
+
+uint64_t size_option(const char* option, const std::string& text) {
+    auto v = parse_size(text);
+    if (!v)
+        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
+    return *v;
+}
+
+uint64_t gpu_mem_option(const std::string& text) {
+    if (text.empty()) return 0;
+    const uint64_t v = size_option("--gpu-mem", text);
+    if (v == 0) throw UsageError("--gpu-mem must be more than 0 bytes");
+    return v;
+}
+
+uint64_t ctx_option(const std::string& text) {
+    uint64_t v = 0;
+    bool ok = !text.empty() && text.size() <= 13;
+    for (char c : text) ok = ok && c >= '0' && c <= '9';
+    if (ok)
+        for (char c : text) v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (!ok || v > (uint64_t{1} << 40))
+        throw UsageError(
+            fmt::format("--ctx '{}' is not a number of tokens (a whole number, e.g. 131072)", text));
+    return v;
+}
 
 void print_json(const nlohmann::ordered_json& doc) {
     std::cout << doc.dump(2) << "\n";

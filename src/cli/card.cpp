@@ -34,26 +34,6 @@ struct CardCli {
     bool json = false;
 };
 
-uint64_t size_option(const char* option, const std::string& text) {
-    auto v = parse_size(text);
-    if (!v)
-        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
-    return *v;
-}
-
-// A token count: digits only, at most 2^40 (estimate's --ctx rule).
-uint64_t ctx_option(const std::string& text) {
-    uint64_t v = 0;
-    bool ok = !text.empty() && text.size() <= 13;
-    for (char c : text) ok = ok && c >= '0' && c <= '9';
-    if (ok)
-        for (char c : text) v = v * 10 + static_cast<uint64_t>(c - '0');
-    if (!ok || v > (uint64_t{1} << 40))
-        throw UsageError(
-            fmt::format("--ctx '{}' is not a number of tokens (a whole number, e.g. 131072)", text));
-    return v;
-}
-
 int run_card(const CardCli& c) {
     // Options first, so that a typo fails before a large model is opened.
     CardRequest q;
@@ -65,8 +45,7 @@ int run_card(const CardCli& c) {
     q.base_model = c.base_model;
     q.tp = parse_tp_list(c.tp);
     q.overhead = size_option("--overhead", c.overhead);
-    q.gpu_mem = c.gpu_mem.empty() ? 0 : size_option("--gpu-mem", c.gpu_mem);
-    if (!c.gpu_mem.empty() && q.gpu_mem == 0) throw UsageError("--gpu-mem must be more than 0 bytes");
+    q.gpu_mem = gpu_mem_option(c.gpu_mem);
     q.ctx = ctx_option(c.ctx);
     for (const auto& n : c.notes)
         if (n.empty() || n.find('\n') != std::string::npos)

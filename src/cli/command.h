@@ -2,6 +2,7 @@
 // run when it is chosen; app.cpp wires them together and maps errors to exit codes.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -31,6 +32,14 @@ Command add_splice(CLI::App& app, const GlobalOptions& g);
 Command add_audit(CLI::App& app, const GlobalOptions& g);
 Command add_estimate(CLI::App& app, const GlobalOptions& g);
 Command add_card(CLI::App& app, const GlobalOptions& g);
+
+// The hardware options estimate and card share. Each throws UsageError naming the option.
+// A size such as 141GiB, 80G, 512M.
+uint64_t size_option(const char* option, const std::string& text);
+// --gpu-mem: "" = not given (0); otherwise a size above 0 bytes.
+uint64_t gpu_mem_option(const std::string& text);
+// --ctx: a token count, digits only (CLI11 would wrap "-1" into 2^64 − 1), at most 2^40.
+uint64_t ctx_option(const std::string& text);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);

@@ -27,26 +27,6 @@ struct EstimateCli {
     bool json = false;
 };
 
-uint64_t size_option(const char* option, const std::string& text) {
-    auto v = parse_size(text);
-    if (!v)
-        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
-    return *v;
-}
-
-// A token count: digits only (CLI11 would wrap "-1" into 2^64 − 1), at most 2^40.
-uint64_t ctx_option(const std::string& text) {
-    uint64_t v = 0;
-    bool ok = !text.empty() && text.size() <= 13;
-    for (char c : text) ok = ok && c >= '0' && c <= '9';
-    if (ok)
-        for (char c : text) v = v * 10 + static_cast<uint64_t>(c - '0');
-    if (!ok || v > (uint64_t{1} << 40))
-        throw UsageError(
-            fmt::format("--ctx '{}' is not a number of tokens (a whole number, e.g. 131072)", text));
-    return v;
-}
-
 nlohmann::ordered_json figures_json(const ModelFigures& f) {
     return {{"expert_count", f.expert_count},
             {"expert_width", f.expert_width},
@@ -215,8 +195,7 @@ int run_estimate(const EstimateCli& c) {
     in.drop_mtp = c.drop_mtp;
     in.tp = parse_tp_list(c.tp);
     in.overhead = size_option("--overhead", c.overhead);
-    in.gpu_mem = c.gpu_mem.empty() ? 0 : size_option("--gpu-mem", c.gpu_mem);
-    if (!c.gpu_mem.empty() && in.gpu_mem == 0) throw UsageError("--gpu-mem must be more than 0 bytes");
+    in.gpu_mem = gpu_mem_option(c.gpu_mem);
     in.ctx = ctx_option(c.ctx);
     in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
 
