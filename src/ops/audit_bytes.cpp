@@ -164,20 +164,29 @@ bool all_zero(const uint8_t* p, size_t n) {
     return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
 }
 
+// A data finding about piece `p` of a tensor, at `offset`: file, tensor, region and, for an expert's
+// run, the output and source expert (subject and message are the caller's).
+Finding tensor_finding(const OutShard& s, const Piece& p, uint64_t offset) {
+    Finding f;
+    f.kind = FindingKind::kData;
+    f.file = s.path;
+    f.tensor = s.header->tensors[static_cast<size_t>(p.tensor)].name;
+    f.offset = offset;
+    f.region = p.run->region;
+    if (p.run->expert >= 0) {
+        f.expert = p.run->expert;
+        f.source_expert = p.run->source_expert;
+    }
+    return f;
+}
+
 Finding data_finding(const OutShard& s, const Piece& p, const std::string& src_path, uint64_t first,
                      uint64_t diffs) {
     const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
     const SourceRun& run = *p.run;
     const uint64_t at = first - p.offset;
-    Finding f;
-    f.kind = FindingKind::kData;
-    f.file = s.path;
-    f.tensor = t.name;
-    f.offset = first;
-    f.region = run.region;
+    Finding f = tensor_finding(s, p, first);
     if (run.expert >= 0) {
-        f.expert = run.expert;
-        f.source_expert = run.source_expert;
         f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
                                 run.source_expert, run.region);
         f.message = fmt::format(
@@ -197,18 +206,11 @@ Finding data_finding(const OutShard& s, const Piece& p, const std::string& src_p
 Finding hash_finding(const OutShard& s, const Piece& p, const std::string& got) {
     const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
     const SourceRun& run = *p.run;
-    Finding f;
-    f.kind = FindingKind::kData;
-    f.file = s.path;
-    f.tensor = t.name;
-    f.offset = p.offset;
-    f.region = run.region;
+    Finding f = tensor_finding(s, p, p.offset);
     const std::string where = fmt::format(
         "the bytes differ somewhere in [{}, +{}); an audit against the source names the first one", p.offset,
         p.length);
     if (run.expert >= 0) {
-        f.expert = run.expert;
-        f.source_expert = run.source_expert;
         f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
                                 run.source_expert, run.region);
         f.message = fmt::format("sha256 {} differs from the source manifest's {} for source expert {} ({})",
@@ -321,14 +323,7 @@ Finding gather_finding(const OutShard& s, const Piece& p, const std::string& src
                        const GatherResult& g) {
     const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
     const SourceRun& run = *p.run;
-    Finding f;
-    f.kind = FindingKind::kData;
-    f.file = s.path;
-    f.tensor = t.name;
-    f.offset = g.first;
-    f.region = run.region;
-    f.expert = run.expert;
-    f.source_expert = run.source_expert;
+    Finding f = tensor_finding(s, p, g.first);
     const int64_t first = g.channel * g.values;
     f.channel = first;
     const std::string channel =
