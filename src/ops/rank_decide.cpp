@@ -28,15 +28,6 @@ std::string join_ids(const std::vector<int64_t>& ids) {
     return s;
 }
 
-double median(std::vector<double> v) {
-    if (v.empty()) return kNaN;
-    const size_t n = v.size();
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    if (n % 2) return *mid;
-    return (*std::max_element(v.begin(), mid) + *mid) / 2;  // the two middle values of the sorted order
-}
-
 // The score a criterion gives one expert of one domain's block. `full`: ignore the neuron plan.
 double score_of(Criterion c, const BlockStats& s, size_t e, bool full) {
     switch (c) {
@@ -251,14 +242,7 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
     r.dead.assign(B * NE, 0);
     for (size_t b = 0; b < B; ++b)
         for (size_t e = 0; e < NE; ++e) {
-            bool any = false, all = true;
-            for (size_t d = 0; d < D && all; ++d) {
-                const BlockStats& s = in.domains[d].blocks[b];
-                if (!s.present) continue;
-                any = true;
-                all = s.dead[e];
-            }
-            if (!any || !all) continue;
+            if (!dead_everywhere(in, b, e)) continue;
             r.dead[r.idx(b, e)] = 1;
             std::set<std::string> evidence;
             for (size_t d = 0; d < D; ++d) {
@@ -282,36 +266,18 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
     parallel_for(B, threads, [&](size_t b) {
         for (size_t d = 0; d < D; ++d) {
             const DomainData& dom = in.domains[d];
-            if (dom.format == "json") continue;
-            const BlockStats& s = dom.blocks[b];
-            if (!s.present) continue;
-            // GGUF: total energy; legacy: only per-token means exist, so their shares are used.
-            const std::vector<double>& en = dom.format == "gguf"
-                                                ? (s.energy_full.empty() ? s.energy : s.energy_full)
-                                                : (s.mean_full.empty() ? s.mean : s.mean_full);
-            double total = 0;
-            for (double x : en) total += x;
-            std::vector<double> live_peaks;
-            for (size_t e = 0; e < NE; ++e)
-                if (!s.dead[e] && s.peak[e] > 0) live_peaks.push_back(s.peak[e]);
-            const double med = live_peaks.size() >= 3 ? median(std::move(live_peaks)) : kNaN;
-            for (size_t e = 0; e < NE; ++e) {
-                if (s.dead[e]) continue;
-                const double share = total > 0 ? en[e] / total : 0;
-                const double ratio = med > 0 ? s.peak[e] / med : 0;
-                const bool by_share = share >= r.super_share, by_channel = ratio >= r.super_channel_ratio;
-                if (!by_share && !by_channel) continue;
-                SuperExpert& se = found[b][e];
+            for (const SuperHit& h : super_expert_hits(dom, b, r.super_share, r.super_channel_ratio)) {
+                SuperExpert& se = found[b][h.expert];
                 se.block = in.blocks[b];
-                se.expert = static_cast<int64_t>(e);
-                se.by_share |= by_share;
-                se.by_channel |= by_channel;
-                if (share > se.share) {
-                    se.share = share;
+                se.expert = static_cast<int64_t>(h.expert);
+                se.by_share |= h.by_share;
+                se.by_channel |= h.by_channel;
+                if (h.share > se.share) {
+                    se.share = h.share;
                     se.share_domain = dom.name;
                     se.share_is_mean = dom.format != "gguf";
                 }
-                se.channel_ratio = std::max(se.channel_ratio, ratio);
+                se.channel_ratio = std::max(se.channel_ratio, h.ratio);
             }
         }
     });
@@ -376,71 +342,13 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
     r.consensus_rank.assign(B * NE, 0);
     r.consensus_score.assign(B * NE, kNaN);
     parallel_for(B, threads, [&](size_t b) {
-        // Each expert's ranks in the domains that hold the block, sorted best first: row e of P values.
-        std::vector<size_t> present;
-        for (size_t d = 0; d < D; ++d)
-            if (in.domains[d].blocks[b].present) present.push_back(d);
-        const size_t P = present.size();
-        std::vector<int32_t> rank_vec(NE * P);
-        const auto row = [&](size_t e) { return rank_vec.begin() + static_cast<std::ptrdiff_t>(e * P); };
-        for (size_t e = 0; e < NE; ++e) {
-            for (size_t i = 0; i < P; ++i) rank_vec[e * P + i] = r.ranks[r.idx(present[i], b, e)];
-            std::sort(row(e), row(e + 1));
-        }
-        std::vector<double> key(NE, 0);
-        switch (opts.consensus) {
-            case Consensus::kMinRank:
-            case Consensus::kMaxMin:  // the order its search starts from (ops/max_min.h)
-                for (size_t e = 0; e < NE && P > 0; ++e) key[e] = rank_vec[e * P];
-                break;
-            case Consensus::kMeanRank:
-                for (size_t e = 0; e < NE && P > 0; ++e)
-                    key[e] = std::accumulate(row(e), row(e + 1), 0.0) / static_cast<double>(P);
-                break;
-            case Consensus::kSum:
-                for (size_t d = 0; d < D; ++d) {
-                    if (!in.domains[d].blocks[b].present) continue;
-                    double total = 0;
-                    for (size_t e = 0; e < NE; ++e) total += std::max(0.0, r.scores[r.idx(d, b, e)]);
-                    if (total <= 0) continue;
-                    for (size_t e = 0; e < NE; ++e) key[e] += std::max(0.0, r.scores[r.idx(d, b, e)]) / total;
-                }
-                break;
-            case Consensus::kPooled: {
-                std::vector<double> cnt(NE, 0), en(NE, 0), w(NE, 0);
-                for (size_t d = 0; d < D; ++d) {
-                    const BlockStats& s = in.domains[d].blocks[b];
-                    if (!s.present) continue;
-                    for (size_t e = 0; e < NE; ++e) {
-                        cnt[e] += s.count[e];
-                        en[e] += s.energy[e];
-                        if (!s.weighted.empty()) w[e] += s.weighted[e];
-                    }
-                }
-                for (size_t e = 0; e < NE; ++e)
-                    key[e] = opts.criterion == Criterion::kFrequency  ? cnt[e]
-                             : opts.criterion == Criterion::kEnergy   ? en[e]
-                             : opts.criterion == Criterion::kReapMean ? (cnt[e] > 0 ? en[e] / cnt[e] : 0)
-                                                                      : w[e];
-                break;
-            }
-        }
-        const bool lower_is_better = opts.consensus == Consensus::kMinRank ||
-                                     opts.consensus == Consensus::kMeanRank ||
-                                     opts.consensus == Consensus::kMaxMin;
+        const BlockConsensus order_of(in, r, opts.criterion, opts.consensus, b);
         std::vector<size_t> order(NE);
         std::iota(order.begin(), order.end(), 0);
-        std::sort(order.begin(), order.end(), [&](size_t a, size_t c) {
-            if (key[a] != key[c]) return lower_is_better ? key[a] < key[c] : key[a] > key[c];
-            // Ties: the sorted rank vectors compared lexicographically (best rank, then second best, ...),
-            // then the lower expert id.
-            const auto [pa, pc] = std::mismatch(row(a), row(a + 1), row(c));
-            if (pa != row(a + 1)) return *pa < *pc;
-            return a < c;
-        });
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return order_of.before(a, c); });
         for (size_t i = 0; i < NE; ++i) {
             r.consensus_rank[r.idx(b, order[i])] = static_cast<int32_t>(i + 1);
-            r.consensus_score[r.idx(b, order[i])] = key[order[i]];
+            r.consensus_score[r.idx(b, order[i])] = order_of.key(order[i]);
         }
     });
 

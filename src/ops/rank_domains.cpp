@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -17,13 +19,15 @@ namespace {
 
 // Each domain's share of the criterion's mass per expert in block b: max(0, score) / Σ max(0, score),
 // one row per domain that has mass there, and which domain each row is.
+// `skip`: a domain left out.
 std::pair<std::vector<std::vector<double>>, std::vector<size_t>> mass_shares(const RankInput& in,
-                                                                             const RankResult& r, size_t b) {
+                                                                             const RankResult& r, size_t b,
+                                                                             size_t skip = kNoDomain) {
     const size_t D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
     std::vector<std::vector<double>> share;
     std::vector<size_t> of;
     for (size_t d = 0; d < D; ++d) {
-        if (!in.domains[d].blocks[b].present) continue;
+        if (d == skip || !in.domains[d].blocks[b].present) continue;
         double total = 0;
         for (size_t e = 0; e < NE; ++e) total += std::max(0.0, r.scores[r.idx(d, b, e)]);
         if (!(total > 0)) continue;
@@ -37,22 +41,150 @@ std::pair<std::vector<std::vector<double>>, std::vector<size_t>> mass_shares(con
 
 }  // namespace
 
+std::vector<uint8_t> max_min_block(const RankInput& in, const RankResult& r, size_t b,
+                                   const std::vector<uint8_t>& protect, const std::vector<uint8_t>& dead,
+                                   std::vector<uint8_t> start, int64_t group_size, int64_t quota,
+                                   size_t skip) {
+    MaxMinBlock mb;
+    mb.share = mass_shares(in, r, b, skip).first;
+    if (mb.share.empty()) return start;  // no domain has mass here: the min-rank set stands
+    mb.quota = quota;
+    for (size_t e = 0; e < start.size(); ++e) mb.group.push_back(static_cast<int64_t>(e) / group_size);
+    mb.protect = protect;
+    mb.dead = dead;
+    mb.start = std::move(start);
+    return max_min_select(mb);
+}
+
 void choose_max_min(const RankInput& in, RankResult& r, int64_t group_size, int64_t quota, int threads) {
     const size_t B = r.blocks.size(), NE = static_cast<size_t>(r.expert_count);
+    const auto row = [&](const std::vector<uint8_t>& v, size_t b) {
+        const auto at = v.begin() + static_cast<std::ptrdiff_t>(r.idx(b, 0));
+        return std::vector<uint8_t>(at, at + static_cast<std::ptrdiff_t>(NE));
+    };
     parallel_for(B, threads, [&](size_t b) {
-        MaxMinBlock mb;
-        mb.share = mass_shares(in, r, b).first;
-        mb.quota = quota;
-        for (size_t e = 0; e < NE; ++e) {
-            mb.group.push_back(static_cast<int64_t>(e) / group_size);
-            mb.protect.push_back(r.protect[r.idx(b, e)]);
-            mb.dead.push_back(r.dead[r.idx(b, e)]);
-            mb.start.push_back(r.keep[r.idx(b, e)]);
-        }
-        if (mb.share.empty()) return;  // no domain has mass here: the min-rank set stands
-        const std::vector<uint8_t> keep = max_min_select(mb);
-        for (size_t e = 0; e < NE; ++e) r.keep[r.idx(b, e)] = keep[e];
+        const std::vector<uint8_t> keep =
+            max_min_block(in, r, b, row(r.protect, b), row(r.dead, b), row(r.keep, b), group_size, quota);
+        std::copy(keep.begin(), keep.end(), r.keep.begin() + static_cast<std::ptrdiff_t>(r.idx(b, 0)));
     });
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+    const size_t n = v.size();
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (n % 2) return *mid;
+    return (*std::max_element(v.begin(), mid) + *mid) / 2;  // the two middle values of the sorted order
+}
+
+bool dead_everywhere(const RankInput& in, size_t b, size_t e, size_t skip) {
+    bool any = false;
+    for (size_t d = 0; d < in.domains.size(); ++d) {
+        const BlockStats& s = in.domains[d].blocks[b];
+        if (d == skip || !s.present) continue;
+        if (!s.dead[e]) return false;
+        any = true;
+    }
+    return any;
+}
+
+std::vector<SuperHit> super_expert_hits(const DomainData& dom, size_t b, double share_threshold,
+                                        double channel_ratio_threshold) {
+    std::vector<SuperHit> hits;
+    const BlockStats& s = dom.blocks[b];
+    if (dom.format == "json" || !s.present) return hits;
+    // GGUF: total energy; legacy: only per-token means exist, so their shares are used.
+    const std::vector<double>& en = dom.format == "gguf" ? (s.energy_full.empty() ? s.energy : s.energy_full)
+                                                         : (s.mean_full.empty() ? s.mean : s.mean_full);
+    const size_t NE = en.size();
+    double total = 0;
+    for (double x : en) total += x;
+    std::vector<double> live_peaks;
+    for (size_t e = 0; e < NE; ++e)
+        if (!s.dead[e] && s.peak[e] > 0) live_peaks.push_back(s.peak[e]);
+    const double med =
+        live_peaks.size() >= 3 ? median(std::move(live_peaks)) : std::numeric_limits<double>::quiet_NaN();
+    for (size_t e = 0; e < NE; ++e) {
+        if (s.dead[e]) continue;
+        SuperHit h;
+        h.expert = e;
+        h.share = total > 0 ? en[e] / total : 0;
+        h.ratio = med > 0 ? s.peak[e] / med : 0;
+        h.by_share = h.share >= share_threshold;
+        h.by_channel = h.ratio >= channel_ratio_threshold;
+        if (h.by_share || h.by_channel) hits.push_back(h);
+    }
+    return hits;
+}
+
+BlockConsensus::BlockConsensus(const RankInput& in, const RankResult& r, Criterion criterion,
+                               Consensus consensus, size_t b, size_t skip) {
+    const size_t D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
+    std::vector<size_t> present;
+    for (size_t d = 0; d < D; ++d)
+        if (d != skip && in.domains[d].blocks[b].present) present.push_back(d);
+    P_ = present.size();
+    // Each counted domain's ranks of the block's experts, as rank_experts computed them.
+    for (size_t d : present) rows_.push_back(r.ranks.data() + r.idx(d, b, 0));
+    key_.assign(NE, 0);
+    switch (consensus) {
+        case Consensus::kMinRank:
+        case Consensus::kMaxMin:  // the order its search starts from (ops/max_min.h)
+            for (size_t i = 0; i < P_; ++i)
+                for (size_t e = 0; e < NE; ++e)
+                    key_[e] = i == 0 ? rows_[0][e] : std::min<double>(key_[e], rows_[i][e]);
+            break;
+        case Consensus::kMeanRank:  // a sum of integers: exact in any order
+            for (size_t i = 0; i < P_; ++i)
+                for (size_t e = 0; e < NE; ++e) key_[e] += rows_[i][e];
+            for (size_t e = 0; e < NE && P_ > 0; ++e) key_[e] /= static_cast<double>(P_);
+            break;
+        case Consensus::kSum:
+            for (size_t d : present) {
+                double total = 0;
+                for (size_t e = 0; e < NE; ++e) total += std::max(0.0, r.scores[r.idx(d, b, e)]);
+                if (total <= 0) continue;
+                for (size_t e = 0; e < NE; ++e) key_[e] += std::max(0.0, r.scores[r.idx(d, b, e)]) / total;
+            }
+            break;
+        case Consensus::kPooled: {
+            std::vector<double> cnt(NE, 0), en(NE, 0), w(NE, 0);
+            for (size_t d : present) {
+                const BlockStats& s = in.domains[d].blocks[b];
+                for (size_t e = 0; e < NE; ++e) {
+                    cnt[e] += s.count[e];
+                    en[e] += s.energy[e];
+                    if (!s.weighted.empty()) w[e] += s.weighted[e];
+                }
+            }
+            for (size_t e = 0; e < NE; ++e)
+                key_[e] = criterion == Criterion::kFrequency  ? cnt[e]
+                          : criterion == Criterion::kEnergy   ? en[e]
+                          : criterion == Criterion::kReapMean ? (cnt[e] > 0 ? en[e] / cnt[e] : 0)
+                                                              : w[e];
+            break;
+        }
+    }
+    lower_is_better_ = consensus == Consensus::kMinRank || consensus == Consensus::kMeanRank ||
+                       consensus == Consensus::kMaxMin;
+}
+
+bool BlockConsensus::tie_before(size_t e, size_t f) const {
+    // The two experts' rank vectors, sorted here: ties are few, so sorting every expert's would cost
+    // more (it was most of the consensus time).
+    thread_local std::vector<int32_t> a, c;
+    a.resize(P_);
+    c.resize(P_);
+    for (size_t i = 0; i < P_; ++i) {
+        a[i] = rows_[i][e];
+        c[i] = rows_[i][f];
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(c.begin(), c.end());
+    const auto [pa, pc] = std::mismatch(a.begin(), a.end(), c.begin());
+    if (pa != a.end()) return *pa < *pc;
+    return e < f;
 }
 
 void fill_retained_shares(const RankInput& in, RankResult& r) {
