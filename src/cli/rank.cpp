@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "io/error.h"
 #include "ops/rank.h"
+#include "ops/rank_lodo.h"
 
 namespace gguf_reap::cli {
 
@@ -136,6 +137,7 @@ void print_text(const ops::RankOutcome& o) {
             "protected experts: {} kept: {}{}\n", ps.size(), fmt::join(named, "; "),
             ps.size() > named.size() ? fmt::format("; {} more", ps.size() - named.size()) : "");
     std::cout << "safety margin: " << safety_margin_sentence(r) << "\n";
+    std::cout << blind_spot_summary(in, r) << "\n";
     std::cout << fmt::format("wrote {}, {}, {} (per-block lists in the receipt)\n", o.keeplist_path,
                              o.ranking_path, o.receipt_path);
     if (!o.exported_path.empty())

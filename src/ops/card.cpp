@@ -23,6 +23,7 @@
 #include "ops/inspect.h"
 #include "ops/manifest.h"
 #include "ops/rank.h"
+#include "ops/rank_lodo.h"
 
 namespace gguf_reap {
 
@@ -223,6 +224,14 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
         if (m.best_pruned_rank && m.rank_of && m.median_layer)
             m.safety_margin = safety_margin_sentence(*m.best_pruned_rank, *m.rank_of, *m.median_layer);
     }
+    if (j.contains("blind_spot") && j["blind_spot"].is_object() && j["blind_spot"].contains("worst")) {
+        const json& b = j["blind_spot"];
+        m.blind_spot_domain = opt_string(b["worst"], "domain");
+        m.blind_spot_drop = opt_number<double>(b["worst"], "drop");
+        if (!m.blind_spot_domain.empty() && m.blind_spot_drop)
+            m.blind_spot = blind_spot_sentence(*m.blind_spot_drop, m.blind_spot_domain,
+                                               opt_string(b, "measure") == "score mass");
+    }
     for (const KeepBlock& b : kl.blocks) {
         m.dead_experts += b.dead.size();
         if (!b.dead.empty()) ++m.dead_blocks;
@@ -376,10 +385,19 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
     for (const CardDomain& d : f.method.domains)
         doms += fmt::format("{}{} ({})", doms.empty() ? "" : ", ", d.name,
                             d.tokens ? with_commas(*d.tokens) + " tokens" : "token count not recorded");
-    v.push_back(fmt::format(
-        "Calibration covered only these kinds of text: {}. Other kinds of text (other languages, tasks, "
-        "formats) were not measured; the experts they rely on may be among those removed.",
-        doms));
+    if (f.method.blind_spot.empty())
+        v.push_back(fmt::format(
+            "Calibration covered only these kinds of text: {}. Other kinds of text (other languages, tasks, "
+            "formats) were not measured; the experts they rely on may be among those removed.",
+            doms));
+    else
+        v.push_back(fmt::format(
+            "Calibration covered only these kinds of text: {}. Other kinds of text (other languages, tasks, "
+            "formats) were not measured. An estimate from the imatrices, ranking again without each "
+            "calibration domain in turn: {}, and text unlike every calibration domain may lose more. It is "
+            "a proxy from routed energy, not a quality measurement: `gguf-reap eval` measures such text on "
+            "this build.",
+            doms, f.method.blind_spot));
     if (f.width)
         v.push_back(fmt::format(
             "Expert FFN width: every routed expert was cut from {} to {} channels by a neuron plan ({}sha256 "

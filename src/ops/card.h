@@ -85,6 +85,11 @@ struct CardMethod {
     std::optional<int64_t> rank_of;
     std::optional<double> median_layer;
     std::string safety_margin;  // the receipt's sentence; "" when the keeplist has no safety_margin
+    // rank's leave-one-domain-out estimate (method.blind_spot): the sentence, from its worst domain and
+    // that domain's drop; "" when the keeplist has none (one domain, --from-plan, an older rank).
+    std::string blind_spot;
+    std::string blind_spot_domain;
+    std::optional<double> blind_spot_drop;  // fraction of the domain's energy (or score mass)
     std::string keeplist_sha256;
     std::string receipt_name, receipt_sha256;  // "" when RANK_DIR has no receipt
     bool source_identified = true;             // false: the keeplist records only the expert count

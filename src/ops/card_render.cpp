@@ -351,6 +351,10 @@ json card_json(const CardFacts& f) {
           {"of", opt(m.rank_of)},
           {"median_layer", opt(m.median_layer)},
           {"sentence", str_or_null(m.safety_margin)}}},
+        {"blind_spot", m.blind_spot.empty() ? json(nullptr)
+                                            : json{{"worst_domain", m.blind_spot_domain},
+                                                   {"drop", opt(m.blind_spot_drop)},
+                                                   {"sentence", m.blind_spot}}},
         {"keeplist_sha256", m.keeplist_sha256},
         {"receipt", m.receipt_name.empty() ? json(nullptr)
                                            : json{{"name", m.receipt_name}, {"sha256", m.receipt_sha256}}},

@@ -161,6 +161,17 @@ struct SuperExpert {
     std::string reason;
 };
 
+// One domain's line of the leave-one-domain-out estimate (ops/rank_lodo.h, docs/method.md "What an
+// uncalibrated kind of text would lose"): its share of its own routed energy (criterion external: of its
+// score mass) kept by this selection (seen) and by the same selection made without it (unseen), summed
+// over the MoE blocks. NaN where it cannot be computed; `unknown` then says why.
+struct BlindSpot {
+    double seen = std::numeric_limits<double>::quiet_NaN();
+    double unseen = std::numeric_limits<double>::quiet_NaN();
+    int64_t disagree = 0;  // experts kept by one of the two selections and pruned by the other
+    std::string unknown;   // "" when unseen was computed
+};
+
 struct RankResult {
     Criterion criterion = Criterion::kEnergy;
     Consensus consensus = Consensus::kMinRank;
@@ -196,6 +207,7 @@ struct RankResult {
     std::vector<double> retained_share;
     double worst_share = std::numeric_limits<double>::quiet_NaN();
     size_t worst_domain = 0, worst_block = 0;
+    std::vector<BlindSpot> blind_spot;  // per domain (ops/rank_lodo.h)
     std::vector<std::string> warnings;
     KeepList keeplist;
 

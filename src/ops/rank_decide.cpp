@@ -15,6 +15,7 @@
 #include "io/parallel.h"
 #include "model/tensor_table.h"
 #include "ops/rank_domains.h"
+#include "ops/rank_lodo.h"
 
 namespace gguf_reap {
 
@@ -476,8 +477,9 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
         if (have_energy && et > 0) r.pruned_energy_share[d] = ep / et;
     }
 
-    // 7. Warnings the receipt repeats (rank_domains.h).
+    // 7. Warnings the receipt repeats (rank_domains.h); what a left-out domain loses (rank_lodo.h).
     add_input_warnings(in, opts, r);
+    fill_blind_spot(in, opts, r);
 
     // 8. The keeplist.
     KeepList& kl = r.keeplist;

@@ -14,6 +14,7 @@
 #include "io/parallel.h"
 #include "io/units.h"
 #include "ops/rank.h"
+#include "ops/rank_lodo.h"
 
 namespace gguf_reap {
 
@@ -160,6 +161,7 @@ json rank_method_json(const RankInput& in, const RankResult& r) {
                             {"k", in.plan_k}};
     m["safety_margin"] = {
         {"best_pruned_rank", r.safety_rank}, {"of", r.expert_count}, {"median_layer", r.safety_median}};
+    m["blind_spot"] = blind_spot_json(in, r);
     return m;
 }
 
@@ -221,6 +223,7 @@ json rank_summary_json(const RankInput& in, const RankResult& r) {
                           {"of", r.expert_count},
                           {"median_layer", r.safety_median},
                           {"sentence", safety_margin_sentence(r)}};
+    j["blind_spot"] = blind_spot_json(in, r);
     j["warnings"] = r.warnings;
     j["notes"] = in.notes;
     return j;
@@ -387,6 +390,9 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
                         in.domains[r.worst_domain].name, pct(r.worst_share), criterion_name(r.criterion),
                         r.blocks[r.worst_block]));
     }
+    line("");
+    s += blind_spot_receipt(in, r);
+    s.pop_back();  // the section's closing blank line: the next section starts with its own
     if (!in.nextn_blocks.empty()) {
         std::vector<std::string> names;
         for (int b : in.nextn_blocks) names.push_back(fmt::format("blk.{}", b));
@@ -461,6 +467,9 @@ static std::vector<std::pair<std::string, NpyArray>> ranking_arrays(const RankIn
     arrays.emplace_back("dead", NpyArray::boolean({B, E}, r.dead));
     arrays.emplace_back("protected", NpyArray::boolean({B, E}, r.protect));
     arrays.emplace_back("retained_share", NpyArray::f64({D, B}, r.retained_share));
+    std::vector<double> lodo;  // [D, 2]: kept seen, kept unseen (ops/rank_lodo.h)
+    for (const BlindSpot& x : r.blind_spot) lodo.insert(lodo.end(), {x.seen, x.unseen});
+    arrays.emplace_back("lodo_share", NpyArray::f64({D, 2}, lodo));
     if (!in.plan_path.empty()) arrays.emplace_back("spearman", NpyArray::f64({D, B}, r.spearman));
     return arrays;
 }
