@@ -40,6 +40,7 @@ class BlockConsensus {
     BlockConsensus(const RankInput& in, const RankResult& r, Criterion criterion, Consensus consensus,
                    size_t b, size_t skip = kNoDomain);
     double key(size_t e) const { return key_[e]; }
+    bool lower_is_better() const { return lower_is_better_; }  // of the keys
     // e comes before f in the order (a strict total order: the expert id breaks the last tie).
     bool before(size_t e, size_t f) const {
         if (key_[e] != key_[f]) return lower_is_better_ ? key_[e] < key_[f] : key_[e] > key_[f];

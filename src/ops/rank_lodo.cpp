@@ -48,6 +48,32 @@ struct Shared {
     int64_t group_size = 0, quota = 0;
 };
 
+// Marks in keep the first `take` of `candidates` in the consensus order: the take-th best key found
+// by a selection over the keys alone (a comparison of the full order per step was most of the cost),
+// then the best of the experts whose key equals it, by the full order.
+void keep_first(const BlockConsensus& order, const std::vector<size_t>& candidates, size_t take,
+                uint8_t* keep) {
+    if (take == 0) return;
+    const double sign = order.lower_is_better() ? 1 : -1;  // smaller is better below
+    std::vector<double> key(candidates.size());
+    for (size_t i = 0; i < candidates.size(); ++i) key[i] = sign * order.key(candidates[i]);
+    const auto at = key.begin() + static_cast<std::ptrdiff_t>(take - 1);
+    std::nth_element(key.begin(), at, key.end());
+    const double threshold = *at;
+    std::vector<size_t> tied;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const double x = sign * order.key(candidates[i]);
+        if (x < threshold) {
+            keep[candidates[i]] = 1;
+            --take;
+        } else if (x == threshold) {
+            tied.push_back(candidates[i]);
+        }
+    }
+    std::sort(tied.begin(), tied.end(), [&](size_t x, size_t y) { return order.before(x, y); });
+    for (size_t i = 0; i < take; ++i) keep[tied[i]] = 1;
+}
+
 // The decision of block b without domain `skip`, into keep[0..E): as rank_experts makes it for an
 // input without that domain. Returns why rank would refuse it ("" when it would not).
 std::string select_without(const RankInput& in, const RankOptions& opts, const RankResult& r,
@@ -81,10 +107,7 @@ std::string select_without(const RankInput& in, const RankOptions& opts, const R
         if (static_cast<int64_t>(G) - n_dead < sh.quota)
             return fmt::format("blk.{} would have {} dead experts, more than {} prunes", r.blocks[b], n_dead,
                                r.rule);
-        const auto take = static_cast<std::ptrdiff_t>(sh.quota - n_prot);
-        std::nth_element(candidates.begin(), candidates.begin() + take, candidates.end(),
-                         [&](size_t x, size_t y) { return order.before(x, y); });
-        for (std::ptrdiff_t i = 0; i < take; ++i) keep[candidates[static_cast<size_t>(i)]] = 1;
+        keep_first(order, candidates, static_cast<size_t>(sh.quota - n_prot), keep);
     }
     if (opts.consensus == Consensus::kMaxMin) {
         const std::vector<uint8_t> mm = max_min_block(
