@@ -190,6 +190,11 @@ TEST(RankLodo, ARunRankWouldRefuseIsUnknownAndSaysWhy) {
     EXPECT_EQ(r.blind_spot[0].unknown,
               "rank without chat refuses: blk.0 would have 2 dead experts, more than --keep 3 prunes");
     EXPECT_EQ(worst_blind_spot(r), std::optional<size_t>(1));
+    // code keeps all its energy either way (experts 0 and 1 are all it routes): no drop anywhere.
+    EXPECT_EQ(blind_spot_summary(in, r),
+              "blind spot (estimate, leaving each domain out): a kind of text the calibration did not cover "
+              "loses none of its expert energy in this estimate: no calibration domain kept less when it was "
+              "left out");
     EXPECT_NE(render_receipt(in, r).find("| chat | 75.00 % | unknown: rank without chat refuses"),
               std::string::npos);
 }

@@ -192,11 +192,11 @@ std::optional<size_t> worst_blind_spot(const RankResult& r) {
 
 std::string blind_spot_sentence(double drop, const std::string& domain, bool score_mass) {
     const char* what = score_mass ? "score mass" : "expert energy";
-    if (!(drop > 0))
+    if (!(drop > 0))  // every domain keeps as much (or more) when it is left out
         return fmt::format(
             "a kind of text the calibration did not cover loses none of its {} in this estimate: no "
-            "calibration domain kept less when it was left out (least gain: {})",
-            what, domain);
+            "calibration domain kept less when it was left out",
+            what);
     return fmt::format(
         "a kind of text the calibration did not cover loses up to {:.1f} points of its {} "
         "(worst: {})",
