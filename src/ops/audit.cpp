@@ -1,6 +1,10 @@
 // gguf-reap audit: the operation. Reads like its table of contents; each step lives in audit_*.cpp.
 #include "ops/audit.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <fmt/format.h>
 
 #include <set>
@@ -100,6 +104,7 @@ AuditReport run_audit(const AuditOptions& o) {
 
     // 4. Against the source: kept experts, metadata, tensor infos → what every tensor's bytes must be.
     Expectations expect;
+    std::vector<Sha256::Digest> source_hashes;  // --source-manifest: what expect's runs point at
     std::vector<std::string> source_paths;
     if (src) {
         KeptExperts kept = derive_kept(layout, out, o.keeplist, r);
@@ -114,9 +119,15 @@ AuditReport run_audit(const AuditOptions& o) {
             return f.kind == FindingKind::kLoadRule && f.tensor.empty() &&
                    metadata.count({f.file, f.subject});
         });
-        if (src_manifest)
-            attach_source_hashes(expect, *src, *src_manifest, *o.source_manifest);
-        else
+        if (src_manifest) {
+            source_hashes = attach_source_hashes(expect, *src, *src_manifest, *o.source_manifest);
+            // The manifest (15 MB for a Kimi-K3 shape, in small blocks) goes before the byte pass, with the
+            // hashes of the slabs not kept, and its pages go back to the kernel: free() alone keeps them.
+            src_manifest.reset();
+#ifdef __GLIBC__
+            malloc_trim(0);
+#endif
+        } else
             for (const auto& s : src->shards()) source_paths.push_back(s.path);
     }
 
