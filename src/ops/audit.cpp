@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -142,6 +143,9 @@ AuditReport run_audit(const AuditOptions& o) {
     }
     bo.threads = o.threads;
     bo.buffer_bytes = o.buffer_bytes;
+    // Against a source manifest the pass reads one stream, the output, and hashes it: 4 MiB windows read
+    // it as fast as 8 MiB ones and keep the peak near --source's (docs/perf/audit.md, "Memory").
+    if (o.source_manifest) bo.buffer_bytes = std::min(bo.buffer_bytes, size_t{4} << 20);
     std::vector<ShardBytes> bytes = verify_bytes(out, expect, source_paths, bo);
     for (auto& b : bytes) {
         for (auto& f : b.findings) r.findings.push_back(std::move(f));
