@@ -202,7 +202,7 @@ TEST_F(AuditTest, ManifestHashesEveryShardAndTensorAndVerifiesACopy) {
         EXPECT_EQ(ms.size, fs::file_size(shards[i]));
         EXPECT_EQ(ms.sha256, test::sha256_file_range(shards[i], 0, ms.size));
         for (const auto& t : ms.tensors)
-            EXPECT_EQ(t.sha256, test::sha256_file_range(shards[i], t.offset, t.nbytes)) << t.name;
+            EXPECT_EQ(to_hex(t.sha256), test::sha256_file_range(shards[i], t.offset, t.nbytes)) << t.name;
         tensors += ms.tensors.size();
     }
     EXPECT_EQ(tensors, 70u);

@@ -10,6 +10,7 @@ namespace gguf_reap {
 namespace {
 
 using namespace audit_test;
+using test::error_of;
 
 class SourceManifestTest : public AuditTest {
   protected:
@@ -44,15 +45,6 @@ class SourceManifestTest : public AuditTest {
     }
 };
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
-
 TEST_F(SourceManifestTest, RecordsEveryExpertSlabAndTheHeaders) {
     const std::string src = fixture(kQ8);
     const Manifest m = Manifest::load(source_manifest(src));
@@ -72,7 +64,8 @@ TEST_F(SourceManifestTest, RecordsEveryExpertSlabAndTheHeaders) {
         ASSERT_EQ(t.slabs.size(), 16u) << t.name;  // the fixture's 16 experts
         EXPECT_EQ(t.slab_bytes * 16, t.nbytes) << t.name;
         for (size_t e : {size_t{0}, size_t{7}, size_t{15}})
-            EXPECT_EQ(t.slabs[e], test::sha256_file_range(src, t.offset + e * t.slab_bytes, t.slab_bytes))
+            EXPECT_EQ(to_hex(t.slabs[e]),
+                      test::sha256_file_range(src, t.offset + e * t.slab_bytes, t.slab_bytes))
                 << t.name << " expert " << e;
     }
     // Three MoE blocks, each with a router, exp_probs_b and the three expert weights.
@@ -120,7 +113,7 @@ TEST_F(SourceManifestTest, NamesTheTensorAndExpertOfAFlippedByte) {
     const Manifest man = Manifest::load(m);
     std::string want;
     for (const auto& t : man.shards[0].tensors)
-        if (t.name == f.tensor) want = t.slabs[6];
+        if (t.name == f.tensor) want = to_hex(t.slabs[6]);
     EXPECT_EQ(
         f.line(),
         fmt::format("{}: tensor 'blk.2.ffn_up_exps.weight' expert 5 (source expert 6) kept slab at offset "

@@ -1,7 +1,12 @@
 // The fixture generator (gguf-reap-gen), run as a binary: models open as llama.cpp would load them,
 // with the shapes, types and sizes asked for; imatrices read back equal to their --truth; bad
 // arguments fail with exit 2 and a message naming the option.
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "gen_test_support.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap {
 namespace {
@@ -355,6 +360,23 @@ TEST(GenModel, BadArgumentsExitTwoNamingTheOption) {
     const auto r = run_gen(fmt::format("model --skeleton --preset tiny"));
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--output is required"), std::string::npos) << r.err;
+}
+
+// The architecture table (model/architectures.cpp) and the generator's presets (tools/gen/archs/) name
+// the same architectures: adding one to either without the other fails here, naming it.
+TEST(GenModel, PresetsAreTheArchitectureTable) {
+    const auto r = run_gen("model --list-archs");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::set<std::string> presets;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) presets.insert(line);
+    std::set<std::string> table;
+    for (const ArchInfo& a : architectures()) table.emplace(a.name);
+    for (const auto& p : presets) EXPECT_TRUE(table.count(p)) << p << ": a generator preset, not in kArchs";
+    for (const auto& a : table)
+        EXPECT_TRUE(presets.count(a)) << a << ": in kArchs, without a generator preset";
+    EXPECT_EQ(presets.size(), architectures().size());
 }
 
 }  // namespace

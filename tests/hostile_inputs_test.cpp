@@ -20,15 +20,7 @@
 namespace gguf_reap {
 namespace {
 
-template <typename E>
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 // blk.1..blk.3, 16 experts, 4 used: the shape of the shared tiny-deepseek2 fixture, built in memory.
 MoeLayout layout16() {

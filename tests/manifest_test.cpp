@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "io/base64.h"
 #include "io/error.h"
 #include "io/sha256.h"
@@ -47,17 +49,21 @@ TEST(Sha256, HexForm) {
     EXPECT_EQ(to_hex(b), "000fa5ff");
 }
 
+// The digest whose hex is 64 times `c`.
+Sha256::Digest digest(char c) {
+    return *sha256_from_hex(std::string(64, c));
+}
+
 Manifest sample() {
     Manifest m;
     m.tool = "gguf-reap 0.1.0";
-    m.shards.push_back(
-        {"out-00001-of-00002.gguf",
-         1000,
-         std::string(64, '1'),
-         {{"a", 96, 10, std::string(64, '2'), 0, {}},
-          {"b", 128, 0, std::string(64, '3'), 0, {}},
-          {"c", 160, 8, std::string(64, '5'), 4, {std::string(64, '6'), std::string(64, '7')}}},
-         {'G', 'G', 'U', 'F', 3}});
+    m.shards.push_back({"out-00001-of-00002.gguf",
+                        1000,
+                        std::string(64, '1'),
+                        {{"a", 96, 10, digest('2'), 0, {}},
+                         {"b", 128, 0, digest('3'), 0, {}},
+                         {"c", 160, 8, digest('5'), 4, {digest('6'), digest('7')}}},
+                        {'G', 'G', 'U', 'F', 3}});
     m.shards.push_back({"out-00002-of-00002.gguf", 500, std::string(64, '4'), {}, {}});
     return m;
 }
@@ -90,7 +96,8 @@ TEST(Manifest, RoundTripsThroughJson) {
     EXPECT_EQ(back.shards[0].header, (std::vector<uint8_t>{'G', 'G', 'U', 'F', 3}));
     EXPECT_EQ(m.to_json()["shards"][0]["header"], "R0dVRgM=");
     EXPECT_EQ(back.shards[0].tensors[2].slab_bytes, 4u);
-    EXPECT_EQ(back.shards[0].tensors[2].slabs.at(1), std::string(64, '7'));
+    EXPECT_EQ(back.shards[0].tensors[2].slabs.at(1), digest('7'));
+    EXPECT_EQ(m.to_json()["shards"][0]["tensors"][2]["slabs"][1], std::string(64, '7'));
     EXPECT_FALSE(m.to_json()["shards"][0]["tensors"][0].contains("slabs"));
     EXPECT_FALSE(m.to_json()["shards"][1].contains("header"));
     // Version 1 (before headers and slabs) is still read, for --manifest.
@@ -170,6 +177,82 @@ TEST(Manifest, EachMalformationIsNamed) {
               "m.json: shards[0].tensors[0]: missing \"nbytes\"");
     EXPECT_EQ(parse_error(std::string(100, '[') + std::string(100, ']')),
               "m.json: json: nested deeper than 16 levels");
+}
+
+// The slab arrays are read into digests as they stream by, not into the DOM: each malformation there is
+// still named as it was when the whole document was a tree (the first bad element, with its value).
+TEST(Manifest, SlabArraysMalformedAreNamed) {
+    const nlohmann::ordered_json good = sample().to_json();
+    auto with = [&](auto edit) {
+        nlohmann::ordered_json j = good;
+        edit(j);
+        return parse_error(j.dump());
+    };
+    auto slabs = [](auto& j) -> nlohmann::ordered_json& { return j["shards"][0]["tensors"][2]["slabs"]; };
+    const std::string at = "m.json: shards[0].tensors[2].slabs";
+    EXPECT_EQ(with([&](auto& j) { slabs(j) = nlohmann::ordered_json::array(); }),
+              at + ": must be a non-empty array");
+    EXPECT_EQ(with([&](auto& j) { slabs(j) = "x"; }), at + ": must be a non-empty array");
+    EXPECT_EQ(with([&](auto& j) { slabs(j) = {{"a", 1}}; }), at + ": must be a non-empty array");
+    EXPECT_EQ(with([&](auto& j) { slabs(j)[0] = 7; }), at + "[0]: must be a string, found 7");
+    EXPECT_EQ(with([&](auto& j) { slabs(j)[1] = nullptr; }), at + "[1]: must be a string, found null");
+    EXPECT_EQ(with([&](auto& j) {
+                  slabs(j)[1] = {{"k", {1, 2, {{"z", "y"}}}}};
+              }),
+              at + "[1]: must be a string, found {\"k\":[1,2,{\"z\":\"y\"}]}");
+    // The first bad element is named, whatever follows it.
+    EXPECT_EQ(with([&](auto& j) {
+                  slabs(j)[0] = {1, {2}};
+                  slabs(j)[1] = "x";
+              }),
+              at + "[0]: must be a string, found [1,[2]]");
+    EXPECT_EQ(with([&](auto& j) {
+                  slabs(j)[0] = "x";
+                  slabs(j)[1] = 5;
+              }),
+              at + "[0]: \"x\" is not a sha256 (64 lower-case hex digits)");
+    // The count is checked before the elements, as before.
+    EXPECT_EQ(with([&](auto& j) { slabs(j).push_back(3); }),
+              at + ": 3 slabs of 4 bytes do not make the tensor's 8 bytes");
+    // A "slabs" elsewhere is an ordinary value; a repeated key keeps the last one.
+    EXPECT_EQ(with([](auto& j) { j["shards"][0]["slabs"] = {1, 2}; }), "(parsed)");
+    std::string twice = good.dump();
+    twice.replace(twice.find("\"slab_bytes\""), 0, "\"slabs\":[\"x\"],");
+    EXPECT_EQ(parse_error(twice), "(parsed)");
+    // Nesting and syntax inside a slab array count as anywhere else.
+    std::string deep = good.dump();
+    const std::string seventeen = std::string(12, '[') + std::string(12, ']') + ",";
+    deep.replace(deep.find("\"slabs\":[") + 9, 0, seventeen);
+    EXPECT_EQ(parse_error(deep), "m.json: json: nested deeper than 16 levels");
+    std::string cut = good.dump();
+    cut.resize(cut.find("\"slabs\":[") + 20);
+    EXPECT_EQ(parse_error(cut),
+              fmt::format("m.json: json at offset {} (0x{:x}): not valid JSON", cut.size(), cut.size()));
+    // A version 1 manifest's slabs are not read at all.
+    EXPECT_EQ(with([&](auto& j) {
+                  j["version"] = 1;
+                  slabs(j)[0] = 7;
+              }),
+              "(parsed)");
+}
+
+// load() streams the file through the same reader: what parse() gives for the text, value and error.
+TEST(Manifest, LoadStreamsTheSameReader) {
+    test::TempDir d;
+    const std::string text = sample().to_json().dump(1);
+    test::write_file(d.file("m.json"), std::vector<uint8_t>(text.begin(), text.end()));
+    EXPECT_EQ(Manifest::load(d.file("m.json")).to_json(), sample().to_json());
+    const std::string cut = text.substr(0, text.size() - 3);
+    test::write_file(d.file("cut.json"), std::vector<uint8_t>(cut.begin(), cut.end()));
+    std::string got = "(parsed)";
+    try {
+        Manifest::load(d.file("cut.json"));
+    } catch (const InputError& e) {
+        got = e.what();
+    }
+    EXPECT_EQ(got, d.file("cut.json") + parse_error(cut).substr(6));
+    test::write_file(d.file("empty.json"), {});
+    EXPECT_THROW(Manifest::load(d.file("empty.json")), InputError);
 }
 
 TEST(Manifest, SavedAtomicallyAndLoadedBack) {

@@ -81,6 +81,27 @@ TEST(RankRules, KeepsTheHighestEnergyExperts) {
     EXPECT_TRUE(r.warnings.size() >= 1);  // no --model
 }
 
+// Fewer than three domains warn, naming the kinds of text that no domain is named for.
+TEST(RankRules, FewDomainsWarnOfTheKindsNotGiven) {
+    auto warning_for = [](std::vector<std::string> names) {
+        RankInput in = input(4, {0});
+        for (const auto& n : names)
+            in.domains.push_back(domain(n, 1, 4, [](size_t, int64_t e) {
+                return std::make_pair(10.0, 1.0 + static_cast<double>(e));
+            }));
+        for (const auto& w : rank_experts(in, keep(2)).warnings)
+            if (w.starts_with("only ")) return w;
+        return std::string("(none)");
+    };
+    EXPECT_EQ(warning_for({"chat", "Code"}),
+              "only 2 domain(s) (chat, Code): experts that serve other kinds of text (reasoning, other "
+              "languages) may look unused; rank with imatrices from several kinds of text");
+    EXPECT_EQ(warning_for({"wiki"}),
+              "only 1 domain(s) (wiki): experts that serve other kinds of text (code, dialogue, reasoning, "
+              "other languages) may look unused; rank with imatrices from several kinds of text");
+    EXPECT_EQ(warning_for({"a", "b", "c"}), "(none)");
+}
+
 TEST(RankRules, TiesRankTheLowerExpertIdBetter) {
     RankInput in = input(6, {0});
     for (const char* n : {"a", "b", "c"})

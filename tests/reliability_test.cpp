@@ -22,21 +22,13 @@
 namespace gguf_reap {
 namespace {
 
+using test::error_of;
 using test::TempDir;
 
 // Sets a file's mtime far in the past, so that a change made in the same clock tick still shows.
 void age(const std::string& path) {
     const timespec times[2] = {{1577836800, 0}, {1577836800, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 TEST(Threads, CopyEngineBytesIdenticalForEveryThreadCountAndWorkItemSize) {
@@ -107,7 +99,7 @@ TEST(SourceChange, CopyEngineRefusesToRenameFromASourceThatChanged) {
     job.append_copy(0, 0, 50000);
     // Rewritten in place after open, same size: the bytes read may be old or new.
     test::write_file(dir.file("src"), test::random_bytes(100000, 4));
-    EXPECT_EQ(error_of([&] { run_copy_jobs({&job}, {file.get()}, CopyOptions{}); }),
+    EXPECT_EQ(error_of<Error>([&] { run_copy_jobs({&job}, {file.get()}, CopyOptions{}); }),
               dir.file("src") +
                   ": changed while gguf-reap was reading it (it was modified); nothing made from it is kept: "
                   "run again once the file is stable");
@@ -127,7 +119,7 @@ TEST(SourceChange, InputFileNamesEachKindOfChange) {
         EXPECT_NO_THROW(f->check_unchanged());
         ASSERT_EQ(::truncate(p.c_str(), 1000), 0);
         EXPECT_EQ(
-            error_of([&] { f->check_unchanged(); }),
+            error_of<Error>([&] { f->check_unchanged(); }),
             p + ": changed while gguf-reap was reading it (its size went from 4096 to 1000 bytes); nothing "
                 "made from it is kept: run again once the file is stable");
     }
@@ -136,14 +128,16 @@ TEST(SourceChange, InputFileNamesEachKindOfChange) {
         const timespec times[2] = {{0, UTIME_OMIT}, {1577836800, 0}};  // mtime restored: ctime still moves
         ASSERT_EQ(::chmod(p.c_str(), 0600), 0);
         ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
-        EXPECT_NE(error_of([&] { f->check_unchanged(); }).find("(it was modified)"), std::string::npos);
+        EXPECT_NE(error_of<Error>([&] { f->check_unchanged(); }).find("(it was modified)"),
+                  std::string::npos);
     }
     {
         auto f = fresh();
         test::write_file(dir.file("g"), test::random_bytes(4096, 1));
         std::filesystem::rename(dir.file("g"), p);
-        EXPECT_NE(error_of([&] { f->check_unchanged(); }).find("(its name now points to another file)"),
-                  std::string::npos);
+        EXPECT_NE(
+            error_of<Error>([&] { f->check_unchanged(); }).find("(its name now points to another file)"),
+            std::string::npos);
     }
 }
 
@@ -157,7 +151,7 @@ TEST(OutputLockTest, SecondWriterIsRefusedUntilTheFirstLetsGo) {
         OutputLock first(prefix);
         EXPECT_TRUE(std::filesystem::exists(first.path()));
         // flock belongs to the open file, so a second open in this process conflicts like another process.
-        EXPECT_EQ(error_of([&] { OutputLock second(prefix + ".gguf"); }),
+        EXPECT_EQ(error_of<Error>([&] { OutputLock second(prefix + ".gguf"); }),
                   fmt::format("{}.gguf: another gguf-reap process (pid {}) is writing to this output prefix "
                               "(lock {}); wait for it to finish or choose another prefix",
                               prefix, ::getpid(), first.path()));
@@ -166,7 +160,7 @@ TEST(OutputLockTest, SecondWriterIsRefusedUntilTheFirstLetsGo) {
     EXPECT_FALSE(std::filesystem::exists(dir.file(".o.gguf-reap.lock"))) << "removed when let go";
     OutputLock again(prefix);
     EXPECT_EQ(
-        error_of([&] { OutputLock missing(dir.file("no/such/dir/o")); }),
+        error_of<Error>([&] { OutputLock missing(dir.file("no/such/dir/o")); }),
         dir.file("no/such/dir") +
             ": output directory: cannot create the lock file .o.gguf-reap.lock: No such file or directory");
 }

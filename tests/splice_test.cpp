@@ -20,6 +20,7 @@ namespace gguf_reap {
 namespace {
 
 using test::drop_spec;
+using test::error_of;
 using test::expected_json;
 using test::fixture;
 using test::splice_api;
@@ -315,16 +316,6 @@ TEST(SpliceOutputPaths, Naming) {
 }
 
 // ---- validation before the first byte ------------------------------------------------------------
-
-template <typename E>
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 TEST(SplicePreflight, OutputNeverAliasesAnInput) {
     REQUIRE_FIXTURES();

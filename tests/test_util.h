@@ -50,6 +50,18 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
 std::string sha256_hex(const uint8_t* data, size_t n);
 std::string sha256_file_range(const std::string& path, uint64_t offset, uint64_t n);
 
+// What `f` throws as an E (any exception by default), as its what(); "(no error)" when it returns. An
+// exception of another type is not caught: the test fails on it.
+template <typename E = std::exception>
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
 // Runs fn in a forked child and returns its exit code (128 + N when signal N ended it). For what only
 // a process can do to itself, such as taking a real SIGINT (the product has no test hooks).
 int in_child(const std::function<int()>& fn);

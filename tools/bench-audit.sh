@@ -11,6 +11,8 @@
 #
 #   tools/bench-audit.sh [small|big]      small (default): 4.4 GB kimi-k3 grid, 247,296 slabs of 17 KiB
 #                                          big: 11.5 GB, 4,992 slabs of 2.1 MiB
+# Peak RSS of `audit --source` and of `audit --source-manifest` (target: within 10 % of it) is measured
+# once each with /usr/bin/time -v at the end (memory, unlike time, does not depend on a busy machine).
 # Environment: BUILD (default build), BENCH_DIR (default /tmp/gguf-reap-bench-audit), RUNS (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,3 +115,11 @@ echo
 echo "byte audit / cmp          = $(echo "scale=3; $m_audit / $m_cmp" | bc -l)   (target <= 1.1)"
 echo "manifest / sha256sum      = $(echo "scale=3; $m_man / $m_sha" | bc -l)   (target <= 1.0)"
 echo "source manifest / cmp     = $(echo "scale=3; $m_sman / $m_cmp" | bc -l)   (target <= 0.55)"
+
+# peak_kib CMD...: the peak resident set of one run, in KiB.
+peak_kib() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '/Maximum resident set size/ {print $2}'; }
+RSS_SRC=$(peak_kib "$BIN" audit "${OUT[0]}" --source "$SRC")
+RSS_SMAN=$(peak_kib "$BIN" audit "${OUT[0]}" --source-manifest src-manifest.json)
+echo
+echo "peak RSS: audit --source $((RSS_SRC / 1024)) MiB, audit --source-manifest $((RSS_SMAN / 1024)) MiB"
+echo "source manifest RSS / --source RSS = $(echo "scale=3; $RSS_SMAN / $RSS_SRC" | bc -l)   (target <= 1.10)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rewrites tests/golden/*.txt from the current build's summaries (tests/cli/test_golden.sh).
+# Rewrites tests/golden/*.txt from the current build's summaries and refusals (tests/cli/test_golden.sh).
 #   tools/regen-golden.sh [BUILD_DIR]     (default: build)
 # Read `git diff tests/golden` afterwards: every change there is a change users see.
 set -euo pipefail

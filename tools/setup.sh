@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (run as root, or with sudo available):
-#   tools/setup.sh demo   install what is missing, build, run inspect → rank → splice → audit on a generated model
+#   tools/setup.sh demo   install what is missing, build, run the whole release on a generated model:
+#                         inspect → rank → splice → audit → estimate → card
 #   tools/setup.sh test   install what is missing, build (normal + ASan/UBSan), run every test and fuzz smoke
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,14 @@ demo() {
     echo "== splice";  $r splice "$out/model-00001-of-00002.gguf" --keeplist "$out/rank/keeplist.json" -o "$out/pruned"
     echo "== audit";   $r audit "$out/pruned-00001-of-00002.gguf" --source "$out/model-00001-of-00002.gguf" \
                           --manifest-out "$out/pruned.manifest.json"
-    echo "demo outputs in $out"
+    # The card reads the audit's report as JSON: the same audit again (the model is small).
+    $r -q audit "$out/pruned-00001-of-00002.gguf" --source "$out/model-00001-of-00002.gguf" --json >"$out/audit.json"
+    echo "== estimate"; $r estimate "$out/model-00001-of-00002.gguf" --keeplist "$out/rank/keeplist.json" --tp 2,4
+    echo "== card";    $r card "$out/pruned-00001-of-00002.gguf" --source "$out/model-00001-of-00002.gguf" \
+                          --rank "$out/rank" --audit "$out/audit.json" --manifest "$out/pruned.manifest.json" \
+                          --base-model example/Kimi-K2-demo --tp 2,4 -o "$out/README.md"
+    sed -n '1,40p' "$out/README.md"
+    echo "demo outputs in $out (the model card: $out/README.md)"
 }
 
 run_tests() {

@@ -51,7 +51,7 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
         o["alignment"] = sh.header.alignment;
         o["data_start"] = sh.header.data_start;
         ordered_json split = ordered_json::object();
-        for (const char* k : {"split.no", "split.count", "split.tensors.count"})
+        for (const char* k : kSplitKeys)
             if (const Kv* kv = sh.header.find(k)) split[k] = kv_json(*kv);
         o["split_kv"] = split;
         shards.push_back(o);

@@ -15,28 +15,51 @@
 
 namespace gguf_reap {
 
-// `max_depth` 0: nesting is not checked here (the caller checks it another way). `what` completes
-// "holds more than N values, more than WHAT needs", e.g. "a manifest".
+// The limits of one parse, checked event by event in document order. `max_depth` 0: nesting is not
+// checked here (the caller checks it another way). `what` completes "holds more than N values, more
+// than WHAT needs", e.g. "a manifest".
+struct JsonLimits {
+    const std::string& path;
+    int max_depth = 0;
+    size_t max_values = 0;
+    std::string_view what;
+    size_t values = 0;
+
+    // An event `depth` containers deep (an array or object opening, a key, a value).
+    void at_depth(int depth) const {
+        if (max_depth > 0 && depth > max_depth)
+            throw InputError(path, std::nullopt, "json",
+                             fmt::format("nested deeper than {} levels", max_depth));
+    }
+    // A string, number, boolean or null.
+    void count_value() {
+        if (++values > max_values)
+            throw InputError(path, std::nullopt, "json",
+                             fmt::format("holds more than {} values, more than {} needs", max_values, what));
+    }
+};
+
+// The InputError for what nlohmann's parser refuses: a syntax error (parse_error, named with its byte
+// offset) or valid syntax it still refuses, e.g. a number beyond double range (out_of_range.406). A
+// SAX handler is given these in parse_error(); the DOM parser throws them.
+[[noreturn]] inline void throw_json_input_error(const std::string& path, const nlohmann::json::exception& e) {
+    if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e))
+        throw InputError(path, pe->byte > 0 ? pe->byte - 1 : 0, "json", "not valid JSON");
+    throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
+}
+
 template <class Json>
 Json parse_json_input(const std::string& text, const std::string& path, int max_depth, size_t max_values,
                       std::string_view what) {
-    size_t values = 0;
+    JsonLimits limits{path, max_depth, max_values, what};
     try {
         return Json::parse(text, [&](int depth, typename Json::parse_event_t event, Json&) {
-            if (max_depth > 0 && depth > max_depth)
-                throw InputError(path, std::nullopt, "json",
-                                 fmt::format("nested deeper than {} levels", max_depth));
-            if (event == Json::parse_event_t::value && ++values > max_values)
-                throw InputError(
-                    path, std::nullopt, "json",
-                    fmt::format("holds more than {} values, more than {} needs", max_values, what));
+            limits.at_depth(depth);
+            if (event == Json::parse_event_t::value) limits.count_value();
             return true;
         });
-    } catch (const typename Json::parse_error& e) {
-        throw InputError(path, e.byte > 0 ? e.byte - 1 : 0, "json", "not valid JSON");
     } catch (const typename Json::exception& e) {
-        // Valid syntax the parser still refuses, e.g. a number beyond double range (out_of_range.406).
-        throw InputError(path, std::nullopt, "json", fmt::format("not valid JSON ({})", e.what()));
+        throw_json_input_error(path, e);
     }
 }
 

@@ -46,12 +46,16 @@ std::span<const uint8_t> SequentialReader::span(uint64_t off, size_t n, uint64_t
     return {buf_ + (off - start_), n};
 }
 
+void check_small_file(const InputFile& f, uint64_t limit, const char* what) {
+    if (f.size() > limit)
+        throw InputError(
+            f.path(), std::nullopt, "file",
+            fmt::format("{} bytes is too large for a {} (limit {} MiB)", f.size(), what, limit >> 20));
+}
+
 std::string read_small_file(const std::string& path, uint64_t limit, const char* what) {
     const auto f = InputFile::open(path);
-    if (f->size() > limit)
-        throw InputError(
-            path, std::nullopt, "file",
-            fmt::format("{} bytes is too large for a {} (limit {} MiB)", f->size(), what, limit >> 20));
+    check_small_file(*f, limit, what);
     std::string text;
     text.reserve(static_cast<size_t>(f->size()));
     read_sequential(*f, 0, f->size(), size_t{1} << 20, [&](std::span<const uint8_t> v) {

@@ -68,5 +68,7 @@ void read_sequential(const InputFile& f, uint64_t from, uint64_t to, size_t buff
 // IoError (open, read) and InputError naming the file when it is larger than `limit` bytes, which the
 // message calls "too large for a <what> (limit N MiB)".
 std::string read_small_file(const std::string& path, uint64_t limit, const char* what);
+// read_small_file's limit alone, for a parser that streams the file: the same InputError.
+void check_small_file(const InputFile& f, uint64_t limit, const char* what);
 
 }  // namespace gguf_reap

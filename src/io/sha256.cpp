@@ -84,6 +84,15 @@ bool is_sha256_hex(std::string_view s) {
     return true;
 }
 
+std::optional<Sha256::Digest> sha256_from_hex(std::string_view s) {
+    if (!is_sha256_hex(s)) return std::nullopt;
+    auto nibble = [](char c) { return static_cast<uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10); };
+    Sha256::Digest d;
+    for (size_t i = 0; i < d.size(); ++i)
+        d[i] = static_cast<uint8_t>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
+    return d;
+}
+
 std::string sha256_file(const InputFile& f) {
     Sha256 h;
     f.advise_sequential(0, f.size());

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,5 +49,7 @@ std::string sha256_file(const InputFile& f);
 std::string sha256_file(const std::string& path);
 // True for exactly 64 lower-case hex digits (the form sha256sum prints).
 bool is_sha256_hex(std::string_view s);
+// The digest those 64 digits spell; nullopt for anything else.
+std::optional<Sha256::Digest> sha256_from_hex(std::string_view s);
 
 }  // namespace gguf_reap

@@ -37,9 +37,9 @@ SplitKeys read_split_keys(const Shard& s) {
                                          gguf_type_name(want), gguf_type_name(kv->type)));
         return kv;
     };
-    if (const Kv* kv = get("split.no", GgufType::kUint16)) k.no = static_cast<uint16_t>(*kv->as_uint());
-    if (const Kv* kv = get("split.count", GgufType::kUint16)) k.count = static_cast<uint16_t>(*kv->as_uint());
-    if (const Kv* kv = get("split.tensors.count", GgufType::kInt32))
+    if (const Kv* kv = get(kSplitNo, GgufType::kUint16)) k.no = static_cast<uint16_t>(*kv->as_uint());
+    if (const Kv* kv = get(kSplitCount, GgufType::kUint16)) k.count = static_cast<uint16_t>(*kv->as_uint());
+    if (const Kv* kv = get(kSplitTensorsCount, GgufType::kInt32))
         k.tensors = static_cast<int32_t>(*kv->as_int());
     return k;
 }
@@ -55,6 +55,10 @@ Shard open_shard(const std::string& path, const ParseOptions& opts) {
 uint64_t kv_offset(const Shard& s, const char* key) {
     const Kv* kv = s.header.find(key);
     return kv ? kv->file_offset : 0;
+}
+
+std::string kv_field(const char* key) {
+    return fmt::format("kv '{}'", key);
 }
 
 }  // namespace
@@ -86,20 +90,20 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
             throw InputError(
                 path, std::nullopt, "file name",
                 fmt::format("the name says shard {} of {}, but the file has {}", name->number, name->count,
-                            gk.count ? fmt::format("split.count = {}", *gk.count)
-                                     : std::string("no split.count key")));
+                            gk.count ? fmt::format("{} = {}", kSplitCount, *gk.count)
+                                     : fmt::format("no {} key", kSplitCount)));
         set.shards_.push_back(std::move(given));
     } else {
         const int count = *gk.count;
         if (!name)
-            throw InputError(path, kv_offset(given, "split.count"), "kv 'split.count'",
-                             fmt::format("split.count is {} but the file name does not follow "
+            throw InputError(path, kv_offset(given, kSplitCount), kv_field(kSplitCount),
+                             fmt::format("{} is {} but the file name does not follow "
                                          "PREFIX-NNNNN-of-MMMMM.gguf, so its siblings cannot be found",
-                                         count));
+                                         kSplitCount, count));
         if (name->count != count)
             throw InputError(
-                path, kv_offset(given, "split.count"), "kv 'split.count'",
-                fmt::format("split.count is {} but the file name says -of-{:05d}", count, name->count));
+                path, kv_offset(given, kSplitCount), kv_field(kSplitCount),
+                fmt::format("{} is {} but the file name says -of-{:05d}", kSplitCount, count, name->count));
         set.split_ = true;
         for (int i = 1; i <= count; ++i) {
             const std::string p = split_path(name->prefix, i, count);
@@ -146,23 +150,24 @@ void ShardSet::check_split() const {
         const Shard& s = shards_[static_cast<size_t>(i)];
         const SplitKeys k = read_split_keys(s);
         if (!k.no)
-            throw InputError(s.path, std::nullopt, "kv 'split.no'", "missing key split.no in a split shard");
+            throw InputError(s.path, std::nullopt, kv_field(kSplitNo),
+                             fmt::format("missing key {} in a split shard", kSplitNo));
         if (*k.no != i)
-            throw InputError(s.path, kv_offset(s, "split.no"), "kv 'split.no'",
-                             fmt::format("split.no is {} but the file is shard {} of {} (expected {})", *k.no,
-                                         i + 1, count, i));
+            throw InputError(s.path, kv_offset(s, kSplitNo), kv_field(kSplitNo),
+                             fmt::format("{} is {} but the file is shard {} of {} (expected {})", kSplitNo,
+                                         *k.no, i + 1, count, i));
         if (k.count && *k.count != count)
-            throw InputError(s.path, kv_offset(s, "split.count"), "kv 'split.count'",
-                             fmt::format("split.count is {} but the set has {} shards", *k.count, count));
+            throw InputError(s.path, kv_offset(s, kSplitCount), kv_field(kSplitCount),
+                             fmt::format("{} is {} but the set has {} shards", kSplitCount, *k.count, count));
     }
     const Shard& first = shards_.front();
     const SplitKeys k = read_split_keys(first);
     if (!k.tensors)
-        throw InputError(first.path, std::nullopt, "kv 'split.tensors.count'",
-                         "missing key split.tensors.count in the first shard");
+        throw InputError(first.path, std::nullopt, kv_field(kSplitTensorsCount),
+                         fmt::format("missing key {} in the first shard", kSplitTensorsCount));
     if (*k.tensors < 0 || static_cast<size_t>(*k.tensors) != order_.size())
-        throw InputError(first.path, kv_offset(first, "split.tensors.count"), "kv 'split.tensors.count'",
-                         fmt::format("split.tensors.count is {} but the {} shards hold {} tensors",
+        throw InputError(first.path, kv_offset(first, kSplitTensorsCount), kv_field(kSplitTensorsCount),
+                         fmt::format("{} is {} but the {} shards hold {} tensors", kSplitTensorsCount,
                                      *k.tensors, shards_.size(), order_.size()));
 }
 
@@ -191,10 +196,10 @@ ShardSet ShardSet::from_header(const std::string& name, Header header) {
     s.header = std::move(header);
     const SplitKeys k = read_split_keys(s);
     if (k.count && *k.count > 1)
-        throw InputError(name, kv_offset(s, "split.count"), "kv 'split.count'",
-                         fmt::format("split.count is {}: a shard of a set needs its siblings, which only "
+        throw InputError(name, kv_offset(s, kSplitCount), kv_field(kSplitCount),
+                         fmt::format("{} is {}: a shard of a set needs its siblings, which only "
                                      "ShardSet::open finds",
-                                     *k.count));
+                                     kSplitCount, *k.count));
     set.shards_.push_back(std::move(s));
     set.index();
     return set;
@@ -212,8 +217,8 @@ ShardSet ShardSet::from_headers(std::vector<std::pair<std::string, Header>> head
         s.header = std::move(header);
         const SplitKeys k = read_split_keys(s);
         if (!k.count)
-            throw InputError(name, std::nullopt, "kv 'split.count'",
-                             fmt::format("missing key split.count in shard {} of a set of {}",
+            throw InputError(name, std::nullopt, kv_field(kSplitCount),
+                             fmt::format("missing key {} in shard {} of a set of {}", kSplitCount,
                                          set.shards_.size() + 1, headers.size()));
         set.shards_.push_back(std::move(s));
     }

@@ -2,6 +2,7 @@
 // llama.cpp's loader validates split files (reference §4.4), with one global tensor index.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +16,12 @@
 #include "io/input_file.h"
 
 namespace gguf_reap {
+
+// The keys llama.cpp's gguf-split writes into every shard of a set (reference §4.4).
+inline constexpr const char* kSplitNo = "split.no";                       // u16: this shard, from 0
+inline constexpr const char* kSplitCount = "split.count";                 // u16: shards in the set
+inline constexpr const char* kSplitTensorsCount = "split.tensors.count";  // i32: tensors in the set
+inline constexpr std::array<const char*, 3> kSplitKeys = {kSplitNo, kSplitCount, kSplitTensorsCount};
 
 struct Shard {
     std::string path;

@@ -214,11 +214,11 @@ Finding hash_finding(const OutShard& s, const Piece& p, const std::string& got) 
         f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
                                 run.source_expert, run.region);
         f.message = fmt::format("sha256 {} differs from the source manifest's {} for source expert {} ({})",
-                                got, *run.sha256, run.source_expert, where);
+                                got, to_hex(*run.sha256), run.source_expert, where);
     } else {
         f.subject = fmt::format("tensor '{}' data", t.name);
-        f.message =
-            fmt::format("sha256 {} differs from the source manifest's {} ({})", got, *run.sha256, where);
+        f.message = fmt::format("sha256 {} differs from the source manifest's {} ({})", got,
+                                to_hex(*run.sha256), where);
     }
     return f;
 }
@@ -401,14 +401,14 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
         if (own_hash && !piece_hash) piece_hash.emplace();
         auto finish_piece = [&] {
             if (!own_hash) return;
-            std::string hex = piece_hash->finish_hex();
+            const Sha256::Digest digest = piece_hash->finish();
             if (p.check == Check::kHash) {
                 r.counts.bytes_compared += p.length;
                 cur_compared = true;
                 cur_expert = p.run->expert >= 0;
-                if (hex != *p.run->sha256) {
+                if (digest != *p.run->sha256) {
                     cur_bad = true;
-                    r.findings.push_back(hash_finding(s, p, hex));
+                    r.findings.push_back(hash_finding(s, p, to_hex(digest)));
                 } else if (p.run->expert >= 0) {
                     ++r.counts.slabs;
                 }
@@ -416,7 +416,7 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
             if (o.hash && p.slab >= 0 && !r.slab_sha256.empty()) {
                 auto& slabs = r.slab_sha256[static_cast<size_t>(p.tensor)];
                 if (static_cast<size_t>(p.slab) < slabs.size())
-                    slabs[static_cast<size_t>(p.slab)] = std::move(hex);
+                    slabs[static_cast<size_t>(p.slab)] = to_hex(digest);
             }
         };
         if (p.check == Check::kSource && p.run->gather) {

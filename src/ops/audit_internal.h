@@ -11,6 +11,7 @@
 #include "format/gguf.h"
 #include "io/input_file.h"
 #include "io/preflight.h"
+#include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/provenance.h"
 #include "model/shard_set.h"
@@ -97,7 +98,7 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
                         const std::optional<std::string>& keeplist_path, AuditReport& report);
 
 inline bool is_split_key(std::string_view k) {
-    return k == "split.no" || k == "split.count" || k == "split.tensors.count";
+    return k == kSplitNo || k == kSplitCount || k == kSplitTensorsCount;
 }
 
 inline Finding make_finding(FindingKind kind, const std::string& file, std::string subject,
@@ -144,7 +145,7 @@ struct SourceRun {
         nullptr;  // width cut: `length` output bytes gathered from the slab at src_offset
     // --source-manifest: the sha256 the manifest records for exactly these source bytes (a tensor or
     // one expert's slab). The byte pass then hashes the output bytes instead of reading the source.
-    const std::string* sha256 = nullptr;
+    const Sha256::Digest* sha256 = nullptr;
 };
 
 struct TensorExpect {
@@ -197,10 +198,12 @@ Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& byt
 std::vector<std::vector<uint64_t>> output_slab_bytes(const OutputSet& out, AuditReport& report);
 
 // Points every run of `expect` at the sha256 the manifest records for exactly its source bytes: the
-// tensor's for an untouched tensor, slab kept[k]'s for an expert's. Throws InputError when the manifest
-// has no such hash (no slab hashes for an expert-indexed tensor).
-void attach_source_hashes(Expectations& expect, const ShardSet& src, const Manifest& m,
-                          const std::string& path);
+// tensor's for an untouched tensor, slab kept[k]'s for an expert's. The runs point into the returned
+// copies (only the hashes the output needs, often half the slabs), which must outlive the byte pass; the
+// manifest need not. Throws InputError when the manifest has no such hash (no slab hashes for an
+// expert-indexed tensor).
+std::vector<Sha256::Digest> attach_source_hashes(Expectations& expect, const ShardSet& src, const Manifest& m,
+                                                 const std::string& path);
 void check_manifest(const Manifest& m, const OutputSet& out, const std::vector<ShardBytes>& bytes,
                     std::vector<Finding>& findings);
 

@@ -2,16 +2,29 @@
 // source there is no "first differing byte" to report: a tensor is named with where its payload starts.
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "io/error.h"
+#include "io/sha256.h"
 #include "io/units.h"
 #include "model/moe_layout.h"
 #include "ops/audit_internal.h"
 
 namespace gguf_reap::audit_detail {
+
+namespace {
+
+// A digest the byte pass printed (always 64 hex digits).
+Sha256::Digest digest_of(const std::string& hex) {
+    const auto d = sha256_from_hex(hex);
+    if (!d) throw std::logic_error("audit: a pass hash is not a sha256: " + hex);
+    return *d;
+}
+
+}  // namespace
 
 Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& bytes) {
     Manifest m;
@@ -32,11 +45,11 @@ Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& byt
                 mt.name = ti.name;
                 mt.offset = s.header->data_start + ti.offset;
                 mt.nbytes = ti.nbytes;
-                mt.sha256 = b.tensor_sha256[t];
+                mt.sha256 = digest_of(b.tensor_sha256[t]);
                 if (t < b.slab_sha256.size() && !b.slab_sha256[t].empty() &&
                     std::none_of(b.slab_sha256[t].begin(), b.slab_sha256[t].end(),
                                  [](const std::string& h) { return h.empty(); })) {
-                    mt.slabs = b.slab_sha256[t];
+                    for (const std::string& h : b.slab_sha256[t]) mt.slabs.push_back(digest_of(h));
                     mt.slab_bytes = ti.nbytes / mt.slabs.size();
                 }
                 ms.tensors.push_back(std::move(mt));
@@ -98,12 +111,12 @@ void check_manifest(const Manifest& m, const OutputSet& out, const std::vector<S
                     fmt::format("lies at [{}, +{}), the manifest says [{}, +{})", abs, ti.nbytes, mt.offset,
                                 mt.nbytes),
                     ti.name);
-            else if (bytes[i].tensor_sha256[t] != mt.sha256)
+            else if (bytes[i].tensor_sha256[t] != to_hex(mt.sha256))
                 add(s.path, subject, abs,
                     fmt::format(
                         "sha256 {} differs from the manifest's {} (the bytes changed somewhere in [{}, +{}); "
                         "an audit against the source names the first byte)",
-                        bytes[i].tensor_sha256[t], mt.sha256, abs, ti.nbytes),
+                        bytes[i].tensor_sha256[t], to_hex(mt.sha256), abs, ti.nbytes),
                     ti.name);
         }
         for (const auto& t : ms->tensors)
@@ -144,8 +157,17 @@ std::vector<std::vector<uint64_t>> output_slab_bytes(const OutputSet& out, Audit
     }
 }
 
-void attach_source_hashes(Expectations& expect, const ShardSet& src, const Manifest& m,
-                          const std::string& path) {
+std::vector<Sha256::Digest> attach_source_hashes(Expectations& expect, const ShardSet& src, const Manifest& m,
+                                                 const std::string& path) {
+    size_t runs = 0;
+    for (const auto& shard : expect)
+        for (const auto& te : shard) runs += te.runs.size();
+    std::vector<Sha256::Digest> hashes;
+    hashes.reserve(runs);  // never reallocated below: the runs point into it
+    auto point = [&](SourceRun& run, const Sha256::Digest& d) {
+        hashes.push_back(d);
+        run.sha256 = &hashes.back();
+    };
     // Shard i of the set is manifest shard i (source_from_manifest built it so).
     std::vector<std::map<uint64_t, size_t>> by_offset(m.shards.size());
     for (size_t i = 0; i < m.shards.size(); ++i)
@@ -160,25 +182,26 @@ void attach_source_hashes(Expectations& expect, const ShardSet& src, const Manif
                 if (it == idx.begin()) throw std::logic_error("attach_source_hashes: run before any tensor");
                 --it;
                 const ManifestTensor& mt = m.shards[run.src_shard].tensors[it->second];
-                const std::string field = fmt::format("shards[{}].tensors[{}]", run.src_shard, it->second);
                 const uint64_t at = run.src_offset - mt.offset;
                 if (at == 0 && run.length == mt.nbytes && run.expert < 0) {
-                    run.sha256 = &mt.sha256;
+                    point(run, mt.sha256);
                     continue;
                 }
+                auto field = [&] { return fmt::format("shards[{}].tensors[{}]", run.src_shard, it->second); };
                 if (mt.slabs.empty())
-                    throw InputError(path, std::nullopt, field,
+                    throw InputError(path, std::nullopt, field(),
                                      fmt::format("'{}' is expert-indexed but its entry has no \"slabs\": the "
                                                  "manifest cannot vouch for expert {} alone",
                                                  mt.name, run.source_expert));
                 if (at % mt.slab_bytes != 0 || run.length != mt.slab_bytes)
-                    throw InputError(path, std::nullopt, field + ".slab_bytes",
+                    throw InputError(path, std::nullopt, field() + ".slab_bytes",
                                      fmt::format("'{}' has slabs of {} bytes, but its layout in {} makes "
                                                  "expert {}'s [{}, +{})",
                                                  mt.name, mt.slab_bytes, src.shards().front().path,
                                                  run.source_expert, run.src_offset, run.length));
-                run.sha256 = &mt.slabs.at(at / mt.slab_bytes);
+                point(run, mt.slabs.at(at / mt.slab_bytes));
             }
+    return hashes;
 }
 
 }  // namespace gguf_reap::audit_detail

@@ -228,13 +228,12 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
         }
     }
     if (out.multi())
-        for (const char* k : {"split.no", "split.count", "split.tensors.count"})
+        for (const char* k : kSplitKeys)
             if (!src_split.count(k)) exp.push_back({k, Match::kSplit, nullptr, ""});
 
     // Shard 1 holds the model's keys; shards 2..n the split.* keys and nothing else.
     std::vector<ExpectedKv> rest;
-    for (const char* k : {"split.no", "split.count", "split.tensors.count"})
-        rest.push_back({k, Match::kSplit, nullptr, ""});
+    for (const char* k : kSplitKeys) rest.push_back({k, Match::kSplit, nullptr, ""});
     const size_t meta_index = out.meta_index();
     for (size_t i = 0; i < out.shards.size(); ++i) {
         const OutShard& s = out.shards[i];

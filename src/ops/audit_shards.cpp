@@ -91,7 +91,7 @@ void check_split_keys_multi(const OutputSet& out, size_t total_tensors, std::vec
     for (size_t i = 0; i < out.shards.size(); ++i) {
         const OutShard& s = out.shards[i];
         if (!s.header) continue;
-        no_keys[i] = split_key(s, "split.no", GgufType::kUint16, findings);
+        no_keys[i] = split_key(s, kSplitNo, GgufType::kUint16, findings);
         nos[i] = no_keys[i].value;
     }
     for (size_t i = 0; i < out.shards.size(); ++i) {
@@ -116,7 +116,7 @@ void check_split_keys_multi(const OutputSet& out, size_t total_tensors, std::vec
                                            fmt::format("is {} but the file is shard {} of {} (expected {}){}",
                                                        other, s.number, out.count, want_no, hint)));
         }
-        const SplitKey cnt = split_key(s, "split.count", GgufType::kUint16, findings);
+        const SplitKey cnt = split_key(s, kSplitCount, GgufType::kUint16, findings);
         if (!cnt.kv)
             findings.push_back(set_finding(
                 FindingKind::kShardSet, s.path, "kv 'split.count'", std::nullopt,
@@ -126,7 +126,7 @@ void check_split_keys_multi(const OutputSet& out, size_t total_tensors, std::vec
                 set_finding(FindingKind::kShardSet, s.path, "kv 'split.count'", kv_value_offset(*cnt.kv),
                             fmt::format("is {} but the set has {} shards (the file names say -of-{:05d})",
                                         *cnt.value, out.count, out.count)));
-        const SplitKey tc = split_key(s, "split.tensors.count", GgufType::kInt32, findings);
+        const SplitKey tc = split_key(s, kSplitTensorsCount, GgufType::kInt32, findings);
         if (!tc.kv)
             findings.push_back(set_finding(FindingKind::kShardSet, s.path, "kv 'split.tensors.count'",
                                            std::nullopt,
@@ -144,14 +144,14 @@ void check_split_keys_multi(const OutputSet& out, size_t total_tensors, std::vec
 }
 
 void check_split_keys_single(const OutShard& s, std::vector<Finding>& findings) {
-    const SplitKey cnt = split_key(s, "split.count", GgufType::kUint16, findings);
+    const SplitKey cnt = split_key(s, kSplitCount, GgufType::kUint16, findings);
     if (cnt.value && *cnt.value > 1)
         findings.push_back(
             set_finding(FindingKind::kShardSet, s.path, "kv 'split.count'", kv_value_offset(*cnt.kv),
                         fmt::format("is {} but this file is not named PREFIX-NNNNN-of-{:05d}.gguf, so "
                                     "its other shards cannot be found",
                                     *cnt.value, *cnt.value)));
-    const SplitKey no = split_key(s, "split.no", GgufType::kUint16, findings);
+    const SplitKey no = split_key(s, kSplitNo, GgufType::kUint16, findings);
     if (no.value && *no.value != 0)
         findings.push_back(
             set_finding(FindingKind::kShardSet, s.path, "kv 'split.no'", kv_value_offset(*no.kv),
@@ -199,7 +199,7 @@ size_t OutputSet::meta_index() const {
     if (!multi()) return 0;
     for (size_t i = 0; i < shards.size(); ++i) {
         if (!shards[i].header) continue;
-        const Kv* no = shards[i].header->find("split.no");
+        const Kv* no = shards[i].header->find(kSplitNo);
         if (no && no->type == GgufType::kUint16 && no->as_uint() == 0u) return i;
     }
     return 0;

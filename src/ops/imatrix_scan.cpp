@@ -29,11 +29,11 @@ struct RowStats {
 };
 
 // One pass over one expert's channel values: their sum (in double), largest and smallest
-// (row_extremes.h, built for AVX-512, AVX2 and any x86-64; all give the same bits).
+// (row_extremes.h: one portable vector build that gives the same bits on every CPU).
 RowStats row_stats(const uint8_t* x, int64_t n, const int32_t* plan, int64_t k, const float* colnorm,
                    float equal_to) {
-    // `x` points at n little-endian floats, possibly unaligned (legacy .dat) and possibly inside the
-    // file mapping: every load is a memcpy.
+    // `x` points at n little-endian floats in the read buffer, possibly unaligned (legacy .dat): every
+    // load is a memcpy.
     const auto ld = [x](int64_t i) {
         float f;
         std::memcpy(&f, x + 4 * i, 4);

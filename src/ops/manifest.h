@@ -20,18 +20,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/sha256.h"
 #include "model/shard_set.h"
 
 namespace gguf_reap {
 
+// Digests are held as 32 bytes, not as their 64 hex digits: a Kimi-K3 source manifest has 412,160.
 struct ManifestTensor {
     std::string name;
     uint64_t offset = 0;  // absolute byte offset of the payload in its shard file
     uint64_t nbytes = 0;
-    std::string sha256;
+    Sha256::Digest sha256{};
     // Expert-indexed tensors (version 2): expert e's bytes are [offset + e·slab_bytes, +slab_bytes).
     uint64_t slab_bytes = 0;
-    std::vector<std::string> slabs;  // sha256 of each expert's slab; empty for other tensors
+    std::vector<Sha256::Digest> slabs;  // sha256 of each expert's slab; empty for other tensors
 };
 
 struct ManifestShard {
@@ -55,6 +57,7 @@ struct Manifest {
     std::string sha256sum_text() const;
 
     // Throws InputError naming the file, the byte offset (JSON syntax) or the JSON path of a bad field.
+    // One SAX pass: no tree of the slab hashes is built, and load() streams the file (no copy of its text).
     static Manifest parse(const std::string& text, const std::string& path_for_messages);
     static Manifest load(const std::string& path);
 };

@@ -2,9 +2,13 @@
 #include "ops/rank_domains.h"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -207,6 +211,39 @@ void fill_retained_shares(const RankInput& in, RankResult& r) {
     }
 }
 
+namespace {
+
+// The kinds of text the few-domains warning names, each with the domain names that stand for it.
+struct TextKind {
+    const char* kind;
+    std::array<std::string_view, 3> names;
+};
+constexpr TextKind kTextKinds[] = {
+    {"code", {"code", "coding", "programming"}},
+    {"dialogue", {"dialogue", "chat", "conversation"}},
+    {"reasoning", {"reasoning", "math", "thinking"}},
+    {"other languages", {"multilingual", "languages", "translation"}},
+};
+
+// "code, dialogue, …": the kinds no domain of `in` is named for (case-insensitively).
+std::string missing_text_kinds(const RankInput& in) {
+    auto lower = [](std::string s) {
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    };
+    std::string out;
+    for (const TextKind& k : kTextKinds) {
+        const bool given = std::any_of(in.domains.begin(), in.domains.end(), [&](const auto& d) {
+            const std::string n = lower(d.name);
+            return std::find(k.names.begin(), k.names.end(), n) != k.names.end();
+        });
+        if (!given) out += (out.empty() ? "" : ", ") + std::string(k.kind);
+    }
+    return out;
+}
+
+}  // namespace
+
 void add_input_warnings(const RankInput& in, const RankOptions& opts, RankResult& r) {
     const size_t D = in.domains.size();
     const int64_t E = r.expert_count;
@@ -214,10 +251,9 @@ void add_input_warnings(const RankInput& in, const RankOptions& opts, RankResult
         std::string names;
         for (const auto& d : in.domains) names += (names.empty() ? "" : ", ") + d.name;
         r.warnings.push_back(
-            fmt::format("only {} domain(s) ({}): experts that serve other kinds of text (code, "
-                        "dialogue, reasoning, other languages) may look unused; rank with imatrices "
-                        "from several kinds of text",
-                        D, names));
+            fmt::format("only {} domain(s) ({}): experts that serve other kinds of text ({}) "
+                        "may look unused; rank with imatrices from several kinds of text",
+                        D, names, missing_text_kinds(in)));
     }
     for (size_t a = 0; a < D; ++a)
         for (size_t c = a + 1; c < D; ++c) {

@@ -1,8 +1,10 @@
-// splice: write the pruned model. Plan first, then move bytes.
+// splice: write the pruned model. Plan first, then move bytes. ops::splice (below) runs the steps:
 //
-//   plan_splice(model, layout, keeplist, options)  → SplicePlan   pure: headers, extents, exact sizes
-//   preflight_splice(plan, inputs, force)          → Preflight    aliasing, existing outputs, free space
-//   execute_splice(plan, exec options)             → CopyReport   the copy engine, atomic per file set
+//   plan_splice(model, layout, keeplist, options)   → SplicePlan   pure: headers, extents, exact sizes
+//   check_outputs(outputs, inputs, force)           → OutputCheck  aliasing, existing outputs, free space
+//                                                                  (io/preflight.h)
+//   run_copy_jobs(plan.jobs(), plan.sources, opts)  → CopyReport   the copy engine, atomic per file set
+//                                                                  (io/copy_engine.h)
 //
 // Every expert-indexed tensor of every MoE block (router rows and biases, exp_probs_b, stacked and
 // fused expert weights, their biases and scales) keeps the slabs of the kept experts in ascending

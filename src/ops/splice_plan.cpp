@@ -14,14 +14,11 @@ namespace gguf_reap {
 
 namespace {
 
-constexpr const char* kSplitNo = "split.no";
-constexpr const char* kSplitCount = "split.count";
-constexpr const char* kSplitTensors = "split.tensors.count";
 // split.count is a u16 in every llama.cpp reader.
 constexpr size_t kMaxShards = 65535;
 
 bool is_split_key(const std::string& k) {
-    return k == kSplitNo || k == kSplitCount || k == kSplitTensors;
+    return k == kSplitNo || k == kSplitCount || k == kSplitTensorsCount;
 }
 
 uint64_t padded(uint64_t n, uint32_t alignment) {
@@ -43,7 +40,7 @@ constexpr uint64_t kFixedHeader = 24;  // magic, version, n_tensors, n_kv
 // splice of its shards reproduces them byte for byte.
 std::vector<Kv> split_kvs(size_t no, size_t count, size_t tensors) {
     return {Kv::make_u16(kSplitNo, static_cast<uint16_t>(no)),
-            Kv::make_i32(kSplitTensors, static_cast<int32_t>(tensors)),
+            Kv::make_i32(kSplitTensorsCount, static_cast<int32_t>(tensors)),
             Kv::make_u16(kSplitCount, static_cast<uint16_t>(count))};
 }
 

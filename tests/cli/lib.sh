@@ -1,6 +1,18 @@
-# Helpers for CLI tests. Each tests/cli/test_*.sh is one CTest test, run as
+# Helpers for CLI tests. Each tests/cli/test_*.sh is one CTest test, cli.test_X, run as
 #   bash test_X.sh GGUF_REAP GGUF_REAP_GEN SHARED_DIR
 # It sources this file, calls `run ...` and the expect_* assertions, and ends with `finish`.
+#
+# Parts: cases that run only where something is present (../shared/fixtures, llama.cpp's binaries,
+# numpy, the fault shim) form a part, and each part is a CTest test of its own, so that a skipped part
+# shows as skipped in ctest's summary ("The following tests did not run: … (Skipped)") instead of
+# hiding inside a passing script. A script names its parts on one line near its top,
+#   # ctest-parts: fixtures numpy
+# and tests/CMakeLists.txt registers cli.test_X.fixtures and cli.test_X.numpy beside cli.test_X. The
+# script runs its parts itself (they share its set-up) and reports each one exactly once, with `part`
+# (or `fixtures`, the part named "fixtures") where it decides, or `part_skipped`. cli.test_X.NAME then
+# passes when the part ran (its cases count in cli.test_X, which must pass first) and exits 77, shown
+# as skipped with the reason in its output, when it did not. `finish` fails the script when a listed
+# part was never reported or an unlisted one was; `skip_all` reports every listed part as skipped.
 set -u
 BIN=$1
 GEN=$2
@@ -14,23 +26,57 @@ OUT=$WORK/.out
 ERR=$WORK/.err
 CODE=0
 
+SCRIPT=$(basename "$0" .sh)
+# The parts this script lists (see the top of this file), and where their outcome goes for CTest.
+PARTS_LISTED=" $(sed -n 's/^# ctest-parts: *//p' "$0" | tr -s ' \t' '  ') "
+PARTS_DIR=${GGUF_REAP_CLI_PARTS:-}
+PARTS_REPORTED=" "
 SKIPPED=0
+if [ -n "$PARTS_DIR" ]; then
+    mkdir -p "$PARTS_DIR"
+    rm -f "$PARTS_DIR/$SCRIPT".*
+fi
 
-have_fixtures() { [ -f "$FIX/expected.json" ]; }
-# fixtures WHAT: true when ../shared/fixtures is there; otherwise says that WHAT is skipped.
-fixtures() {
-    have_fixtures && return 0
-    skipped "$1 (no $FIX)"
+_report_part() {  # _report_part NAME OUTCOME
+    case $PARTS_REPORTED in
+        *" $1 "*) _fail "part '$1' reported twice" ;;
+    esac
+    PARTS_REPORTED="$PARTS_REPORTED$1 "
+    if [ -n "$PARTS_DIR" ]; then echo "$2" >"$PARTS_DIR/$SCRIPT.$1"; fi
+}
+# part NAME WHAT CONDITION...: true, and part NAME ran, when CONDITION succeeds; otherwise false, and
+# part NAME is skipped ("skipped: WHAT" on stdout and in cli.test_X.NAME).
+part() {
+    local name=$1 what=$2
+    shift 2
+    if "$@" >/dev/null 2>&1; then
+        _report_part "$name" ran
+        return 0
+    fi
+    part_skipped "$name" "$what"
     return 1
 }
-# skipped WHAT: some cases of this script did not run; stdout says which, and finish counts them.
-skipped() {
-    echo "skipped: $*"
+# part_skipped NAME WHAT: part NAME does not run here (e.g. it lies inside another part that did not).
+part_skipped() {
+    echo "skipped: $2"
     SKIPPED=$((SKIPPED + 1))
+    _report_part "$1" "skipped: $2"
 }
-# skip_all REASON: nothing in this script can run here; CTest shows it as skipped (SKIP_RETURN_CODE 77).
+
+# skipped: the old way to skip a group of cases, which CTest never saw. It now fails the script.
+skipped() { _fail "skipped \"$*\": make it a part (part_skipped NAME WHAT, listed in '# ctest-parts:')"; }
+
+have_fixtures() { [ -f "$FIX/expected.json" ]; }
+# fixtures WHAT: `part fixtures`: true when ../shared/fixtures is there; otherwise WHAT is skipped.
+fixtures() { part fixtures "$1 (no $FIX)" have_fixtures; }
+# skip_all REASON: nothing in this script can run here; CTest shows it, and each of its parts, as skipped
+# (SKIP_RETURN_CODE 77).
 skip_all() {
     echo "skipped: $*"
+    local p
+    for p in $PARTS_LISTED; do
+        if [ -n "$PARTS_DIR" ]; then echo "skipped: $*" >"$PARTS_DIR/$SCRIPT.$p"; fi
+    done
     exit 77
 }
 
@@ -43,8 +89,8 @@ run() {
 _fail() {
     FAILED=$((FAILED + 1))
     echo "FAIL [${CASE:-?}]: $*" >&2
-    echo "  stdout: $(head -c 2000 "$OUT")" >&2
-    echo "  stderr: $(head -c 2000 "$ERR")" >&2
+    echo "  stdout: $(head -c 2000 "$OUT" 2>/dev/null)" >&2
+    echo "  stderr: $(head -c 2000 "$ERR" 2>/dev/null)" >&2
 }
 _pass() { PASSED=$((PASSED + 1)); }
 
@@ -65,6 +111,13 @@ PY
 }
 
 finish() {
-    echo "$PASSED passed, $FAILED failed, $SKIPPED group(s) of cases skipped"
+    local p
+    for p in $PARTS_LISTED; do
+        case $PARTS_REPORTED in *" $p "*) ;; *) CASE="parts" _fail "part '$p' is listed in '# ctest-parts:' but was never reported" ;; esac
+    done
+    for p in $PARTS_REPORTED; do
+        case $PARTS_LISTED in *" $p "*) ;; *) CASE="parts" _fail "part '$p' was reported but is not listed in '# ctest-parts:'" ;; esac
+    done
+    echo "$PASSED passed, $FAILED failed, $SKIPPED part(s) skipped"
     [ "$FAILED" -eq 0 ]
 }

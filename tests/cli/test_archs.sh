@@ -6,6 +6,7 @@
 # With GGUF_REAP_LLAMA_BIN set to a directory holding llama.cpp's llama-simple and llama-embedding
 # (commit 34af94cd9), the source, its 2-shard split, the pruned and the width-cut models must also load
 # and generate (encoders: embed). Without it those checks are skipped, and say so.
+# ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
 
 LLAMA=${GGUF_REAP_LLAMA_BIN:-}
@@ -13,7 +14,7 @@ if [ -n "$LLAMA" ] && [ ! -x "$LLAMA/llama-simple" ]; then
     echo "GGUF_REAP_LLAMA_BIN=$LLAMA has no llama-simple" >&2
     exit 2
 fi
-[ -n "$LLAMA" ] || skipped "loading in llama.cpp (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)"
+part llama "loading in llama.cpp (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$LLAMA" ]
 
 # What runs each model in llama.cpp (default: llama-simple generates).
 runner() {

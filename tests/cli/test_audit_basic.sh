@@ -1,4 +1,5 @@
 # audit: usage errors, exit codes, structural checks and manifests on the llama.cpp fixture shards.
+# ctest-parts: fixtures
 source "$(dirname "$0")/lib.sh"
 
 case_ "audit --help goes to stdout"

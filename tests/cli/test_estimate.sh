@@ -1,3 +1,4 @@
+# ctest-parts: fixtures
 source "$(dirname "$0")/lib.sh"
 # A small generated model: 3 blocks (1 dense), 8 experts (2 used), embd 64, expert ff 32, F16 except
 # the Q8_0 gate/up experts and the F32 router and norms (tests/estimate_test.cpp has the arithmetic).

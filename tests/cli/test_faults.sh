@@ -206,10 +206,12 @@ expect_err_lines 1
 expect_no_out
 restore
 
+RANDOM=${FAULT_SEED:-1}  # where the signals below arrive: the same bytes every run unless FAULT_SEED says otherwise
 for sig in INT TERM; do
-    case_ "audit: SIG$sig mid-pass exits 130 and writes no manifest"
+    at=$((RANDOM * 300 + 1))
+    case_ "audit: SIG$sig mid-pass (source byte $at) exits 130 and writes no manifest"
     rm -rf "$WORK/man" && mkdir -p "$WORK/man"
-    faulty FAULT_OP=read FAULT_PATH=m-0000 FAULT_AFTER_BYTES=$((RANDOM * 300 + 1)) FAULT_SIGNAL=$sig \
+    faulty FAULT_OP=read FAULT_PATH=m-0000 FAULT_AFTER_BYTES=$at FAULT_SIGNAL=$sig \
         "$BIN" audit "$R" --source "$M" --keeplist "$WORK/k.json" --manifest-out "$WORK/man/MANIFEST.json"
     expect_code 130
     expect_err "gguf-reap: error: interrupted"

@@ -1,10 +1,33 @@
 # The text summaries of inspect, rank, splice, audit and estimate, and a model card, compared whole
-# against tests/golden/*.txt, on inputs the generator makes the same way every time. Paths are written as
-# <WORK>, timings as <TIME>. After a deliberate change of a summary, regenerate the files with
+# against tests/golden/*.txt, on inputs the generator makes the same way every time; and the main
+# refusals of each command, their exit code and every stderr line, against tests/golden/*-refusals.txt.
+# Paths are written as <WORK>, timings as <TIME>. After a deliberate change of a summary or a message,
+# regenerate the files with
 #   tools/regen-golden.sh [BUILD_DIR]
-# and read the diff before committing it.
+# and read the diff before committing it. REGEN_GOLDEN=1 (what that script sets) rewrites the files
+# instead of comparing them, so it makes this test pass whatever the output: under CI=true it fails.
 source "$(dirname "$0")/lib.sh"
 GOLDEN=$(cd "$(dirname "$0")/../golden" && pwd)
+if [ -n "${REGEN_GOLDEN:-}" ] && [ "${CI:-}" = true ]; then
+    echo "FAIL: REGEN_GOLDEN is set under CI=true: the goldens would be rewritten, not compared" >&2
+    exit 1
+fi
+
+normalise() { sed -e "s|$WORK|<WORK>|g" -e 's/^time  *[0-9.]* s ([0-9.]* GB\/s)$/time     <TIME>/'; }
+
+# compare NAME: $WORK/NAME.txt against tests/golden/NAME.txt (or, with REGEN_GOLDEN, written there).
+compare() {
+    local name=$1
+    if [ -n "${REGEN_GOLDEN:-}" ]; then
+        cp "$WORK/$name.txt" "$GOLDEN/$name.txt"
+        _pass
+    elif diff -u "$GOLDEN/$name.txt" "$WORK/$name.txt" >"$WORK/diff"; then
+        _pass
+    else
+        _fail "differs from tests/golden/$name.txt:
+$(head -40 "$WORK/diff")"
+    fi
+}
 
 # golden NAME CMD...: runs CMD (exit 0 expected) and compares its normalised stdout with NAME.txt.
 golden() {
@@ -13,16 +36,24 @@ golden() {
     case_ "golden $name"
     run "$@"
     expect_code 0
-    sed -e "s|$WORK|<WORK>|g" -e 's/^time  *[0-9.]* s ([0-9.]* GB\/s)$/time     <TIME>/' "$OUT" >"$WORK/$name.txt"
-    if [ -n "${REGEN_GOLDEN:-}" ]; then
-        cp "$WORK/$name.txt" "$GOLDEN/$name.txt"
-        _pass
-    elif diff -u "$GOLDEN/$name.txt" "$WORK/$name.txt" >"$WORK/diff"; then
-        _pass
-    else
-        _fail "stdout differs from tests/golden/$name.txt:
-$(head -40 "$WORK/diff")"
-    fi
+    normalise <"$OUT" >"$WORK/$name.txt"
+    compare "$name"
+}
+
+# refuses NAME ARGS...: `gguf-reap ARGS` must fail with nothing on stdout; the command line, the exit
+# code and the whole of stderr are added to $WORK/NAME-refusals.txt, which `refusals NAME` compares.
+refuses() {
+    local name=$1
+    shift
+    case_ "refusal: $name $*"
+    run "$BIN" "$@"
+    [ "$CODE" -ne 0 ] && _pass || _fail "exit code 0, expected a refusal"
+    expect_no_out
+    { echo "\$ gguf-reap $*" && echo "exit $CODE" && cat "$ERR" && echo; } | normalise >>"$WORK/$name-refusals.txt"
+}
+refusals() {
+    case_ "golden $1-refusals"
+    compare "$1-refusals"
 }
 
 # Kimi-K2's layout at the demo size, in two shards, and two calibration domains.
@@ -65,4 +96,55 @@ ABS_GEN=$(realpath "$GEN")
 golden card "$BIN" card "$K3/out/Kimi-K3-REAP-Q8_0-00001-of-00002.gguf" --source "$K3/m-00001-of-00002.gguf" \
     --rank "$K3/rank" --audit "$K3/audit.json" --manifest "$K3/out/MANIFEST.json" --base-model org/Kimi-K3 \
     --tp 2,4,8 --gpu-mem 4MiB --overhead 1MiB --ctx 4096 --note "Synthetic weights: the generator's, not a trained model."
+
+# The main refusals of each command: bad input exits 2 with one line naming the file, the offset and the
+# field; a missing file exits 3; a usage error exits 2 with CLI11's line and the pointer to --help.
+"$GEN" model --skeleton --preset tiny -o "$WORK/other.gguf" >/dev/null
+"$GEN" imatrix --model "$WORK/other.gguf" -o "$WORK/other.imatrix.gguf" >/dev/null
+head -c 100 "$M" >"$WORK/cut.gguf"
+echo hello >"$WORK/text.gguf"
+printf '{"drop": {"1": [0' >"$WORK/bad.json"
+"$BIN" -q audit "$M" --manifest-out "$WORK/source.json" >/dev/null
+sed 's/"version": 2/"version": 1/' "$WORK/source.json" >"$WORK/v1.json"
+P=$WORK/pruned-00001-of-00002.gguf
+
+refuses inspect inspect
+refuses inspect inspect "$WORK/none.gguf"
+refuses inspect inspect "$WORK/cut.gguf"
+refuses inspect inspect "$WORK/text.gguf"
+refusals inspect
+
+refuses rank rank --imatrix chat="$WORK/chat.imatrix.gguf" -o "$WORK/r"
+refuses rank rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --keep 0 -o "$WORK/r"
+refuses rank rank --model "$M" --imatrix chat="$WORK/other.imatrix.gguf" --prune 1 -o "$WORK/r"
+refuses rank rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --imatrix chat="$WORK/code.imatrix.gguf" \
+    --prune 1 -o "$WORK/r"
+refuses rank rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --criterion nope --prune 1 -o "$WORK/r"
+refusals rank
+
+refuses splice splice "$WORK/other.gguf" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/o"
+refuses splice splice "$M" --keeplist "$WORK/bad.json" -o "$WORK/o"
+refuses splice splice "$M" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/pruned"
+refuses splice splice "$M" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/model"
+refusals splice
+
+refuses audit audit "$P" --manifest "$WORK/bad.json"
+refuses audit audit "$P" --source-manifest "$WORK/v1.json"
+refuses audit audit "$P" --source "$M" --keeplist "$WORK/other.imatrix.gguf"
+refusals audit
+
+refuses estimate estimate "$M" --tp 0
+refuses estimate estimate "$M" --gpu-mem lots
+refuses estimate estimate "$M" --keeplist "$WORK/bad.json"
+refusals estimate
+
+refuses card card "$P"
+refuses card card "$P" --source "$M" --rank "$WORK/rank" --audit "$WORK/bad.json"
+refuses card card "$P" --source "$WORK/other.gguf" --rank "$WORK/rank"
+refusals card
+
+refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" -o "$WORK/w"
+refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --k 100000 -o "$WORK/w"
+refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/other.imatrix.gguf" --k 16 -o "$WORK/w"
+refusals plan-width
 finish

@@ -2,6 +2,7 @@
 # (bad input) or 3 (the system refused), prints one line that names the file and what to do, and writes
 # nothing. Generated models only, so this runs without ../shared. Parser-level cases (ids, counts,
 # depth) are in tests/hostile_inputs_test.cpp; alias and overwrite refusals in test_splice_errors.sh.
+# ctest-parts: proc
 source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$WORK/out"
@@ -149,7 +150,8 @@ run "$BIN" splice "$M" --keeplist "$DROP" -o "$WORK/out/o" --imatrix-in "$WORK/m
 expect_code 3
 expect_err "gguf-reap: error: $WORK/file: output directory: Not a directory"
 no_output
-if [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; then
+proc_refuses() { [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; }
+if part proc "the /proc case: /proc is missing or writable here" proc_refuses; then
     case_ "splice and rank into /proc: exit 3"
     run "$BIN" splice "$M" --keeplist "$DROP" -o /proc/o
     expect_code 3
@@ -158,7 +160,5 @@ if [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; then
     run "$BIN" rank --imatrix "$WORK/m.imatrix.gguf" --prune 1 -o /proc/r
     expect_code 3
     expect_err "gguf-reap: error: /proc/r: create directory: No such file or directory"
-else
-    skipped "the /proc case: /proc is missing or writable here"
 fi
 finish

@@ -1,3 +1,4 @@
+# ctest-parts: fixtures
 source "$(dirname "$0")/lib.sh"
 # Small GGUF files are made here with the seed writer of the fuzz corpora (tests/fuzz/make_seeds.py).
 SEEDS=$(cd "$(dirname "$0")/../fuzz" && pwd)

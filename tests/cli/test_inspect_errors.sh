@@ -1,3 +1,4 @@
+# ctest-parts: fixtures
 source "$(dirname "$0")/lib.sh"
 # Bad input through the real binary: exit 2, exactly one line on stderr naming file, offset and field,
 # nothing on stdout (also with --json). Files are made with the fuzz seed writer.

@@ -1,4 +1,5 @@
 # gguf-reap rank: the real binary on the llama.cpp-made fixtures and on generated files.
+# ctest-parts: fixtures numpy trained
 source "$(dirname "$0")/lib.sh"
 
 case_ "rank is listed in help"
@@ -102,9 +103,7 @@ k = json.load(open(sys.argv[1])); spec = json.load(open(sys.argv[2]))
 got = {str(b["block"]): b["prune"] for b in k["blocks"]}
 sys.exit(0 if got == spec["drop"] and k["source"]["architecture"] == "deepseek2" else 1)
 PY
-    if ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then
-        skipped "ranking.npz in numpy: Debian's python3-numpy is not installed"
-    else
+    if part numpy "ranking.npz in numpy: Debian's python3-numpy is not installed" /usr/bin/python3 -c "import numpy"; then
         /usr/bin/python3 - "$WORK/fx/ranking.npz" <<'PY' && _pass || _fail "ranking.npz does not load in numpy"
 import numpy as np, sys
 z = np.load(sys.argv[1])
@@ -216,10 +215,12 @@ PY
     expect_code 2
     expect_err "gguf-reap: error: --export hipfire: the model has 4 layers but 3 MoE layers; hipfire's reap_plan.json needs a row of kept experts for every layer and says nothing of dense ones: use --export keepmap"
     [ ! -e "$WORK/ex2/keeplist.json" ] && _pass || _fail "a refused export wrote the keeplist"
+else
+    part_skipped numpy "ranking.npz in numpy (it is made from the fixtures)"
 fi
 
 TR=$FIX/trained
-if [ -f "$TR/SHA256SUMS" ]; then
+if part trained "the trained-fixture cases (no $TR)" [ -f "$TR/SHA256SUMS" ]; then
     case_ "trained fixture: --score-aggregate mean on REAP's per-token means warns above 25 %"
     S=$TR/scores/tiny-qwen3moe-trained-A.reap
     run "$BIN" rank --criterion external --scores c=$S.c.json --scores legal=$S.legal.json \
@@ -235,7 +236,5 @@ if [ -f "$TR/SHA256SUMS" ]; then
         _pass || _fail "the receipt does not say the means were summed"
     run "$BIN" rank --criterion external --scores c=$S.c.json --keep 8 --score-aggregate median -o "$WORK/sx"
     expect_code 2
-else
-    skipped "the trained-fixture cases (no $TR)"
 fi
 finish

@@ -1,4 +1,5 @@
 # gguf-reap splice: dry run, real runs (text and JSON), split sets, imatrix, stdout/stderr discipline.
+# ctest-parts: fixtures
 source "$(dirname "$0")/lib.sh"
 
 case_ "splice --help goes to stdout"

@@ -1,5 +1,6 @@
 # gguf-reap splice refusals: every keeplist mismatch, bad options, outputs that would alias inputs or
 # overwrite files, I/O failures. Each is one line on stderr with its exit code, and writes nothing.
+# ctest-parts: fixtures
 source "$(dirname "$0")/lib.sh"
 
 no_output() {  # no file under $WORK/out at all (final names or temporaries)

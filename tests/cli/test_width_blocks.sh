@@ -1,3 +1,4 @@
+# ctest-parts: llama fixtures
 source "$(dirname "$0")/lib.sh"
 # Block-granular width cuts of quantized models, no float source (docs/plan-width.md, "Block
 # granularity"): plan-width --granularity block → splice → audit → estimate on the shared Q8_0 fixture
@@ -6,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 # and generate; without it those checks are skipped, and say so.
 cd "$WORK"
 LLAMA=${GGUF_REAP_LLAMA_BIN:-}
-[ -n "$LLAMA" ] || skipped "loading the width-cut models in llama.cpp (set GGUF_REAP_LLAMA_BIN)"
+part llama "loading the width-cut models in llama.cpp (set GGUF_REAP_LLAMA_BIN)" [ -n "$LLAMA" ]
 
 # generates MODEL: llama.cpp loads it and prints more than the prompt.
 generates() {

@@ -333,49 +333,47 @@ ssize_t copy_file_range(int in, loff_t* in_off, int out, loff_t* out_off, size_t
     return r;
 }
 
-int fallocate(int fd, int mode, off_t off, off_t len) {
-    static auto fn = real<int (*)(int, int, off_t, off_t)>("fallocate");
-    if (g_cfg.no_fallocate) {
-        errno = EOPNOTSUPP;
-        return -1;
+}  // extern "C"
+
+namespace {
+
+// The calls that move no bytes (fallocate, fsync, rename) once they are the faulted operation: fail or
+// signal as FAULT_AFTER_CALLS says, else make the real call `call()`.
+template <typename Call>
+int counted_call(Call call) {
+    if (admit(0) < 0) return -1;
+    const int r = call();
+    account(0);
+    return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+#define WRAP_FALLOCATE(name, offtype)                                      \
+    int name(int fd, int mode, offtype off, offtype len) {                 \
+        static auto fn = real<int (*)(int, int, offtype, offtype)>(#name); \
+        if (g_cfg.no_fallocate) {                                          \
+            errno = EOPNOTSUPP;                                            \
+            return -1;                                                     \
+        }                                                                  \
+        if (!active(kFallocate, fd)) return fn(fd, mode, off, len);        \
+        return counted_call([&] { return fn(fd, mode, off, len); });       \
     }
-    if (!active(kFallocate, fd)) return fn(fd, mode, off, len);
-    if (admit(0) < 0) return -1;
-    const int r = fn(fd, mode, off, len);
-    account(0);
-    return r;
-}
 
-int fallocate64(int fd, int mode, off64_t off, off64_t len) {
-    static auto fn = real<int (*)(int, int, off64_t, off64_t)>("fallocate64");
-    if (g_cfg.no_fallocate) {
-        errno = EOPNOTSUPP;
-        return -1;
+WRAP_FALLOCATE(fallocate, off_t)
+WRAP_FALLOCATE(fallocate64, off64_t)
+
+#define WRAP_SYNC(name)                              \
+    int name(int fd) {                               \
+        static auto fn = real<int (*)(int)>(#name);  \
+        if (!active(kFsync, fd)) return fn(fd);      \
+        return counted_call([&] { return fn(fd); }); \
     }
-    if (!active(kFallocate, fd)) return fn(fd, mode, off, len);
-    if (admit(0) < 0) return -1;
-    const int r = fn(fd, mode, off, len);
-    account(0);
-    return r;
-}
 
-int fsync(int fd) {
-    static auto fn = real<int (*)(int)>("fsync");
-    if (!active(kFsync, fd)) return fn(fd);
-    if (admit(0) < 0) return -1;
-    const int r = fn(fd);
-    account(0);
-    return r;
-}
-
-int fdatasync(int fd) {
-    static auto fn = real<int (*)(int)>("fdatasync");
-    if (!active(kFsync, fd)) return fn(fd);
-    if (admit(0) < 0) return -1;
-    const int r = fn(fd);
-    account(0);
-    return r;
-}
+WRAP_SYNC(fsync)
+WRAP_SYNC(fdatasync)
 
 int rename(const char* from, const char* to) {
     static auto fn = real<int (*)(const char*, const char*)>("rename");
@@ -387,10 +385,7 @@ int rename(const char* from, const char* to) {
         snprintf(abs, sizeof abs, "%s", to);
     }
     if (!g_ready || g_cfg.op != kRename || !path_matches(abs)) return fn(from, to);
-    if (admit(0) < 0) return -1;
-    const int r = fn(from, to);
-    account(0);
-    return r;
+    return counted_call([&] { return fn(from, to); });
 }
 
 }  // extern "C"

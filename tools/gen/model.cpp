@@ -185,9 +185,9 @@ std::vector<ShardPlan> plan_shards(const ModelPlan& plan, const std::string& out
         sp.alignment = k == 0 ? first_alignment : kGgufDefaultAlignment;
         if (N > 1) {
             // Appended last, as gguf_set_val_* appends them in every llama.cpp writer (reference §4.3).
-            sp.kvs.push_back(Kv::make_u16("split.no", static_cast<uint16_t>(k)));
-            sp.kvs.push_back(Kv::make_u16("split.count", static_cast<uint16_t>(N)));
-            sp.kvs.push_back(Kv::make_i32("split.tensors.count", static_cast<int32_t>(n)));
+            sp.kvs.push_back(Kv::make_u16(kSplitNo, static_cast<uint16_t>(k)));
+            sp.kvs.push_back(Kv::make_u16(kSplitCount, static_cast<uint16_t>(N)));
+            sp.kvs.push_back(Kv::make_i32(kSplitTensorsCount, static_cast<int32_t>(n)));
         }
         for (size_t i = cuts[k]; i < cuts[k + 1]; ++i) {
             sp.tensors.push_back(i);
