@@ -96,6 +96,11 @@ expect_err " on disk at K = 16 (the fewest experts kept that is legal)"
 run "$BIN" estimate "$K3" --fit size=100000
 expect_code 2
 expect_err "at K = 16 (the fewest experts kept that is legal)"
+case_ "k3: protected experts are always kept, so they raise the fewest legal K (20 protected in blk.1)"
+run "$BIN" rank --model "$K3" "${K3_IM[@]}" --protect "$(py "print(','.join(f'1:{e}' for e in range(100, 120)))")" \
+    --fit size=100000 -o "$WORK/none"
+expect_code 2
+expect_err " on disk at K = 20 (the fewest experts kept that is legal)"
 
 case_ "k3: rank --fit memory=...,ctx=...,overhead=...,tp=2 agrees with estimate --keeplist of its keeplist"
 MEM=$((K3_SRC / 3))
