@@ -34,6 +34,7 @@ TEST(Budget, ParsesSizeAndMemory) {
     EXPECT_EQ(budget_words(m),
               "288 GiB per GPU at tensor parallel 3 with 8,192 tokens of context and 22.0 GiB of overhead");
     EXPECT_EQ(budget_words(parse_budget("memory=288GiB,ctx=8192")), "288 GiB with 8,192 tokens of context");
+    EXPECT_EQ(budget_words(parse_budget("memory=288GiB")), "288 GiB");
 }
 
 TEST(Budget, RefusesBadBudgetsInOneLine) {

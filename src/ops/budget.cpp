@@ -118,7 +118,7 @@ std::string budget_words(const Budget& b) {
     if (b.kind == BudgetKind::kSize) return spaced(b.amount) + " on disk";
     std::string s = spaced(b.amount);
     if (b.tp > 1) s += fmt::format(" per GPU at tensor parallel {}", b.tp);
-    s += fmt::format(" with {} tokens of context", with_commas(b.ctx));
+    if (b.ctx) s += fmt::format(" with {} tokens of context", with_commas(b.ctx));
     if (b.overhead) s += fmt::format(" and {} of overhead", human_bytes(b.overhead));
     return s;
 }
