@@ -156,8 +156,9 @@ TEST(PlanInterchangeFixtures, RoundTripThroughRank) {
             rank_experts(load_rank_input(i), i);
             FAIL() << "no error";
         } catch (const UsageError& e) {
-            EXPECT_STREQ(e.what(),
-                         "--from-plan decides which experts are kept: give no --keep, --prune or --ratio");
+            EXPECT_STREQ(
+                e.what(),
+                "--from-plan decides which experts are kept: give no --keep, --prune, --ratio or --fit");
         }
     }
 }

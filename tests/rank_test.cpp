@@ -267,10 +267,10 @@ TEST(RankRules, ExactlyOneRuleIsRequired) {
     RankInput in = input(4, {0});
     in.domains.push_back(domain("chat", 1, 4, [](size_t, int64_t) { return std::make_pair(1.0, 1.0); }));
     RankOptions o;
-    EXPECT_EQ(usage_error(in, o), "give exactly one of --keep N, --prune N or --ratio R");
+    EXPECT_EQ(usage_error(in, o), "give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET");
     o.keep = 2;
     o.prune = 2;
-    EXPECT_EQ(usage_error(in, o), "give exactly one of --keep N, --prune N or --ratio R");
+    EXPECT_EQ(usage_error(in, o), "give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET");
 }
 
 TEST(RankRules, ProtectKeepsAnExpertTheScoresWouldPrune) {

@@ -1,5 +1,6 @@
 // gguf-reap estimate MODEL [--keeplist K] [--neuron-plan P] [--tp LIST] [--overhead SIZE] [--gpu-mem SIZE]
 // [--ctx N] [--json]: size, parameters, decode bytes, per-rank weights and fit, before and after pruning.
+// With --fit BUDGET / --sweep [--svg FILE] [--imatrix FILE ...]: the K a budget allows, the table over K.
 #include <iostream>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "io/error.h"
 #include "io/units.h"
 #include "ops/estimate.h"
+#include "ops/estimate_fit.h"
 
 namespace gguf_reap::cli {
 
@@ -25,6 +27,9 @@ struct EstimateCli {
     std::string gpu_mem;
     std::string ctx = "0";
     bool json = false;
+    std::string fit, svg;
+    bool sweep = false;
+    std::vector<std::string> imatrices;
 };
 
 nlohmann::ordered_json figures_json(const ModelFigures& f) {
@@ -186,7 +191,91 @@ void print_text(const Estimate& e) {
     }
 }
 
+nlohmann::ordered_json estimate_fit_json(const EstimateFit& e) {
+    using nlohmann::ordered_json;
+    ordered_json j;
+    j["model"] = e.model_path;
+    j["arch"] = e.arch;
+    j["expert_count"] = e.expert_count;
+    j["dead_only"] = e.dead_only ? ordered_json(*e.dead_only) : ordered_json(nullptr);
+    j["fit"] = e.fit ? fit_json(*e.fit) : ordered_json(nullptr);
+    if (e.sweep.empty()) {
+        j["sweep"] = nullptr;
+        return j;
+    }
+    ordered_json rows = ordered_json::array();
+    for (const SweepRow& r : e.sweep) {
+        ordered_json gpus = ordered_json::array();
+        for (const FitRow& g : r.per_gpu)
+            gpus.push_back({{"tp", g.tp},
+                            {"weights", g.weights},
+                            {"kv_cache", g.kv_cache},
+                            {"overhead", g.overhead},
+                            {"need", g.need()}});
+        rows.push_back({{"k", r.k},
+                        {"file_bytes", r.figures.file_bytes},
+                        {"file_bytes_exact", r.figures.file_bytes_exact},
+                        {"parameters", r.figures.parameters},
+                        {"decode_bytes_per_token", r.figures.decode_total()},
+                        {"per_gpu", gpus}});
+    }
+    j["sweep"] = rows;
+    return j;
+}
+
+void print_fit_text(const EstimateFit& e, const EstimateFitRequest& q) {
+    std::cout << fmt::format("model        {}\n", e.model_path);
+    std::cout << fmt::format("architecture {}; {} experts per MoE block\n", e.arch, e.expert_count);
+    if (e.dead_only)
+        std::cout << fmt::format(
+            "dead-only    K = {}: the most experts kept when only dead ones are pruned ({})\n", *e.dead_only,
+            e.rules.max_why.empty() ? "no dead experts" : e.rules.max_why);
+    if (e.fit) std::cout << fit_sentence(*e.fit) << "\n";
+    if (e.sweep.empty()) return;
+    std::cout << fmt::format("\nper GPU: weights + KV cache ({} tokens) + overhead {}\n", with_commas(q.ctx),
+                             human_bytes(q.overhead));
+    std::cout << fmt::format("  {:>6} {:>14} {:>24} {:>14}", "K", "size on disk", "parameters",
+                             "decode/token");
+    for (uint64_t n : e.tp) std::cout << fmt::format(" {:>12}", fmt::format("GPU at TP {}", n));
+    std::cout << "\n";
+    for (const SweepRow& r : e.sweep) {
+        std::cout << fmt::format("  {:>6} {:>14} {:>24} {:>14}", r.k, human_bytes(r.figures.file_bytes),
+                                 human_count(r.figures.parameters), human_bytes(r.figures.decode_total()));
+        for (const FitRow& g : r.per_gpu) std::cout << fmt::format(" {:>12}", human_bytes(g.need()));
+        std::cout << "\n";
+    }
+    if (!q.svg.empty()) std::cout << fmt::format("wrote {}\n", q.svg);
+}
+
+// --fit / --sweep: which K a budget allows, and the table over K.
+int run_estimate_fit(const EstimateCli& c) {
+    if (!c.keeplist.empty()) throw UsageError("--fit and --sweep choose K themselves: give no --keeplist");
+    if (!c.svg.empty() && !c.sweep) throw UsageError("--svg draws the sweep: give --sweep too");
+    EstimateFitRequest q;
+    q.model = c.model;
+    q.neuron_plan = c.neuron_plan;
+    q.drop_mtp = c.drop_mtp;
+    q.imatrices = c.imatrices;
+    if (!c.fit.empty()) q.fit = parse_budget(c.fit);
+    q.sweep = c.sweep;
+    q.tp = parse_tp_list(c.tp);
+    q.overhead = size_option("--overhead", c.overhead);
+    q.gpu_mem = gpu_mem_option(c.gpu_mem);
+    q.ctx = ctx_option(c.ctx);
+    q.svg = c.svg;
+    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    const EstimateFit e = ops::estimate_fit(q);
+    if (c.json)
+        print_json(estimate_fit_json(e));
+    else
+        print_fit_text(e, q);
+    return kExitOk;
+}
+
 int run_estimate(const EstimateCli& c) {
+    if (!c.fit.empty() || c.sweep) return run_estimate_fit(c);
+    if (!c.svg.empty()) throw UsageError("--svg draws the sweep: give --sweep too");
+    if (!c.imatrices.empty()) throw UsageError("--imatrix bounds K for --fit and --sweep: give one of them");
     // Options first, so that a typo fails before a large model is opened.
     EstimateInputs in;
     in.model = c.model;
@@ -226,6 +315,14 @@ Command add_estimate(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--gpu-mem", o->gpu_mem, "Memory per GPU (e.g. 141GiB, 80G): say whether it fits");
     sub->add_option("--ctx", o->ctx, "Tokens of KV cache to budget per GPU (all sequences together)")
         ->capture_default_str();
+    sub->add_option("--fit", o->fit,
+                    "The most experts that fit: size=277GB, or memory=288GiB[,ctx=N][,overhead=SIZE][,tp=N]")
+        ->type_name("BUDGET");
+    sub->add_flag("--sweep", o->sweep, "A table over K: every 1/16 of the experts that is legal");
+    sub->add_option("--svg", o->svg, "With --sweep: also draw it (size and per-GPU memory against K)");
+    sub->add_option("--imatrix", o->imatrices,
+                    "NAME=FILE or FILE, repeatable: dead experts (rank's rule) bound K for --fit and --sweep")
+        ->type_name("FILE");
     sub->add_flag("--json", o->json, "Print one JSON document on stdout");
     return {sub, [o] { return run_estimate(*o); }};
 }

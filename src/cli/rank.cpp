@@ -1,5 +1,5 @@
-// gguf-reap rank --imatrix NAME=FILE ... (--keep N | --prune N | --ratio R) --out DIR: score experts
-// from imatrix files and write keeplist.json, ranking.npz and REAP-KEEPLIST-RECEIPT.md.
+// gguf-reap rank --imatrix NAME=FILE ... (--keep N | --prune N | --ratio R | --fit BUDGET) --out DIR: score
+// experts from imatrix files and write keeplist.json, ranking.npz and REAP-KEEPLIST-RECEIPT.md.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -19,7 +19,8 @@ namespace {
 struct RankCli {
     std::vector<std::string> imatrices, scores, protect;
     std::string model, plan, score_field, score_aggregate = "sum", from_plan, export_format, out,
-                                          criterion = "energy", consensus = "min-rank", ratio, super_share;
+                                          criterion = "energy", consensus = "min-rank", ratio, super_share,
+                                          fit;
     std::optional<int64_t> keep, prune;
     double super_channel_ratio = 100.0;
     bool json = false, force = false, no_hash = false, strict = false;
@@ -61,6 +62,7 @@ RankOptions to_options(const RankCli& c) {
     o.keep = c.keep;
     o.prune = c.prune;
     if (!c.ratio.empty()) o.ratio = parse_fraction(c.ratio, "--ratio");
+    if (!c.fit.empty()) o.fit = parse_budget(c.fit);
     if (!c.super_share.empty()) {
         const double v = parse_fraction(c.super_share, "--super-share");
         if (!(v > 0 && v <= 1))
@@ -185,6 +187,11 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--keep", c->keep, "Experts kept in every MoE block");
     sub->add_option("--prune", c->prune, "Experts pruned in every MoE block");
     sub->add_option("--ratio", c->ratio, "Fraction of experts pruned in every block (0.25 or 25%)");
+    sub->add_option(
+           "--fit", c->fit,
+           "The most experts that fit a budget: size=277GB, or memory=288GiB[,ctx=N][,overhead=SIZE][,tp=N] "
+           "(needs --model)")
+        ->type_name("BUDGET");
     sub->add_option("--protect", c->protect, "BLOCK:EXPERT always kept; repeat or comma-separate");
     sub->add_option("--neuron-plan", c->plan,
                     "Width-pruning plan (.npz): restrict energies to the kept channels");

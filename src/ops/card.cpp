@@ -190,6 +190,8 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
     m.criterion_words = criterion_formula(*cr);
     m.consensus_words = consensus_text(*cs);
     m.rule = opt_string(j, "rule");
+    if (j.contains("fit") && j["fit"].contains("budget"))
+        m.fit_words = opt_string(j["fit"]["budget"], "words");
     m.score_field = opt_string(j, "score_field");
     if (j.contains("from_plan")) {
         m.from_plan_file = base_name(opt_string(j["from_plan"], "path"));

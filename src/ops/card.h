@@ -73,6 +73,7 @@ struct CardMethod {
     std::string criterion, criterion_words;
     std::string consensus, consensus_words;
     std::string rule;         // "--ratio 0.5"
+    std::string fit_words;    // rank --fit: method.fit.budget.words ("288 GiB with 8,192 tokens of context")
     std::string score_field;  // criterion external: the score file's field ("" otherwise)
     // rank --from-plan: the kept experts are another tool's; criterion and consensus only score them.
     std::string from_plan_file, from_plan_format, from_plan_sha256;

@@ -272,10 +272,13 @@ std::string render_card_markdown(const CardFacts& f) {
     s += fmt::format("# {}\n\n", build_name(f.build.first_shard));
     s += fmt::format(
         "**{} of {} routed experts removed per MoE layer** ({} kept in each of the {} MoE layers, {} routed "
-        "per token): {} in {}, from {}.\n\n",
+        "per token): {} in {}, from {}.{}\n\n",
         with_commas(f.experts_removed), with_commas(f.source.expert_count), with_commas(f.build.expert_count),
         f.build.moe_blocks, f.build.expert_used_count, decimal_size(f.build.file_bytes),
-        plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes));
+        plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes),
+        f.method.fit_words.empty() ? std::string()
+                                   : fmt::format(" {} is the most experts that fit {} (`rank --fit`).",
+                                                 with_commas(f.build.expert_count), f.method.fit_words));
     s += fmt::format(
         "Made with gguf-reap (`rank`, then `splice`): routed experts removed from {}{} without "
         "requantisation; the kept tensors are copied as they are. GB = 10^9 bytes.\n\n",
@@ -317,6 +320,7 @@ json card_json(const CardFacts& f) {
                      {"file_bytes", f.build.file_bytes},
                      {"file_gb", decimal_size(f.build.file_bytes)},
                      {"shards", f.build.shards}};
+    if (!f.method.fit_words.empty()) j["headline"]["fit"] = f.method.fit_words;
     j["source"] = column_json(f.source);
     j["build"] = column_json(f.build);
     const CardMethod& m = f.method;

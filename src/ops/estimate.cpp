@@ -228,18 +228,7 @@ bool element_cuts_exact(const WidthRules& rules, const NeuronPlan& plan) {
 
 std::vector<FitRow> fit_rows(const ModelFigures& f, const KvFigures& kv, const Estimate& e) {
     std::vector<FitRow> rows;
-    for (uint64_t n : e.tp) {
-        FitRow r;
-        r.tp = n;
-        r.weights = f.residency(n);
-        auto kv_bytes = checked_mul(e.ctx, kv.bytes_per_token_per_rank(n));
-        if (!kv_bytes) throw UsageError(fmt::format("--ctx {} makes the KV cache overflow 64 bits", e.ctx));
-        r.kv_cache = *kv_bytes;
-        r.overhead = e.overhead;
-        if (!checked_add(r.weights, r.kv_cache) || !checked_add(r.weights + r.kv_cache, r.overhead))
-            throw UsageError("--overhead is too large: the total overflows 64 bits");
-        rows.push_back(r);
-    }
+    for (uint64_t n : e.tp) rows.push_back(fit_row(f, kv, n, e.ctx, e.overhead));
     return rows;
 }
 
@@ -351,6 +340,87 @@ std::vector<uint64_t> parse_tp_list(std::string_view text) {
     return out;
 }
 
+AfterPlan load_after_plan(const ShardSet& model, const MoeLayout& layout, const std::string& neuron_plan_path,
+                          bool drop_mtp, std::string tool_version) {
+    AfterPlan p;
+    p.drop_mtp = drop_mtp;
+    p.tool_version = std::move(tool_version);
+    if (drop_mtp && layout.nextn_predict_layers == 0)
+        throw UsageError(
+            fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 or absent)",
+                        model.shards().front().path, layout.arch));
+    if (neuron_plan_path.empty()) return p;
+    p.rules = width_rules(model, layout);
+    std::vector<int> blocks;
+    for (const MoeBlock& b : layout.blocks) blocks.push_back(b.block);
+    const NeuronPlan plan = read_neuron_plan(
+        neuron_plan_path, blocks, static_cast<int64_t>(layout.expert_count), p.rules->native_width);
+    check_width(*p.rules, plan.k, model.shards().front().path);
+    p.k = plan.k;
+    p.exact = element_cuts_exact(*p.rules, plan);
+    if (p.exact) p.cut = load_width_cut(model, layout, neuron_plan_path, sha256_file(neuron_plan_path));
+    return p;
+}
+
+ModelFigures after_figures(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
+                           const std::string& keeplist_sha256, const AfterPlan& plan) {
+    const bool tied = model.find_tensor(kOutputProjectionName) == nullptr;
+    const std::vector<Shaped> before = model_shapes(model, layout);
+    const uint64_t n_keep = kl.blocks.empty() ? layout.expert_count : kl.blocks.front().keep.size();
+    std::vector<Shaped> after = pruned_shapes(before, n_keep, plan.k);
+    if (plan.drop_mtp)  // --drop-mtp: the nextn blocks' tensors are not written at all
+        for (Shaped& s : after)
+            if (s.nextn) s.ne = {0, 1, 1, 1}, s.nbytes = 0;
+    ModelFigures f = figures(after, n_keep, layout.expert_used_count, tied);
+
+    // File size: splice's own plan with the options of a plain `splice` run, so the figure is exact
+    // and equal to `splice --dry-run`. splice refuses to width-cut a quantized ffn_down_exps by a
+    // plan that is not whole quant blocks (that needs requantisation): then the size is derived
+    // from the keep-experts plan, within a slack.
+    SpliceOptions o;
+    o.out_prefix = "estimate";
+    o.keeplist_sha256 = keeplist_sha256;
+    o.tool_version = plan.tool_version;
+    o.drop_mtp = plan.drop_mtp;
+    if (plan.cut) o.width = &*plan.cut;
+    const SplicePlan sp = plan_splice(model, layout, kl, o);
+    f.file_bytes = sp.bytes_written();
+    if (plan.requantised()) {
+        std::vector<uint64_t> base_nbytes(before.size());
+        std::vector<uint32_t> alignment(before.size());
+        uint64_t slack = 0;
+        for (const PlannedFile& pf : sp.shards) {
+            slack += pf.alignment;
+            for (const PlannedTensor& pt : pf.tensors) {
+                base_nbytes[pt.source_tensor] = pt.info.nbytes;
+                alignment[pt.source_tensor] = pf.alignment;
+            }
+        }
+        // The two provenance keys of a width splice, and the width key when the source lacked it.
+        uint64_t added = kv_bytes(Kv::make_string(kProvenanceNeuronPlanShaKey, std::string(64, '0'))) +
+                         kv_bytes(Kv::make_u32(kProvenanceSourceExpertWidthKey, 0));
+        for (const WidthKv& kv : width_kvs(*plan.rules, plan.rules->native_width))
+            if (!model.find_kv(kv.key)) added += kv_bytes(Kv::make_u32(kv.key, 0));
+        // The header grows by the added keys, rounded to the alignment (the padding may absorb less).
+        added = padded(added, sp.shards.front().alignment);
+        width_file_bytes(f, f.file_bytes, base_nbytes, alignment, after, added, slack);
+    }
+    return f;
+}
+
+FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t ctx, uint64_t overhead) {
+    FitRow r;
+    r.tp = tp;
+    r.weights = f.residency(tp);
+    auto kv_bytes = checked_mul(ctx, kv.bytes_per_token_per_rank(tp));
+    if (!kv_bytes) throw UsageError(fmt::format("--ctx {} makes the KV cache overflow 64 bits", ctx));
+    r.kv_cache = *kv_bytes;
+    r.overhead = overhead;
+    if (!checked_add(r.weights, r.kv_cache) || !checked_add(r.weights + r.kv_cache, r.overhead))
+        throw UsageError("--overhead is too large: the total overflows 64 bits");
+    return r;
+}
+
 Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
     Estimate e;
     e.model_path = model.shards().front().path;
@@ -387,72 +457,12 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
             kl = KeepList::load(in.keeplist_path);
             validate_keeplist(*kl, layout, in.keeplist_path);
         }
-        const uint64_t n_keep = kl ? kl->blocks.front().keep.size() : layout.expert_count;
-        int64_t k = 0;
-        bool exact = true;  // splice can make the width cut (element_cuts_exact)
-        std::optional<WidthRules> rules;
-        if (!in.neuron_plan_path.empty()) {
-            rules = width_rules(model, layout);
-            std::vector<int> blocks;
-            for (const MoeBlock& b : layout.blocks) blocks.push_back(b.block);
-            const NeuronPlan plan = read_neuron_plan(
-                in.neuron_plan_path, blocks, static_cast<int64_t>(layout.expert_count), rules->native_width);
-            check_width(*rules, plan.k, e.model_path);
-            k = plan.k;
-            exact = element_cuts_exact(*rules, plan);
-        }
-        std::vector<Shaped> after = pruned_shapes(before, n_keep, k);
-        if (in.drop_mtp) {  // --drop-mtp: the nextn blocks' tensors are not written at all
-            if (layout.nextn_predict_layers == 0)
-                throw UsageError(
-                    fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 "
-                                "or absent)",
-                                e.model_path, layout.arch));
-            for (Shaped& s : after)
-                if (s.nextn) s.ne = {0, 1, 1, 1}, s.nbytes = 0;
-        }
-        ModelFigures f = figures(after, n_keep, layout.expert_used_count, e.tied_embeddings);
-
-        // File size: splice's own plan with the options of a plain `splice` run, so the figure is exact
-        // and equal to `splice --dry-run`. splice refuses to width-cut a quantized ffn_down_exps by a
-        // plan that is not whole quant blocks (that needs requantisation): then the size is derived
-        // from the keep-experts plan, within a slack.
-        e.after_requantised = k > 0 && !exact;
-        const KeepList kl_all = kl ? *kl : keep_all_experts(layout);
-        SpliceOptions o;
-        o.out_prefix = "estimate";
+        const AfterPlan plan =
+            load_after_plan(model, layout, in.neuron_plan_path, in.drop_mtp, in.tool_version);
+        e.after_requantised = plan.requantised();
         // Without a keeplist splice records the sha256 of no bytes at all (docs/splice.md).
-        o.keeplist_sha256 = kl ? sha256_file(in.keeplist_path) : sha256_hex("", 0);
-        o.tool_version = in.tool_version;
-        o.drop_mtp = in.drop_mtp;
-        std::optional<WidthCut> cut;
-        if (k > 0 && !e.after_requantised) {
-            cut = load_width_cut(model, layout, in.neuron_plan_path, sha256_file(in.neuron_plan_path));
-            o.width = &*cut;
-        }
-        const SplicePlan sp = plan_splice(model, layout, kl_all, o);
-        f.file_bytes = sp.bytes_written();
-        if (e.after_requantised) {
-            std::vector<uint64_t> base_nbytes(before.size());
-            std::vector<uint32_t> alignment(before.size());
-            uint64_t slack = 0;
-            for (const PlannedFile& pf : sp.shards) {
-                slack += pf.alignment;
-                for (const PlannedTensor& pt : pf.tensors) {
-                    base_nbytes[pt.source_tensor] = pt.info.nbytes;
-                    alignment[pt.source_tensor] = pf.alignment;
-                }
-            }
-            // The two provenance keys of a width splice, and the width key when the source lacked it.
-            uint64_t added = kv_bytes(Kv::make_string(kProvenanceNeuronPlanShaKey, std::string(64, '0'))) +
-                             kv_bytes(Kv::make_u32(kProvenanceSourceExpertWidthKey, 0));
-            for (const WidthKv& kv : width_kvs(*rules, rules->native_width))
-                if (!model.find_kv(kv.key)) added += kv_bytes(Kv::make_u32(kv.key, 0));
-            // The header grows by the added keys, rounded to the alignment (the padding may absorb less).
-            added = padded(added, sp.shards.front().alignment);
-            width_file_bytes(f, f.file_bytes, base_nbytes, alignment, after, added, slack);
-        }
-        e.after = f;
+        e.after = after_figures(model, layout, kl ? *kl : keep_all_experts(layout),
+                                kl ? sha256_file(in.keeplist_path) : sha256_hex("", 0), plan);
     }
 
     e.fits_before = fit_rows(e.before, e.kv, e);

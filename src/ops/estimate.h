@@ -17,6 +17,8 @@
 
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "model/width.h"
+#include "ops/splice.h"
 
 namespace gguf_reap {
 
@@ -98,6 +100,27 @@ struct Estimate {
     std::vector<FitRow> fits_before, fits_after;
     uint64_t overhead = 0, gpu_mem = 0, ctx = 0;
 };
+
+// What the after figures need besides the keeplist: the width plan, read and checked once as
+// `splice --neuron-plan` checks it, and the options of the splice described.
+struct AfterPlan {
+    int64_t k = 0;      // width K; 0 = native width
+    bool exact = true;  // splice can make the width cut (whole quant blocks of every cut row)
+    std::optional<WidthRules> rules;
+    std::optional<WidthCut> cut;  // with a plan that splice can cut
+    bool drop_mtp = false;
+    std::string tool_version;
+    bool requantised() const { return k > 0 && !exact; }
+};
+AfterPlan load_after_plan(const ShardSet& model, const MoeLayout& layout, const std::string& neuron_plan_path,
+                          bool drop_mtp, std::string tool_version);
+// The figures of the model splice writes from `keeplist` (validated; its first block's count is the
+// kept count) and `plan`; the file size is plan_splice's, exact unless plan.requantised().
+ModelFigures after_figures(const ShardSet& model, const MoeLayout& layout, const KeepList& keeplist,
+                           const std::string& keeplist_sha256, const AfterPlan& plan);
+// weights per rank at tensor parallel `tp` + ctx tokens of KV cache + overhead. Throws UsageError on
+// a 64-bit overflow.
+FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t ctx, uint64_t overhead);
 
 // Reads, validates (validate_keeplist; read_neuron_plan and check_width) and computes. Throws
 // UsageError / InputError / IoError.

@@ -9,6 +9,7 @@
 
 #include "io/error.h"
 #include "io/output_file.h"
+#include "ops/rank_fit.h"
 
 namespace gguf_reap {
 
@@ -100,6 +101,7 @@ RankOutcome rank(const RankRequest& q, const Events& events) {
     const auto t0 = clock::now();
     RankOutcome o;
     o.input = load_rank_input(q.options);
+    if (q.options.fit) o.input.budget_model = open_rank_budget_model(q.options);
     const auto t1 = clock::now();
     for (const auto& n : o.input.notes) events.info(n);
     o.result = rank_experts(o.input, q.options);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 
 #include "model/keeplist.h"
 #include "model/plan_interchange.h"
+#include "ops/budget.h"
 #include "ops/events.h"
 #include "ops/imatrix_sanity.h"
 
@@ -64,6 +66,7 @@ struct RankOptions {
     std::optional<int64_t> keep;  // exactly one of keep / prune / ratio
     std::optional<int64_t> prune;
     std::optional<double> ratio;  // fraction of experts pruned, 0 < R < 1
+    std::optional<Budget> fit;    // --fit: the largest K that fits (ops/rank_fit.h); needs --model
     std::vector<ExpertRef> protect;
     std::optional<double> super_share;   // share-of-energy threshold; default 10 / E clamped to [0.25, 0.5]
     double super_channel_ratio = 100.0;  // hottest channel vs the block's median hottest channel
@@ -136,6 +139,7 @@ struct RankInput {
     std::optional<Imported> imported;
     uint64_t block_count = 0;  // with --model: <arch>.block_count (for --export hipfire)
     std::string model_name;    // with --model: general.name, else ""
+    std::shared_ptr<const BudgetModel> budget_model;  // --fit: the model's headers (ops::rank opens it)
 };
 
 // Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit
@@ -177,7 +181,8 @@ struct RankResult {
     Consensus consensus = Consensus::kMinRank;
     int64_t expert_count = 0;
     int64_t n_keep = 0;
-    std::string rule;  // "--prune 3", "--keep 13", "--ratio 0.25"
+    std::string rule;  // "--prune 3", "--keep 13", "--ratio 0.25", "--fit size=277GB: K = 720, ..."
+    std::optional<FitAnswer> fit;  // --fit: the budget, K and the size or memory at K and K + 1
     std::vector<int> blocks;
     std::vector<std::string> domain_names;
     double super_share = 0;

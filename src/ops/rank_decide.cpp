@@ -15,6 +15,7 @@
 #include "io/parallel.h"
 #include "model/tensor_table.h"
 #include "ops/rank_domains.h"
+#include "ops/rank_fit.h"
 #include "ops/rank_lodo.h"
 
 namespace gguf_reap {
@@ -120,10 +121,14 @@ namespace {
 
 int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string& rule) {
     const int64_t E = in.expert_count;
-    const int given = opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value();
+    const int given =
+        opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value() + opts.fit.has_value();
     if (in.imported && given != 0)
-        throw UsageError("--from-plan decides which experts are kept: give no --keep, --prune or --ratio");
-    if (!in.imported && given != 1) throw UsageError("give exactly one of --keep N, --prune N or --ratio R");
+        throw UsageError(
+            "--from-plan decides which experts are kept: give no --keep, --prune, --ratio or --fit");
+    if (!in.imported && given != 1)
+        throw UsageError("give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET");
+    if (opts.fit) return 0;  // chosen once the dead and protected experts are known (rank_fit.h)
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
     int64_t n = 0;
     if (in.imported) {
@@ -353,6 +358,7 @@ RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
         }
     });
 
+    if (opts.fit) choose_fit_keep(in, r, *opts.fit);
     // 5. The decision: per block (and per contiguous group), protected experts first, dead experts
     //    never, then the best consensus ranks until the group's quota is full.
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;

@@ -137,6 +137,7 @@ json rank_method_json(const RankInput& in, const RankResult& r) {
     }
     m["consensus"] = consensus_name(r.consensus);
     m["rule"] = r.rule;
+    if (r.fit) m["fit"] = fit_json(*r.fit);
     m["tie_break"] = kTieRule;
     m["super_expert"] = {{"share_threshold", r.super_share},
                          {"channel_ratio_threshold", r.super_channel_ratio}};
@@ -170,6 +171,7 @@ json rank_summary_json(const RankInput& in, const RankResult& r) {
     j["expert_count"] = r.expert_count;
     j["n_keep"] = r.n_keep;
     j["rule"] = r.rule;
+    if (r.fit) j["fit"] = fit_json(*r.fit);
     j["criterion"] = criterion_name(r.criterion);
     j["consensus"] = consensus_name(r.consensus);
     j["blocks"] = r.blocks;
@@ -245,6 +247,7 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
         "experts pruned in all.",
         r.n_keep, r.expert_count, B, r.blocks.front(), r.blocks.back(), r.rule,
         static_cast<int64_t>(B) * (r.expert_count - r.n_keep)));
+    if (r.fit) line(fit_receipt_line(*r.fit));
     if (in.imported)
         line(fmt::format(
             "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with "

@@ -12,7 +12,7 @@ case_ "a rule is required"
 "$GEN" imatrix --model "$WORK/m.gguf" --dead 1:3 -o "$WORK/a.imatrix.gguf" >/dev/null
 run "$BIN" rank --imatrix "$WORK/a.imatrix.gguf" -o "$WORK/out"
 expect_code 2
-expect_err "gguf-reap: error: give exactly one of --keep N, --prune N or --ratio R"
+expect_err "gguf-reap: error: give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET"
 expect_no_out
 
 case_ "a Kimi-K3-shaped model (92 MoE blocks with dead experts): the summary stays a few lines"
@@ -209,7 +209,7 @@ PY
     run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" \
         --from-plan "$WORK/ex/reap_plan.json" --keep 12 -o "$WORK/im2"
     expect_code 2
-    expect_err "gguf-reap: error: --from-plan decides which experts are kept: give no --keep, --prune or --ratio"
+    expect_err "gguf-reap: error: --from-plan decides which experts are kept: give no --keep, --prune, --ratio or --fit"
     run "$BIN" rank --imatrix chat=$I.chat.imatrix.gguf --model "$FIX/models/tiny-deepseek2-Q8_0.gguf" --ratio 25% \
         -o "$WORK/ex2" --export hipfire
     expect_code 2

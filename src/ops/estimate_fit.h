@@ -1,0 +1,43 @@
+// estimate --fit / --sweep (docs/estimate.md): the K a budget allows and the table of sizes over K,
+// without ranking. Headers only; with --imatrix the dead experts (rank's rule) bound K.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/budget.h"
+
+namespace gguf_reap {
+
+struct EstimateFitRequest {
+    std::string model;
+    std::string neuron_plan;
+    bool drop_mtp = false;
+    std::vector<std::string> imatrices;  // NAME=FILE or FILE: the dead experts bound K
+    std::optional<Budget> fit;
+    bool sweep = false;
+    std::vector<uint64_t> tp;  // per-GPU columns of the sweep
+    uint64_t ctx = 0, overhead = 0, gpu_mem = 0;
+    std::string svg;  // --svg: where the plot goes ("" = none)
+    std::string tool_version;
+};
+
+struct EstimateFit {
+    std::string model_path, arch;
+    int64_t expert_count = 0;
+    KeepRules rules;
+    std::optional<int64_t> dead_only;  // with --imatrix: the most experts that prune only dead ones
+    std::optional<FitAnswer> fit;
+    std::vector<uint64_t> tp;
+    std::vector<SweepRow> sweep;
+};
+
+namespace ops {
+// Reads the headers (and the imatrices' counts), answers --fit, computes the sweep and writes the SVG.
+// Throws UsageError / InputError / IoError.
+EstimateFit estimate_fit(const EstimateFitRequest& request);
+}  // namespace ops
+
+}  // namespace gguf_reap
