@@ -1,4 +1,4 @@
-# gguf-reap eval on the trained Q8_0 fixture pruned to 12 and 8 of 16 experts.
+# gguf-reap eval and card --eval on the trained Q8_0 fixture pruned to 12 and 8 of 16 experts.
 #
 # Without llama.cpp, tests/cli/fake-llama/ stands in for llama-perplexity and llama-tokenize: it replays
 # the logs recorded from llama.cpp 34af94cd9 (tests/data/llama-perplexity/README.md), so every figure
@@ -59,6 +59,33 @@ run env FAKE_LLAMA_MODE=cut "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text 
     --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
 expect_code 0
 expect_json 'd["runs"][0]["from"] == "last chunk row" and d["runs"][0]["kld"]["mean"] == 0.86597 and d["runs"][0]["kld"]["p99"] is None and d["runs"][0]["ppl"]["source"] == 33.978'
+
+case_ "card --eval: the measured section"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eval.json"
+expect_code 0
+expect_out "## Measured against the source"
+expect_out "| python | 504 | 33.978 → 69.752 | 0.8660 | 4.1305 | 40.08 % |"
+expect_out "| c | 504 | 27.007 → 48.956 | 0.5962 | 4.3308 | 58.53 % |"
+expect_out "No task benchmark; KLD measured only on these texts: python (504 tokens), c (504 tokens)."
+expect_out 'Plot: `eval.svg`'
+expect_out "llama.cpp: \`version: 0.1.1-dev (build 0, commit unknown); built with"
+
+case_ "card --eval refuses an eval of another build"
+"$BIN" -q audit "$WORK/keep12.gguf" --source "$M" --json >"$WORK/audit12.json"
+"$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/eval8.json" >/dev/null
+run "$BIN" card "$WORK/keep12.gguf" --source "$M" --rank "$WORK/rank12" --audit "$WORK/audit12.json" --eval "$WORK/eval8.json"
+expect_code 2
+expect_err "eval8.json: outputs"
+expect_err "not this build (keep12.gguf"
+
+case_ "card --eval refuses an eval of another source"
+sed 's/"identity": "[0-9a-f]*"/"identity": "'"$(printf '0%.0s' {1..64})"'"/' "$WORK/eval.json" >"$WORK/eval-other.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eval-other.json"
+expect_code 2
+expect_err "source.identity"
+expect_err "this eval measured builds of another source"
 
 case_ "no llama-perplexity: exit 2, one line saying how to point at it"
 run env PATH=/usr/bin:/bin "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}"
@@ -150,5 +177,9 @@ else
         --cache-dir "$WORK/real-cache" --json
     expect_code 0
     expect_json 'all(t["base_cached"] for t in d["texts"])'
+    case_ "real llama.cpp: card --eval"
+    run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/real/eval.json"
+    expect_code 0
+    expect_out "## Measured against the source"
 fi
 finish

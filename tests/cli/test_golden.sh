@@ -65,4 +65,29 @@ ABS_GEN=$(realpath "$GEN")
 golden card "$BIN" card "$K3/out/Kimi-K3-REAP-Q8_0-00001-of-00002.gguf" --source "$K3/m-00001-of-00002.gguf" \
     --rank "$K3/rank" --audit "$K3/audit.json" --manifest "$K3/out/MANIFEST.json" --base-model org/Kimi-K3 \
     --tp 2,4,8 --gpu-mem 4MiB --overhead 1MiB --ctx 4096 --note "Synthetic weights: the generator's, not a trained model."
+# A card with its "Measured against the source" section: the trained Q8_0 fixture pruned to 8 experts,
+# measured by `eval` through tests/cli/fake-llama (the llama-perplexity logs recorded from llama.cpp
+# 34af94cd9, replayed). Relative paths again: eval.json records its commands and its sha256 is in the card.
+TR=$(realpath "$FIX/trained" 2>/dev/null || echo "$FIX/trained")
+if [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ]; then
+    EV=$WORK/ev
+    mkdir -p "$EV/fake"
+    cp "$(dirname "$0")"/fake-llama/* "$EV/fake/"
+    DATA=$(cd "$(dirname "$0")/../data/llama-perplexity" && pwd)
+    (
+        cd "$EV" || exit 1
+        ln -s "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" m.gguf
+        cp "$TR/corpora/python.heldout.txt" "$TR/corpora/c.heldout.txt" .
+        "$ABS_BIN" -q rank --model m.gguf --imatrix python="$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" \
+            --imatrix c="$TR/imatrix/tiny-qwen3moe-trained-A.c.imatrix.gguf" --keep 8 -o rank >/dev/null 2>&1
+        "$ABS_BIN" -q splice m.gguf --keeplist rank/keeplist.json -o keep8 >/dev/null
+        "$ABS_BIN" -q audit keep8.gguf --source m.gguf --json | sed 's/"date": "[^"]*"/"date": "2026-01-02T03:04:05Z"/' >audit.json
+        FAKE_LLAMA_DATA=$DATA "$ABS_BIN" -q eval --source m.gguf keep8.gguf --text python=python.heldout.txt \
+            --text c=c.heldout.txt --ctx 128 --chunks 8 --llama-bin fake --cache-dir cache -o eval.json >/dev/null
+    )
+    golden card-measured "$BIN" card "$EV/keep8.gguf" --source "$EV/m.gguf" --rank "$EV/rank" --audit "$EV/audit.json" \
+        --eval "$EV/eval.json" --base-model org/tiny-qwen3moe-trained-A
+else
+    skipped "the golden card with a measured section (no $TR)"
+fi
 finish
