@@ -140,8 +140,7 @@ struct CardEval {
     std::string llama_build;           // as llama-perplexity --version printed it
     std::vector<std::string> command;  // the KLD run of this build on its first text
     std::vector<CardEvalText> texts;
-    std::string smoke;  // "" when the eval ran no smoke prompt
-    std::string svg;    // eval.svg's name when it is beside eval.json; ""
+    std::string svg;  // eval.svg's name when it is beside eval.json; ""
     uint64_t svg_bytes = 0;
 };
 

@@ -108,21 +108,6 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
             for (const json& a : r["command"]) e.command.push_back(a.is_string() ? a.get<std::string>() : "");
         e.texts.push_back(t);
     }
-    if (doc.contains("smoke") && doc["smoke"].is_object() && doc["smoke"].contains("runs")) {
-        const json& sm = doc["smoke"];
-        for (const json& s : sm["runs"])
-            if (s.value("model", "") == as_given) {
-                const auto n = sm.value("tokens", uint64_t{0});
-                const json& fd = s.contains("first_difference") ? s["first_difference"] : json(nullptr);
-                e.smoke = fmt::format(
-                    "Greedy smoke test on \"{}\": the first {} of {} generated tokens are identical to the "
-                    "source's{}.",
-                    sm.value("prompt", ""), s.value("identical", int64_t{0}), n,
-                    fd.is_number()
-                        ? fmt::format(" (token {} is the first that differs)", fd.get<int64_t>() + 1)
-                        : "");
-            }
-    }
     if (doc.contains("files") && doc["files"].is_object() && doc["files"].value("svg", json()).is_string()) {
         const std::string svg = doc["files"]["svg"].get<std::string>();
         const fs::path beside = fs::path(path).parent_path() / svg;
@@ -157,7 +142,6 @@ void measured_section(std::string& s, const CardFacts& f) {
                 "{}: llama-perplexity's summary was cut off; its figures are the last chunk row's "
                 "running means (no 99 % KLD).\n\n",
                 t.name);
-    if (!e.smoke.empty()) s += e.smoke + "\n\n";
     std::string build;
     for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
     std::string cmd;
@@ -182,7 +166,7 @@ json card_eval_json(const CardEval& e) {
             {"llama_build", e.llama_build},
             {"command", e.command},
             {"texts", texts},
-            {"smoke", e.smoke.empty() ? json(nullptr) : json(e.smoke)},
+
             {"svg", e.svg.empty() ? json(nullptr) : json(e.svg)}};
 }
 

@@ -3,7 +3,7 @@
 //   ops::eval(request) → EvalResult     check the inputs → tokenize each text (llama-tokenize) →
 //                                       per text, one base run on the source (llama-perplexity
 //                                       --kl-divergence-base, cached) → per (OUT, text) one
-//                                       --kl-divergence run → optional greedy smoke runs →
+//                                       --kl-divergence run →
 //                                       eval.json and eval.svg written (temporary → rename)
 //
 // Every figure is llama-perplexity's, read from its log (format/perplexity_log.h); none is computed
@@ -39,9 +39,7 @@ struct EvalRequest {
     std::optional<uint64_t> chunks;  // --chunks; null = every chunk the text holds
     uint64_t threads = 0;            // -t; 0 = llama.cpp's default
     std::string cache_dir;           // base logits
-    std::string smoke_prompt;        // "" = no smoke runs
-    uint64_t smoke_tokens = 16;
-    std::string json_out;  // -o eval.json ("" = none); eval.svg is written beside it
+    std::string json_out;            // -o eval.json ("" = none); eval.svg is written beside it
     std::string tool_version;
 };
 
@@ -73,15 +71,6 @@ struct EvalRun {
     std::vector<std::string> command;
 };
 
-struct SmokeRun {
-    std::string model;  // "source" or an OUT as given
-    std::vector<int32_t> tokens;
-    std::string text;
-    std::vector<std::string> command;
-    int64_t identical = 0;                    // leading tokens equal to the source's (OUTs only)
-    std::optional<int64_t> first_difference;  // index of the first that differs; null when all equal
-};
-
 struct EvalResult {
     std::string tool;
     std::string llama_build;  // llama-perplexity --version, as printed
@@ -95,10 +84,7 @@ struct EvalResult {
     std::optional<uint64_t> chunks_requested;
     std::vector<EvalTextFacts> texts;
     std::vector<EvalOutputFacts> outputs;
-    std::vector<EvalRun> runs;  // output-major, then text in --text order
-    std::string smoke_prompt;
-    uint64_t smoke_tokens = 0;
-    std::vector<SmokeRun> smoke;            // source first
+    std::vector<EvalRun> runs;              // output-major, then text in --text order
     std::string json_written, svg_written;  // "" when not written
 };
 

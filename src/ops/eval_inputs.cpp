@@ -35,8 +35,6 @@ void check_request(const EvalRequest& q) {
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
     if (q.chunks && *q.chunks == 0) throw UsageError("--chunks 0: give at least 1 chunk");
-    if (!q.smoke_prompt.empty() && (q.smoke_tokens == 0 || q.smoke_tokens > 4096))
-        throw UsageError(fmt::format("--smoke-tokens {}: give 1 to 4096 tokens", q.smoke_tokens));
     std::set<std::string> names;
     for (const EvalText& t : q.texts) {
         if (!valid_text_name(t.name))

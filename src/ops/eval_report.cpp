@@ -81,18 +81,6 @@ json eval_json(const EvalResult& r) {
     json runs = json::array();
     for (const EvalRun& run : r.runs) runs.push_back(run_json(run));
     j["runs"] = runs;
-    if (!r.smoke_prompt.empty()) {
-        json smoke = json::array();
-        for (const SmokeRun& s : r.smoke)
-            smoke.push_back(
-                {{"model", s.model},
-                 {"tokens", s.tokens},
-                 {"text", s.text},
-                 {"identical", s.identical},
-                 {"first_difference", s.first_difference ? json(*s.first_difference) : json(nullptr)},
-                 {"command", s.command}});
-        j["smoke"] = {{"prompt", r.smoke_prompt}, {"tokens", r.smoke_tokens}, {"runs", smoke}};
-    }
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
                   {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))}};
     return j;
