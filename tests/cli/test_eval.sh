@@ -102,6 +102,19 @@ expect_code 2
 expect_err_lines 1
 expect_err "--text a is given twice"
 
+case_ "bad option values"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --chunks -3
+expect_code 2
+expect_err "--chunks '-3' is not a number of chunks"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --chunks 0
+expect_code 2
+expect_err "--chunks 0: give at least 1 chunk"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python "$WORK/python.heldout.txt" --llama-bin "$FAKE"
+expect_code 2
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python --llama-bin "$FAKE"
+expect_code 2
+expect_err "--text 'python': write NAME=FILE"
+
 case_ "a text too short for one chunk"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" --cache-dir "$WORK/cache"
 expect_code 2
