@@ -166,10 +166,20 @@ if [ -z "$REAL" ]; then
     skipped "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)"
 else
     case_ "real llama.cpp: eval on two builds and two texts equals llama-perplexity run by hand"
-    mkdir -p "$WORK/real"
+    mkdir -p "$WORK/real" "$WORK/counting"
+    # A wrapper that counts the base runs (--kl-divergence-base without --kl-divergence), then runs the
+    # real tool with the same arguments.
+    cat >"$WORK/counting/llama-perplexity" <<SH
+#!/usr/bin/env bash
+case " \$* " in *" --kl-divergence "*) ;; *" --kl-divergence-base "*) echo base >>"$WORK/real-base-runs" ;; esac
+exec "$REAL/llama-perplexity" "\$@"
+SH
+    chmod +x "$WORK/counting/llama-perplexity"
+    ln -s "$REAL/llama-tokenize" "$WORK/counting/llama-tokenize"
     run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 \
-        --llama-bin "$REAL" --cache-dir "$WORK/real-cache" -o "$WORK/real/eval.json"
+        --llama-bin "$WORK/counting" --cache-dir "$WORK/real-cache" -o "$WORK/real/eval.json"
     expect_code 0
+    [ "$(wc -l <"$WORK/real-base-runs")" -eq 2 ] && _pass || _fail "base runs: $(wc -l <"$WORK/real-base-runs"), expected 2 (one per text)"
     [ -s "$WORK/real/eval.svg" ] && _pass || _fail "no eval.svg"
     cp "$WORK/real/eval.json" "$WORK/real.json"
     cp "$WORK/real.json" "$OUT"
