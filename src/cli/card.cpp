@@ -1,5 +1,6 @@
 // gguf-reap card OUTPUT --source MODEL --rank RANK_DIR [--audit AUDIT.json] [--manifest MANIFEST.json]
-// [--base-model NAME] [--tp LIST] [--gpu-mem SIZE] [--overhead SIZE] [--ctx N] [--note TEXT]...
+// [--eval EVAL.json] [--base-model NAME] [--tp LIST] [--gpu-mem SIZE] [--overhead SIZE] [--ctx N] [--note
+// TEXT]...
 // [-o README.md [--force]] [--json]: a Hugging Face model card for a pruned build (docs/card.md).
 #include <iostream>
 #include <memory>
@@ -23,6 +24,7 @@ struct CardCli {
     std::string rank_dir;
     std::string audit;
     std::string manifest;
+    std::string eval;
     std::string base_model;
     std::string tp = "2,4,8";
     std::string gpu_mem;
@@ -42,6 +44,7 @@ int run_card(const CardCli& c) {
     q.rank_dir = c.rank_dir;
     q.audit_json = c.audit;
     q.manifest = c.manifest;
+    q.eval_json = c.eval;
     q.base_model = c.base_model;
     q.tp = parse_tp_list(c.tp);
     q.overhead = size_option("--overhead", c.overhead);
@@ -83,6 +86,8 @@ Command add_card(CLI::App& app, const GlobalOptions&) {
                     "`audit --json` output for this build (without it: \"not audited\")");
     sub->add_option("--manifest", o->manifest,
                     "The manifest `audit --manifest-out` wrote: the shards' sha256");
+    sub->add_option("--eval", o->eval,
+                    "`eval -o` JSON that measured this build: the \"Measured against the source\" section");
     sub->add_option("--base-model", o->base_model,
                     "The Hugging Face id of the source (default: from its general.* keys)");
     sub->add_option("--tp", o->tp, "Tensor-parallel degrees of the hardware table (1 is always shown)")

@@ -20,6 +20,7 @@
 #include "model/keeplist.h"
 #include "model/provenance.h"
 #include "ops/estimate.h"
+#include "ops/eval_internal.h"
 #include "ops/inspect.h"
 #include "ops/manifest.h"
 #include "ops/rank.h"
@@ -380,9 +381,17 @@ void check_destination(const CardRequest& q, const OpenedModel& src, const Opene
 
 std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) {
     std::vector<std::string> v;
-    v.push_back(
-        "No task benchmark: gguf-reap measured no accuracy, perplexity or task score of this build, and "
-        "none is claimed here.");
+    if (f.eval) {
+        std::string texts;
+        for (const CardEvalText& t : f.eval->texts)
+            texts += fmt::format("{}{} ({} tokens)", texts.empty() ? "" : ", ", t.name,
+                                 with_commas(static_cast<uint64_t>(t.tokens)));
+        v.push_back(fmt::format("No task benchmark; KLD measured only on these texts: {}.", texts));
+    } else {
+        v.push_back(
+            "No task benchmark: gguf-reap measured no accuracy, perplexity or task score of this build, and "
+            "none is claimed here.");
+    }
     std::string doms;
     for (const CardDomain& d : f.method.domains)
         doms += fmt::format("{}{} ({})", doms.empty() ? "" : ", ", d.name,
@@ -509,6 +518,10 @@ CardOutcome card(const CardRequest& q, const Events& events) {
         if (a.facts.hashed) audit_sha = a.sha256;
         if (f.width && f.width->plan_file.empty()) f.width->plan_file = a.neuron_plan;
     }
+
+    // The measurement: an eval of exactly this build, against this source.
+    if (!q.eval_json.empty())
+        f.eval = read_card_eval(q.eval_json, out.set, eval_detail::source_identity(src.set));
 
     // The files, with their sha256 from the manifest or the hashing audit (never hashed here).
     for (const auto& [name, size] : shard_names(out.set)) f.files.push_back({name, size, ""});

@@ -29,6 +29,7 @@ struct CardRequest {
     std::string rank_dir;    // the directory `rank -o` wrote (keeplist.json; the receipt when present)
     std::string audit_json;  // `audit --json` output; "" = not audited
     std::string manifest;    // `audit --manifest-out` JSON; ""
+    std::string eval_json;   // `eval -o` JSON; "" = not measured
     std::string base_model;  // "" = from the source's general.* keys
     std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees of the hardware table (1 added first)
     uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
@@ -128,6 +129,27 @@ struct CardFile {
     std::string sha256;  // "" when not recorded
 };
 
+// card --eval: one row of "Measured against the source" (docs/eval.md).
+struct CardEvalText {
+    std::string name;
+    int64_t tokens = 0;  // scored tokens
+    std::optional<double> ppl_source;
+    double ppl_output = 0;
+    double kld_mean = 0;
+    std::optional<double> kld_p99;
+    double same_top = 0;  // percent
+    std::string from;     // "summary" or "last chunk row"
+};
+
+struct CardEval {
+    std::string file, sha256;          // eval.json's name and hash
+    std::string llama_build;           // as llama-perplexity --version printed it
+    std::vector<std::string> command;  // the KLD run of this build on its first text
+    std::vector<CardEvalText> texts;
+    std::string svg;  // eval.svg's name when it is beside eval.json; ""
+    uint64_t svg_bytes = 0;
+};
+
 struct CardFacts {
     std::string tool;
     std::string base_model, base_model_from;  // "" when unknown
@@ -147,6 +169,7 @@ struct CardFacts {
     std::vector<CardFile> files;
     std::string hashes_from;  // "manifest", "audit" or "" (not recorded)
     std::string manifest_name, manifest_sha256;
+    std::optional<CardEval> eval;
 };
 
 struct CardOutcome {
@@ -156,6 +179,13 @@ struct CardOutcome {
 };
 
 // The card's Markdown and JSON, both from the same facts.
+void measured_section(std::string& s, const CardFacts& f);  // "" without an eval
+nlohmann::ordered_json card_eval_json(const CardEval& e);
+class ShardSet;
+// Reads `eval -o` JSON and keeps the rows of `output` (a ShardSet of the build): InputError when it was
+// made against another source (`source_identity`) or measured other builds.
+CardEval read_card_eval(const std::string& path, const ShardSet& output, const std::string& source_identity);
+
 std::string render_card_markdown(const CardFacts& f);
 nlohmann::ordered_json card_json(const CardFacts& f);
 

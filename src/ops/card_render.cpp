@@ -230,6 +230,9 @@ void files_section(std::string& s, const CardFacts& f) {
         s += fmt::format("| `{}` | {} | {} |\n", x.name, with_commas(x.size),
                          x.sha256.empty() ? "not recorded" : "`" + x.sha256 + "`");
     s += "\n";
+    if (f.eval && !f.eval->svg.empty())
+        s += fmt::format("Plot: `{}` ({} bytes), mean KLD against size per text, from `{}`.\n\n", f.eval->svg,
+                         with_commas(f.eval->svg_bytes), f.eval->file);
     if (f.hashes_from == "manifest")
         s += fmt::format("sha256 from the manifest `{}`.\n\n", f.manifest_name);
     else if (f.hashes_from == "audit")
@@ -289,6 +292,7 @@ std::string render_card_markdown(const CardFacts& f) {
     comparison_table(s, f);
     method_section(s, f);
     verified_section(s, f);
+    measured_section(s, f);
     s += "## Not verified\n\n";
     for (const auto& n : f.not_verified) s += "- " + n + "\n";
     s += "\n";
@@ -391,6 +395,7 @@ json card_json(const CardFacts& f) {
                                 {"plan_sha256", f.width->plan_sha256},
                                 {"plan_file", str_or_null(f.width->plan_file)}}
                          : json(nullptr);
+    j["measured"] = f.eval ? card_eval_json(*f.eval) : json(nullptr);
     j["not_verified"] = f.not_verified;
     json fits = json::array();
     for (const CardFitRow& r : f.fits)

@@ -6,6 +6,7 @@
 #   tools/regen-golden.sh [BUILD_DIR]
 # and read the diff before committing it. REGEN_GOLDEN=1 (what that script sets) rewrites the files
 # instead of comparing them, so it makes this test pass whatever the output: under CI=true it fails.
+# ctest-parts: trained
 source "$(dirname "$0")/lib.sh"
 GOLDEN=$(cd "$(dirname "$0")/../golden" && pwd)
 if [ -n "${REGEN_GOLDEN:-}" ] && [ "${CI:-}" = true ]; then
@@ -147,4 +148,27 @@ refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/chat.imatrix.gg
 refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --k 100000 -o "$WORK/w"
 refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/other.imatrix.gguf" --k 16 -o "$WORK/w"
 refusals plan-width
+# A card with its "Measured against the source" section: the trained Q8_0 fixture pruned to 8 experts,
+# measured by `eval` through tests/cli/fake-llama (the llama-perplexity logs recorded from llama.cpp
+# 34af94cd9, replayed). Relative paths again: eval.json records its commands and its sha256 is in the card.
+TR=$(realpath "$FIX/trained" 2>/dev/null || echo "$FIX/trained")
+if part trained "the golden card with a measured section (no $TR)" [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ]; then
+    EV=$WORK/ev
+    mkdir -p "$EV/fake"
+    cp "$(dirname "$0")"/fake-llama/* "$EV/fake/"
+    DATA=$(cd "$(dirname "$0")/../data/llama-perplexity" && pwd)
+    (
+        cd "$EV" || exit 1
+        ln -s "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" m.gguf
+        cp "$TR/corpora/python.heldout.txt" "$TR/corpora/c.heldout.txt" .
+        "$ABS_BIN" -q rank --model m.gguf --imatrix python="$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" \
+            --imatrix c="$TR/imatrix/tiny-qwen3moe-trained-A.c.imatrix.gguf" --keep 8 -o rank >/dev/null 2>&1
+        "$ABS_BIN" -q splice m.gguf --keeplist rank/keeplist.json -o keep8 >/dev/null
+        "$ABS_BIN" -q audit keep8.gguf --source m.gguf --json | sed 's/"date": "[^"]*"/"date": "2026-01-02T03:04:05Z"/' >audit.json
+        FAKE_LLAMA_DATA=$DATA "$ABS_BIN" -q eval --source m.gguf keep8.gguf --text python=python.heldout.txt \
+            --text c=c.heldout.txt --ctx 128 --chunks 8 --llama-bin fake --cache-dir cache -o eval.json >/dev/null
+    )
+    golden card-measured "$BIN" card "$EV/keep8.gguf" --source "$EV/m.gguf" --rank "$EV/rank" --audit "$EV/audit.json" \
+        --eval "$EV/eval.json" --base-model org/tiny-qwen3moe-trained-A
+fi
 finish

@@ -1,0 +1,158 @@
+// gguf-reap eval --source MODEL OUT [OUT...] --text NAME=FILE [--text NAME=FILE...] [--llama-bin DIR]
+// [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR]
+// [-o eval.json] [--json]: what pruning cost, per kind of text, measured by llama.cpp (docs/eval.md).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "io/error.h"
+#include "io/progress.h"
+#include "io/units.h"
+#include "ops/eval.h"
+
+namespace gguf_reap::cli {
+
+namespace {
+
+struct EvalCli {
+    std::string source;
+    std::vector<std::string> outputs;
+    std::vector<std::string> texts;
+    std::string llama_bin;
+    std::string ctx = "512";
+    std::string chunks;
+    uint64_t threads = 0;
+    std::string cache_dir;
+    std::string out;
+    bool json = false;
+};
+
+// On a terminal: which run, which chunk, on one line redrawn in place. Elsewhere only warnings (and
+// errors) reach stderr.
+Events eval_events(const GlobalOptions& g) {
+    Events e;
+    e.on_warn = [](const std::string& m) { spdlog::warn("{}", m); };
+    if (g.quiet || !Progress::stderr_is_terminal()) return e;
+    e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
+    auto state = std::make_shared<std::pair<std::string, std::pair<uint64_t, uint64_t>>>();
+    e.on_progress_begin = [state](std::string_view label, uint64_t total) {
+        *state = {std::string(label), {0, total}};
+        std::fprintf(stderr, "\r%s: chunk 0/%llu\033[K", state->first.c_str(),
+                     static_cast<unsigned long long>(total));
+    };
+    e.on_progress = [state](uint64_t n) {
+        state->second.first += n;
+        std::fprintf(stderr, "\r%s: chunk %llu/%llu\033[K", state->first.c_str(),
+                     static_cast<unsigned long long>(state->second.first),
+                     static_cast<unsigned long long>(state->second.second));
+    };
+    e.on_progress_end = [] { std::fputs("\r\033[K", stderr); };
+    return e;
+}
+
+std::string fixed(double v, int digits) {
+    return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("-");
+}
+
+void print_table(const EvalResult& r) {
+    std::cout << fmt::format("source  {} ({}, {} experts per block)\n", r.source, human_bytes(r.source_bytes),
+                             r.source_expert_count);
+    for (const EvalTextFacts& t : r.texts)
+        std::cout << fmt::format("text    {}: {} ({} tokens, {} chunks of {}, {} scored){}\n", t.name, t.path,
+                                 t.tokens, t.chunks, r.ctx, t.scored_tokens,
+                                 t.base_cached ? ", base cached" : "");
+    std::cout << fmt::format("llama.cpp  {}\n\n", r.llama_build.substr(0, r.llama_build.find('\n')));
+    std::string head = fmt::format("{:<40} {:>7} {:>10}", "output", "experts", "size");
+    std::string sub = fmt::format("{:<40} {:>7} {:>10}", "", "", "");
+    for (const EvalTextFacts& t : r.texts) {
+        head += fmt::format("  | {:<37}", t.name);
+        sub += fmt::format("  | {:>8} {:>8} {:>8} {:>8}", "KLD", "KLD99", "same%", "PPLx");
+    }
+    std::cout << head << "\n" << sub << "\n";
+    for (const EvalOutputFacts& o : r.outputs) {
+        std::string row = fmt::format("{:<40} {:>7} {:>10}",
+                                      o.path.size() > 40 ? "…" + o.path.substr(o.path.size() - 39) : o.path,
+                                      o.expert_count, human_bytes(o.bytes));
+        for (const EvalTextFacts& t : r.texts)
+            for (const EvalRun& run : r.runs)
+                if (run.output == o.path && run.text == t.name) {
+                    const KldFigures& f = run.figures;
+                    row += fmt::format("  | {:>8} {:>8} {:>8} {:>8}", fixed(f.kld.value, 4),
+                                       f.kld_p99 ? fixed(*f.kld_p99, 4) : std::string("-"),
+                                       fixed(f.same_top.value, 2), fixed(std::exp(f.ln_ppl_ratio.value), 4));
+                }
+        std::cout << row << "\n";
+    }
+    for (const EvalRun& run : r.runs)
+        if (run.figures.from != "summary")
+            std::cout << fmt::format(
+                "note: {} on {}: llama-perplexity's summary was cut off; figures from its last "
+                "chunk row\n",
+                run.output, run.text);
+    if (!r.json_written.empty()) std::cout << fmt::format("wrote {} and {}\n", r.json_written, r.svg_written);
+}
+
+int run_eval(const EvalCli& c, const GlobalOptions& g) {
+    EvalRequest q;
+    q.source = c.source;
+    q.outputs = c.outputs;
+    for (const std::string& t : c.texts) {
+        const size_t eq = t.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
+            throw UsageError(
+                fmt::format("--text '{}': write NAME=FILE, e.g. --text code=code.heldout.txt", t));
+        q.texts.push_back({t.substr(0, eq), t.substr(eq + 1)});
+    }
+    q.llama_bin = c.llama_bin;
+    if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
+    if (const char* p = std::getenv("PATH")) q.path_env = p;
+    q.ctx = ctx_option(c.ctx);
+    if (!c.chunks.empty()) {
+        const bool digits =
+            c.chunks.size() <= 9 && c.chunks.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits)
+            throw UsageError(fmt::format("--chunks '{}' is not a number of chunks (e.g. 100)", c.chunks));
+        q.chunks = std::stoull(c.chunks);
+    }
+    q.threads = c.threads;
+    q.cache_dir = c.cache_dir;
+    q.json_out = c.out;
+    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+
+    const EvalResult r = ops::eval(q, eval_events(g));
+    if (c.json)
+        print_json(eval_json(r));
+    else
+        print_table(r);
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_eval(CLI::App& app, const GlobalOptions& g) {
+    auto o = std::make_shared<EvalCli>();
+    CLI::App* sub = app.add_subcommand(
+        "eval",
+        "Measure each pruned build against its source with llama.cpp: KL divergence, same top token, PPL");
+    sub->add_option("--source", o->source, "Any shard of the source model")->required();
+    sub->add_option("outputs", o->outputs, "Any shard of each pruned build of that source")->required();
+    sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)")->required();
+    sub->add_option("--llama-bin", o->llama_bin,
+                    "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");
+    sub->add_option("--ctx", o->ctx, "Tokens per chunk (llama-perplexity -c)")->capture_default_str();
+    sub->add_option("--chunks", o->chunks, "At most this many chunks per text (default: all)");
+    sub->add_option("--threads", o->threads, "llama.cpp threads (-t; default: llama.cpp's)");
+    sub->add_option(
+        "--cache-dir", o->cache_dir,
+        "Where base logits are kept (default: $XDG_CACHE_HOME/gguf-reap/kld or ~/.cache/gguf-reap/kld)");
+    sub->add_option("-o,--out", o->out, "Write eval.json here (and eval.svg beside it)");
+    sub->add_flag("--json", o->json, "Print the document as one JSON document on stdout");
+    return {sub, [o, &g] { return run_eval(*o, g); }};
+}
+
+}  // namespace gguf_reap::cli

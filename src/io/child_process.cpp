@@ -1,0 +1,134 @@
+#include "io/child_process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "io/error.h"
+#include "io/signals.h"
+
+extern char** environ;
+
+namespace gguf_reap {
+
+namespace {
+
+void sleep_ms(long ms) {
+    timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, nullptr);  // EINTR: a signal arrived; the caller polls the flag next
+}
+
+// Non-blocking: the child's status, or null while it runs.
+std::optional<int> reap(pid_t pid) {
+    int status = 0;
+    for (;;) {
+        const pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) return status;
+        if (r == 0) return std::nullopt;
+        if (errno != EINTR) throw IoError("waitpid", "waitpid", errno);
+    }
+}
+
+// SIGTERM, up to 5 s to exit, then SIGKILL; always reaped.
+void end_child(pid_t pid) {
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 50; ++i) {
+        if (reap(pid)) return;
+        sleep_ms(100);
+    }
+    kill(pid, SIGKILL);
+    while (!reap(pid)) sleep_ms(20);
+}
+
+bool is_executable_file(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::string ChildExit::describe() const {
+    if (signal != 0) return fmt::format("killed by signal {}", signal);
+    return fmt::format("exit code {}", code);
+}
+
+ChildExit run_child(const std::vector<std::string>& argv, const std::string& log_path,
+                    const std::string& stdin_path, const std::function<void()>& tick) {
+    check_interrupted();
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string in = stdin_path.empty() ? "/dev/null" : stdin_path;
+    posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw IoError(argv[0], "cannot start it", rc);
+
+    for (;;) {
+        std::optional<int> status;
+        try {
+            status = reap(pid);
+        } catch (...) {
+            end_child(pid);
+            throw;
+        }
+        if (status) {
+            ChildExit e;
+            if (WIFSIGNALED(*status)) e.signal = WTERMSIG(*status);
+            if (WIFEXITED(*status)) e.code = WEXITSTATUS(*status);
+            check_interrupted();  // a Ctrl-C that also ended the child is still an interrupt
+            return e;
+        }
+        if (interrupted()) {
+            end_child(pid);
+            throw Interrupted();
+        }
+        if (tick) {
+            try {
+                tick();
+            } catch (...) {
+                end_child(pid);
+                throw;
+            }
+        }
+        sleep_ms(100);
+    }
+}
+
+std::optional<std::string> find_executable(const std::string& name, const std::string& dir,
+                                           const std::string& env_dir, const std::string& path_list) {
+    if (!dir.empty()) {
+        const std::string p = dir + "/" + name;
+        return is_executable_file(p) ? std::optional(p) : std::nullopt;
+    }
+    if (!env_dir.empty()) {
+        const std::string p = env_dir + "/" + name;
+        return is_executable_file(p) ? std::optional(p) : std::nullopt;
+    }
+    size_t at = 0;
+    while (at <= path_list.size()) {
+        size_t end = path_list.find(':', at);
+        if (end == std::string::npos) end = path_list.size();
+        const std::string d = end > at ? path_list.substr(at, end - at) : ".";
+        const std::string p = d + "/" + name;
+        if (!path_list.empty() && is_executable_file(p)) return p;
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,102 @@
+// eval: what pruning cost, per kind of text, measured by the user's own llama.cpp (docs/eval.md).
+//
+//   ops::eval(request) → EvalResult     check the inputs → tokenize each text (llama-tokenize) →
+//                                       per text, one base run on the source (llama-perplexity
+//                                       --kl-divergence-base, cached) → per (OUT, text) one
+//                                       --kl-divergence run →
+//                                       eval.json and eval.svg written (temporary → rename)
+//
+// Every figure is llama-perplexity's, read from its log (format/perplexity_log.h); none is computed
+// here. The base logits are cached by the source's identity (the sha256 of its shard headers), the
+// text's sha256, ctx and chunks, so a later eval of another ratio reuses them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/perplexity_log.h"
+#include "ops/events.h"
+
+namespace gguf_reap {
+
+struct EvalText {
+    std::string name;  // [A-Za-z0-9_.-]+
+    std::string path;
+};
+
+struct EvalRequest {
+    std::string source;                // any shard of the source model
+    std::vector<std::string> outputs;  // any shard of each pruned build, as given
+    std::vector<EvalText> texts;
+    std::string llama_bin;           // --llama-bin DIR ("" = not given)
+    std::string llama_bin_env;       // $GGUF_REAP_LLAMA_BIN
+    std::string path_env;            // $PATH
+    uint64_t ctx = 512;              // -c
+    std::optional<uint64_t> chunks;  // --chunks; null = every chunk the text holds
+    uint64_t threads = 0;            // -t; 0 = llama.cpp's default
+    std::string cache_dir;           // base logits
+    std::string json_out;            // -o eval.json ("" = none); eval.svg is written beside it
+    std::string tool_version;
+};
+
+struct EvalTextFacts {
+    std::string name, path, sha256;
+    uint64_t bytes = 0;
+    int64_t tokens = 0;         // llama-tokenize's count with the source's vocabulary (BOS included)
+    int64_t chunks = 0;         // chunks scored: min(--chunks, tokens / ctx)
+    int64_t scored_tokens = 0;  // chunks × (ctx − 1 − ctx/2)
+    std::string base_file;      // the cache entry
+    uint64_t base_bytes = 0;
+    bool base_cached = false;            // true: an earlier eval computed it
+    std::optional<ValueErr> source_ppl;  // the base run's "Final estimate"
+    std::vector<std::string> base_command;
+};
+
+struct EvalOutputFacts {
+    std::string path;                 // as given
+    std::vector<std::string> shards;  // file names
+    uint64_t bytes = 0;
+    uint64_t expert_count = 0;
+};
+
+struct EvalRun {
+    std::string output;  // as given
+    std::string text;    // the name
+    int64_t tokens = 0;  // scored tokens (chunks × per chunk)
+    KldFigures figures;
+    std::vector<std::string> command;
+};
+
+struct EvalResult {
+    std::string tool;
+    std::string llama_build;  // llama-perplexity --version, as printed
+    std::string perplexity_path;
+    std::string source;
+    std::vector<std::string> source_shards;
+    uint64_t source_bytes = 0;
+    uint64_t source_expert_count = 0;
+    std::string source_identity;  // sha256 over the shard headers
+    uint64_t ctx = 0, batch = 0;
+    std::optional<uint64_t> chunks_requested;
+    std::vector<EvalTextFacts> texts;
+    std::vector<EvalOutputFacts> outputs;
+    std::vector<EvalRun> runs;              // output-major, then text in --text order
+    std::string json_written, svg_written;  // "" when not written
+};
+
+nlohmann::ordered_json eval_json(const EvalResult& r);
+// The plot: mean KLD against size, one line per text, one point per OUT.
+std::string eval_svg(const EvalResult& r);
+
+namespace ops {
+// One `gguf-reap eval`. Throws UsageError (options, a missing llama-perplexity, a duplicate text name,
+// a text too short, an output path that is an input), InputError (a model; an OUT of another source),
+// IoError (a failed llama.cpp run: its last lines), Interrupted.
+EvalResult eval(const EvalRequest& request, const Events& events = {});
+}  // namespace ops
+
+}  // namespace gguf_reap

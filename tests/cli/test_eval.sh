@@ -1,0 +1,207 @@
+# gguf-reap eval and card --eval on the trained Q8_0 fixture pruned to 12 and 8 of 16 experts.
+#
+# Without llama.cpp, tests/cli/fake-llama/ stands in for llama-perplexity and llama-tokenize: it replays
+# the logs recorded from llama.cpp 34af94cd9 (tests/data/llama-perplexity/README.md), so every figure
+# checked here is one the real tool printed. Every refusal is checked this way.
+# With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, the same eval runs the real tools too, and
+# each mean KLD and same-top figure must equal what the same llama-perplexity commands print by hand.
+# ctest-parts: llama
+source "$(dirname "$0")/lib.sh"
+TR=$FIX/trained
+[ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
+FAKE=$(cd "$(dirname "$0")/fake-llama" && pwd)
+DATA=$(cd "$(dirname "$0")/../data/llama-perplexity" && pwd)
+M=$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf
+cp "$TR/corpora/python.heldout.txt" "$TR/corpora/c.heldout.txt" "$WORK/"
+cp "$DATA/short.txt" "$WORK/short.txt"
+IM=()
+for d in c changelog legal markdown python; do IM+=(--imatrix "$d=$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf"); done
+for k in 12 8; do
+    "$BIN" -q rank --model "$M" "${IM[@]}" --keep $k -o "$WORK/rank$k" >/dev/null
+    "$BIN" -q splice "$M" --keeplist "$WORK/rank$k/keeplist.json" -o "$WORK/keep$k" >/dev/null
+done
+TEXTS=(--text python="$WORK/python.heldout.txt" --text c="$WORK/c.heldout.txt")
+export FAKE_LLAMA_CALLS=$WORK/calls
+REAL=${GGUF_REAP_LLAMA_BIN:-}
+unset GGUF_REAP_LLAMA_BIN
+
+case_ "eval replays two builds on two texts; base logits once per text"
+run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/eval.json"
+expect_code 0
+expect_out "wrote $WORK/eval.json and $WORK/eval.svg"
+[ "$(grep -c '^base' "$WORK/calls")" -eq 2 ] && _pass || _fail "base runs: $(cat "$WORK/calls")"
+[ "$(grep -c '^kld' "$WORK/calls")" -eq 4 ] && _pass || _fail "kld runs: $(cat "$WORK/calls")"
+[ ! -s "$ERR" ] && _pass || _fail "stderr is not a tty, yet it printed: $(cat "$ERR")"
+grep -q '<polyline' "$WORK/eval.svg" && _pass || _fail "eval.svg has no line"
+cp "$WORK/eval.json" "$OUT"
+expect_json 'len(d["runs"]) == 4 and [(r["output"].split("/")[-1], r["text"]) for r in d["runs"]] == [("keep12.gguf","python"),("keep12.gguf","c"),("keep8.gguf","python"),("keep8.gguf","c")]'
+expect_json 'd["runs"][2]["kld"] == {"mean": 0.865969, "mean_err": 0.03851, "median": 0.686544, "p99": 4.130498, "p999": 6.68995, "max": 7.684709}'
+expect_json 'd["runs"][2]["same_top"] == {"mean": 40.079, "err": 2.185} and d["runs"][2]["rms_dp"] == 25.072'
+expect_json 'd["runs"][2]["ppl"]["source"] == 33.978103 and d["runs"][2]["ppl"]["output"] == 69.752079 and d["runs"][2]["ln_ppl_ratio"]["mean"] == 0.719231'
+expect_json '[r["kld"]["mean"] for r in d["runs"]] == [0.63799, 0.163047, 0.865969, 0.596241] and all(r["from"] == "summary" for r in d["runs"])'
+expect_json 'd["runs"][0]["tokens"] == 504 and d["texts"][0]["tokens"] == 19133 and d["texts"][1]["tokens"] == 18726'
+expect_json 'd["texts"][0]["base_bytes"] == 4136916 and d["texts"][0]["sha256"] == "'"$(sha256sum "$WORK/python.heldout.txt" | cut -d" " -f1)"'"'
+expect_json '[o["expert_count"] for o in d["outputs"]] == [12, 8] and d["outputs"][1]["shards"] == ["keep8.gguf"] and d["source"]["expert_count"] == 16'
+expect_json 'd["llama_cpp"]["build"].startswith("version: 0.1.1-dev") and d["runs"][0]["command"][-3:-1] == ["--kl-divergence-base", d["texts"][0]["base_file"]]'
+expect_json '"--no-escape" in d["runs"][0]["command"] and d["runs"][0]["command"][d["runs"][0]["command"].index("-c")+1] == "128"'
+expect_out "keep8.gguf"
+
+case_ "a second eval reuses the cached base logits"
+: >"$WORK/calls"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --json
+expect_code 0
+[ "$(grep -c '^base' "$WORK/calls")" -eq 0 ] && _pass || _fail "base runs again: $(cat "$WORK/calls")"
+expect_json 'all(t["base_cached"] for t in d["texts"]) and d["runs"][0]["kld"]["mean"] == 0.865969'
+
+case_ "the summary cut off: figures from the last chunk row"
+run env FAKE_LLAMA_MODE=cut "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+    --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
+expect_code 0
+expect_json 'd["runs"][0]["from"] == "last chunk row" and d["runs"][0]["kld"]["mean"] == 0.86597 and d["runs"][0]["kld"]["p99"] is None and d["runs"][0]["ppl"]["source"] == 33.978'
+
+case_ "card --eval: the measured section"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eval.json"
+expect_code 0
+expect_out "## Measured against the source"
+expect_out "| python | 504 | 33.978 → 69.752 | 0.8660 | 4.1305 | 40.08 % |"
+expect_out "| c | 504 | 27.007 → 48.956 | 0.5962 | 4.3308 | 58.53 % |"
+expect_out "No task benchmark; KLD measured only on these texts: python (504 tokens), c (504 tokens)."
+expect_out 'Plot: `eval.svg`'
+expect_out "llama.cpp: \`version: 0.1.1-dev (build 0, commit unknown); built with"
+
+case_ "card --eval refuses an eval of another build"
+"$BIN" -q audit "$WORK/keep12.gguf" --source "$M" --json >"$WORK/audit12.json"
+"$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/eval8.json" >/dev/null
+run "$BIN" card "$WORK/keep12.gguf" --source "$M" --rank "$WORK/rank12" --audit "$WORK/audit12.json" --eval "$WORK/eval8.json"
+expect_code 2
+expect_err "eval8.json: outputs"
+expect_err "not this build (keep12.gguf"
+
+case_ "card --eval refuses an eval of another source"
+sed 's/"identity": "[0-9a-f]*"/"identity": "'"$(printf '0%.0s' {1..64})"'"/' "$WORK/eval.json" >"$WORK/eval-other.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eval-other.json"
+expect_code 2
+expect_err "source.identity"
+expect_err "this eval measured builds of another source"
+
+case_ "no llama-perplexity: exit 2, one line saying how to point at it"
+run env PATH=/usr/bin:/bin "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}"
+expect_code 2
+expect_err_lines 1
+expect_err "llama-perplexity not found on PATH: give --llama-bin DIR (llama.cpp's build/bin) or set GGUF_REAP_LLAMA_BIN=DIR"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$WORK"
+expect_code 2
+expect_err "llama-perplexity not found in --llama-bin $WORK"
+
+case_ "a --text name given twice"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text a="$WORK/python.heldout.txt" --text a="$WORK/c.heldout.txt" --llama-bin "$FAKE"
+expect_code 2
+expect_err_lines 1
+expect_err "--text a is given twice"
+
+case_ "bad option values"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --chunks -3
+expect_code 2
+expect_err "--chunks '-3' is not a number of chunks"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --chunks 0
+expect_code 2
+expect_err "--chunks 0: give at least 1 chunk"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python "$WORK/python.heldout.txt" --llama-bin "$FAKE"
+expect_code 2
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python --llama-bin "$FAKE"
+expect_code 2
+expect_err "--text 'python': write NAME=FILE"
+
+case_ "a text too short for one chunk"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" --cache-dir "$WORK/cache"
+expect_code 2
+expect_err_lines 1
+expect_err "--text short=$WORK/short.txt: 94 tokens, too short for one chunk at --ctx 128 (llama-perplexity needs at least 2 x ctx = 256)"
+
+case_ "an output path that is an input"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" -o "$WORK/python.heldout.txt"
+expect_code 2
+expect_err_lines 1
+expect_err "is an input of this eval"
+
+case_ "an OUT of another source"
+"$GEN" model --skeleton --preset demo -o "$WORK/other.gguf" >/dev/null
+run "$BIN" eval --source "$M" "$WORK/other.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --cache-dir "$WORK/cache"
+expect_code 2
+expect_err_lines 1
+expect_err "$WORK/other.gguf"
+
+case_ "llama-perplexity fails: exit 3 with its last lines"
+run env FAKE_LLAMA_MODE=fail "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+    --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/fail.json"
+expect_code 3
+expect_err "printed 0 of 8 chunk rows and no complete summary; its last lines:"
+expect_err "E kl_divergence: failed to open missing.kld"
+[ ! -e "$WORK/fail.json" ] && _pass || _fail "fail.json written"
+run env FAKE_LLAMA_MODE=exit1 "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+    --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache"
+expect_code 3
+expect_err "failed (exit code 1); its last lines:"
+
+case_ "interrupted: 130, the child ended, no eval.json and no base file under its final name"
+rm -f "$WORK/calls.pid"
+FAKE_LLAMA_MODE=sleep "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+    --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache2" -o "$WORK/int.json" >"$OUT" 2>"$ERR" &
+pid=$!
+for _ in $(seq 100); do [ -s "$WORK/calls.pid" ] && break; sleep 0.1; done
+kill -INT $pid
+CODE=0
+wait $pid || CODE=$?
+expect_code 130
+child=$(cat "$WORK/calls.pid" 2>/dev/null)
+[ -n "$child" ] && ! kill -0 "$child" 2>/dev/null && _pass || _fail "the fake llama-perplexity ($child) still runs"
+[ ! -e "$WORK/int.json" ] && _pass || _fail "int.json written"
+[ -z "$(ls "$WORK/cache2" | grep -v '^\.' | grep '\.kld$')" ] && _pass || _fail "a base file under its final name: $(ls -a "$WORK/cache2")"
+
+# With llama.cpp: the same eval through the real tools, against the same commands run by hand.
+if part llama "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$REAL" ]; then
+    case_ "real llama.cpp: eval on two builds and two texts equals llama-perplexity run by hand"
+    mkdir -p "$WORK/real" "$WORK/counting"
+    # A wrapper that counts the base runs (--kl-divergence-base without --kl-divergence), then runs the
+    # real tool with the same arguments.
+    cat >"$WORK/counting/llama-perplexity" <<SH
+#!/usr/bin/env bash
+case " \$* " in *" --kl-divergence "*) ;; *" --kl-divergence-base "*) echo base >>"$WORK/real-base-runs" ;; esac
+exec "$REAL/llama-perplexity" "\$@"
+SH
+    chmod +x "$WORK/counting/llama-perplexity"
+    ln -s "$REAL/llama-tokenize" "$WORK/counting/llama-tokenize"
+    run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 \
+        --llama-bin "$WORK/counting" --cache-dir "$WORK/real-cache" -o "$WORK/real/eval.json"
+    expect_code 0
+    [ "$(wc -l <"$WORK/real-base-runs")" -eq 2 ] && _pass || _fail "base runs: $(wc -l <"$WORK/real-base-runs"), expected 2 (one per text)"
+    [ -s "$WORK/real/eval.svg" ] && _pass || _fail "no eval.svg"
+    cp "$WORK/real/eval.json" "$WORK/real.json"
+    cp "$WORK/real.json" "$OUT"
+    expect_json 'all(not t["base_cached"] for t in d["texts"]) and len(set(t["base_file"] for t in d["texts"])) == 2'
+    for t in python c; do
+        "$REAL/llama-perplexity" -m "$M" -f "$WORK/$t.heldout.txt" -c 128 -b 2048 --chunks 8 --no-escape \
+            --kl-divergence-base "$WORK/$t.byhand.kld" >"$WORK/$t.base.log" 2>&1
+        for k in 12 8; do
+            "$REAL/llama-perplexity" -m "$WORK/keep$k.gguf" -f "$WORK/$t.heldout.txt" -c 128 -b 2048 --chunks 8 \
+                --no-escape --kl-divergence-base "$WORK/$t.byhand.kld" --kl-divergence >"$WORK/$k.$t.log" 2>&1
+            kld=$(sed -n 's/^Mean    KLD: *\([0-9.]*\) .*/\1/p' "$WORK/$k.$t.log")
+            top=$(sed -n 's/^Same top p: *\([0-9.]*\) .*/\1/p' "$WORK/$k.$t.log")
+            expect_json "[(r['kld']['mean'], r['same_top']['mean']) for r in d['runs'] if r['output'].endswith('keep$k.gguf') and r['text'] == '$t'] == [($kld, $top)]"
+        done
+    done
+    case_ "real llama.cpp: a second ratio reuses the base logits (base computed once per text)"
+    run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$REAL" \
+        --cache-dir "$WORK/real-cache" --json
+    expect_code 0
+    expect_json 'all(t["base_cached"] for t in d["texts"])'
+    case_ "real llama.cpp: card --eval"
+    run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/real/eval.json"
+    expect_code 0
+    expect_out "## Measured against the source"
+fi
+finish
