@@ -66,6 +66,40 @@ std::string shape_with(const TensorInfo& t, int axis, uint64_t v) {
     return shape(u);
 }
 
+// Keys a loader requires beyond its width key (get_key without `false`), and those it requires > 0
+// (a GGML_ASSERT).
+struct RequiredKey {
+    std::string_view arch;
+    std::string_view suffix;
+    bool positive;
+};
+constexpr RequiredKey kRequiredKeys[] = {
+    {"bailingmoe3", kExpertSharedCountKey, false}, {"ernie4_5-moe", kInterleaveMoeStepKey, true},
+    {"grovemoe", kExpertsPerGroupKey, true},       {"hunyuan-moe", kExpertWidthKey, false},
+    {"kimi-k3", kExpertSharedCountKey, false},     {"kimi-linear", kExpertSharedCountKey, false},
+    {"minimax-m2", kExpertWidthKey, false},
+};
+
+void required_keys(const ArchInfo& info, const Keys& k, std::vector<FfnMismatch>& out) {
+    auto need = [&](std::string_view suffix, bool positive, std::string_view what) {
+        const Kv* kv = k.find(suffix);
+        if (!kv)
+            out.push_back(
+                {"", k.name(suffix), fmt::format("is absent: llama.cpp's {} loader {}", info.name, what)});
+        else if (positive && kv->as_uint().value_or(0) == 0)
+            out.push_back(
+                {"", k.name(suffix),
+                 fmt::format("is {}: llama.cpp's {} loader requires it > 0", kv->display(), info.name)});
+    };
+    if (info.width_key == ExpertWidthKey::kExpertKey || info.width_key == ExpertWidthKey::kExpertKeyZeroIsFf)
+        need(kExpertWidthKey, false, "requires it (the routed experts' width)");
+    if ((info.width_key == ExpertWidthKey::kFfKey || info.width_key == ExpertWidthKey::kDenseKey) &&
+        k.uint(kExpertCountKey).value_or(0) > 0)
+        need(kDenseWidthKey, false, "sizes the routed experts with it, and without it as 0 wide");
+    for (const RequiredKey& r : kRequiredKeys)
+        if (r.arch == info.name) need(r.suffix, r.positive, "requires it");
+}
+
 // The FFN tensors of one block.
 struct Block {
     std::vector<const TensorInfo*> dense;    // ffn_gate / ffn_up / ffn_down .weight
@@ -116,12 +150,23 @@ class Checker {
                                 "(llama.cpp requires blk.{}.ffn_down.weight there and no expert tensors)",
                                 shape(*t.experts.front()), b, moe->second, b));
         }
+        if (info_.has(ArchFlag::kFfLayerPattern)) {
+            const Derived ff = dense_width(info_.name, k_.kv, b);
+            const TensorInfo* any = !t.experts.empty() ? t.experts.front()
+                                    : !t.dense.empty() ? t.dense.front()
+                                                       : nullptr;
+            if (any && ff.value == 0)
+                add(*any,
+                    fmt::format("has shape {}: block {} has an FFN, but {} makes it a Mamba block without "
+                                "one (llama.cpp looks for blk.{}.ssm_in.weight there)",
+                                shape(*any), b, ff.why, b));
+        }
         if (info_.dense_ff) {
             const Derived ff = dense_width(info_.name, k_.kv, b);
             for (const TensorInfo* d : t.dense) width(*d, axis_of(*d), ff, "the dense FFN");
         }
         if (!t.shared.empty())
-            if (const auto sh = shared_width(info_, k_.kv, routed_width(info_, k_.kv), b))
+            if (const auto sh = shared_width(info_, k_.kv, routed_width(info_, k_.kv, b), b))
                 for (const TensorInfo* s : t.shared) width(*s, axis_of(*s), *sh, "the shared experts");
         if (info_.has(ArchFlag::kChunkExperts)) chunk_experts(t);
         if (info_.has(ArchFlag::kHashRouting)) hash_routing(b, t);
@@ -194,7 +239,7 @@ class Checker {
         }
     }
 
-    void add(const TensorInfo& t, std::string message) { out_.push_back({t.name, std::move(message)}); }
+    void add(const TensorInfo& t, std::string message) { out_.push_back({t.name, "", std::move(message)}); }
 
     const ArchInfo& info_;
     Keys k_;
@@ -215,19 +260,26 @@ Derived dense_width(std::string_view arch, const KvLookup& kv, int block) {
     return {ff->as_uint().value_or(0), k.said(kDenseWidthKey)};
 }
 
-std::optional<Derived> routed_width(const ArchInfo& info, const KvLookup& kv) {
+std::optional<Derived> routed_width(const ArchInfo& info, const KvLookup& kv, int block) {
     const Keys k{info.name, kv};
     const Kv* ff = k.find(kDenseWidthKey);
-    const bool has_ff = ff && ff->as_uint();  // an array: not derived
-    const uint64_t n_ff = has_ff ? *ff->as_uint() : 0;
+    const bool array = ff && ff->type == GgufType::kArray;
+    const bool has_ff =
+        ff && (array ? block >= 0 && array_element(*ff, static_cast<size_t>(block)) : ff->as_uint());
+    const uint64_t n_ff = !has_ff ? 0
+                          : array ? *array_element(*ff, static_cast<size_t>(block))
+                                  : *ff->as_uint();
+    const std::string ff_said =
+        array ? fmt::format("{}[{}] = {}", k.name(kDenseWidthKey), block, n_ff) : k.said(kDenseWidthKey);
     switch (info.width_key) {
         case ExpertWidthKey::kFfKey:
         case ExpertWidthKey::kDenseKey:
             if (!has_ff) return std::nullopt;
-            return Derived{n_ff, k.said(kDenseWidthKey)};
+            return Derived{n_ff, ff_said};
         case ExpertWidthKey::kExpertKey:
         case ExpertWidthKey::kExpertKeyOrFf:
         case ExpertWidthKey::kExpertKeyOrWholeFf:
+        case ExpertWidthKey::kExpertKeyZeroIsFf:
             break;
         case ExpertWidthKey::kUnknown:
             return std::nullopt;
@@ -235,17 +287,17 @@ std::optional<Derived> routed_width(const ArchInfo& info, const KvLookup& kv) {
     const Kv* own = k.find(kExpertWidthKey);
     if (own && own->type == GgufType::kArray) return std::nullopt;
     const uint64_t v = own ? own->as_uint().value_or(0) : 0;
-    if (v > 0 || info.width_key == ExpertWidthKey::kExpertKey) {
-        if (!own) return std::nullopt;  // required: the loader refuses the file before any tensor
-        return Derived{v, k.said(kExpertWidthKey)};
-    }
+    const bool required =
+        info.width_key == ExpertWidthKey::kExpertKey || info.width_key == ExpertWidthKey::kExpertKeyZeroIsFf;
+    if (!own && required) return std::nullopt;  // the loader refuses the file before any tensor
+    if (v > 0 || info.width_key == ExpertWidthKey::kExpertKey) return Derived{v, k.said(kExpertWidthKey)};
     if (!has_ff) return std::nullopt;
     if (info.width_key == ExpertWidthKey::kExpertKeyOrWholeFf)
-        return Derived{n_ff, fmt::format("{} (no {})", k.said(kDenseWidthKey), k.name(kExpertWidthKey))};
+        return Derived{n_ff, fmt::format("{} ({})", ff_said, k.said(kExpertWidthKey))};
     const uint64_t used = k.uint(kExpertUsedCountKey).value_or(0);
     if (used == 0) return std::nullopt;
-    return Derived{n_ff / used, fmt::format("{} / {} (no {})", k.said(kDenseWidthKey),
-                                            k.said(kExpertUsedCountKey), k.name(kExpertWidthKey))};
+    return Derived{n_ff / used, fmt::format("{} / {} ({})", ff_said, k.said(kExpertUsedCountKey),
+                                            k.said(kExpertWidthKey))};
 }
 
 std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
@@ -259,6 +311,9 @@ std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
     auto times = [&](uint64_t count, std::string_view note) {
         return Derived{routed * count, fmt::format("{} × {}{}", rw, count_said, note)};
     };
+    // cohere2moe creates its shared experts only with expert_shared_count > 0, whatever the own key says.
+    if (info.name == "cohere2moe" && count_key.value_or(0) == 0)
+        return Derived{0, fmt::format("{}", count_said)};
     if (own > 0) {
         switch (info.shared_width) {
             case SharedWidthRule::kOwnKey:
@@ -329,6 +384,7 @@ std::vector<FfnMismatch> check_loader_ffn(const ArchInfo& info, const KvLookup& 
             b.experts.push_back(t);
     }
     std::vector<FfnMismatch> out;
+    required_keys(info, Keys{info.name, kv}, out);
     Checker check(info, kv, out);
     for (const auto& [b, t] : blocks) check.block(b, t);
     return out;

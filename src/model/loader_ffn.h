@@ -35,10 +35,11 @@ struct Derived {
 // a per-layer array; 0 when absent (the loader's default).
 Derived dense_width(std::string_view arch, const KvLookup& kv, int block);
 
-// The routed experts' width as the loader reads it (expert_feed_forward_length, feed_forward_length, or
-// the fallback feed_forward_length / expert_used_count); nullopt where gguf-reap does not know it or
-// the key is a per-layer array.
-std::optional<Derived> routed_width(const ArchInfo& info, const KvLookup& kv);
+// The routed experts' width in block `block` as the loader reads it (expert_feed_forward_length,
+// feed_forward_length, or the fallback feed_forward_length / expert_used_count, per block where
+// feed_forward_length is an array); nullopt where gguf-reap does not know it, a key it needs is absent
+// (check_loader_ffn names that key) or a per-layer array without an element for the block.
+std::optional<Derived> routed_width(const ArchInfo& info, const KvLookup& kv, int block = -1);
 
 // The shared experts' width the loader creates in block `block` (0: it creates none), where its rule
 // derives it from keys; nullopt for SharedWidthRule::kFromTensors, and where the rule needs the routed
@@ -48,13 +49,14 @@ std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
 
 // One tensor whose shape or presence the loader would refuse.
 struct FfnMismatch {
-    std::string tensor;   // the tensor's name
+    std::string tensor;   // the tensor's name; empty for a key finding
+    std::string key;      // the key's full name, for a key the loader requires and the model lacks
     std::string message;  // "has shape {..}: ... but <key> = <value> makes it ..."
 };
 
 // Every disagreement between the FFN tensors of `tensors` (the whole model, every shard) and what the
-// keys make the loader expect of them, block by block, in tensor order. Routed-expert counts and
-// widths are audit's own checks (ops/audit_load_rules.cpp).
+// keys make the loader expect of them, block by block (after the keys it requires and lacks). Routed-expert
+// counts and widths are audit's own checks (ops/audit_load_rules.cpp).
 std::vector<FfnMismatch> check_loader_ffn(const ArchInfo& info, const KvLookup& kv,
                                           std::span<const TensorInfo* const> tensors);
 

@@ -133,6 +133,8 @@ enum class ExpertWidthKey : uint8_t {
     kExpertKey,      // <arch>.expert_feed_forward_length
     kExpertKeyOrFf,  // that key, else feed_forward_length / expert_used_count (qwen*moe): a cut writes it
     kExpertKeyOrWholeFf,  // that key, else feed_forward_length itself (grok): a cut writes it
+    kExpertKeyZeroIsFf,   // that key, required, but 0 means feed_forward_length / expert_used_count
+                          // (glm4moe, grovemoe, hy_v3, mellum): a cut writes it
     kFfKey,               // <arch>.feed_forward_length, read for the experts only (llama for Mixtral, olmoe,
                           // granite*, minimax-01/m2, ...): a cut rewrites it
     kDenseKey,            // <arch>.feed_forward_length, shared with dense FFN blocks: cannot change alone
@@ -166,6 +168,8 @@ struct ArchFlag {
     static constexpr uint8_t kExpertGroups = 2;  // expert_group_count / expert_group_used_count routing
     static constexpr uint8_t kHashRouting = 4;   // ffn_gate_tid2eid token → expert tables (deepseek4)
     static constexpr uint8_t kChunkExperts = 8;  // grovemoe's ffn_*_chexps, one per group of experts
+    // feed_forward_length[i] = 0 makes block i a Mamba block without FFN (nemotron_h, nemotron_h_moe)
+    static constexpr uint8_t kFfLayerPattern = 16;
 };
 
 struct ArchInfo {

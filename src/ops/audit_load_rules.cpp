@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -117,7 +118,15 @@ class LoadRules {
     void check_tensors(uint64_t e) {
         const ArchInfo* info = arch_info(arch_);
         const KvLookup kv = [this](const std::string& key) { return meta_->header->find(key); };
-        const auto width = info ? routed_width(*info, kv) : std::nullopt;
+        std::map<int, std::optional<Derived>> widths;  // per block: feed_forward_length may be an array
+        auto width_of = [&](const TensorInfo& t) -> const std::optional<Derived>& {
+            const auto split = split_block_name(t.name);
+            const int b = split ? split->first : -1;
+            auto it = widths.find(b);
+            if (it == widths.end())
+                it = widths.emplace(b, info ? routed_width(*info, kv, b) : std::nullopt).first;
+            return it->second;
+        };
         // When every expert-indexed tensor agrees on one count and the key says another, the key is
         // what is wrong: one finding, not one per tensor.
         std::optional<int64_t> common;
@@ -146,6 +155,7 @@ class LoadRules {
                                    kind->expert_axis, have, arch_key(arch_, kExpertCountKey), e));
                 continue;
             }
+            const auto& width = width_of(*t.info);
             if (width && kind->width_cut()) {
                 const int64_t want = kind->width_factor * static_cast<int64_t>(width->value);
                 const int64_t got = t.info->ne[static_cast<size_t>(kind->width_axis)];
@@ -164,6 +174,10 @@ class LoadRules {
         infos.reserve(tensors_.size());
         for (const Located& t : tensors_) infos.push_back(t.info);
         for (const FfnMismatch& m : check_loader_ffn(info, kv, infos)) {
+            if (!m.key.empty()) {
+                key_finding(std::string_view(m.key).substr(arch_.size() + 1), m.message);
+                continue;
+            }
             const auto it = std::find_if(tensors_.begin(), tensors_.end(),
                                          [&](const Located& t) { return t.info->name == m.tensor; });
             if (it != tensors_.end()) tensor_finding(*it, m.message);
