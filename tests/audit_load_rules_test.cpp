@@ -98,11 +98,58 @@ TEST_F(AuditLoadRules, ExpertWidthAndSharedWidth) {
     k.push_back(Kv::make_u32("deepseek2.expert_shared_count", 2));
     auto t = tensors();
     t.push_back({"blk.1.ffn_down_shexp.weight", {32, 32}, test::kQ8_0});
-    EXPECT_EQ(findings(k, t), std::vector<std::string>{
-                                  "m.gguf: tensor 'blk.1.ffn_down_shexp.weight': has shape {32, 32}: the "
-                                  "shared experts are 32 wide, but the loader sizes them as "
-                                  "deepseek2.expert_feed_forward_length × deepseek2.expert_shared_count "
-                                  "= 32 × 2"});
+    EXPECT_EQ(
+        findings(k, t),
+        std::vector<std::string>{"m.gguf: tensor 'blk.1.ffn_down_shexp.weight': has shape {32, 32}: ne[0] is "
+                                 "32, but deepseek2.expert_feed_forward_length = 32 × "
+                                 "deepseek2.expert_shared_count = 2 makes the shared experts 64 wide, shape "
+                                 "{64, 32}"});
+}
+
+TEST_F(AuditLoadRules, Bailingmoe2SharedWidthIsOwnKeyOrRoutedWidthTimesCount) {
+    // bailingmoe2 sizes its shared experts as (own key, else the routed width) × expert_shared_count:
+    // without the own key, 32 × 2 = 64; the tensors are 32 wide, so llama.cpp refuses the model.
+    auto k = kvs("bailingmoe2", 8, 2);
+    k.push_back(Kv::make_u32("bailingmoe2.expert_shared_count", 2));
+    auto t = tensors();
+    t.push_back({"blk.1.ffn_down_shexp.weight", {32, 32}, test::kQ8_0});
+    EXPECT_EQ(findings(k, t),
+              std::vector<std::string>{
+                  "m.gguf: tensor 'blk.1.ffn_down_shexp.weight': has shape {32, 32}: ne[0] is "
+                  "32, but bailingmoe2.expert_feed_forward_length = 32 × "
+                  "bailingmoe2.expert_shared_count = 2 (bailingmoe2.expert_shared_feed_forward_"
+                  "length absent) makes the shared experts 64 wide, shape {64, 32}"});
+    // With the own key 16: 16 × 2 = 32 loads.
+    k.push_back(Kv::make_u32("bailingmoe2.expert_shared_feed_forward_length", 16));
+    EXPECT_EQ(findings(k, t), std::vector<std::string>{});
+}
+
+TEST_F(AuditLoadRules, LeadingDenseBlocksAndTheDenseWidth) {
+    // deepseek2 with leading_dense_block_count 1: block 0 dense (feed_forward_length 48), block 1 MoE.
+    auto k = kvs("deepseek2", 8, 2);
+    k.push_back(Kv::make_u32("deepseek2.leading_dense_block_count", 1));
+    k.push_back(Kv::make_u32("deepseek2.feed_forward_length", 48));
+    k.push_back(Kv::make_u32("deepseek2.expert_shared_count", 1));
+    std::vector<TensorSpec> t{{"token_embd.weight", {32, 16}, test::kF32},
+                              {"blk.0.ffn_gate.weight", {32, 48}, test::kF32},
+                              {"blk.0.ffn_up.weight", {32, 48}, test::kF32},
+                              {"blk.0.ffn_down.weight", {48, 32}, test::kF32}};
+    for (auto& s : test::moe_block(1, 8)) t.push_back(s);
+    t.push_back({"blk.1.ffn_down_shexp.weight", {32, 32}, test::kQ8_0});
+    EXPECT_EQ(findings(k, t), std::vector<std::string>{});
+    k[5] = Kv::make_u32("deepseek2.leading_dense_block_count", 2);
+    EXPECT_EQ(findings(k, t),
+              std::vector<std::string>{
+                  "m.gguf: tensor 'blk.1.ffn_gate_inp.weight': has shape {32, 8}: block 1 holds "
+                  "routed experts, but deepseek2.leading_dense_block_count = 2 makes it a dense "
+                  "block (llama.cpp requires blk.1.ffn_down.weight there and no expert tensors)"});
+    k[5] = Kv::make_u32("deepseek2.leading_dense_block_count", 1);
+    k[6] = Kv::make_u32("deepseek2.feed_forward_length", 64);
+    const auto lines = findings(k, t);
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_EQ(lines[2],
+              "m.gguf: tensor 'blk.0.ffn_down.weight': has shape {48, 32}: ne[0] is 48, but "
+              "deepseek2.feed_forward_length = 64 makes the dense FFN 64 wide, shape {64, 32}");
 }
 
 }  // namespace

@@ -247,7 +247,8 @@ TEST(SourceManifest, AnEmptyTensorBeforeAnotherAtTheSameOffset) {
         model,
         {Kv::make_string("general.architecture", "deepseek2"), Kv::make_u32("deepseek2.block_count", 2),
          Kv::make_u32("deepseek2.expert_count", 4), Kv::make_u32("deepseek2.expert_used_count", 2),
-         Kv::make_u32("deepseek2.leading_dense_block_count", 1)},
+         Kv::make_u32("deepseek2.leading_dense_block_count", 1),
+         Kv::make_u32("deepseek2.expert_feed_forward_length", 32)},
         specs);
     ASSERT_EQ(g.tensors[1].offset, g.tensors[2].offset);
     AuditOptions o;

@@ -66,6 +66,7 @@ struct ModelCommand {
     std::string truth;
     bool dry_run = false;
     bool list_archs = false;
+    std::vector<std::string> set_keys;
     Overrides overrides;
     CLI::Option* alignment_opt = nullptr;
 
@@ -124,6 +125,11 @@ struct ModelCommand {
         bind_option(c, ov, "--filler", &ModelSpec::filler,
                     "Extra 1-element F32 tensors filler.N.weight (large tensor counts)");
         alignment_opt = c->add_option("--alignment", alignment, "Write general.alignment (a power of two)");
+        c->add_option(
+            "--set-key", set_keys,
+            "KEY=VALUE: after the preset is laid out, change one of its integer keys (KEY=V), an "
+            "integer array (KEY=V1,V2,...), or remove it (KEY=); the type stays the key's own. "
+            "Repeatable. The differential test against llama.cpp's loader changes one key this way");
         sub = c;
     }
 
@@ -140,7 +146,8 @@ struct ModelCommand {
                 throw UsageError(fmt::format("--alignment {}: must be a power of two up to 2^31", alignment));
             spec.alignment = static_cast<uint32_t>(alignment);
         }
-        const ModelPlan plan = plan_model(spec);
+        ModelPlan plan = plan_model(spec);
+        for (const std::string& assignment : set_keys) set_key(plan.kvs, spec.arch, assignment);
         const std::vector<ShardPlan> files = plan_shards(plan, out, shards);
         uint64_t total = 0;
         for (const ShardPlan& sp : files) total += sp.file_size;

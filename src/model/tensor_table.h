@@ -132,9 +132,12 @@ enum class ExpertWidthKey : uint8_t {
     kUnknown,        // not known to gguf-reap, or the architecture has no experts: width cuts are refused
     kExpertKey,      // <arch>.expert_feed_forward_length
     kExpertKeyOrFf,  // that key, else feed_forward_length / expert_used_count (qwen*moe): a cut writes it
-    kFfKey,          // <arch>.feed_forward_length, read for the experts only (llama for Mixtral, olmoe,
-                     // granite*, minimax-01/m2, ...): a cut rewrites it
-    kDenseKey,       // <arch>.feed_forward_length, shared with dense FFN blocks: cannot change alone
+    kExpertKeyOrWholeFf,  // that key, else feed_forward_length itself (grok): a cut writes it
+    kExpertKeyZeroIsFf,   // that key, required, but 0 means feed_forward_length / expert_used_count
+                          // (glm4moe, grovemoe, hy_v3, mellum): a cut writes it
+    kFfKey,               // <arch>.feed_forward_length, read for the experts only (llama for Mixtral, olmoe,
+                          // granite*, minimax-01/m2, ...): a cut rewrites it
+    kDenseKey,            // <arch>.feed_forward_length, shared with dense FFN blocks: cannot change alone
 };
 
 // How the loader sizes the shared experts.
@@ -150,12 +153,23 @@ enum class SharedWidthRule : uint8_t {
     kOwnKeyElseFf,               // the own key, else feed_forward_length (qwen2moe, qwen3next, hunyuan-moe)
 };
 
+// Which blocks the loader builds with routed experts; the others get a dense FFN (src/models/<arch>.cpp).
+enum class MoeBlocks : uint8_t {
+    kFromTensors,   // every block, or decided by the tensors themselves (a router present) or by a hybrid
+                    // layer pattern: no key decides it
+    kLeadingDense,  // block i is MoE when i >= leading_dense_block_count
+    kEveryN,        // when moe_every_n_layers > 0 and i % moe_every_n_layers == 1 (nomic-bert-moe)
+    kInterleave,    // when interleave_moe_layer_step > 0 and (i + 1) % step == 0 (llama4)
+};
+
 // Facts of an architecture beyond its widths.
 struct ArchFlag {
     static constexpr uint8_t kNextn = 1;         // nextn_predict_layers MTP blocks after the trunk
     static constexpr uint8_t kExpertGroups = 2;  // expert_group_count / expert_group_used_count routing
     static constexpr uint8_t kHashRouting = 4;   // ffn_gate_tid2eid token → expert tables (deepseek4)
     static constexpr uint8_t kChunkExperts = 8;  // grovemoe's ffn_*_chexps, one per group of experts
+    // feed_forward_length[i] = 0 makes block i a Mamba block without FFN (nemotron_h, nemotron_h_moe)
+    static constexpr uint8_t kFfLayerPattern = 16;
 };
 
 struct ArchInfo {
@@ -168,6 +182,10 @@ struct ArchInfo {
     // Tensors named like expert tensors that are not: a base ("ffn_norm_exps", arctic's [n_embd] norm)
     // or a base.suffix ("ffn_gate_inp.scale", gemma4's router input scale).
     std::span<const std::string_view> look_alikes = {};
+    MoeBlocks moe_blocks = MoeBlocks::kFromTensors;
+    // The dense FFN tensors (ffn_gate/ffn_up [n_embd, n_ff], ffn_down [n_ff, n_embd]) are sized by
+    // feed_forward_length, one value or one per block (model/loader_ffn.h).
+    bool dense_ff = false;
 
     bool has(uint8_t flag) const { return (flags & flag) != 0; }
 };
@@ -196,5 +214,13 @@ inline constexpr std::string_view kExpertGroupUsedCountKey = "expert_group_used_
 inline constexpr std::string_view kLeadingDenseBlockCountKey = "leading_dense_block_count";
 inline constexpr std::string_view kBlockCountKey = "block_count";
 inline constexpr std::string_view kNextnPredictLayersKey = "nextn_predict_layers";
+inline constexpr std::string_view kMoeEveryNLayersKey = "moe_every_n_layers";
+inline constexpr std::string_view kInterleaveMoeStepKey = "interleave_moe_layer_step";
+inline constexpr std::string_view kChunkWidthKey = "expert_chunk_feed_forward_length";
+inline constexpr std::string_view kExpertsPerGroupKey = "experts_per_group";
+inline constexpr std::string_view kHashLayerCountKey = "hash_layer_count";
+inline constexpr std::string_view kHeadKeyLengthKey = "attention.key_length";
+inline constexpr std::string_view kHeadCountKey = "attention.head_count";
+inline constexpr std::string_view kEmbeddingLengthKey = "embedding_length";
 
 }  // namespace gguf_reap

@@ -15,6 +15,7 @@
 #include "format/ggml_types.h"
 #include "format/npz.h"
 #include "io/error.h"
+#include "model/loader_ffn.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {
@@ -160,50 +161,42 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
     }
     r.shared_derived = shared_rule == SharedWidthRule::kWidthTimesCount ||
                        shared_rule == SharedWidthRule::kWidthTimesMaxCount;
-    if (r.shared_derived) {
-        r.shared_count_key = arch_key(arch, kExpertSharedCountKey);
-        const Kv* kv = model.find_kv(r.shared_count_key);
-        const uint64_t count = kv && kv->as_uint() ? *kv->as_uint() : 0;
-        // The loader sizes the shared tensors as n_ff × count (kimi-*: × max(count, 1)); a model that
-        // disagrees would not load, and the W / K rule would be computed from a wrong premise.
-        const uint64_t expect =
-            static_cast<uint64_t>(r.native_width) *
-            (shared_rule == SharedWidthRule::kWidthTimesMaxCount ? std::max<uint64_t>(count, 1) : count);
-        if (w_from && static_cast<uint64_t>(r.shared_width) != expect)
-            refuse(*w_from,
-                   fmt::format("shared experts are {} wide, but {} × {} = {} ({} × {})", r.shared_width,
-                               r.width_key, r.shared_count_key, expect, r.native_width, count));
-    }
-
+    if (r.shared_derived) r.shared_count_key = arch_key(arch, kExpertSharedCountKey);
     // The own shared-width key, where the loader falls back to a width the cut changes.
     const bool times_count = shared_rule == SharedWidthRule::kOwnKeyOrWidthTimesCount;
     const bool own_key_needed =
         shared_rule == SharedWidthRule::kOwnKeyElseWidthTimesCount || times_count ||
         shared_rule == SharedWidthRule::kOwnKeyElseWidth ||
         (shared_rule == SharedWidthRule::kOwnKeyElseFf && width_key == ExpertWidthKey::kFfKey);
-    if (own_key_needed && r.shared_width > 0) {
-        const std::string key = arch_key(arch, kSharedWidthKey);
+    const std::string own_key = arch_key(arch, kSharedWidthKey);
+    const Kv* own = model.find_kv(own_key);
+    // The loader's shared width (model/loader_ffn.h, the evaluator audit uses too) must be the tensors'
+    // W: a model that disagrees would not load, and W / K would be computed from a wrong premise.
+    if (w_from && (r.shared_derived || (own_key_needed && own))) {
+        const KvLookup kv = [&](const std::string& key) { return model.find_kv(key); };
+        const Derived routed{static_cast<uint64_t>(r.native_width),
+                             fmt::format("{} = {}", r.width_key, r.native_width)};
+        const auto want = shared_width(*info, kv, routed, layout.blocks.front().block);
+        if (want && want->value != static_cast<uint64_t>(r.shared_width)) {
+            if (!r.shared_derived)
+                throw InputError(path, own->file_offset, fmt::format("kv '{}'", own_key),
+                                 fmt::format("says {} but ffn_down_shexp rows are {} wide ({} = {})",
+                                             own->display(), r.shared_width, want->why, want->value));
+            refuse(*w_from, fmt::format("shared experts are {} wide, but the loader sizes them as {} = {}",
+                                        r.shared_width, want->why, want->value));
+        }
+    }
+    if (own_key_needed && r.shared_width > 0 && !own) {
         uint64_t count = 1;
         if (times_count) {
             const Kv* c = model.find_kv(arch_key(arch, kExpertSharedCountKey));
             count = c && c->as_uint() ? *c->as_uint() : 0;
         }
-        if (const Kv* kv = model.find_kv(key)) {
-            const auto v = kv->as_uint();
-            if (!v || *v * count != static_cast<uint64_t>(r.shared_width))
-                throw InputError(path, kv->file_offset, fmt::format("kv '{}'", key),
-                                 times_count
-                                     ? fmt::format("says {} but ffn_down_shexp rows are {} wide, {} × {}",
-                                                   kv->display(), r.shared_width, kv->display(), count)
-                                     : fmt::format("says {} but ffn_down_shexp rows are {} wide",
-                                                   kv->display(), r.shared_width));
-        } else {
-            if (count == 0 || static_cast<uint64_t>(r.shared_width) % count != 0)
-                refuse(*w_from, fmt::format("shared experts are {} wide, not a multiple of {} = {}",
-                                            r.shared_width, arch_key(arch, kExpertSharedCountKey), count));
-            r.shared_width_key = key;
-            r.shared_width_value = r.shared_width / static_cast<int64_t>(count);
-        }
+        if (count == 0 || static_cast<uint64_t>(r.shared_width) % count != 0)
+            refuse(*w_from, fmt::format("shared experts are {} wide, not a multiple of {} = {}",
+                                        r.shared_width, arch_key(arch, kExpertSharedCountKey), count));
+        r.shared_width_key = own_key;
+        r.shared_width_value = r.shared_width / static_cast<int64_t>(count);
     }
 
     for (int64_t k = r.block_size; k <= r.native_width; k += r.block_size)

@@ -5,10 +5,13 @@
 // and comparing is audit's own.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "model/loader_ffn.h"
 #include "model/tensor_table.h"
 #include "ops/audit_internal.h"
 
@@ -112,24 +115,18 @@ class LoadRules {
         return "{" + s + "}";
     }
 
-    // The routed experts' width as the loader reads it, and the key it reads it from.
-    std::optional<std::pair<uint64_t, std::string>> expert_width(const ArchInfo* info) const {
-        if (!info) return std::nullopt;
-        const bool ff =
-            info->width_key == ExpertWidthKey::kFfKey || info->width_key == ExpertWidthKey::kDenseKey;
-        if (!ff && info->width_key != ExpertWidthKey::kExpertKey &&
-            info->width_key != ExpertWidthKey::kExpertKeyOrFf)
-            return std::nullopt;
-        const std::string key = arch_key(arch_, ff ? kDenseWidthKey : kExpertWidthKey);
-        const Kv* kv = meta_->header->find(key);
-        const auto v = kv ? kv->as_uint() : std::nullopt;  // an array (per-layer widths) is not checked
-        if (!v || *v == 0) return std::nullopt;            // absent or 0: the loader derives it
-        return std::make_pair(*v, key);
-    }
-
     void check_tensors(uint64_t e) {
         const ArchInfo* info = arch_info(arch_);
-        const auto width = expert_width(info);
+        const KvLookup kv = [this](const std::string& key) { return meta_->header->find(key); };
+        std::map<int, std::optional<Derived>> widths;  // per block: feed_forward_length may be an array
+        auto width_of = [&](const TensorInfo& t) -> const std::optional<Derived>& {
+            const auto split = split_block_name(t.name);
+            const int b = split ? split->first : -1;
+            auto it = widths.find(b);
+            if (it == widths.end())
+                it = widths.emplace(b, info ? routed_width(*info, kv, b) : std::nullopt).first;
+            return it->second;
+        };
         // When every expert-indexed tensor agrees on one count and the key says another, the key is
         // what is wrong: one finding, not one per tensor.
         std::optional<int64_t> common;
@@ -158,67 +155,32 @@ class LoadRules {
                                    kind->expert_axis, have, arch_key(arch_, kExpertCountKey), e));
                 continue;
             }
+            const auto& width = width_of(*t.info);
             if (width && kind->width_cut()) {
-                const int64_t want = kind->width_factor * static_cast<int64_t>(width->first);
+                const int64_t want = kind->width_factor * static_cast<int64_t>(width->value);
                 const int64_t got = t.info->ne[static_cast<size_t>(kind->width_axis)];
                 if (got != want)
-                    tensor_finding(
-                        t, fmt::format("has shape {}: ne[{}] is {}, but {} = {} makes it {}", shape(*t.info),
-                                       kind->width_axis, got, width->second, width->first, want));
+                    tensor_finding(t, fmt::format("has shape {}: ne[{}] is {}, but {} makes it {}",
+                                                  shape(*t.info), kind->width_axis, got, width->why, want));
             }
         }
-        if (info && width) check_shared(*info, width->first, width->second);
+        if (info) check_ffn(*info, kv);
     }
 
-    // The shared experts' width where the loader derives it from the routed width.
-    void check_shared(const ArchInfo& info, uint64_t width, const std::string& width_key) {
-        const auto count = key_uint(kExpertSharedCountKey).value_or(0);
-        const auto own = key_uint(kSharedWidthKey);
-        std::optional<uint64_t> want;
-        std::string why;
-        switch (info.shared_width) {
-            case SharedWidthRule::kWidthTimesCount:
-                want = width * count;
-                why = fmt::format("{} × {} = {} × {}", width_key, arch_key(arch_, kExpertSharedCountKey),
-                                  width, count);
-                break;
-            case SharedWidthRule::kWidthTimesMaxCount:
-                want = width * std::max<uint64_t>(count, 1);
-                why =
-                    fmt::format("{} × max({}, 1) = {} × {}", width_key,
-                                arch_key(arch_, kExpertSharedCountKey), width, std::max<uint64_t>(count, 1));
-                break;
-            case SharedWidthRule::kEqualsWidth:
-                want = width;
-                why = fmt::format("{} = {}", width_key, width);
-                break;
-            case SharedWidthRule::kOwnKeyElseWidth:
-                want = own ? *own : width;
-                why =
-                    own ? fmt::format("{} = {}", arch_key(arch_, kSharedWidthKey), *own)
-                        : fmt::format("{} = {} (no {})", width_key, width, arch_key(arch_, kSharedWidthKey));
-                break;
-            case SharedWidthRule::kOwnKeyElseWidthTimesCount:
-                want = own ? *own : width * count;
-                why = own ? fmt::format("{} = {}", arch_key(arch_, kSharedWidthKey), *own)
-                          : fmt::format("{} × {} = {} × {} (no {})", width_key,
-                                        arch_key(arch_, kExpertSharedCountKey), width, count,
-                                        arch_key(arch_, kSharedWidthKey));
-                break;
-            default:
-                return;
-        }
-        if (!want || *want == 0) return;
-        for (const Located& t : tensors_) {
-            const auto split = split_block_name(t.info->name);
-            if (!split) continue;
-            const auto axis = shared_expert_width_axis(split->second);
-            if (!axis) continue;
-            const int64_t got = t.info->ne[static_cast<size_t>(*axis)];
-            if (static_cast<uint64_t>(got) != *want)
-                tensor_finding(t, fmt::format("has shape {}: the shared experts are {} wide, but the loader "
-                                              "sizes them as {}",
-                                              shape(*t.info), got, why));
+    // The dense FFN, shared and chunk experts, hash tables and which blocks are MoE, as the keys make
+    // the loader expect them (model/loader_ffn.h).
+    void check_ffn(const ArchInfo& info, const KvLookup& kv) {
+        std::vector<const TensorInfo*> infos;
+        infos.reserve(tensors_.size());
+        for (const Located& t : tensors_) infos.push_back(t.info);
+        for (const FfnMismatch& m : check_loader_ffn(info, kv, infos)) {
+            if (!m.key.empty()) {
+                key_finding(std::string_view(m.key).substr(arch_.size() + 1), m.message);
+                continue;
+            }
+            const auto it = std::find_if(tensors_.begin(), tensors_.end(),
+                                         [&](const Located& t) { return t.info->name == m.tensor; });
+            if (it != tensors_.end()) tensor_finding(*it, m.message);
         }
     }
 

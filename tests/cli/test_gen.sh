@@ -88,4 +88,15 @@ expect_code 2
 expect_err "gguf-reap-gen: error: $WORK/junk.gguf: magic at offset 0 (0x0): not a GGUF file"
 [ ! -e "$WORK/y.gguf" ] && _pass || _fail "y.gguf was written"
 
+case_ "--set-key changes one key in its own type, removes one, and refuses a bad value"
+run "$GEN" model --arch deepseek2 -o "$WORK/sk.gguf" --set-key leading_dense_block_count=2 \
+    --set-key deepseek2.expert_shared_count=
+expect_code 0
+run "$BIN" inspect --json "$WORK/sk.gguf"
+expect_json "d['kv']['deepseek2.leading_dense_block_count'] == 2 and 'deepseek2.expert_shared_count' not in d['kv']"
+run "$GEN" model --arch deepseek2 -o "$WORK/sk2.gguf" --set-key deepseek2.expert_count=-1
+expect_code 2
+expect_err "gguf-reap-gen: error: --set-key deepseek2.expert_count=-1: '-1' is not a non-negative integer"
+[ ! -e "$WORK/sk2.gguf" ] && _pass || _fail "sk2.gguf was written"
+
 finish

@@ -343,4 +343,69 @@ nlohmann::ordered_json model_truth(const ModelPlan& plan, const std::vector<Shar
     return j;
 }
 
+void set_key(std::vector<Kv>& kvs, const std::string& arch, const std::string& assignment) {
+    const size_t eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw UsageError(fmt::format("--set-key {}: expected KEY=VALUE", assignment));
+    std::string key = assignment.substr(0, eq);
+    const std::string value = assignment.substr(eq + 1);
+    auto find = [&](const std::string& k) {
+        return std::find_if(kvs.begin(), kvs.end(), [&](const Kv& kv) { return kv.key == k; });
+    };
+    auto it = find(key);
+    if (it == kvs.end() && find(arch + "." + key) != kvs.end()) key = arch + "." + key;
+    if (it == kvs.end()) it = find(key);
+    if (value.empty()) {
+        if (it == kvs.end())
+            throw UsageError(fmt::format("--set-key {}: the model has no {}", assignment, key));
+        kvs.erase(it);
+        return;
+    }
+    std::vector<int64_t> values;
+    for (size_t at = 0; at <= value.size();) {
+        const size_t comma = std::min(value.find(',', at), value.size());
+        const std::string item = value.substr(at, comma - at);
+        size_t used = 0;
+        int64_t v = -1;
+        try {
+            v = std::stoll(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size() || v < 0)
+            throw UsageError(
+                fmt::format("--set-key {}: '{}' is not a non-negative integer", assignment, item));
+        values.push_back(v);
+        at = comma + 1;
+    }
+    const bool array = values.size() > 1 || (it != kvs.end() && it->type == GgufType::kArray);
+    Kv kv;
+    if (array) {
+        const GgufType elem =
+            it != kvs.end() && it->type == GgufType::kArray ? it->elem_type : GgufType::kUint32;
+        if (elem == GgufType::kInt32)
+            kv = Kv::make_i32_array(key, values);
+        else if (elem == GgufType::kUint32)
+            kv = Kv::make_u32_array(key, values);
+        else
+            throw UsageError(fmt::format("--set-key {}: {} is an array of {}, not of u32 or i32", assignment,
+                                         key, gguf_type_name(elem)));
+    } else if (it != kvs.end()) {
+        const auto made = Kv::make_int_like(*it, static_cast<uint64_t>(values[0]));
+        if (!made)
+            throw UsageError(fmt::format("--set-key {}: {} is {}, which cannot hold {}", assignment, key,
+                                         gguf_type_name(it->type), values[0]));
+        kv = *made;
+    } else {
+        if (values[0] > UINT32_MAX)
+            throw UsageError(fmt::format("--set-key {}: {} does not fit a u32", assignment, values[0]));
+        kv = Kv::make_u32(key, static_cast<uint32_t>(values[0]));
+    }
+    kv.key = key;
+    if (it != kvs.end())
+        *it = std::move(kv);
+    else
+        kvs.push_back(std::move(kv));
+}
+
 }  // namespace gguf_reap::gen

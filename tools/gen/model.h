@@ -74,6 +74,11 @@ struct ModelPlan {
     uint64_t tensor_bytes = 0;          // sum of nbytes
 };
 
+// --set-key: "KEY=V" changes the integer key KEY (or "<arch>.KEY") to V in its own type, "KEY=V1,V2"
+// an integer array, "KEY=" removes it; a key the plan lacks is added as u32 (arrays: u32 elements).
+// Throws UsageError naming the assignment.
+void set_key(std::vector<Kv>& kvs, const std::string& arch, const std::string& assignment);
+
 // Validates the spec and lays the model out. Throws UsageError naming the offending option.
 ModelPlan plan_model(const ModelSpec& spec);
 

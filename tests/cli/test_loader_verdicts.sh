@@ -1,0 +1,82 @@
+# audit against llama.cpp's loader, one changed key at a time (docs/reliability.md): every row of
+# tests/data/loader-verdicts.tsv (written by tools/loader-diff.py with llama.cpp 34af94cd9) names an
+# architecture preset, a key and the value it was changed to, and whether llama.cpp loads the result.
+# Each file is regenerated the same way (gguf-reap-gen model --arch A --set-key KEY=TO) and audited:
+# audit must pass exactly the files llama.cpp loads, and refuse the others with a finding (exit 1).
+#
+# With GGUF_REAP_LLAMA_BIN set, llama.cpp judges every file again, and a verdict that differs from the
+# recorded one fails: a newer llama.cpp that changed a rule shows up here. Without it that is skipped.
+# ctest-parts: llama
+source "$(dirname "$0")/lib.sh"
+TABLE=$(dirname "$0")/../data/loader-verdicts.tsv
+LLAMA=${GGUF_REAP_LLAMA_BIN:-}
+if [ -n "$LLAMA" ] && [ ! -x "$LLAMA/llama-completion" ]; then
+    echo "GGUF_REAP_LLAMA_BIN=$LLAMA has no llama-completion" >&2
+    exit 2
+fi
+part llama "asking llama.cpp again (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$LLAMA" ] || true
+
+case_ "the table is there and has rows"
+[ "$(grep -vc '^#' "$TABLE")" -ge 100 ] && _pass || _fail "$TABLE has fewer than 100 rows"
+
+# The files go to tmpfs where there is one: audit flushes every file it checks (fdatasync), which on a
+# disk costs more than writing and auditing the file together.
+FILES=$WORK
+[ -d /dev/shm ] && [ -w /dev/shm ] && FILES=$(mktemp -d /dev/shm/gguf-reap-verdicts.XXXXXX)
+trap 'rm -rf "$WORK" "$FILES"' EXIT
+
+# judge ARCH KEY TO: prints "FROM_AUDIT [FROM_LLAMA]" for the regenerated file, one line.
+judge() {
+    local arch=$1 key=$2 to=$3 f
+    f=$FILES/$(echo "$arch.$key.$to" | tr ',/' '__').gguf
+    [ "$to" = absent ] && to=""
+    if ! "$GEN" model --arch "$arch" -o "$f" --set-key "$key=$to" >/dev/null 2>"$f.err"; then
+        echo "gen-failed"
+        return
+    fi
+    local code=0
+    "$BIN" audit "$f" >/dev/null 2>&1 || code=$?
+    local audit
+    case $code in 0) audit=pass ;; 1) audit=refuses ;; *) audit="exit-$code" ;; esac
+    local llama=""
+    if [ -n "$LLAMA" ]; then
+        case $arch in
+            bert | jina-bert-v3 | nomic-bert | nomic-bert-moe | llama-embed)
+                timeout 120 "$LLAMA/llama-embedding" -m "$f" -p Hello -t 1 --no-warmup -c 64 >/dev/null 2>&1 &&
+                    llama=loads || llama=refuses ;;
+            *) timeout 120 "$LLAMA/llama-completion" -m "$f" -n 1 -p Hello -no-cnv -t 1 --no-warmup -c 64 \
+                >/dev/null 2>&1 && llama=loads || llama=refuses ;;
+        esac
+    fi
+    rm -f "$f" "$f.err"
+    echo "$audit $llama"
+}
+export -f judge
+export GEN BIN LLAMA FILES
+
+# Two at a time (the table's files are tiny; llama.cpp, when asked, runs at most two).
+grep -v '^#' "$TABLE" | cut -f1,2,4 | tr '\t' ' ' |
+    xargs -P 2 -L 1 bash -c 'echo "$0 $1 $2 $(judge "$0" "$1" "$2")"' >"$WORK/verdicts"
+
+declare -A RECORDED
+while IFS=$'\t' read -r arch key from to llama audit line; do
+    [ "${arch:0:1}" = "#" ] && continue
+    RECORDED["$arch $key $to"]="$llama|$from|$line"
+done <"$TABLE"
+
+while read -r arch key to audit llama; do
+    IFS='|' read -r want from line <<<"${RECORDED["$arch $key $to"]}"
+    case_ "$arch: $key $from -> $to (llama.cpp $want${line:+: $line})"
+    case $want:$audit in
+        loads:pass | refuses:refuses) _pass ;;
+        loads:*) _fail "audit says $audit, but llama.cpp loads the file (a false alarm)" ;;
+        refuses:*) _fail "audit says $audit, but llama.cpp refuses the file (a miss)" ;;
+    esac
+    if [ -n "$llama" ]; then
+        [ "$llama" = "$want" ] && _pass || _fail "llama.cpp at $LLAMA now $llama the file; the table says $want"
+    fi
+done <"$WORK/verdicts"
+
+case_ "every row was judged"
+[ "$(wc -l <"$WORK/verdicts")" -eq "$(grep -vc '^#' "$TABLE")" ] && _pass || _fail "some rows were not judged"
+finish
