@@ -62,7 +62,9 @@ drop_caches() { [ "$1" = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; } |
 SETTLE=${SETTLE_MIB:-}
 settle() { [ "${SETTLE:-0}" -gt 0 ] && /usr/bin/python3 -c "b'\\x01' * ($SETTLE << 20)" || true; }
 
-# timed CACHE OUTFILE CMD...: runs CMD under /usr/bin/time -v, prints "seconds max_rss_kib".
+# timed CACHE OUTFILE CMD...: runs CMD under /usr/bin/time -v, prints "seconds max_rss_kib disk_read_bytes"
+# (the last from "File system inputs", 512-byte blocks the kernel read from the disk for the command:
+# after drop_caches, what it really read, the kept bytes plus whatever the gaps between them cost).
 timed() {
     local cache=$1 log=$2
     shift 2
@@ -70,7 +72,8 @@ timed() {
     settle
     "$TIME" -v -o "$log" "$@" >/dev/null
     awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]}
-                /Maximum resident set size/ {m = $2} END {printf "%.3f %d\n", s, m}' "$log"
+                /Maximum resident set size/ {m = $2} /File system inputs/ {r = $2 * 512}
+                END {printf "%.3f %d %.0f\n", s, m, r}' "$log"
 }
 
 div() { awk -v a="$1" -v b="$2" 'BEGIN {print a / b}'; }
@@ -145,6 +148,16 @@ print("## %s: %d source shard(s), %d MoE blocks, %d -> %d experts; %d output sha
             "$name" "$cache" "$(div "$rss" 1024)" \
             "$(cut -d' ' -f1 "$DIR/splice.t" | tr '\n' ' ')" "$(cut -d' ' -f1 "$DIR/cpsync.t" | tr '\n' ' ')" \
             "$(cut -d' ' -f1 "$DIR/nosync.t" | tr '\n' ' ')" "$(cut -d' ' -f1 "$DIR/cp.t" | tr '\n' ' ')"
+        if [ "$cache" = cold ]; then
+            # The physical limit of a cold run: what the disk had to deliver. cp reads exactly the output's
+            # bytes; splice reads the kept extents, plus readahead into the dropped slabs between them.
+            local sr cr
+            sr=$(cut -d' ' -f3 "$DIR/splice.t" | median)
+            cr=$(cut -d' ' -f3 "$DIR/cpsync.t" | median)
+            printf '%-4s cold  read from the disk (median): splice %.0f bytes (%.3f x the output), cp %.0f bytes; splice against cp+sync per byte read: %.3f\n' \
+                "$name" "$sr" "$(div "$sr" "$bytes")" "$cr" \
+                "$(div "$(div "$(cut -d' ' -f1 "$DIR/splice.t" | median)" "$sr")" "$(div "$(cut -d' ' -f1 "$DIR/cpsync.t" | median)" "$cr")")"
+        fi
     done
     rm -f "$DIR"/out*.gguf "$DIR/copy.bin" "$DIR/ref.bin"
 }
