@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,6 +62,19 @@ Json parse_json_input(const std::string& text, const std::string& path, int max_
     } catch (const typename Json::exception& e) {
         throw_json_input_error(path, e);
     }
+}
+
+// Optional fields of a document already parsed (card reads the keeplist's method and the eval report
+// this way): the value when `key` is there with that JSON type, otherwise nothing.
+template <class T = double, class Json>
+std::optional<T> opt_number(const Json& j, const std::string& key) {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+    return j[key].template get<T>();
+}
+template <class Json>
+std::string opt_string(const Json& j, const std::string& key) {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+    return j[key].template get<std::string>();
 }
 
 }  // namespace gguf_reap

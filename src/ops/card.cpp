@@ -151,17 +151,6 @@ void check_keeplist_source(const KeepList& kl, const std::string& kl_path, const
                                      s.tensor_count, src.path, src.set.tensors().size()));
 }
 
-template <class T>
-std::optional<T> opt_number(const json& j, const char* key) {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-    return j[key].get<T>();
-}
-
-std::string opt_string(const json& j, const char* key) {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-    return j[key].get<std::string>();
-}
-
 // "super-expert: carries 41.2 % of the block's energy in chat ..." → 41.2
 std::optional<double> share_in(const std::string& reason) {
     static const std::regex re(R"(carries ([0-9]+(\.[0-9]+)?) % of the block's)");

@@ -40,10 +40,6 @@ const json& field(const json& j, const std::string& key, json::value_t t, const 
     return v;
 }
 
-std::optional<double> opt_number(const json& j, const std::string& key) {
-    return j.contains(key) && j[key].is_number() ? std::optional(j[key].get<double>()) : std::nullopt;
-}
-
 std::string fixed(double v, int digits) {
     return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("–");
 }

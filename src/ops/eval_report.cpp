@@ -6,6 +6,7 @@
 
 #include "io/paths.h"
 #include "ops/eval.h"
+#include "ops/svg.h"
 
 namespace gguf_reap {
 
@@ -86,36 +87,6 @@ json eval_json(const EvalResult& r) {
     return j;
 }
 
-namespace {
-
-std::string xml_escape(std::string_view s) {
-    std::string o;
-    for (char ch : s) {
-        switch (ch) {
-            case '&':
-                o += "&amp;";
-                break;
-            case '<':
-                o += "&lt;";
-                break;
-            case '>':
-                o += "&gt;";
-                break;
-            case '"':
-                o += "&quot;";
-                break;
-            default:
-                o += ch;
-        }
-    }
-    return o;
-}
-
-constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-}  // namespace
-
 std::string eval_svg(const EvalResult& r) {
     // Axes: size in GiB (x, from 0 to the largest build), mean KLD (y, from 0 to the largest).
     constexpr double W = 640, H = 400, L = 70, R = 150, T = 30, B = 50;
@@ -136,7 +107,7 @@ std::string eval_svg(const EvalResult& r) {
         W, H);
     s +=
         fmt::format("<text x=\"{}\" y=\"18\" font-size=\"14\">Mean KL divergence to {} against size</text>\n",
-                    L, xml_escape(base_name(r.source)));
+                    L, svg_escape(base_name(r.source)));
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", L, H - B,
                      W - R);
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", L, H - B, T);
@@ -153,7 +124,7 @@ std::string eval_svg(const EvalResult& r) {
         "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">mean KLD</text>\n",
         (T + H - B) / 2, (T + H - B) / 2);
     for (size_t ti = 0; ti < r.texts.size(); ++ti) {
-        const char* colour = kColours[ti % std::size(kColours)];
+        const char* colour = kSvgColours[ti % std::size(kSvgColours)];
         std::vector<std::pair<double, double>> pts;
         for (const EvalRun& run : r.runs) {
             if (run.text != r.texts[ti].name || !std::isfinite(run.figures.kld.value)) continue;
@@ -172,7 +143,7 @@ std::string eval_svg(const EvalResult& r) {
         const double ly = T + 20 + 18.0 * static_cast<double>(ti);
         s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", W - R + 16,
                          ly - 10, colour);
-        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 34, ly, xml_escape(r.texts[ti].name));
+        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 34, ly, svg_escape(r.texts[ti].name));
     }
     s += "</svg>\n";
     return s;

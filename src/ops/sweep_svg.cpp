@@ -7,37 +7,13 @@
 
 #include "io/output_file.h"
 #include "io/units.h"
+#include "ops/svg.h"
 
 namespace gguf_reap {
 
 namespace {
 
 constexpr double kWidth = 820, kHeight = 500, kLeft = 90, kRight = 200, kTop = 40, kBottom = 50;
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
-                                   "#ff7f0e", "#8c564b", "#17becf"};
-
-std::string xml_escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
 
 struct Series {
     std::string name;
@@ -76,9 +52,9 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepRo
         "0 {0} "
         "{1}\" font-family=\"sans-serif\" font-size=\"12\">\n",
         kWidth, kHeight);
-    s += fmt::format("<title>{}</title>\n", xml_escape(title));
+    s += fmt::format("<title>{}</title>\n", svg_escape(title));
     s += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", kWidth, kHeight);
-    s += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n", kLeft, xml_escape(title));
+    s += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n", kLeft, svg_escape(title));
     // Axes, five ticks each.
     s += fmt::format(
         "<g class=\"axes\" stroke=\"black\"><line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>"
@@ -101,22 +77,22 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepRo
             "<g class=\"budget\" data-bytes=\"{0}\"><line x1=\"{1}\" y1=\"{2:.1f}\" x2=\"{3}\" "
             "y2=\"{2:.1f}\" "
             "stroke=\"gray\" stroke-dasharray=\"6,4\"/><text x=\"{4}\" y=\"{5:.1f}\">{6}</text></g>\n",
-            l.bytes, kLeft, y(l.bytes), kLeft + pw, kLeft + pw + 6, y(l.bytes) + 4, xml_escape(l.label));
+            l.bytes, kLeft, y(l.bytes), kLeft + pw, kLeft + pw + 6, y(l.bytes) + 4, svg_escape(l.label));
     // Curves and the legend.
     for (size_t i = 0; i < series.size(); ++i) {
-        const char* color = kColors[i % std::size(kColors)];
+        const char* color = kSvgColours[i % std::size(kSvgColours)];
         std::string pts;
         for (const auto& p : series[i].points) pts += fmt::format("{:.1f},{:.1f} ", x(p.first), y(p.second));
         if (!pts.empty()) pts.pop_back();
         s += fmt::format("<g class=\"series\" data-series=\"{}\" stroke=\"{}\" fill=\"{}\">\n",
-                         xml_escape(series[i].name), color, color);
+                         svg_escape(series[i].name), color, color);
         s += fmt::format("<polyline points=\"{}\" fill=\"none\"/>\n", pts);
         for (const auto& p : series[i].points)
             s +=
                 fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" data-k=\"{}\" data-bytes=\"{}\"/>\n",
                             x(p.first), y(p.second), p.first, p.second);
         s += fmt::format("<text x=\"{}\" y=\"{}\" stroke=\"none\">{}</text>\n</g>\n", kLeft + pw + 6,
-                         kTop + 16 * static_cast<double>(i), xml_escape(series[i].name));
+                         kTop + 16 * static_cast<double>(i), svg_escape(series[i].name));
     }
     s += "</svg>\n";
     return s;
