@@ -150,7 +150,9 @@ refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/other.imatrix.g
 refusals plan-width
 # A card with its "Measured against the source" section: the trained Q8_0 fixture pruned to 8 experts,
 # measured by `eval` through tests/cli/fake-llama (the llama-perplexity logs recorded from llama.cpp
-# 34af94cd9, replayed). Relative paths again: eval.json records its commands and its sha256 is in the card.
+# 34af94cd9, replayed). Relative paths only, the imatrices linked in: the keeplist records its inputs'
+# paths and eval.json its commands, and both sha256 are in the card, so an absolute path (the fixtures
+# are elsewhere on CI) would change them.
 TR=$(realpath "$FIX/trained" 2>/dev/null || echo "$FIX/trained")
 if part trained "the golden card with a measured section (no $TR)" [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ]; then
     EV=$WORK/ev
@@ -160,9 +162,11 @@ if part trained "the golden card with a measured section (no $TR)" [ -f "$TR/mod
     (
         cd "$EV" || exit 1
         ln -s "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" m.gguf
+        ln -s "$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" python.imatrix.gguf
+        ln -s "$TR/imatrix/tiny-qwen3moe-trained-A.c.imatrix.gguf" c.imatrix.gguf
         cp "$TR/corpora/python.heldout.txt" "$TR/corpora/c.heldout.txt" .
-        "$ABS_BIN" -q rank --model m.gguf --imatrix python="$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" \
-            --imatrix c="$TR/imatrix/tiny-qwen3moe-trained-A.c.imatrix.gguf" --keep 8 -o rank >/dev/null 2>&1
+        "$ABS_BIN" -q rank --model m.gguf --imatrix python=python.imatrix.gguf --imatrix c=c.imatrix.gguf \
+            --keep 8 -o rank >/dev/null 2>&1
         "$ABS_BIN" -q splice m.gguf --keeplist rank/keeplist.json -o keep8 >/dev/null
         "$ABS_BIN" -q audit keep8.gguf --source m.gguf --json | sed 's/"date": "[^"]*"/"date": "2026-01-02T03:04:05Z"/' >audit.json
         FAKE_LLAMA_DATA=$DATA "$ABS_BIN" -q eval --source m.gguf keep8.gguf --text python=python.heldout.txt \
