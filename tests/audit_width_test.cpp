@@ -12,7 +12,7 @@
 #include "io/error.h"
 #include "io/input_file.h"
 #include "model/width.h"
-#include "ops/audit.h"
+#include "ops/audit/audit.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -12,7 +12,7 @@
 #include "format/npz.h"
 #include "gguf_builder.h"
 #include "io/error.h"
-#include "ops/estimate.h"
+#include "ops/estimate/estimate.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -11,7 +11,7 @@
 #include "io/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/hash_routing.h"
+#include "ops/splice/hash_routing.h"
 #include "test_util.h"
 
 namespace gguf_reap {

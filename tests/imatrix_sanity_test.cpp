@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "io/error.h"
-#include "ops/imatrix_sanity.h"
-#include "ops/rank.h"
+#include "ops/rank/imatrix_sanity.h"
+#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

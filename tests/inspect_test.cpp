@@ -16,7 +16,7 @@
 #include "format/imatrix.h"
 #include "gguf_builder.h"
 #include "model/shard_set.h"
-#include "ops/inspect.h"
+#include "ops/inspect/inspect.h"
 #include "test_util.h"
 
 namespace gguf_reap {

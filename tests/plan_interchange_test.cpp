@@ -11,7 +11,7 @@
 #include "io/error.h"
 #include "model/keeplist.h"
 #include "model/plan_interchange.h"
-#include "ops/rank.h"
+#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -17,7 +17,7 @@
 #include "gguf_builder.h"
 #include "io/error.h"
 #include "model/width.h"
-#include "ops/plan_width.h"
+#include "ops/width/plan_width.h"
 #include "test_util.h"
 
 namespace gguf_reap {

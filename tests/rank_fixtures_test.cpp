@@ -10,7 +10,7 @@
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/rank.h"
+#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -6,7 +6,7 @@
 #include "io/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/rank.h"
+#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "io/error.h"
-#include "ops/rank.h"
-#include "ops/rank_lodo.h"
+#include "ops/rank/rank.h"
+#include "ops/rank/rank_lodo.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "io/error.h"
-#include "ops/rank.h"
+#include "ops/rank/rank.h"
 
 namespace gguf_reap {
 namespace {

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/row_extremes.h"
+#include "ops/rank/row_extremes.h"
 
 namespace gguf_reap {
 namespace {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/error.h"
-#include "ops/rank.h"
+#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -16,7 +16,7 @@
 #include "model/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/splice.h"
+#include "ops/splice/splice.h"
 #include "test_util.h"
 
 namespace gguf_reap::test {

@@ -17,7 +17,7 @@
 #include "format/npz.h"
 #include "io/input_file.h"
 #include "model/shard_set.h"
-#include "ops/splice.h"
+#include "ops/splice/splice.h"
 #include "test_util.h"
 #include "width_test_support.h"
 

@@ -10,7 +10,7 @@
 #include "cli/command.h"
 #include "io/error.h"
 #include "io/units.h"
-#include "ops/audit.h"
+#include "ops/audit/audit.h"
 #include "ops/manifest.h"
 
 namespace gguf_reap::cli {

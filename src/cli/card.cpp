@@ -11,8 +11,8 @@
 #include "cli/command.h"
 #include "io/error.h"
 #include "io/units.h"
-#include "ops/card.h"
-#include "ops/estimate.h"
+#include "ops/card/card.h"
+#include "ops/estimate/estimate.h"
 
 namespace gguf_reap::cli {
 

@@ -10,8 +10,8 @@
 #include "cli/command.h"
 #include "io/error.h"
 #include "io/units.h"
-#include "ops/estimate.h"
-#include "ops/estimate_fit.h"
+#include "ops/estimate/estimate.h"
+#include "ops/estimate/estimate_fit.h"
 
 namespace gguf_reap::cli {
 

@@ -13,7 +13,7 @@
 #include "io/error.h"
 #include "io/progress.h"
 #include "io/units.h"
-#include "ops/eval.h"
+#include "ops/eval/eval.h"
 
 namespace gguf_reap::cli {
 

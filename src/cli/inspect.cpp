@@ -14,7 +14,7 @@
 #include "io/error.h"
 #include "io/units.h"
 #include "model/shard_set.h"
-#include "ops/inspect.h"
+#include "ops/inspect/inspect.h"
 
 namespace gguf_reap::cli {
 

@@ -7,7 +7,7 @@
 
 #include "cli/command.h"
 #include "io/error.h"
-#include "ops/plan_width.h"
+#include "ops/width/plan_width.h"
 
 namespace gguf_reap::cli {
 

@@ -9,8 +9,8 @@
 
 #include "cli/command.h"
 #include "io/error.h"
-#include "ops/rank.h"
-#include "ops/rank_lodo.h"
+#include "ops/rank/rank.h"
+#include "ops/rank/rank_lodo.h"
 
 namespace gguf_reap::cli {
 

@@ -9,7 +9,7 @@
 #include "cli/command.h"
 #include "io/error.h"
 #include "io/units.h"
-#include "ops/splice.h"
+#include "ops/splice/splice.h"
 
 namespace gguf_reap::cli {
 

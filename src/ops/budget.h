@@ -20,7 +20,7 @@
 
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/estimate.h"
+#include "ops/estimate/estimate.h"
 
 namespace gguf_reap {
 

@@ -1,0 +1,542 @@
+// audit, step 3: one sequential pass over each output shard's bytes, shards in parallel. Each byte is
+// read once, through a bounded buffer, and compared with the source run it must equal, checked to be
+// zero padding, and/or fed to sha256 — never a whole tensor in memory.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "format/ggml_types.h"
+#include "io/error.h"
+#include "io/parallel.h"
+#include "io/prefetcher.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
+#include "io/signals.h"
+#include "ops/audit/audit_internal.h"
+
+namespace gguf_reap::audit_detail {
+
+namespace {
+
+enum class Check : uint8_t {
+    kRead,    // read (and hash when hashing); nothing to compare
+    kSource,  // must equal `run`
+    kZero,    // padding: must be zero
+    kHash,    // --source-manifest: must hash to run->sha256
+};
+
+// A run of output bytes and what it must be. Pieces of a shard are disjoint and ascending; in a full
+// pass they cover the whole file, so the file hash sees every byte in order.
+struct Piece {
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    Check check = Check::kRead;
+    int32_t tensor = -1;  // tensor data: index in the shard's header
+    int32_t after = -1;   // padding after this tensor
+    const SourceRun* run = nullptr;
+    uint64_t src_limit = 0;
+    int32_t slab = -1;    // hashing slabs: which expert's slab of `tensor` this piece is
+    bool header = false;  // the bytes before the header padding
+};
+
+// `slab_bytes`: per tensor, the bytes of one expert's slab when each slab gets its own hash.
+std::vector<Piece> plan_shard(const OutShard& s, const std::vector<TensorExpect>* expect, bool read_all,
+                              const std::vector<uint64_t>* slab_bytes) {
+    std::vector<Piece> pieces;
+    const uint64_t size = s.file->size();
+    auto add = [&](Piece p) {
+        if (p.length == 0 || p.offset >= size) return;  // truncation is named by the structure check
+        p.length = std::min(p.length, size - p.offset);
+        pieces.push_back(p);
+    };
+    if (!s.header) {
+        // Nothing is known about the layout; a full pass still hashes the file.
+        if (read_all) add({0, size, Check::kRead});
+        return pieces;
+    }
+    const Header& h = *s.header;
+    if (read_all) {
+        Piece p{0, h.infos_end, Check::kRead};
+        p.header = true;
+        add(p);
+    }
+    add({h.infos_end, h.data_start - h.infos_end, Check::kZero});
+    for (size_t i = 0; i < h.tensors.size(); ++i) {
+        const TensorInfo& t = h.tensors[i];
+        const auto ti = static_cast<int32_t>(i);
+        const uint64_t abs = h.data_start + t.offset;  // the parser checked these sums for overflow
+        const uint64_t slab = slab_bytes && i < slab_bytes->size() ? (*slab_bytes)[i] : 0;
+        if (read_all) {
+            const TensorExpect* te = expect && i < expect->size() ? &(*expect)[i] : nullptr;
+            uint64_t total = 0;
+            if (te)
+                for (const SourceRun& r : te->runs) total += r.length;
+            if (te && !te->runs.empty() && total == t.nbytes) {
+                // Read-ahead in the source stops where a chain of adjacent kept slabs ends, so pruned
+                // slabs are never read.
+                std::vector<uint64_t> chain_end(te->runs.size());
+                for (size_t k = te->runs.size(); k-- > 0;) {
+                    const SourceRun& r = te->runs[k];
+                    const uint64_t end = r.src_offset + r.length;
+                    chain_end[k] = k + 1 < te->runs.size() && te->runs[k + 1].src_shard == r.src_shard &&
+                                           te->runs[k + 1].src_offset == end
+                                       ? chain_end[k + 1]
+                                       : end;
+                }
+                uint64_t o = abs;
+                for (size_t k = 0; k < te->runs.size(); ++k) {
+                    const SourceRun& r = te->runs[k];
+                    Piece p{o, r.length, r.sha256 ? Check::kHash : Check::kSource, ti, -1, &r, chain_end[k]};
+                    // An output expert's run is its slab (kept whole, or cut to the plan's width).
+                    if (slab > 0 && r.expert >= 0 && r.length == slab)
+                        p.slab = static_cast<int32_t>(r.expert);
+                    add(p);
+                    o += r.length;
+                }
+            } else if (slab > 0 && t.nbytes % slab == 0) {
+                for (uint64_t e = 0; e < t.nbytes / slab; ++e) {
+                    Piece p{abs + e * slab, slab, Check::kRead, ti};
+                    p.slab = static_cast<int32_t>(e);
+                    add(p);
+                }
+            } else {
+                add({abs, t.nbytes, Check::kRead, ti});
+            }
+        }
+        const uint64_t padded = *pad_to(t.nbytes, h.alignment);
+        add({abs + t.nbytes, padded - t.nbytes, Check::kZero, -1, ti});
+    }
+    const uint64_t end = h.data_start + h.data_size;
+    if (read_all && size > end) add({end, size - end, Check::kRead});
+    return pieces;
+}
+
+// A shard's kept slabs come from one or two source shards at a time (a source shard boundary inside the
+// output shard): two buffered streams keep memory bounded whatever the number of source shards.
+class SourceStreams {
+  public:
+    SourceStreams(const std::vector<std::shared_ptr<InputFile>>& files, size_t cap)
+        : files_(files), cap_(cap) {}
+
+    SequentialReader& get(size_t shard) {
+        for (size_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].first == shard) {
+                if (i != 0) std::swap(slots_[0], slots_[i]);
+                return *slots_[0].second;
+            }
+        if (slots_.size() == 2) {
+            retired_ += slots_.back().second->bytes_read();
+            slots_.pop_back();
+        }
+        slots_.insert(slots_.begin(),
+                      {shard, std::make_unique<SequentialReader>(*files_[shard], cap_, false)});
+        return *slots_[0].second;
+    }
+    uint64_t bytes_read() const {
+        uint64_t n = retired_;
+        for (const auto& s : slots_) n += s.second->bytes_read();
+        return n;
+    }
+
+  private:
+    const std::vector<std::shared_ptr<InputFile>>& files_;
+    size_t cap_;
+    std::vector<std::pair<size_t, std::unique_ptr<SequentialReader>>> slots_;
+    uint64_t retired_ = 0;
+};
+
+// Kept slabs are gathered with holes between them, which defeats the kernel's sequential read-ahead:
+// every read of a new slab would wait for the disk. So the source runs are announced ahead
+// (io/prefetcher.h) and the disk reads them while earlier ones are compared. Runs closer than 256 KiB
+// are announced as one range: for small slabs one larger request costs less than many small ones
+// (and only the kept bytes are ever copied out and compared); pruned slabs of real models (megabytes
+// each) are never requested.
+constexpr uint64_t kSourcePrefetchGap = 256u << 10;
+
+bool all_zero(const uint8_t* p, size_t n) {
+    return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
+}
+
+// A data finding about piece `p` of a tensor, at `offset`: file, tensor, region and, for an expert's
+// run, the output and source expert (subject and message are the caller's).
+Finding tensor_finding(const OutShard& s, const Piece& p, uint64_t offset) {
+    Finding f;
+    f.kind = FindingKind::kData;
+    f.file = s.path;
+    f.tensor = s.header->tensors[static_cast<size_t>(p.tensor)].name;
+    f.offset = offset;
+    f.region = p.run->region;
+    if (p.run->expert >= 0) {
+        f.expert = p.run->expert;
+        f.source_expert = p.run->source_expert;
+    }
+    return f;
+}
+
+Finding data_finding(const OutShard& s, const Piece& p, const std::string& src_path, uint64_t first,
+                     uint64_t diffs) {
+    const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
+    const SourceRun& run = *p.run;
+    const uint64_t at = first - p.offset;
+    Finding f = tensor_finding(s, p, first);
+    if (run.expert >= 0) {
+        f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
+                                run.source_expert, run.region);
+        f.message = fmt::format(
+            "differs from source expert {}: {} of {} bytes differ, the first at byte {} of the "
+            "{} (source {} offset {})",
+            run.source_expert, diffs, p.length, at, run.region, base_name(src_path), run.src_offset + at);
+    } else {
+        f.subject = fmt::format("tensor '{}' data", t.name);
+        f.message = fmt::format(
+            "differs from the source: {} of {} bytes differ, the first at byte {} of the tensor "
+            "(source {} offset {})",
+            diffs, p.length, at, base_name(src_path), run.src_offset + at);
+    }
+    return f;
+}
+
+Finding hash_finding(const OutShard& s, const Piece& p, const std::string& got) {
+    const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
+    const SourceRun& run = *p.run;
+    Finding f = tensor_finding(s, p, p.offset);
+    const std::string where = fmt::format(
+        "the bytes differ somewhere in [{}, +{}); an audit against the source names the first one", p.offset,
+        p.length);
+    if (run.expert >= 0) {
+        f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}", t.name, run.expert,
+                                run.source_expert, run.region);
+        f.message = fmt::format("sha256 {} differs from the source manifest's {} for source expert {} ({})",
+                                got, to_hex(*run.sha256), run.source_expert, where);
+    } else {
+        f.subject = fmt::format("tensor '{}' data", t.name);
+        f.message = fmt::format("sha256 {} differs from the source manifest's {} ({})", got,
+                                to_hex(*run.sha256), where);
+    }
+    return f;
+}
+
+Finding padding_finding(const OutShard& s, const Piece& p, uint64_t first, uint64_t diffs) {
+    Finding f;
+    f.kind = FindingKind::kPadding;
+    f.file = s.path;
+    f.offset = first;
+    f.region = "padding";
+    if (p.after >= 0) {
+        f.tensor = s.header->tensors[static_cast<size_t>(p.after)].name;
+        f.subject = fmt::format("padding after tensor '{}'", f.tensor);
+    } else {
+        f.subject = "header padding";
+    }
+    f.message = fmt::format("{} of {} padding bytes are not zero (ggml pads with zeros)", diffs, p.length);
+    return f;
+}
+
+// A width-cut expert: compares output bytes [p.offset, p.offset + p.length) with what the plan gathers
+// from the source slab, one output row (elements) or one kept row (rows) at a time, through `expect`
+// (at most one source row: never a whole slab in memory). Every output byte goes to `feed` in order.
+struct GatherResult {
+    uint64_t diffs = 0, first = 0;
+    int64_t channel = -1, row = -1;
+    bool upper = false;  // in the up half of a fused gate_up
+    uint64_t src_offset = 0;
+    int64_t values = 1;  // channels per element (a quant block): `channel` counts blocks
+};
+
+template <typename Feed>
+GatherResult compare_gather(const Piece& p, SequentialReader& out, SequentialReader& src, uint64_t fill,
+                            Feed feed, const std::atomic<bool>& stop) {
+    const SourceRun& run = *p.run;
+    const WidthGather& g = *run.gather;
+    const int32_t* ch = g.channels(run.source_expert);
+    const uint64_t src_slab_end =
+        run.src_offset + g.unit * static_cast<uint64_t>(g.factor * g.n_ff * (g.elements ? g.rows : 1));
+    GatherResult res;
+    res.values = g.values;
+    std::vector<uint8_t> expect, row;
+    // Copies [off, off + n) of the source into dst through the stream (a view may end early).
+    auto read_src = [&](uint64_t off, uint64_t n, uint8_t* dst) {
+        while (n > 0) {
+            const auto v = src.view(off, n, src_slab_end);
+            std::memcpy(dst, v.data(), v.size());
+            dst += v.size();
+            off += v.size();
+            n -= v.size();
+        }
+    };
+    const int64_t units = g.elements ? g.rows : g.factor * g.k;
+    uint64_t off = p.offset;
+    for (int64_t u = 0; u < units; ++u) {
+        if (stop.load(std::memory_order_relaxed)) return res;
+        check_interrupted();
+        uint64_t src_at = 0;
+        if (g.elements) {
+            const uint64_t src_row = g.unit * static_cast<uint64_t>(g.factor * g.n_ff);
+            src_at = run.src_offset + static_cast<uint64_t>(u) * src_row;
+            row.resize(src_row);
+            read_src(src_at, src_row, row.data());
+            expect.resize(g.unit * static_cast<uint64_t>(g.factor * g.k));
+            for (int64_t j = 0; j < g.factor * g.k; ++j)
+                std::memcpy(expect.data() + static_cast<uint64_t>(j) * g.unit,
+                            row.data() + static_cast<uint64_t>(ch[j % g.k] + j / g.k * g.n_ff) * g.unit,
+                            g.unit);
+        } else {
+            const int64_t c = ch[u % g.k] + u / g.k * g.n_ff;
+            src_at = run.src_offset + static_cast<uint64_t>(c) * g.unit;
+            expect.resize(g.unit);
+            read_src(src_at, g.unit, expect.data());
+        }
+        for (uint64_t i = 0; i < expect.size();) {
+            const auto a = out.view(off, expect.size() - i, fill);
+            if (std::memcmp(a.data(), expect.data() + i, a.size()) != 0)
+                for (size_t j = 0; j < a.size(); ++j)
+                    if (a[j] != expect[i + j] && res.diffs++ == 0) {
+                        res.first = off + j;
+                        const uint64_t at = i + j;
+                        res.row = g.elements ? u : -1;
+                        const int64_t j = static_cast<int64_t>(at / g.unit);  // elements: output element
+                        res.channel = g.elements ? ch[j % g.k] : ch[u % g.k];
+                        res.upper = g.elements ? j >= g.k : u >= g.k;
+                        res.src_offset =
+                            g.elements
+                                ? src_at +
+                                      static_cast<uint64_t>(res.channel + (res.upper ? g.n_ff : 0)) * g.unit +
+                                      at % g.unit
+                                : src_at + at;
+                    }
+            feed(a.data(), a.size());
+            off += a.size();
+            i += a.size();
+        }
+    }
+    return res;
+}
+
+Finding gather_finding(const OutShard& s, const Piece& p, const std::string& src_path,
+                       const GatherResult& g) {
+    const TensorInfo& t = s.header->tensors[static_cast<size_t>(p.tensor)];
+    const SourceRun& run = *p.run;
+    Finding f = tensor_finding(s, p, g.first);
+    const int64_t first = g.channel * g.values;
+    f.channel = first;
+    const std::string channel =
+        g.values == 1 ? fmt::format("channel {}", first)
+                      : fmt::format("channels {}..{} (one quant block)", first, first + g.values - 1);
+    f.subject = fmt::format("tensor '{}' expert {} (source expert {}) {}{}", t.name, run.expert,
+                            run.source_expert, channel, g.upper ? " (up half)" : "");
+    f.message = fmt::format(
+        "differs from source expert {} {}{}: {} of {} bytes of the expert's {} differ, "
+        "the first at byte {} ({} offset {})",
+        run.source_expert, channel, g.row >= 0 ? fmt::format(" in row {}", g.row) : "", g.diffs, p.length,
+        run.region, g.first - p.offset, base_name(src_path), g.src_offset);
+    return f;
+}
+
+struct ShardJob {
+    const OutShard* shard;
+    std::vector<Piece> pieces;
+    const std::vector<uint64_t>* slab_bytes = nullptr;
+};
+
+ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<InputFile>>& sources,
+                        const std::vector<std::string>& source_paths, const BytePassOptions& o,
+                        const std::atomic<bool>& stop) {
+    ShardBytes r;
+    const OutShard& s = *job.shard;
+    if (!s.file) return r;
+    const uint64_t size = s.file->size();
+    if (o.read_all) s.file->advise_sequential(0, size);
+    SequentialReader out(*s.file, o.buffer_bytes, /*prefetch=*/o.read_all);
+    SourceStreams src(sources, o.buffer_bytes);
+    Prefetcher prefetch(8 * static_cast<uint64_t>(o.buffer_bytes), kSourcePrefetchGap);
+    for (const Piece& p : job.pieces)
+        if (p.check == Check::kSource)
+            prefetch.add(sources[p.run->src_shard]->fd(), p.run->src_offset, p.length);
+    uint64_t source_consumed = 0;  // source bytes of the runs compared so far
+    std::optional<Sha256> file_hash, tensor_hash, piece_hash;
+    if (o.hash) {
+        file_hash.emplace();
+        tensor_hash.emplace();
+        if (s.header) {
+            r.tensor_sha256.assign(s.header->tensors.size(), std::string());
+            if (job.slab_bytes) {
+                r.slab_sha256.resize(s.header->tensors.size());
+                for (size_t t = 0; t < r.slab_sha256.size() && t < job.slab_bytes->size(); ++t)
+                    if (const uint64_t b = (*job.slab_bytes)[t]; b > 0)
+                        r.slab_sha256[t].assign(s.header->tensors[t].nbytes / b, std::string());
+            }
+        }
+    }
+
+    // The tensor whose data is being read: its hash, and whether every byte matched the source.
+    int32_t cur = -1;
+    bool cur_bad = false, cur_compared = false, cur_expert = false;
+    auto finish_tensor = [&] {
+        if (cur < 0) return;
+        if (tensor_hash && s.header) r.tensor_sha256[static_cast<size_t>(cur)] = tensor_hash->finish_hex();
+        if (cur_compared && !cur_bad) ++(cur_expert ? r.counts.expert_tensors : r.counts.tensors_identical);
+        cur = -1;
+    };
+
+    for (size_t pi = 0; pi < job.pieces.size(); ++pi) {
+        const Piece& p = job.pieces[pi];
+        if (p.check == Check::kSource) {
+            prefetch.advance(source_consumed);
+            source_consumed += p.length;
+        }
+        if (p.tensor != cur) finish_tensor();
+        if (p.tensor >= 0 && p.tensor != cur) {
+            cur = p.tensor;
+            cur_bad = cur_compared = cur_expert = false;
+        }
+        // A piece with its own hash: a slab of a manifest being made, or bytes a source manifest vouches for.
+        const bool own_hash = p.check == Check::kHash || (o.hash && p.slab >= 0 && !r.slab_sha256.empty());
+        if (own_hash && !piece_hash) piece_hash.emplace();
+        auto finish_piece = [&] {
+            if (!own_hash) return;
+            const Sha256::Digest digest = piece_hash->finish();
+            if (p.check == Check::kHash) {
+                r.counts.bytes_compared += p.length;
+                cur_compared = true;
+                cur_expert = p.run->expert >= 0;
+                if (digest != *p.run->sha256) {
+                    cur_bad = true;
+                    r.findings.push_back(hash_finding(s, p, to_hex(digest)));
+                } else if (p.run->expert >= 0) {
+                    ++r.counts.slabs;
+                }
+            }
+            if (o.hash && p.slab >= 0 && !r.slab_sha256.empty()) {
+                auto& slabs = r.slab_sha256[static_cast<size_t>(p.tensor)];
+                if (static_cast<size_t>(p.slab) < slabs.size())
+                    slabs[static_cast<size_t>(p.slab)] = to_hex(digest);
+            }
+        };
+        if (p.check == Check::kSource && p.run->gather) {
+            const uint64_t fill = o.read_all ? size : p.offset + p.length;
+            const GatherResult g = compare_gather(
+                p, out, src.get(p.run->src_shard), fill,
+                [&](const uint8_t* d, size_t n) {
+                    if (file_hash) {
+                        file_hash->update(d, n);
+                        tensor_hash->update(d, n);
+                    }
+                    if (own_hash) piece_hash->update(d, n);
+                },
+                stop);
+            if (stop.load(std::memory_order_relaxed)) return r;
+            r.counts.bytes_compared += p.length;
+            cur_compared = cur_expert = true;
+            if (g.diffs) {
+                cur_bad = true;
+                r.findings.push_back(gather_finding(s, p, source_paths[p.run->src_shard], g));
+            } else {
+                ++r.counts.slabs;
+            }
+            finish_piece();
+            continue;
+        }
+        uint64_t off = p.offset, left = p.length;
+        uint64_t src_off = p.run ? p.run->src_offset : 0;
+        uint64_t diffs = 0, first = 0;
+        const uint64_t fill = o.read_all ? size : p.offset + p.length;
+        while (left > 0) {
+            if (stop.load(std::memory_order_relaxed)) return r;
+            check_interrupted();
+            const auto a = out.view(off, left, fill);
+            size_t n = a.size();
+            if (p.check == Check::kSource) {
+                const auto b = src.get(p.run->src_shard).view(src_off, n, p.src_limit);
+                n = std::min(n, b.size());
+                if (std::memcmp(a.data(), b.data(), n) != 0)
+                    for (size_t j = 0; j < n; ++j)
+                        if (a[j] != b[j] && diffs++ == 0) first = off + j;
+                src_off += n;
+            } else if (p.check == Check::kZero && !all_zero(a.data(), n)) {
+                for (size_t j = 0; j < n; ++j)
+                    if (a[j] != 0 && diffs++ == 0) first = off + j;
+            }
+            if (file_hash) {
+                file_hash->update(a.data(), n);
+                if (p.tensor >= 0) tensor_hash->update(a.data(), n);
+                if (p.header) r.header.insert(r.header.end(), a.data(), a.data() + n);
+            }
+            if (own_hash) piece_hash->update(a.data(), n);
+            off += n;
+            left -= n;
+        }
+        if (p.check == Check::kSource) {
+            r.counts.bytes_compared += p.length;
+            cur_compared = true;
+            cur_expert = p.run->expert >= 0;
+            if (diffs) {
+                cur_bad = true;
+                r.findings.push_back(data_finding(s, p, source_paths[p.run->src_shard], first, diffs));
+            } else if (p.run->expert >= 0) {
+                ++r.counts.slabs;
+            }
+        } else if (p.check == Check::kZero) {
+            r.counts.padding_bytes += p.length;
+            if (diffs) r.findings.push_back(padding_finding(s, p, first, diffs));
+        }
+        finish_piece();
+    }
+    finish_tensor();
+    if (file_hash) {
+        r.sha256 = file_hash->finish_hex();
+        r.counts.bytes_hashed = size;
+        // Tensors without a byte in the file (empty, or cut off by truncation) hash as empty.
+        for (auto& h : r.tensor_sha256)
+            if (h.empty()) h = sha256_hex(nullptr, 0);
+        r.counts.tensors_hashed = r.tensor_sha256.size();
+    }
+    r.counts.bytes_read = out.bytes_read();
+    r.counts.source_bytes_read = src.bytes_read();
+    return r;
+}
+
+}  // namespace
+
+std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& expect,
+                                     const std::vector<std::string>& source_paths,
+                                     const BytePassOptions& opts) {
+    BytePassOptions o = opts;
+    o.read_all = o.read_all || o.hash;  // a hash needs every byte
+    std::vector<ShardJob> jobs;
+    for (size_t i = 0; i < out.shards.size(); ++i) {
+        const OutShard& s = out.shards[i];
+        ShardJob j{&s, {}};
+        if (o.hash && o.slab_bytes && i < o.slab_bytes->size()) j.slab_bytes = &(*o.slab_bytes)[i];
+        if (s.file)
+            j.pieces = plan_shard(s, i < expect.size() ? &expect[i] : nullptr, o.read_all, j.slab_bytes);
+        jobs.push_back(std::move(j));
+    }
+    // Opened again for this pass, with sequential readahead over the whole of each source file.
+    std::vector<std::shared_ptr<InputFile>> sources;
+    if (o.read_all)
+        for (const auto& p : source_paths) {
+            sources.push_back(InputFile::open(p));
+            sources.back()->advise_sequential(0, sources.back()->size());
+        }
+
+    std::vector<ShardBytes> results(jobs.size());
+    std::atomic<bool> stop{false};  // an error in one shard stops the others mid-shard
+    parallel_for(jobs.size(), resolve_threads(o.threads), [&](size_t i) {
+        try {
+            results[i] = verify_shard(jobs[i], sources, source_paths, o, stop);
+        } catch (...) {
+            stop = true;
+            throw;
+        }
+    });
+    return results;
+}
+
+}  // namespace gguf_reap::audit_detail

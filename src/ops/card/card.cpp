@@ -1,0 +1,595 @@
+// card: read → cross-check → facts → render → write (docs/card.md). Rendering is card_render.cpp.
+#include "ops/card/card.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format/ggml_types.h"
+#include "format/json_input.h"
+#include "io/error.h"
+#include "io/output_file.h"
+#include "io/paths.h"
+#include "io/preflight.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
+#include "io/units.h"
+#include "model/keeplist.h"
+#include "model/provenance.h"
+#include "ops/estimate/estimate.h"
+#include "ops/eval/eval_internal.h"
+#include "ops/inspect/inspect.h"
+#include "ops/manifest.h"
+#include "ops/rank/rank.h"
+#include "ops/rank/rank_lodo.h"
+
+namespace gguf_reap {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+// `audit --json` documents are a few hundred bytes per shard and finding; 64 MiB and 4 M values are
+// far beyond any real one and keep a hostile file from exhausting memory.
+constexpr uint64_t kAuditFileLimit = uint64_t{64} << 20;
+constexpr size_t kAuditMaxValues = size_t{1} << 22;
+
+struct OpenedModel {
+    std::string path;
+    ShardSet set;
+    ModelSummary summary;
+    Estimate estimate;
+};
+
+OpenedModel open_model(const std::string& path, const std::string& role, const EstimateInputs& base) {
+    ops::InspectResult r = ops::inspect(path);
+    if (!r.model)
+        throw InputError(
+            path, std::nullopt, "",
+            fmt::format("is an imatrix file, not a model (give the {} model's first shard)", role));
+    EstimateInputs in = base;
+    in.model = path;
+    Estimate e = estimate_model(*r.model, in);
+    return {path, std::move(*r.model), std::move(r.summary), std::move(e)};
+}
+
+std::vector<std::pair<std::string, uint64_t>> shard_names(const ShardSet& s) {
+    std::vector<std::pair<std::string, uint64_t>> v;
+    for (const Shard& sh : s.shards()) v.emplace_back(base_name(sh.path), sh.file->size());
+    return v;
+}
+
+std::string describe(const std::vector<std::pair<std::string, uint64_t>>& v) {
+    std::string s;
+    for (const auto& [name, size] : v) s += fmt::format("{}{} ({} bytes)", s.empty() ? "" : ", ", name, size);
+    return s.empty() ? "no files" : s;
+}
+
+// Where a shard list (name, size) read from a file first differs from the set on disk, completing
+// "it lists ..."; "" when they are equal.
+std::string first_difference(const std::vector<std::pair<std::string, uint64_t>>& listed,
+                             const std::vector<std::pair<std::string, uint64_t>>& actual) {
+    if (listed.size() != actual.size())
+        return fmt::format("{} shard(s), {}, where the set on disk has {}, {}", listed.size(),
+                           describe(listed), actual.size(), describe(actual));
+    for (size_t i = 0; i < listed.size(); ++i)
+        if (listed[i] != actual[i])
+            return fmt::format("shard {} as {} ({} bytes) where the set on disk has {} ({} bytes)", i + 1,
+                               listed[i].first, listed[i].second, actual[i].first, actual[i].second);
+    return "";
+}
+
+CardModelColumn column(const OpenedModel& m) {
+    CardModelColumn c;
+    c.first_shard = base_name(m.set.shards().front().path);
+    c.shards = m.set.shards().size();
+    c.moe_blocks = m.estimate.moe_blocks;
+    c.expert_count = m.estimate.before.expert_count;
+    c.expert_used_count = m.estimate.expert_used_count;
+    c.expert_width = m.estimate.before.expert_width;
+    c.parameters = m.estimate.before.parameters;
+    c.active_parameters = m.estimate.before.active_parameters;
+    c.file_bytes = m.estimate.before.file_bytes;
+    c.tensor_bytes = m.estimate.before.tensor_bytes;
+    c.decode_bytes_per_token = m.estimate.before.decode_total();
+    for (const ClassTypeRow& r : m.summary.rows) c.tensor_types[ggml_type_display(r.type)] += r.tensors;
+    return c;
+}
+
+std::string kv_string(const ShardSet& s, const char* key) {
+    const Kv* kv = s.find_kv(key);
+    if (!kv) return "";
+    return kv->as_string().value_or("");
+}
+
+// The Hugging Face id of the source: a repository key, or a huggingface.co URL among the general.* keys
+// llama.cpp's converter writes (gguf-py constants). A URL elsewhere is not an id and is not used.
+std::pair<std::string, std::string> base_model_of(const ShardSet& source) {
+    if (std::string v = kv_string(source, "general.source.huggingface.repository"); !v.empty())
+        return {v, "general.source.huggingface.repository"};
+    for (const char* key :
+         {"general.source.repo_url", "general.repo_url", "general.source.url", "general.url"}) {
+        std::string v = kv_string(source, key);
+        for (const char* prefix : {"https://huggingface.co/", "http://huggingface.co/", "https://hf.co/"})
+            if (v.rfind(prefix, 0) == 0) {
+                v = v.substr(std::string_view(prefix).size());
+                while (!v.empty() && v.back() == '/') v.pop_back();
+                if (!v.empty()) return {v, key};
+            }
+    }
+    return {"", ""};
+}
+
+// --- the keeplist -------------------------------------------------------------------------------
+
+void check_keeplist_source(const KeepList& kl, const std::string& kl_path, const OpenedModel& src) {
+    if (!kl.source)
+        throw InputError(kl_path, std::nullopt, "source",
+                         "missing: a hand-written drop spec says nothing of its model; give the directory "
+                         "`gguf-reap rank --model` wrote");
+    const KeepListSource& s = *kl.source;
+    if (s.expert_count != src.estimate.before.expert_count)
+        throw InputError(kl_path, std::nullopt, "source.expert_count",
+                         fmt::format("{} experts per block, but {} has {}: the keeplist is for another model",
+                                     s.expert_count, src.path, src.estimate.before.expert_count));
+    if (s.from_imatrix_only) return;
+    if (s.architecture != src.set.architecture())
+        throw InputError(kl_path, std::nullopt, "source.architecture",
+                         fmt::format("'{}', but {} is '{}': the keeplist is for another model",
+                                     s.architecture, src.path, src.set.architecture()));
+    if (const std::string d = first_difference(s.shards, shard_names(src.set)); !d.empty())
+        throw InputError(
+            kl_path, std::nullopt, "source.shards",
+            fmt::format("the keeplist was made for another model than {}: it lists {}", src.path, d));
+    if (s.tensor_count != src.set.tensors().size())
+        throw InputError(kl_path, std::nullopt, "source.tensor_count",
+                         fmt::format("{}, but {} has {} tensors: the keeplist is for another model",
+                                     s.tensor_count, src.path, src.set.tensors().size()));
+}
+
+// "super-expert: carries 41.2 % of the block's energy in chat ..." → 41.2
+std::optional<double> share_in(const std::string& reason) {
+    static const std::regex re(R"(carries ([0-9]+(\.[0-9]+)?) % of the block's)");
+    std::smatch m;
+    if (!std::regex_search(reason, m, re)) return std::nullopt;
+    return std::stod(m[1].str());
+}
+
+CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::string& kl_text,
+                     const std::string& rank_dir) {
+    CardMethod m;
+    const json& j = kl.method;
+    m.criterion = opt_string(j, "criterion");
+    m.consensus = opt_string(j, "consensus");
+    if (m.criterion.empty() || m.consensus.empty())
+        throw InputError(kl_path, std::nullopt, m.criterion.empty() ? "method.criterion" : "method.consensus",
+                         "missing: the card states how the experts were chosen, which only a keeplist "
+                         "written by `gguf-reap rank` records");
+    const auto cr = parse_criterion(m.criterion);
+    const auto cs = parse_consensus(m.consensus);
+    if (!cr)
+        throw InputError(kl_path, std::nullopt, "method.criterion",
+                         fmt::format("unknown: '{}'", m.criterion));
+    if (!cs)
+        throw InputError(kl_path, std::nullopt, "method.consensus",
+                         fmt::format("unknown: '{}'", m.consensus));
+    m.criterion_words = criterion_formula(*cr);
+    m.consensus_words = consensus_text(*cs);
+    m.rule = opt_string(j, "rule");
+    if (j.contains("fit") && j["fit"].contains("budget"))
+        m.fit_words = opt_string(j["fit"]["budget"], "words");
+    m.score_field = opt_string(j, "score_field");
+    if (j.contains("from_plan")) {
+        m.from_plan_file = base_name(opt_string(j["from_plan"], "path"));
+        m.from_plan_format = opt_string(j["from_plan"], "format");
+        m.from_plan_sha256 = opt_string(j["from_plan"], "sha256");
+        if (m.from_plan_file.empty())
+            throw InputError(kl_path, std::nullopt, "method.from_plan.path",
+                             "missing: the card names the plan the kept experts come from");
+    }
+    if (j.contains("domains") && j["domains"].is_array())
+        for (const json& d : j["domains"]) {
+            CardDomain cd;
+            cd.name = opt_string(d, "name");
+            cd.tokens = opt_number<uint64_t>(d, "tokens");
+            if (d.is_object() && d.contains("datasets") && d["datasets"].is_array())
+                for (const json& x : d["datasets"])
+                    if (x.is_string()) cd.datasets.push_back(x.get<std::string>());
+            m.domains.push_back(std::move(cd));
+        }
+    if (m.domains.empty())
+        throw InputError(kl_path, std::nullopt, "method.domains",
+                         "missing or empty: the card names the calibration domains");
+    if (j.contains("super_expert")) {
+        m.super_share_threshold = opt_number<double>(j["super_expert"], "share_threshold");
+        m.super_channel_ratio_threshold = opt_number<double>(j["super_expert"], "channel_ratio_threshold");
+    }
+    if (j.contains("safety_margin")) {
+        const json& s = j["safety_margin"];
+        m.best_pruned_rank = opt_number<int64_t>(s, "best_pruned_rank");
+        m.rank_of = opt_number<int64_t>(s, "of");
+        m.median_layer = opt_number<double>(s, "median_layer");
+        if (m.best_pruned_rank && m.rank_of && m.median_layer)
+            m.safety_margin = safety_margin_sentence(*m.best_pruned_rank, *m.rank_of, *m.median_layer);
+    }
+    if (j.contains("blind_spot") && j["blind_spot"].is_object() && j["blind_spot"].contains("worst")) {
+        const json& b = j["blind_spot"];
+        m.blind_spot_domain = opt_string(b["worst"], "domain");
+        m.blind_spot_drop = opt_number<double>(b["worst"], "drop");
+        if (!m.blind_spot_domain.empty() && m.blind_spot_drop)
+            m.blind_spot = blind_spot_sentence(*m.blind_spot_drop, m.blind_spot_domain,
+                                               opt_string(b, "measure") == "score mass");
+    }
+    for (const KeepBlock& b : kl.blocks) {
+        m.dead_experts += b.dead.size();
+        if (!b.dead.empty()) ++m.dead_blocks;
+        for (const ProtectedExpert& p : b.protected_experts)
+            m.super_experts.push_back({b.block, p.expert, p.reason, share_in(p.reason)});
+    }
+    m.keeplist_sha256 = sha256_hex(kl_text.data(), kl_text.size());
+    const fs::path receipt = fs::path(rank_dir) / kReceiptFile;
+    if (fs::is_regular_file(receipt)) {
+        m.receipt_name = kReceiptFile;
+        m.receipt_sha256 = sha256_file(receipt.string());
+    }
+    m.source_identified = kl.source && !kl.source->from_imatrix_only;
+    return m;
+}
+
+// --- the audit report ---------------------------------------------------------------------------
+
+uint64_t audit_uint(const json& obj, const char* key, const std::string& path, const std::string& where) {
+    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number_unsigned())
+        throw InputError(path, std::nullopt, where + key, "missing or not a non-negative integer");
+    return obj[key].get<uint64_t>();
+}
+
+std::string audit_string(const json& obj, const char* key, const std::string& path,
+                         const std::string& where) {
+    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string())
+        throw InputError(path, std::nullopt, where + key, "missing or not a string");
+    return obj[key].get<std::string>();
+}
+
+struct AuditRead {
+    CardAudit facts;
+    std::vector<std::pair<std::string, uint64_t>> shards;
+    std::vector<std::string> sha256;  // per shard, "" when not hashed
+    std::string neuron_plan;          // base name, "" when none
+};
+
+AuditRead read_audit(const std::string& path, const OpenedModel& out, const OpenedModel& src) {
+    const std::string text = read_small_file(path, kAuditFileLimit, "audit report");
+    const json j = parse_json_input<json>(text, path, 64, kAuditMaxValues, "an audit report");
+    if (!j.is_object())
+        throw InputError(path, std::nullopt, "json", "not an `audit --json` document (not an object)");
+    AuditRead a;
+    const std::string result = audit_string(j, "result", path, "");
+    const json& summary = j.contains("summary") ? j["summary"] : json();
+    if (result != "pass")
+        throw InputError(
+            path, std::nullopt, "result",
+            fmt::format(
+                "'{}' ({} finding(s)): the audit of {} did not pass, and a card states "
+                "only what a passing audit verified",
+                result,
+                summary.is_object() && summary.contains("findings") ? summary["findings"].dump() : "?",
+                out.path));
+    a.facts.audited = true;
+    a.facts.tool = audit_string(j, "tool", path, "");
+    a.facts.date = audit_string(j, "date", path, "");
+    a.facts.shards = audit_uint(summary, "shards", path, "summary.");
+    a.facts.tensors = audit_uint(summary, "tensors", path, "summary.");
+    a.facts.tensors_identical = audit_uint(summary, "tensors_identical", path, "summary.");
+    a.facts.expert_tensors = audit_uint(summary, "expert_tensors", path, "summary.");
+    a.facts.slabs = audit_uint(summary, "slabs", path, "summary.");
+    a.facts.kvs_checked = audit_uint(summary, "kvs_checked", path, "summary.");
+    a.facts.bytes_compared = audit_uint(summary, "bytes_compared", path, "summary.");
+    if (audit_uint(summary, "findings", path, "summary.") != 0)
+        throw InputError(path, std::nullopt, "summary.findings",
+                         "not 0 in a passing audit: the report is not `audit --json` output");
+
+    if (!j.contains("shards") || !j["shards"].is_array())
+        throw InputError(path, std::nullopt, "shards", "missing or not an array");
+    const json& shards = j["shards"];
+    for (size_t i = 0; i < shards.size(); ++i) {
+        const std::string where = fmt::format("shards[{}].", i);
+        const std::string p = audit_string(shards[i], "path", path, where);
+        a.shards.emplace_back(base_name(p), audit_uint(shards[i], "size", path, where));
+        std::string sha;
+        if (shards[i].contains("sha256") && !shards[i]["sha256"].is_null()) {
+            sha = audit_string(shards[i], "sha256", path, where);
+            if (!is_sha256_hex(sha))
+                throw InputError(path, std::nullopt, where + "sha256", "not 64 lower-case hex digits");
+        }
+        a.sha256.push_back(sha);
+    }
+    if (const std::string d = first_difference(a.shards, shard_names(out.set)); !d.empty())
+        throw InputError(path, std::nullopt, "shards",
+                         fmt::format("the audit is of other files than {}: it lists {}", out.path, d));
+    a.facts.hashed = !a.sha256.empty() && std::all_of(a.sha256.begin(), a.sha256.end(),
+                                                      [](const std::string& s) { return !s.empty(); });
+
+    if (j.contains("source") && j["source"].is_string()) {
+        a.facts.with_source = true;
+        const std::string s = base_name(j["source"].get<std::string>());
+        const auto names = shard_names(src.set);
+        if (std::none_of(names.begin(), names.end(), [&](const auto& n) { return n.first == s; }))
+            throw InputError(
+                path, std::nullopt, "source",
+                fmt::format("the audit compared the output with {}, which is not a shard of {} ({})", s,
+                            src.path, describe(names)));
+    }
+    if (j.contains("source_manifest") && j["source_manifest"].is_string()) {
+        // Verified against a manifest of the source: it must be one of this source.
+        a.facts.with_source = true;
+        const std::string mp = j["source_manifest"].get<std::string>();
+        Manifest m;
+        try {
+            m = Manifest::load(mp);
+        } catch (const Error& e) {
+            throw InputError(
+                path, std::nullopt, "source_manifest",
+                fmt::format("the audit verified against {}, which cannot be read here ({})", mp, e.what()));
+        }
+        std::vector<std::pair<std::string, uint64_t>> listed;
+        for (const ManifestShard& ms : m.shards) listed.emplace_back(ms.name, ms.size);
+        if (const std::string d = first_difference(listed, shard_names(src.set)); !d.empty())
+            throw InputError(
+                path, std::nullopt, "source_manifest",
+                fmt::format("the audit verified against {}, a manifest of other files than {}: it "
+                            "lists {}",
+                            mp, src.path, d));
+        a.facts.source_manifest = base_name(mp);
+        a.facts.source_manifest_sha256 = sha256_file(mp);
+    }
+    if (j.contains("neuron_plan") && j["neuron_plan"].is_string())
+        a.neuron_plan = base_name(j["neuron_plan"].get<std::string>());
+    return a;
+}
+
+// --- the card file ------------------------------------------------------------------------------
+
+void check_destination(const CardRequest& q, const OpenedModel& src, const OpenedModel& out,
+                       const std::string& kl_path) {
+    std::vector<std::string> inputs;
+    for (const Shard& s : src.set.shards()) inputs.push_back(s.path);
+    for (const Shard& s : out.set.shards()) inputs.push_back(s.path);
+    inputs.push_back(kl_path);
+    if (!q.audit_json.empty()) inputs.push_back(q.audit_json);
+    if (!q.manifest.empty()) inputs.push_back(q.manifest);
+    if (const std::string* in = same_file_as(q.out_path, inputs))
+        throw UsageError(fmt::format("{} is an input ({}): refusing to write over it", q.out_path, *in));
+    if (!q.force && path_exists(q.out_path))
+        throw UsageError(fmt::format("{} exists; use --force to overwrite it", q.out_path));
+}
+
+std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) {
+    std::vector<std::string> v;
+    if (f.eval) {
+        std::string texts;
+        for (const CardEvalText& t : f.eval->texts)
+            texts += fmt::format("{}{} ({} tokens)", texts.empty() ? "" : ", ", t.name,
+                                 with_commas(static_cast<uint64_t>(t.tokens)));
+        v.push_back(fmt::format("No task benchmark; KLD measured only on these texts: {}.", texts));
+    } else {
+        v.push_back(
+            "No task benchmark: gguf-reap measured no accuracy, perplexity or task score of this build, and "
+            "none is claimed here.");
+    }
+    std::string doms;
+    for (const CardDomain& d : f.method.domains)
+        doms += fmt::format("{}{} ({})", doms.empty() ? "" : ", ", d.name,
+                            d.tokens ? with_commas(*d.tokens) + " tokens" : "token count not recorded");
+    if (f.method.blind_spot.empty())
+        v.push_back(fmt::format(
+            "Calibration covered only these kinds of text: {}. Other kinds of text (other languages, tasks, "
+            "formats) were not measured; the experts they rely on may be among those removed.",
+            doms));
+    else
+        v.push_back(fmt::format(
+            "Calibration covered only these kinds of text: {}. Other kinds of text (other languages, tasks, "
+            "formats) were not measured. An estimate from the imatrices, ranking again without each "
+            "calibration domain in turn: {}, and text unlike every calibration domain may lose more. It is "
+            "a proxy from routed energy, not a quality measurement: `gguf-reap eval` measures such text on "
+            "this build.",
+            doms, f.method.blind_spot));
+    if (f.width)
+        v.push_back(fmt::format(
+            "Expert FFN width: every routed expert was cut from {} to {} channels by a neuron plan ({}sha256 "
+            "{}, recorded in the output's {}). Which channels it keeps was decided by that plan "
+            "(`plan-width` "
+            "ranks them by imatrix channel energy), not by a quality measurement: the quality cost of the "
+            "width restriction is not measured.",
+            f.width->source_width, f.width->width,
+            f.width->plan_file.empty() ? "" : fmt::format("`{}`, ", f.width->plan_file), f.width->plan_sha256,
+            kProvenanceNeuronPlanShaKey));
+    if (!f.audit.audited)
+        v.push_back(
+            "The files were not audited: that every kept tensor is byte-identical to the source was not "
+            "checked (`gguf-reap audit OUTPUT --source MODEL --manifest-out MANIFEST.json`).");
+    else if (!f.audit.with_source)
+        v.push_back(
+            "The audit checked the files' structure only (it was run without --source): their bytes were "
+            "not compared with the source.");
+    if (!f.method.output_names_keeplist)
+        v.push_back(fmt::format(
+            "The output carries no {} (spliced with --no-provenance?): that it was made with this keeplist "
+            "is checked only by its expert count.",
+            kProvenanceKeeplistShaKey));
+    if (!f.method.source_identified)
+        v.push_back(
+            "The keeplist was ranked without --model: that it was made for this source is checked only by "
+            "its expert count.");
+    v.push_back(
+        "That llama.cpp runs this build well: audit checks llama.cpp's load-time rules for expert "
+        "tensors, but gguf-reap did not load or run the model.");
+    for (const std::string& n : q.notes) v.push_back(n);
+    return v;
+}
+
+}  // namespace
+
+namespace ops {
+
+CardOutcome card(const CardRequest& q, const Events& events) {
+    // Open both models: shapes, sizes, decode figures and the hardware table (inspect + estimate).
+    EstimateInputs est;
+    est.tp = q.tp;
+    est.gpu_mem = q.gpu_mem;
+    est.overhead = q.overhead;
+    est.ctx = q.ctx;
+    est.tool_version = q.tool_version;
+    if (!q.out_path.empty() && fs::is_directory(q.out_path))
+        throw UsageError(
+            fmt::format("-o {} is a directory: give the card's file name (README.md)", q.out_path));
+    const OpenedModel src = open_model(q.source, "source", est);
+    const OpenedModel out = open_model(q.output, "pruned", est);
+
+    // The rank directory: the keeplist must be for this source, and the output made from it.
+    std::error_code ec;
+    if (!fs::is_directory(q.rank_dir, ec))
+        throw InputError(q.rank_dir, std::nullopt, "",
+                         "not a directory (give the directory `gguf-reap rank -o` wrote)");
+    const std::string kl_path = (fs::path(q.rank_dir) / kKeeplistFile).string();
+    if (!fs::exists(kl_path, ec))
+        throw InputError(q.rank_dir, std::nullopt, kKeeplistFile,
+                         "missing (give the directory `gguf-reap rank -o` wrote)");
+    const std::string kl_text = read_small_file(kl_path, uint64_t{64} << 20, "keeplist");
+    KeepList kl = KeepList::parse(kl_text, kl_path);
+    check_keeplist_source(kl, kl_path, src);
+    {
+        const MoeLayout layout = build_moe_layout(src.set);
+        validate_keeplist(kl, layout, kl_path);
+    }
+    if (out.estimate.before.expert_count != kl.n_keep)
+        throw InputError(kl_path, std::nullopt, "n_keep",
+                         fmt::format("{} experts kept per block, but {} has {}: the output was not spliced "
+                                     "with this keeplist",
+                                     kl.n_keep, out.path, out.estimate.before.expert_count));
+    const std::string kl_sha = sha256_hex(kl_text.data(), kl_text.size());
+    if (const std::string recorded = kv_string(out.set, kProvenanceKeeplistShaKey);
+        !recorded.empty() && recorded != kl_sha)
+        throw InputError(out.path, std::nullopt, kProvenanceKeeplistShaKey,
+                         fmt::format("{}, but {} hashes to {}: the output was spliced from another keeplist",
+                                     recorded, kl_path, kl_sha));
+    if (!q.out_path.empty()) check_destination(q, src, out, kl_path);
+
+    CardFacts f;
+    f.tool = q.tool_version;
+    f.arch = src.set.architecture();
+    f.source = column(src);
+    f.build = column(out);
+    f.experts_removed = f.source.expert_count - f.build.expert_count;
+    f.method = method_of(kl, kl_path, kl_text, q.rank_dir);
+    f.method.output_names_keeplist = kv_string(out.set, kProvenanceKeeplistShaKey) == kl_sha;
+
+    // Width provenance (splice --neuron-plan writes it into shard 1).
+    if (const std::string plan_sha = kv_string(out.set, kProvenanceNeuronPlanShaKey); !plan_sha.empty()) {
+        CardWidth w;
+        w.plan_sha256 = plan_sha;
+        w.source_width = f.source.expert_width;
+        w.width = f.build.expert_width;
+        if (kl.method.contains("neuron_plan"))
+            w.plan_file = base_name(opt_string(kl.method["neuron_plan"], "file"));
+        f.width = w;
+    }
+
+    // The audit: a pass of exactly these files.
+    std::vector<std::string> audit_sha;
+    if (!q.audit_json.empty()) {
+        AuditRead a = read_audit(q.audit_json, out, src);
+        f.audit = a.facts;
+        if (a.facts.hashed) audit_sha = a.sha256;
+        if (f.width && f.width->plan_file.empty()) f.width->plan_file = a.neuron_plan;
+    }
+
+    // The measurement: an eval of exactly this build, against this source.
+    if (!q.eval_json.empty())
+        f.eval = read_card_eval(q.eval_json, out.set, eval_detail::source_identity(src.set));
+
+    // The files, with their sha256 from the manifest or the hashing audit (never hashed here).
+    for (const auto& [name, size] : shard_names(out.set)) f.files.push_back({name, size, ""});
+    if (!q.manifest.empty()) {
+        const Manifest man = Manifest::load(q.manifest);
+        std::vector<std::pair<std::string, uint64_t>> listed;
+        for (const ManifestShard& s : man.shards) listed.emplace_back(s.name, s.size);
+        if (const std::string d = first_difference(listed, shard_names(out.set)); !d.empty())
+            throw InputError(q.manifest, std::nullopt, "shards",
+                             fmt::format("the manifest is of other files than {}: it lists {}", out.path, d));
+        for (size_t i = 0; i < man.shards.size(); ++i) {
+            if (!audit_sha.empty() && audit_sha[i] != man.shards[i].sha256)
+                throw InputError(
+                    q.manifest, std::nullopt, fmt::format("shards[{}].sha256", i),
+                    fmt::format("{} for {}, but the audit {} hashed it as {}", man.shards[i].sha256,
+                                man.shards[i].name, q.audit_json, audit_sha[i]));
+            f.files[i].sha256 = man.shards[i].sha256;
+        }
+        f.hashes_from = "manifest";
+        f.manifest_name = base_name(q.manifest);
+        f.manifest_sha256 = sha256_file(q.manifest);
+    } else if (!audit_sha.empty()) {
+        for (size_t i = 0; i < audit_sha.size(); ++i) f.files[i].sha256 = audit_sha[i];
+        f.hashes_from = "audit";
+    }
+
+    // Front matter.
+    if (!q.base_model.empty()) {
+        f.base_model = q.base_model;
+        f.base_model_from = "--base-model";
+    } else {
+        std::tie(f.base_model, f.base_model_from) = base_model_of(src.set);
+        if (f.base_model.empty())
+            events.warn(fmt::format(
+                "{} names no Hugging Face repository (general.source.huggingface.repository, "
+                "general.source.repo_url, general.repo_url, general.source.url, general.url): the card has "
+                "no base_model; give --base-model ORG/NAME",
+                src.path));
+    }
+    f.license = kv_string(src.set, "general.license");
+    f.license_name = kv_string(src.set, "general.license.name");
+    f.license_link = kv_string(src.set, "general.license.link");
+    if (!f.arch.empty()) f.tags.push_back(f.arch);
+    f.tags.push_back("expert-pruning");
+    f.tags.push_back("reap");
+    for (const auto& [type, n] : f.build.tensor_types) f.tags.push_back(type);
+
+    // The hardware table: estimate of the build itself.
+    f.gpu_mem = q.gpu_mem;
+    f.overhead = q.overhead;
+    f.ctx = q.ctx;
+    f.kv_bytes_per_token = out.estimate.kv.bytes_per_token;
+    f.kv_kind = kv_kind_name(out.estimate.kv.kind);
+    for (const FitRow& r : out.estimate.fits_before) {
+        CardFitRow row{r.tp,
+                       r.weights,
+                       r.kv_cache,
+                       r.overhead,
+                       r.need(),
+                       std::nullopt,
+                       out.estimate.kv.bytes_per_token_per_rank(r.tp)};
+        if (q.gpu_mem) row.fits = r.fits(q.gpu_mem);
+        f.fits.push_back(row);
+    }
+    f.not_verified = not_verified(f, q);
+
+    // Render once; write under a temporary name and rename.
+    CardOutcome o;
+    o.markdown = render_card_markdown(f);
+    o.facts = std::move(f);
+    if (!q.out_path.empty()) {
+        OutputFile file(q.out_path);
+        file.write_at(0, o.markdown.data(), o.markdown.size());
+        file.commit();
+        o.written = true;
+    }
+    return o;
+}
+
+}  // namespace ops
+
+}  // namespace gguf_reap

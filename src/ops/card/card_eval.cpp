@@ -1,0 +1,169 @@
+// card --eval: the "Measured against the source" section, from `gguf-reap eval -o` (docs/eval.md).
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "format/json_input.h"
+#include "io/error.h"
+#include "io/paths.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
+#include "io/units.h"
+#include "model/shard_set.h"
+#include "ops/card/card.h"
+
+namespace gguf_reap {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+// An eval of a few builds on a few texts is a few kilobytes; the limits stop a hostile file.
+constexpr uint64_t kEvalFileLimit = uint64_t{64} << 20;
+constexpr size_t kEvalMaxValues = size_t{1} << 22;
+
+// The value at `key` of `j`, of JSON type `t`; InputError naming the field otherwise.
+const json& field(const json& j, const std::string& key, json::value_t t, const std::string& path,
+                  const std::string& where) {
+    const std::string name = where.empty() ? key : fmt::format("{}.{}", where, key);
+    if (!j.is_object() || !j.contains(key))
+        throw InputError(path, std::nullopt, name, "missing (is this `gguf-reap eval -o` output?)");
+    const json& v = j[key];
+    const bool ok = t == json::value_t::number_float
+                        ? v.is_number()
+                        : v.type() == t || (t == json::value_t::number_integer && v.is_number_unsigned());
+    if (!ok)
+        throw InputError(path, std::nullopt, name,
+                         fmt::format("is {}, not {}", v.type_name(), json(t).type_name()));
+    return v;
+}
+
+std::string fixed(double v, int digits) {
+    return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("–");
+}
+
+}  // namespace
+
+CardEval read_card_eval(const std::string& path, const ShardSet& output, const std::string& source_identity) {
+    const std::string text = read_small_file(path, kEvalFileLimit, "gguf-reap eval report");
+    const json doc = parse_json_input<json>(text, path, 16, kEvalMaxValues, "an eval report");
+    using vt = json::value_t;
+    if (!doc.is_object() || doc.value("kind", "") != "gguf-reap eval")
+        throw InputError(path, std::nullopt, "kind", "not a `gguf-reap eval -o` report");
+    const json& src = field(doc, "source", vt::object, path, "");
+    const std::string id = field(src, "identity", vt::string, path, "source").get<std::string>();
+    if (id != source_identity)
+        throw InputError(
+            path, std::nullopt, "source.identity",
+            fmt::format("{} (source {}), but the card's source has identity {}: this eval measured "
+                        "builds of another source",
+                        id, src.value("path", "?"), source_identity));
+
+    // The build: the eval's output whose shard names and total size are this build's.
+    std::vector<std::string> names;
+    for (const Shard& s : output.shards()) names.push_back(base_name(s.path));
+    std::string as_given, listed;
+    for (const json& o : field(doc, "outputs", vt::array, path, "")) {
+        const json& shards = field(o, "shards", vt::array, path, "outputs[]");
+        const std::string p = field(o, "path", vt::string, path, "outputs[]").get<std::string>();
+        listed += fmt::format("{}{}", listed.empty() ? "" : ", ", p);
+        std::vector<std::string> got;
+        for (const json& n : shards) got.push_back(n.is_string() ? n.get<std::string>() : "");
+        if (got == names &&
+            field(o, "bytes", vt::number_unsigned, path, "outputs[]").get<uint64_t>() == output.total_bytes())
+            as_given = p;
+    }
+    if (as_given.empty())
+        throw InputError(
+            path, std::nullopt, "outputs",
+            fmt::format("measured {}, not this build ({}, {} bytes): run `gguf-reap eval` on it",
+                        listed.empty() ? "no build" : listed, names.front(), output.total_bytes()));
+
+    CardEval e;
+    e.file = base_name(path);
+    e.sha256 = sha256_hex(text.data(), text.size());
+    e.llama_build =
+        field(field(doc, "llama_cpp", vt::object, path, ""), "build", vt::string, path, "llama_cpp")
+            .get<std::string>();
+    for (const json& r : field(doc, "runs", vt::array, path, "")) {
+        if (field(r, "output", vt::string, path, "runs[]").get<std::string>() != as_given) continue;
+        CardEvalText t;
+        t.name = field(r, "text", vt::string, path, "runs[]").get<std::string>();
+        t.tokens = field(r, "tokens", vt::number_integer, path, "runs[]").get<int64_t>();
+        const json& kld = field(r, "kld", vt::object, path, "runs[]");
+        const json& ppl = field(r, "ppl", vt::object, path, "runs[]");
+        t.kld_mean = opt_number(kld, "mean").value_or(NAN);
+        t.kld_p99 = opt_number(kld, "p99");
+        t.same_top = opt_number(field(r, "same_top", vt::object, path, "runs[]"), "mean").value_or(NAN);
+        t.ppl_source = opt_number(ppl, "source");
+        t.ppl_output = opt_number(ppl, "output").value_or(NAN);
+        t.from = r.value("from", "");
+        if (e.command.empty() && r.contains("command") && r["command"].is_array())
+            for (const json& a : r["command"]) e.command.push_back(a.is_string() ? a.get<std::string>() : "");
+        e.texts.push_back(t);
+    }
+    if (doc.contains("files") && doc["files"].is_object() && doc["files"].value("svg", json()).is_string()) {
+        const std::string svg = doc["files"]["svg"].get<std::string>();
+        const fs::path beside = fs::path(path).parent_path() / svg;
+        std::error_code ec;
+        if (fs::is_regular_file(beside, ec)) {
+            e.svg = svg;
+            e.svg_bytes = fs::file_size(beside, ec);
+        }
+    }
+    return e;
+}
+
+void measured_section(std::string& s, const CardFacts& f) {
+    if (!f.eval) return;
+    const CardEval& e = *f.eval;
+    s += "## Measured against the source\n\n";
+    s += "KL divergence of this build's next-token distribution from the source's, over the full vocabulary, "
+         "and how often both rank the same token first: `llama-perplexity --kl-divergence-base` on the "
+         "source, "
+         "then `--kl-divergence` on this build, on held-out text of each kind (`gguf-reap eval`).\n\n";
+    s += "| text | tokens | PPL source → build | mean KLD | 99 % KLD | same top token |\n";
+    s += "| --- | ---: | --- | ---: | ---: | ---: |\n";
+    for (const CardEvalText& t : e.texts)
+        s += fmt::format(
+            "| {} | {} | {} → {} | {} | {} | {} % |\n", t.name, with_commas(static_cast<uint64_t>(t.tokens)),
+            t.ppl_source ? fixed(*t.ppl_source, 3) : std::string("–"), fixed(t.ppl_output, 3),
+            fixed(t.kld_mean, 4), t.kld_p99 ? fixed(*t.kld_p99, 4) : std::string("–"), fixed(t.same_top, 2));
+    s += "\n";
+    for (const CardEvalText& t : e.texts)
+        if (t.from == "last chunk row")
+            s += fmt::format(
+                "{}: llama-perplexity's summary was cut off; its figures are the last chunk row's "
+                "running means (no 99 % KLD).\n\n",
+                t.name);
+    std::string build;
+    for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
+    std::string cmd;
+    for (const std::string& a : e.command) cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", base_name(a));
+    s += fmt::format("llama.cpp: `{}`. Command (first text): `{}`. From `{}`, sha256 `{}`.\n\n", build, cmd,
+                     e.file, e.sha256);
+}
+
+json card_eval_json(const CardEval& e) {
+    json texts = json::array();
+    for (const CardEvalText& t : e.texts)
+        texts.push_back({{"name", t.name},
+                         {"tokens", t.tokens},
+                         {"ppl_source", t.ppl_source ? json(*t.ppl_source) : json(nullptr)},
+                         {"ppl_output", std::isfinite(t.ppl_output) ? json(t.ppl_output) : json(nullptr)},
+                         {"kld_mean", std::isfinite(t.kld_mean) ? json(t.kld_mean) : json(nullptr)},
+                         {"kld_p99", t.kld_p99 ? json(*t.kld_p99) : json(nullptr)},
+                         {"same_top", std::isfinite(t.same_top) ? json(t.same_top) : json(nullptr)},
+                         {"from", t.from}});
+    return {{"file", e.file},
+            {"sha256", e.sha256},
+            {"llama_build", e.llama_build},
+            {"command", e.command},
+            {"texts", texts},
+
+            {"svg", e.svg.empty() ? json(nullptr) : json(e.svg)}};
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,424 @@
+// card, rendering: the Markdown card and the --json document, both from CardFacts (docs/card.md).
+#include <fmt/format.h>
+
+#include "io/units.h"
+#include "ops/card/card.h"
+#include "ops/manifest.h"
+
+namespace gguf_reap {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Decimal units, as disk and download sizes are sold: GB = 10^9 bytes (MB, kB below 1 GB).
+std::string decimal_size(uint64_t b) {
+    const double x = static_cast<double>(b);
+    if (b >= 1000000000) return fmt::format("{:.1f} GB", x / 1e9);
+    if (b >= 1000000) return fmt::format("{:.1f} MB", x / 1e6);
+    if (b >= 1000) return fmt::format("{:.1f} kB", x / 1e3);
+    return fmt::format("{} B", b);
+}
+
+// GiB = 2^30 bytes: two decimals from 1 GiB up, four below, so that small per-GPU shares (a router, a
+// KV cache at TP 8) do not all read 0.00. The JSON has the exact bytes.
+std::string gib(uint64_t b) {
+    const double g = static_cast<double>(b) / static_cast<double>(uint64_t{1} << 30);
+    return g >= 1 ? fmt::format("{:.2f}", g) : fmt::format("{:.4f}", g);
+}
+
+// A YAML scalar: JSON strings are valid YAML, and quoting keeps ':' and '#' in names harmless.
+std::string yaml(const std::string& s) {
+    return json(s).dump();
+}
+
+std::string types_cell(const std::map<std::string, uint64_t>& t) {
+    std::string s;
+    for (const auto& [type, n] : t) s += fmt::format("{}{} ×{}", s.empty() ? "" : ", ", type, n);
+    return s;
+}
+
+// "Kimi-K2-REAP-Q4_K_M-00001-of-00013.gguf" → "Kimi-K2-REAP-Q4_K_M"
+std::string build_name(const std::string& first_shard) {
+    std::string s = first_shard;
+    if (s.size() > 5 && s.compare(s.size() - 5, 5, ".gguf") == 0) s.resize(s.size() - 5);
+    const auto p = s.rfind("-00001-of-");
+    if (p != std::string::npos && s.size() - p == 15) s.resize(p);
+    return s;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+    return fmt::format("{} {}", with_commas(n), n == 1 ? one : many);
+}
+
+// The two llama.cpp commands of "How to run" (the same text in the card and the JSON).
+std::string llama_cli_command(const CardFacts& f) {
+    return fmt::format("llama-cli -m {}{}", f.build.first_shard, f.ctx ? fmt::format(" -c {}", f.ctx) : "");
+}
+std::string llama_server_command(const CardFacts& f) {
+    return fmt::format("llama-server -m {}{} --port 8080", f.build.first_shard,
+                       f.ctx ? fmt::format(" -c {}", f.ctx) : "");
+}
+
+constexpr size_t kSuperExpertsListed = 16;  // the rest are in keeplist.json and the receipt
+
+void front_matter(std::string& s, const CardFacts& f) {
+    s += "---\n";
+    if (!f.base_model.empty()) s += "base_model: " + yaml(f.base_model) + "\n";
+    s += "library_name: gguf\n";
+    if (!f.license.empty()) s += "license: " + yaml(f.license) + "\n";
+    if (!f.license_name.empty()) s += "license_name: " + yaml(f.license_name) + "\n";
+    if (!f.license_link.empty()) s += "license_link: " + yaml(f.license_link) + "\n";
+    s += "tags:\n";
+    for (const auto& t : f.tags) s += "- " + yaml(t) + "\n";
+    s += "---\n\n";
+}
+
+void comparison_table(std::string& s, const CardFacts& f) {
+    const CardModelColumn &a = f.source, &b = f.build;
+    s += "| | source | this build |\n| --- | ---: | ---: |\n";
+    const auto row = [&](const char* what, const std::string& x, const std::string& y) {
+        s += fmt::format("| {} | {} | {} |\n", what, x, y);
+    };
+    const auto num = [](uint64_t v) { return with_commas(v); };
+    const auto bytes = [](uint64_t v) { return fmt::format("{} ({})", with_commas(v), decimal_size(v)); };
+    row("routed experts per MoE layer", num(a.expert_count), num(b.expert_count));
+    row("experts routed per token", num(a.expert_used_count), num(b.expert_used_count));
+    row("MoE layers", num(a.moe_blocks), num(b.moe_blocks));
+    row("expert FFN width", num(a.expert_width), num(b.expert_width));
+    row("parameters", num(a.parameters), num(b.parameters));
+    row("active parameters per token", num(a.active_parameters), num(b.active_parameters));
+    row("size on disk, bytes", bytes(a.file_bytes), bytes(b.file_bytes));
+    row("decode bytes per token", bytes(a.decode_bytes_per_token), bytes(b.decode_bytes_per_token));
+    row("tensor types (tensors)", types_cell(a.tensor_types), types_cell(b.tensor_types));
+    row("shards", num(a.shards), num(b.shards));
+    s += fmt::format(
+        "\nSource: `{}`. Decode bytes per token: the weights one token reads (dense tensors, routers, and "
+        "{} routed experts per MoE layer), as `gguf-reap estimate` counts them.\n\n",
+        a.first_shard, b.expert_used_count);
+}
+
+void method_section(std::string& s, const CardFacts& f) {
+    const CardMethod& m = f.method;
+    s += "## Method\n\n";
+    if (!m.from_plan_file.empty())
+        s += fmt::format(
+            "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with `rank "
+            "--from-plan`. The criterion and consensus below only score that plan.\n",
+            m.from_plan_file, m.from_plan_format,
+            m.from_plan_sha256.empty() ? std::string() : ", sha256 `" + m.from_plan_sha256 + "`");
+    s += fmt::format(
+        "- Criterion `{}`: {}{}.\n", m.criterion, m.criterion_words,
+        m.score_field.empty() ? std::string() : fmt::format(" (score field `{}`)", m.score_field));
+    s += fmt::format("- Consensus `{}`: {}.\n", m.consensus, m.consensus_words);
+    if (!m.rule.empty())
+        s += fmt::format("- Rule: `{}`, the same number of experts kept in every MoE layer.\n", m.rule);
+    s += "- Calibration domains (llama.cpp imatrix files):\n";
+    for (const CardDomain& d : m.domains) {
+        std::string ds;
+        for (const auto& x : d.datasets) ds += (ds.empty() ? "" : ", ") + x;
+        s += fmt::format(
+            "  - {}: {}{}\n", d.name,
+            d.tokens ? plural(*d.tokens, "token", "tokens") : std::string("token count not recorded"),
+            ds.empty() ? "" : fmt::format(" ({})", ds));
+    }
+    if (m.dead_experts == 0)
+        s += "- Dead experts: none (every expert was routed in at least one domain).\n";
+    else
+        s += fmt::format(
+            "- Dead experts: {} never routed in any calibration domain, in {} of {} MoE layers; all are "
+            "among the removed.\n",
+            with_commas(m.dead_experts), m.dead_blocks, f.source.moe_blocks);
+    std::string thresholds;
+    if (m.super_share_threshold && m.super_channel_ratio_threshold)
+        thresholds = fmt::format(
+            " (an expert carrying at least {:.1f} % of its layer's energy in a domain, or whose hottest "
+            "channel is at least {:.0f}× the layer's median)",
+            100 * *m.super_share_threshold, *m.super_channel_ratio_threshold);
+    if (m.super_experts.empty()) {
+        s += fmt::format("- Super-experts{}: none found.\n", thresholds);
+    } else {
+        s += fmt::format("- Super-experts and protected experts, always kept{}: {}.\n", thresholds,
+                         with_commas(m.super_experts.size()));
+        for (size_t i = 0; i < m.super_experts.size() && i < kSuperExpertsListed; ++i) {
+            const CardSuperExpert& e = m.super_experts[i];
+            s += fmt::format("  - blk.{} expert {}: {}\n", e.block, e.expert, e.reason);
+        }
+        if (m.super_experts.size() > kSuperExpertsListed)
+            s += fmt::format("  - … and {} more (keeplist.json)\n",
+                             m.super_experts.size() - kSuperExpertsListed);
+    }
+    if (!m.safety_margin.empty()) s += fmt::format("- Safety margin: {}.\n", m.safety_margin);
+    s += fmt::format("- Keeplist: `keeplist.json`, sha256 `{}`", m.keeplist_sha256);
+    if (!m.receipt_name.empty())
+        s += fmt::format("; receipt `{}`, sha256 `{}`", m.receipt_name, m.receipt_sha256);
+    s += ".\n\n";
+}
+
+void verified_section(std::string& s, const CardFacts& f) {
+    const CardAudit& a = f.audit;
+    s += "## Verified\n\n";
+    if (!a.audited) {
+        s += "Not audited.\n\n";
+    } else if (a.with_source) {
+        s += fmt::format(
+            "**PASS**: `gguf-reap audit` ({}, {}) verified {} tensors in {} from the disk: {} byte-identical "
+            "to the source, {} expert tensors whose {} kept expert slabs equal their source experts; {} "
+            "bytes "
+            "compared, {} key/value pairs checked.\n\n",
+            a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"),
+            with_commas(a.tensors_identical), with_commas(a.expert_tensors), with_commas(a.slabs),
+            with_commas(a.bytes_compared), with_commas(a.kvs_checked));
+        if (!a.source_manifest.empty())
+            s += fmt::format(
+                "The bytes were compared by sha256 with the source's manifest `{}` (sha256 `{}`: a hash per "
+                "tensor and per expert slab of the source, made by `gguf-reap audit SOURCE --manifest-out`), "
+                "not with the source files themselves.\n\n",
+                a.source_manifest, a.source_manifest_sha256);
+    } else {
+        s += fmt::format(
+            "**PASS (structure only)**: `gguf-reap audit` ({}, {}) checked the structure of {} tensors in {} "
+            "(run without --source: the bytes were not compared with the source).\n\n",
+            a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"));
+    }
+    if (!f.manifest_name.empty())
+        s += fmt::format(
+            "Manifest `{}`, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} "
+            "--manifest "
+            "{}` verifies a copy; `sha256sum -c {}` checks the shards).\n\n",
+            f.manifest_name, f.manifest_sha256, f.build.first_shard, f.manifest_name,
+            manifest_sums_path(f.manifest_name));
+}
+
+void hardware_section(std::string& s, const CardFacts& f) {
+    s += "## Hardware fit\n\n";
+    s += fmt::format(
+        "From `gguf-reap estimate` of this build; GiB = 2^30 bytes. Per GPU at tensor parallel N: {}{}. KV "
+        "cache: {} bytes per token ({}, F16 cache).\n\n",
+        f.ctx ? fmt::format("weights + KV cache for {} + overhead {} GiB", plural(f.ctx, "token", "tokens"),
+                            gib(f.overhead))
+              : fmt::format("weights + overhead {} GiB (no KV cache budgeted: --ctx 0)", gib(f.overhead)),
+        f.gpu_mem ? fmt::format(", against {} GiB per GPU", gib(f.gpu_mem))
+                  : std::string("; no fit verdict without --gpu-mem"),
+        with_commas(f.kv_bytes_per_token), f.kv_kind);
+    s += "| TP | weights per GPU, GiB | KV cache, GiB | total per GPU, GiB | fits | KV bytes per token per "
+         "GPU |\n";
+    s += "| ---: | ---: | ---: | ---: | --- | ---: |\n";
+    for (const CardFitRow& r : f.fits)
+        s += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.tp, gib(r.weights), gib(r.kv_cache),
+                         gib(r.need),
+                         !r.fits   ? "–"
+                         : *r.fits ? "yes"
+                                   : "no",
+                         with_commas(r.kv_bytes_per_token));
+    s += "\n";
+}
+
+void run_section(std::string& s, const CardFacts& f) {
+    s += "## How to run\n\n```\n";
+    s += llama_cli_command(f) + "\n" + llama_server_command(f) + "\n";
+    s += "```\n\n";
+    if (f.build.shards > 1)
+        s += fmt::format(
+            "Download all {} shards into one directory: llama.cpp opens the others from the first.\n\n",
+            f.build.shards);
+}
+
+void files_section(std::string& s, const CardFacts& f) {
+    s += "## Files\n\n| file | bytes | sha256 |\n| --- | ---: | --- |\n";
+    for (const CardFile& x : f.files)
+        s += fmt::format("| `{}` | {} | {} |\n", x.name, with_commas(x.size),
+                         x.sha256.empty() ? "not recorded" : "`" + x.sha256 + "`");
+    s += "\n";
+    if (f.eval && !f.eval->svg.empty())
+        s += fmt::format("Plot: `{}` ({} bytes), mean KLD against size per text, from `{}`.\n\n", f.eval->svg,
+                         with_commas(f.eval->svg_bytes), f.eval->file);
+    if (f.hashes_from == "manifest")
+        s += fmt::format("sha256 from the manifest `{}`.\n\n", f.manifest_name);
+    else if (f.hashes_from == "audit")
+        s += "sha256 from the audit, which hashed every shard.\n\n";
+    else
+        s += fmt::format(
+            "The sha256 of the shards is not recorded: run `gguf-reap audit {} --source {} --manifest-out "
+            "MANIFEST.json` and give `gguf-reap card --manifest MANIFEST.json`.\n\n",
+            f.build.first_shard, f.source.first_shard);
+}
+
+json column_json(const CardModelColumn& c) {
+    return {{"first_shard", c.first_shard},
+            {"shards", c.shards},
+            {"moe_blocks", c.moe_blocks},
+            {"expert_count", c.expert_count},
+            {"expert_used_count", c.expert_used_count},
+            {"expert_width", c.expert_width},
+            {"parameters", c.parameters},
+            {"active_parameters", c.active_parameters},
+            {"file_bytes", c.file_bytes},
+            {"tensor_bytes", c.tensor_bytes},
+            {"decode_bytes_per_token", c.decode_bytes_per_token},
+            {"tensor_types", c.tensor_types}};
+}
+
+template <class T>
+json opt(const std::optional<T>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+json str_or_null(const std::string& s) {
+    return s.empty() ? json(nullptr) : json(s);
+}
+
+}  // namespace
+
+std::string render_card_markdown(const CardFacts& f) {
+    std::string s;
+    front_matter(s, f);
+    s += fmt::format("# {}\n\n", build_name(f.build.first_shard));
+    s += fmt::format(
+        "**{} of {} routed experts removed per MoE layer** ({} kept in each of the {} MoE layers, {} routed "
+        "per token): {} in {}, from {}.{}\n\n",
+        with_commas(f.experts_removed), with_commas(f.source.expert_count), with_commas(f.build.expert_count),
+        f.build.moe_blocks, f.build.expert_used_count, decimal_size(f.build.file_bytes),
+        plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes),
+        f.method.fit_words.empty() ? std::string()
+                                   : fmt::format(" {} is the most experts that fit {} (`rank --fit`).",
+                                                 with_commas(f.build.expert_count), f.method.fit_words));
+    s += fmt::format(
+        "Made with gguf-reap (`rank`, then `splice`): routed experts removed from {}{} without "
+        "requantisation; the kept tensors are copied as they are. GB = 10^9 bytes.\n\n",
+        f.base_model.empty() ? "the source" : "`" + f.base_model + "`",
+        f.width ? fmt::format(", and every expert's FFN cut from {} to {} channels", f.width->source_width,
+                              f.width->width)
+                : std::string());
+    comparison_table(s, f);
+    method_section(s, f);
+    verified_section(s, f);
+    measured_section(s, f);
+    s += "## Not verified\n\n";
+    for (const auto& n : f.not_verified) s += "- " + n + "\n";
+    s += "\n";
+    hardware_section(s, f);
+    run_section(s, f);
+    files_section(s, f);
+    s += fmt::format("Card written by {} `card`: every figure above is computed from the files named here.\n",
+                     f.tool);
+    return s;
+}
+
+json card_json(const CardFacts& f) {
+    json j;
+    j["format"] = "gguf-reap.card";
+    j["version"] = 1;
+    j["tool"] = f.tool;
+    j["base_model"] = str_or_null(f.base_model);
+    j["base_model_from"] = str_or_null(f.base_model_from);
+    j["library_name"] = "gguf";
+    j["tags"] = f.tags;
+    j["license"] = {{"license", str_or_null(f.license)},
+                    {"license_name", str_or_null(f.license_name)},
+                    {"license_link", str_or_null(f.license_link)}};
+    j["arch"] = f.arch;
+    j["headline"] = {{"experts_removed_per_layer", f.experts_removed},
+                     {"experts_per_layer", f.source.expert_count},
+                     {"experts_kept_per_layer", f.build.expert_count},
+                     {"moe_layers", f.build.moe_blocks},
+                     {"file_bytes", f.build.file_bytes},
+                     {"file_gb", decimal_size(f.build.file_bytes)},
+                     {"shards", f.build.shards}};
+    if (!f.method.fit_words.empty()) j["headline"]["fit"] = f.method.fit_words;
+    j["source"] = column_json(f.source);
+    j["build"] = column_json(f.build);
+    const CardMethod& m = f.method;
+    json doms = json::array();
+    for (const CardDomain& d : m.domains)
+        doms.push_back({{"name", d.name}, {"tokens", opt(d.tokens)}, {"datasets", d.datasets}});
+    json supers = json::array();
+    for (const CardSuperExpert& e : m.super_experts)
+        supers.push_back({{"block", e.block},
+                          {"expert", e.expert},
+                          {"share_percent", opt(e.share_percent)},
+                          {"reason", e.reason}});
+    j["method"] = {
+        {"criterion", m.criterion},
+        {"criterion_words", m.criterion_words},
+        {"consensus", m.consensus},
+        {"consensus_words", m.consensus_words},
+        {"rule", str_or_null(m.rule)},
+        {"score_field", str_or_null(m.score_field)},
+        {"from_plan", m.from_plan_file.empty() ? json(nullptr)
+                                               : json{{"file", m.from_plan_file},
+                                                      {"format", m.from_plan_format},
+                                                      {"sha256", str_or_null(m.from_plan_sha256)}}},
+        {"domains", doms},
+        {"dead_experts", m.dead_experts},
+        {"dead_blocks", m.dead_blocks},
+        {"super_experts", supers},
+        {"super_expert_thresholds",
+         {{"share", opt(m.super_share_threshold)}, {"channel_ratio", opt(m.super_channel_ratio_threshold)}}},
+        {"safety_margin",
+         {{"best_pruned_rank", opt(m.best_pruned_rank)},
+          {"of", opt(m.rank_of)},
+          {"median_layer", opt(m.median_layer)},
+          {"sentence", str_or_null(m.safety_margin)}}},
+        {"blind_spot", m.blind_spot.empty() ? json(nullptr)
+                                            : json{{"worst_domain", m.blind_spot_domain},
+                                                   {"drop", opt(m.blind_spot_drop)},
+                                                   {"sentence", m.blind_spot}}},
+        {"keeplist_sha256", m.keeplist_sha256},
+        {"receipt", m.receipt_name.empty() ? json(nullptr)
+                                           : json{{"name", m.receipt_name}, {"sha256", m.receipt_sha256}}},
+        {"source_identified", m.source_identified},
+        {"output_names_keeplist", m.output_names_keeplist}};
+    const CardAudit& a = f.audit;
+    j["verified"] = a.audited ? json{{"audited", true},
+                                     {"result", "pass"},
+                                     {"with_source", a.with_source},
+                                     {"source_manifest", a.source_manifest.empty()
+                                                             ? json(nullptr)
+                                                             : json{{"name", a.source_manifest},
+                                                                    {"sha256", a.source_manifest_sha256}}},
+                                     {"tool", a.tool},
+                                     {"date", a.date},
+                                     {"shards", a.shards},
+                                     {"tensors", a.tensors},
+                                     {"tensors_identical", a.tensors_identical},
+                                     {"expert_tensors", a.expert_tensors},
+                                     {"slabs", a.slabs},
+                                     {"bytes_compared", a.bytes_compared},
+                                     {"kvs_checked", a.kvs_checked},
+                                     {"hashed", a.hashed}}
+                              : json{{"audited", false}};
+    j["verified"]["manifest"] = f.manifest_name.empty()
+                                    ? json(nullptr)
+                                    : json{{"name", f.manifest_name}, {"sha256", f.manifest_sha256}};
+    j["width"] = f.width ? json{{"source_width", f.width->source_width},
+                                {"width", f.width->width},
+                                {"plan_sha256", f.width->plan_sha256},
+                                {"plan_file", str_or_null(f.width->plan_file)}}
+                         : json(nullptr);
+    j["measured"] = f.eval ? card_eval_json(*f.eval) : json(nullptr);
+    j["not_verified"] = f.not_verified;
+    json fits = json::array();
+    for (const CardFitRow& r : f.fits)
+        fits.push_back({{"tp", r.tp},
+                        {"weights", r.weights},
+                        {"kv_cache", r.kv_cache},
+                        {"overhead", r.overhead},
+                        {"need", r.need},
+                        {"need_gib", static_cast<double>(r.need) / static_cast<double>(uint64_t{1} << 30)},
+                        {"fits", opt(r.fits)},
+                        {"kv_bytes_per_token", r.kv_bytes_per_token}});
+    j["hardware"] = {{"gpu_mem", f.gpu_mem ? json(f.gpu_mem) : json(nullptr)},
+                     {"overhead", f.overhead},
+                     {"ctx", f.ctx},
+                     {"kv_kind", f.kv_kind},
+                     {"kv_bytes_per_token", f.kv_bytes_per_token},
+                     {"tensor_parallel", fits}};
+    j["run"] = {{"llama_cli", llama_cli_command(f)}, {"llama_server", llama_server_command(f)}};
+    json files = json::array();
+    for (const CardFile& x : f.files)
+        files.push_back({{"name", x.name}, {"size", x.size}, {"sha256", str_or_null(x.sha256)}});
+    j["files"] = {{"shards", files}, {"sha256_from", str_or_null(f.hashes_from)}};
+    return j;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,140 @@
+// estimate: what a model costs to store and run, before and after pruning (docs/estimate.md).
+//
+//   estimate_model(model, inputs) → Estimate    pure figures; the keeplist and plan files are read
+//
+// Every figure comes from tensor shapes, not from file contents, so "after" is computed without
+// writing anything: each expert-indexed tensor gets ne[axis] = N kept experts, and with a width plan
+// ffn_gate_exps/ffn_up_exps ne1 = K (2K for ffn_gate_up_exps), ffn_down_exps ne0 = K and the gate/up
+// expert biases ne0 = K; nbytes is recomputed with ggml_row_size. Decode figures leave out the MTP
+// (nextn) blocks, which llama.cpp loads but never runs to decode a token.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
+#include "model/width.h"
+#include "ops/splice/splice.h"
+
+namespace gguf_reap {
+
+struct EstimateInputs {
+    std::string model;                  // any shard (ops::estimate opens it)
+    std::string keeplist_path;          // "" = keep every expert
+    std::string neuron_plan_path;       // "" = native expert width
+    bool drop_mtp = false;              // the after figures of `splice --drop-mtp`
+    std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees; N = 1 is always added first
+    uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache (activations, buffers)
+    uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
+    uint64_t ctx = 0;                   // tokens of KV cache to budget per GPU; 0 = none
+    std::string tool_version;           // for the keeplist-only exact file size (splice's provenance key)
+};
+
+// Weight bytes and elements of one version of the model (before or after).
+struct ModelFigures {
+    uint64_t expert_count = 0;     // routed experts per MoE block
+    uint64_t expert_width = 0;     // expert FFN width (ffn_down_exps ne0); 0 without experts
+    uint64_t tensor_bytes = 0;     // Σ nbytes, exact
+    uint64_t file_bytes = 0;       // every shard's file size, headers and padding included
+    bool file_bytes_exact = true;  // false: within `file_bytes_slack` bytes (see docs/estimate.md)
+    uint64_t file_bytes_slack = 0;
+    uint64_t parameters = 0;         // Σ elements
+    uint64_t active_parameters = 0;  // elements read to decode one token (same rule as decode bytes)
+    uint64_t decode_dense = 0;       // non-expert tensors (token_embd: one row unless tied)
+    uint64_t decode_router = 0;      // routers, router biases, exp_probs_b: read whole
+    uint64_t decode_experts = 0;     // expert_used_count slabs of every per-expert tensor per block
+    uint64_t decode_total() const { return decode_dense + decode_router + decode_experts; }
+    uint64_t replicated_bytes = 0;  // routers, norms and 1-D tensors: every TP rank holds them whole
+    uint64_t nextn_bytes = 0;       // tensors of MTP blocks (loaded, not used in decode)
+    // Weight bytes one rank holds at tensor parallel N: ceil((tensor_bytes − replicated)/N) + replicated.
+    uint64_t residency(uint64_t n) const;
+};
+
+enum class KvKind { kNone, kMla, kStandard };
+const char* kv_kind_name(KvKind k);
+
+// Per-token KV cache in F16 (llama.cpp's default cache type), over the decode blocks (nextn excluded).
+struct KvFigures {
+    KvKind kind = KvKind::kNone;
+    uint64_t attention_layers = 0;  // decode blocks with a KV cache
+    uint64_t stateful_layers = 0;   // decode blocks without one (head_count_kv 0, recurrent layers)
+    uint64_t bytes_per_token = 0;   // one device
+    // MLA: (kv_lora_rank + rope dims) × layers × 2; standard: Σ heads_kv × (key + value length) × 2.
+    uint64_t kv_lora_rank = 0, rope_dims = 0;                 // MLA
+    uint64_t heads_kv = 0, key_length = 0, value_length = 0;  // standard (first attention layer)
+    // One TP rank: MLA's latent has no head axis, so every rank caches all of it; standard attention
+    // splits by KV head, ceil(heads_kv / N) heads per rank (a rank keeps whole heads).
+    uint64_t bytes_per_token_per_rank(uint64_t n) const;
+    std::vector<uint64_t> heads_kv_per_layer;  // standard: per decode block (0 = no KV cache)
+};
+
+struct FitRow {
+    uint64_t tp = 1;
+    uint64_t weights = 0;   // residency per rank
+    uint64_t kv_cache = 0;  // ctx × per-rank bytes per token
+    uint64_t overhead = 0;
+    uint64_t need() const { return weights + kv_cache + overhead; }
+    bool fits(uint64_t gpu_mem) const { return need() <= gpu_mem; }
+    int64_t headroom(uint64_t gpu_mem) const;  // gpu_mem − need(), negative when it does not fit
+};
+
+struct Estimate {
+    std::string model_path;
+    std::string arch;
+    uint64_t moe_blocks = 0;
+    uint64_t nextn_blocks = 0;
+    uint64_t expert_used_count = 0;
+    bool tied_embeddings = false;
+    ModelFigures before;
+    std::optional<ModelFigures> after;  // with --keeplist and/or --neuron-plan
+    // The width plan cuts a quantized ffn_down_exps in other than whole quant blocks, which splice
+    // refuses (requantisation needed): the after figures assume the same types, as after
+    // width-splicing a BF16/F16 copy and llama-quantize.
+    bool after_requantised = false;
+    KvFigures kv;              // pruning experts or widths leaves attention unchanged
+    std::vector<uint64_t> tp;  // 1, then the requested degrees (deduplicated, ascending)
+    std::vector<FitRow> fits_before, fits_after;
+    uint64_t overhead = 0, gpu_mem = 0, ctx = 0;
+};
+
+// What the after figures need besides the keeplist: the width plan, read and checked once as
+// `splice --neuron-plan` checks it, and the options of the splice described.
+struct AfterPlan {
+    int64_t k = 0;      // width K; 0 = native width
+    bool exact = true;  // splice can make the width cut (whole quant blocks of every cut row)
+    std::optional<WidthRules> rules;
+    std::optional<WidthCut> cut;  // with a plan that splice can cut
+    bool drop_mtp = false;
+    std::string tool_version;
+    bool requantised() const { return k > 0 && !exact; }
+};
+AfterPlan load_after_plan(const ShardSet& model, const MoeLayout& layout, const std::string& neuron_plan_path,
+                          bool drop_mtp, std::string tool_version);
+// The figures of the model splice writes from `keeplist` (validated; its first block's count is the
+// kept count) and `plan`; the file size is plan_splice's, exact unless plan.requantised().
+ModelFigures after_figures(const ShardSet& model, const MoeLayout& layout, const KeepList& keeplist,
+                           const std::string& keeplist_sha256, const AfterPlan& plan);
+// weights per rank at tensor parallel `tp` + ctx tokens of KV cache + overhead. Throws UsageError on
+// a 64-bit overflow.
+FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t ctx, uint64_t overhead);
+
+// Reads, validates (validate_keeplist; read_neuron_plan and check_width) and computes. Throws
+// UsageError / InputError / IoError.
+Estimate estimate_model(const ShardSet& model, const EstimateInputs& inputs);
+
+namespace ops {
+// One `gguf-reap estimate`: opens inputs.model, then estimate_model.
+Estimate estimate(const EstimateInputs& inputs);
+}  // namespace ops
+
+// The per-token KV cache of `model` (exposed for tests).
+KvFigures kv_cache_figures(const ShardSet& model);
+
+// "2,4,8" → {2, 4, 8}. Throws UsageError naming the bad item: "--tp: '0' is not a positive integer ...".
+std::vector<uint64_t> parse_tp_list(std::string_view text);
+
+}  // namespace gguf_reap

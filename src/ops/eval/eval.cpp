@@ -1,0 +1,305 @@
+// eval: check → tokenize → base runs (cached) → KLD runs → report (ops/eval.h, docs/eval.md).
+#include "ops/eval/eval.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "io/child_process.h"
+#include "io/error.h"
+#include "io/output_file.h"
+#include "io/output_lock.h"
+#include "io/paths.h"
+#include "io/preflight.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
+#include "io/units.h"
+#include "ops/eval/eval_internal.h"
+
+namespace gguf_reap {
+
+using namespace eval_detail;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Logs of llama.cpp runs are a few hundred bytes per chunk; texts are read whole to be hashed.
+constexpr uint64_t kLogLimit = uint64_t{256} << 20;
+constexpr uint64_t kTextLimit = uint64_t{1} << 30;
+constexpr size_t kErrorLines = 12;
+constexpr int kAttempts = 3;
+
+struct Ctx {
+    const EvalRequest& q;
+    const Events& ev;
+    LlamaTools tools;
+    std::string cache_dir;
+};
+
+std::string read_log(const std::string& path) {
+    return read_small_file(path, kLogLimit, "llama.cpp log");
+}
+
+// Runs a llama.cpp tool with its output in a temporary log beside the cache; returns the log's text.
+// A failed start or a non-zero exit is an IoError with its last lines. `progress_total` > 0 shows
+// "label: chunk n/total" on a terminal, counted by `count` over the log so far.
+std::string run_tool(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
+                     const std::string& label, int64_t progress_total, int64_t (*count)(std::string_view)) {
+    OutputFile log(c.cache_dir + "/run.log");
+    std::function<void()> tick;
+    uint64_t shown = 0;
+    std::optional<ProgressScope> scope;
+    if (progress_total > 0 && c.ev.on_progress) {
+        scope.emplace(c.ev, label, static_cast<uint64_t>(progress_total));
+        tick = [&] {
+            const auto n = static_cast<uint64_t>(count(read_log(log.temp_path())));
+            if (n > shown) c.ev.on_progress(n - shown);
+            shown = std::max(shown, n);
+        };
+    }
+    const ChildExit e = run_child(argv, log.temp_path(), stdin_path, tick);
+    std::string text = read_log(log.temp_path());
+    if (!e.ok())
+        throw IoError(argv[0], fmt::format("{} failed ({}); its last lines:\n{}", label, e.describe(),
+                                           last_lines(text, kErrorLines)));
+    return text;
+}
+
+int64_t count_rows(std::string_view log) {
+    return static_cast<int64_t>(parse_kld_log(log).rows.size());
+}
+
+std::string llama_version(Ctx& c) {
+    const std::string out =
+        run_tool(c, {c.tools.perplexity, "--version"}, "", "llama-perplexity --version", 0, nullptr);
+    return last_lines(out, 2);
+}
+
+// The text's token count with the source's vocabulary, as llama-perplexity sees it: its -f drops one
+// trailing newline (common/arg.cpp), llama-tokenize -f does not, so llama-tokenize reads the same bytes
+// from stdin.
+int64_t count_tokens(Ctx& c, const EvalModel& src, const EvalText& t, const std::string& text) {
+    OutputFile in(c.cache_dir + "/text.stdin");
+    const size_t n = !text.empty() && text.back() == '\n' ? text.size() - 1 : text.size();
+    in.write_at(0, text.data(), n);
+    const std::string out = run_tool(c,
+                                     {c.tools.tokenize, "-m", src.path, "--stdin", "--no-escape", "--ids",
+                                      "--show-count", "--log-disable"},
+                                     in.temp_path(), fmt::format("llama-tokenize on {}", t.path), 0, nullptr);
+    const auto count = parse_token_count(out);
+    if (!count)
+        throw IoError(c.tools.tokenize,
+                      fmt::format("printed no \"Total number of tokens\" for {}; its last lines:\n{}", t.path,
+                                  last_lines(out, kErrorLines)));
+    return *count;
+}
+
+std::vector<std::string> common_args(const Ctx& c, const std::string& model, const std::string& text,
+                                     int64_t chunks) {
+    std::vector<std::string> a{c.tools.perplexity,
+                               "-m",
+                               model,
+                               "-f",
+                               text,
+                               "-c",
+                               std::to_string(c.q.ctx),
+                               "-b",
+                               std::to_string(kBatch),
+                               "--chunks",
+                               std::to_string(chunks),
+                               "--no-escape"};
+    if (c.q.threads > 0) {
+        a.push_back("-t");
+        a.push_back(std::to_string(c.q.threads));
+    }
+    return a;
+}
+
+std::string cache_key(const std::string& identity, const EvalTextFacts& t, uint64_t ctx) {
+    const std::string id =
+        fmt::format("gguf-reap eval base v1\nsource {}\ntext {}\nctx {}\nchunks {}\nbatch {}\n", identity,
+                    t.sha256, ctx, t.chunks, kBatch);
+    return fmt::format("base-c{}-n{}-{}", ctx, t.chunks, sha256_hex(id.data(), id.size()).substr(0, 32));
+}
+
+// The base run of one text, or the cache entry an earlier eval made. The entry is written under a
+// temporary name with its cache lock held, and renamed (its log first, then the logits) once
+// llama-perplexity has written all of it.
+void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTextFacts& t) {
+    const std::string entry = c.cache_dir + "/" + cache_key(identity, t, c.q.ctx);
+    t.base_file = entry + ".kld";
+    t.base_bytes = base_file_bytes(src.n_vocab, c.q.ctx, static_cast<uint64_t>(t.chunks));
+    t.base_command = common_args(c, src.path, t.path, t.chunks);
+    t.base_command.push_back("--kl-divergence-base");
+    const auto cached = [&] {
+        std::error_code ec;
+        return fs::file_size(t.base_file, ec) == t.base_bytes && fs::exists(entry + ".log", ec);
+    };
+    if (!cached()) {
+        OutputLock lock(entry);
+        if (!cached()) {
+            const FreeSpace free = free_space(c.cache_dir);
+            if (free.available < t.base_bytes)
+                throw UsageError(fmt::format(
+                    "the base logits of --text {} need {} ({} bytes) in {}, which has {} free; free some "
+                    "space or give --cache-dir on a larger disk (or fewer --chunks)",
+                    t.name, human_bytes(t.base_bytes), t.base_bytes, c.cache_dir,
+                    human_bytes(free.available)));
+            c.ev.info(
+                fmt::format("base logits of {}: {} in {}", t.name, human_bytes(t.base_bytes), t.base_file));
+            OutputFile logits(t.base_file);
+            OutputFile log(entry + ".log");
+            auto argv = t.base_command;
+            argv.push_back(logits.temp_path());
+            const std::string text = run_tool(
+                c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(src.path)), t.chunks,
+                [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
+            const BaseLog b = parse_base_log(text);
+            if (b.too_few_tokens)
+                throw UsageError(fmt::format(
+                    "--text {}={}: llama-perplexity needs at least {} tokens at --ctx {}; the text has {}",
+                    t.name, t.path, b.too_few_tokens->needed, c.q.ctx, b.too_few_tokens->have));
+            std::error_code ec;
+            const uint64_t written = fs::file_size(logits.temp_path(), ec);
+            // The final estimate may be lost with the logger's last lines (see kld_run); the KLD runs
+            // print the source's PPL again. The logits file is what must be whole.
+            if (written != t.base_bytes)
+                throw IoError(
+                    c.tools.perplexity,
+                    fmt::format("the base run on {} wrote {} of {} bytes of logits; its last lines:\n{}",
+                                t.name, written, t.base_bytes, last_lines(text, kErrorLines)));
+            log.write_at(0, text.data(), text.size());
+            log.commit(false);
+            logits.commit(false);
+        }
+    } else {
+        t.base_cached = true;
+        c.ev.info(fmt::format("base logits of {}: cached, {}", t.name, t.base_file));
+    }
+    t.base_command.push_back(t.base_file);
+    const BaseLog b = parse_base_log(read_log(entry + ".log"));
+    t.source_ppl = b.ppl;
+}
+
+EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
+    EvalRun r;
+    r.output = out.path;
+    r.text = t.name;
+    r.tokens = t.scored_tokens;
+    r.command = common_args(c, out.path, t.path, t.chunks);
+    r.command.insert(r.command.end(), {"--kl-divergence-base", t.base_file, "--kl-divergence"});
+    const std::string label = fmt::format("{} on {}", base_name(out.path), t.name);
+    // llama.cpp's logger thread is leaked at exit (common/log.cpp, common_log_main), so the last lines
+    // it queued may never be written: here some runs lost their last chunk row and the summary. The run
+    // is deterministic, so it is run again, up to kAttempts times in all.
+    std::optional<KldLog> log;
+    std::string text;
+    for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+        text = run_tool(c, r.command, "", label, t.chunks, count_rows);
+        log = parse_kld_log(text);
+        if (log->figures && (log->summary_complete || log->figures->chunks == t.chunks)) break;
+        if (log->rows.empty()) break;  // it failed, rather than losing its tail
+        if (attempt < kAttempts)
+            c.ev.warn(
+                fmt::format("{}: llama-perplexity's output lost its last lines ({} of {} chunk rows, no "
+                            "summary); running it again ({} of {})",
+                            label, log->rows.size(), t.chunks, attempt + 1, kAttempts));
+    }
+    const bool all_chunks = log->figures && (log->summary_complete || log->figures->chunks == t.chunks);
+    if (!all_chunks)
+        throw IoError(
+            c.tools.perplexity,
+            fmt::format("{}: printed {} of {} chunk rows and no complete summary; its last lines:\n{}", label,
+                        log->rows.size(), t.chunks, last_lines(text, kErrorLines)));
+    r.figures = *log->figures;
+    r.figures.chunks = t.chunks;
+    if (!r.figures.ppl_source && t.source_ppl) r.figures.ppl_source = t.source_ppl;
+    return r;
+}
+
+std::string default_cache_dir() {
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/gguf-reap/kld";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/gguf-reap/kld";
+    return ".gguf-reap-cache";
+}
+
+}  // namespace
+
+namespace ops {
+
+EvalResult eval(const EvalRequest& q, const Events& ev) {
+    // Options and tools first, so that a typo fails before any model is opened.
+    check_request(q);
+    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir};
+    std::error_code ec;
+    fs::create_directories(c.cache_dir, ec);
+    if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
+
+    // The models: every OUT must be a build of the source.
+    const EvalModel src = open_eval_model(q.source);
+    std::vector<EvalModel> outs;
+    for (const std::string& o : q.outputs) {
+        outs.push_back(open_eval_model(o));
+        check_same_source(src, outs.back());
+    }
+    EvalResult r;
+    r.tool = q.tool_version;
+    r.perplexity_path = c.tools.perplexity;
+    r.llama_build = llama_version(c);
+    r.source = q.source;
+    r.source_shards = src.shard_names;
+    r.source_bytes = src.bytes;
+    r.source_expert_count = src.expert_count;
+    r.source_identity = source_identity(src.set);
+    r.ctx = q.ctx;
+    r.batch = kBatch;
+    r.chunks_requested = q.chunks;
+    for (const EvalModel& o : outs) r.outputs.push_back({o.path, o.shard_names, o.bytes, o.expert_count});
+
+    // The texts: hashed, tokenized, long enough for one chunk.
+    for (const EvalText& t : q.texts) {
+        EvalTextFacts f;
+        f.name = t.name;
+        f.path = t.path;
+        const std::string text = read_small_file(t.path, kTextLimit, "text");
+        f.bytes = text.size();
+        f.sha256 = sha256_hex(text.data(), text.size());
+        f.tokens = count_tokens(c, src, t, text);
+        const auto need = static_cast<int64_t>(2 * q.ctx);
+        if (f.tokens < need)
+            throw UsageError(fmt::format(
+                "--text {}={}: {} tokens, too short for one chunk at --ctx {} "
+                "(llama-perplexity needs at least 2 x ctx = {}); give a longer text or a smaller --ctx",
+                t.name, t.path, f.tokens, q.ctx, need));
+        f.chunks = f.tokens / static_cast<int64_t>(q.ctx);
+        if (q.chunks) f.chunks = std::min<int64_t>(f.chunks, static_cast<int64_t>(*q.chunks));
+        f.scored_tokens = f.chunks * static_cast<int64_t>(q.ctx - 1 - q.ctx / 2);
+        r.texts.push_back(std::move(f));
+    }
+
+    // Per text, the source's logits once; then every OUT against them.
+    for (EvalTextFacts& t : r.texts) base_run(c, src, r.source_identity, t);
+    for (const EvalModel& o : outs)
+        for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
+
+    // The report, written only when every run succeeded.
+    if (!q.json_out.empty()) {
+        const std::string svg_path = svg_path_for(q.json_out);
+        r.json_written = q.json_out;
+        r.svg_written = svg_path;
+        const std::string json = eval_json(r).dump(2) + "\n";
+        const std::string svg = eval_svg(r);
+        OutputFile jf(q.json_out), sf(svg_path);
+        jf.write_at(0, json.data(), json.size());
+        sf.write_at(0, svg.data(), svg.size());
+        sf.commit();
+        jf.commit();
+    }
+    return r;
+}
+
+}  // namespace ops
+
+}  // namespace gguf_reap

@@ -1,0 +1,162 @@
+// eval's checks of its inputs before anything runs (ops/eval.h).
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format/ggml_types.h"
+#include "io/checked.h"
+#include "io/child_process.h"
+#include "io/error.h"
+#include "io/paths.h"
+#include "io/preflight.h"
+#include "io/sha256.h"
+#include "model/provenance.h"
+#include "ops/eval/eval_internal.h"
+
+namespace gguf_reap::eval_detail {
+
+namespace {
+
+bool valid_text_name(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-' || c == '.'))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+void check_request(const EvalRequest& q) {
+    if (q.outputs.empty()) throw UsageError("eval: give at least one pruned build (OUT)");
+    if (q.texts.empty()) throw UsageError("eval: give at least one --text NAME=FILE");
+    if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
+        throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
+    if (q.chunks && *q.chunks == 0) throw UsageError("--chunks 0: give at least 1 chunk");
+    std::set<std::string> names;
+    for (const EvalText& t : q.texts) {
+        if (!valid_text_name(t.name))
+            throw UsageError(fmt::format(
+                "--text '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", t.name, t.path));
+        if (!names.insert(t.name).second)
+            throw UsageError(
+                fmt::format("--text {} is given twice; give each kind of text one name", t.name));
+    }
+    if (q.json_out.empty()) return;
+    std::vector<std::string> inputs{q.source};
+    inputs.insert(inputs.end(), q.outputs.begin(), q.outputs.end());
+    for (const EvalText& t : q.texts) inputs.push_back(t.path);
+    const std::string svg = svg_path_for(q.json_out);
+    if (svg == q.json_out)
+        throw UsageError(fmt::format("-o {}: name the JSON file, e.g. eval.json", q.json_out));
+    for (const std::string& o : {q.json_out, svg})
+        if (const std::string* in = same_file_as(o, inputs))
+            throw UsageError(fmt::format("-o {}: {} is an input of this eval ({})", q.json_out, o, *in));
+}
+
+LlamaTools find_llama_tools(const EvalRequest& q) {
+    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
+                              : !q.llama_bin_env.empty()
+                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
+                                  : std::string("on PATH");
+    LlamaTools t;
+    for (auto [name, out] : {std::pair{"llama-perplexity", &t.perplexity}, {"llama-tokenize", &t.tokenize}}) {
+        const auto p = find_executable(name, q.llama_bin, q.llama_bin_env, q.path_env);
+        if (!p)
+            throw UsageError(
+                fmt::format("{} not found {}: give --llama-bin DIR (llama.cpp's build/bin) or "
+                            "set GGUF_REAP_LLAMA_BIN=DIR",
+                            name, where));
+        *out = *p;
+    }
+    return t;
+}
+
+EvalModel open_eval_model(const std::string& path) {
+    EvalModel m{path, ShardSet::open(path), {}, 0, 0, 0};
+    for (const Shard& s : m.set.shards()) m.shard_names.push_back(base_name(s.path));
+    m.bytes = m.set.total_bytes();
+    m.expert_count = m.set.arch_uint("expert_count").value_or(0);
+    const Kv* tokens = m.set.find_kv("tokenizer.ggml.tokens");
+    if (!tokens || tokens->count == 0)
+        throw InputError(path, std::nullopt, "tokenizer.ggml.tokens",
+                         "the model has no vocabulary; llama-perplexity cannot run it");
+    m.n_vocab = tokens->count;
+    return m;
+}
+
+std::string source_identity(const ShardSet& s) {
+    Sha256 h;
+    std::vector<uint8_t> buf;
+    for (const Shard& sh : s.shards()) {
+        const uint64_t n = sh.header.data_start;
+        for (uint64_t at = 0; at < n;) {
+            const size_t step = static_cast<size_t>(std::min<uint64_t>(n - at, uint64_t{1} << 20));
+            buf.resize(step);
+            sh.file->read(at, buf.data(), step);
+            h.update(buf.data(), step);
+            at += step;
+        }
+    }
+    return h.finish_hex();
+}
+
+void check_same_source(const EvalModel& src, const EvalModel& out) {
+    const std::string from = base_name(src.path);
+    if (const Kv* k = out.set.find_kv(kProvenanceSourceExpertCountKey)) {
+        const auto v = k->as_uint();
+        if (!v || *v != src.expert_count)
+            throw InputError(out.path, k->file_offset, kProvenanceSourceExpertCountKey,
+                             fmt::format("says its source had {} experts per block; {} has {}: this build "
+                                         "was pruned from another model",
+                                         v ? std::to_string(*v) : k->display(), from, src.expert_count));
+    }
+    if (out.n_vocab != src.n_vocab)
+        throw InputError(out.path, std::nullopt, "tokenizer.ggml.tokens",
+                         fmt::format("{} tokens where the source {} has {}: another vocabulary", out.n_vocab,
+                                     from, src.n_vocab));
+    const bool dropped_nextn = out.set.find_kv(kProvenanceDroppedNextnKey) != nullptr;
+    size_t matched = 0;
+    for (const TensorRef& r : out.set.tensors()) {
+        const TensorInfo& ti = out.set.info(r);
+        const TensorRef* s = src.set.find_tensor(ti.name);
+        if (!s)
+            throw InputError(out.path, ti.info_offset, ti.name,
+                             fmt::format("the source {} has no tensor of this name: this build was not made "
+                                         "from it",
+                                         from));
+        if (src.set.info(*s).type != ti.type)
+            throw InputError(
+                out.path, ti.info_offset, ti.name,
+                fmt::format("is {} where the source {} has {}: another quantisation or model",
+                            ggml_type_display(ti.type), from, ggml_type_display(src.set.info(*s).type)));
+        ++matched;
+    }
+    if (matched != src.set.tensors().size() && !dropped_nextn)
+        throw InputError(out.path, std::nullopt, "tensors",
+                         fmt::format("{} tensors where the source {} has {}: this build was not made from it",
+                                     matched, from, src.set.tensors().size()));
+}
+
+std::string svg_path_for(const std::string& json_out) {
+    return std::filesystem::path(json_out).replace_extension(".svg").string();
+}
+
+uint64_t base_file_bytes(uint64_t n_vocab, uint64_t ctx, uint64_t chunks) {
+    const uint64_t nv = 2 * ((n_vocab + 1) / 2) + 4;
+    const uint64_t scored = ctx - 1 - ctx / 2;
+    // ctx ≤ 2^20, chunks ≤ tokens / ctx and n_vocab a GGUF array count: the product can still overflow
+    // for a hostile vocabulary count, so every step is checked.
+    const auto tokens = checked_mul(chunks, ctx * 4);
+    const auto rows = checked_mul(chunks, scored);
+    const auto per_row = checked_mul(nv, 2);
+    const auto logits = rows && per_row ? checked_mul(*rows, *per_row) : std::nullopt;
+    const auto body = tokens && logits ? checked_add(*tokens, *logits) : std::nullopt;
+    const auto all = body ? checked_add(*body, 20) : std::nullopt;
+    if (!all) throw UsageError("eval: the base logits file would be larger than 2^64 bytes");
+    return *all;
+}
+
+}  // namespace gguf_reap::eval_detail

@@ -1,0 +1,50 @@
+// The steps of ops::eval shared between its files (eval.cpp runs, eval_inputs.cpp checks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/shard_set.h"
+#include "ops/eval/eval.h"
+
+namespace gguf_reap::eval_detail {
+
+// llama-perplexity's -b for every run: its default, given explicitly so the commands say it.
+inline constexpr uint64_t kBatch = 2048;
+
+struct EvalModel {
+    std::string path;  // as given
+    ShardSet set;
+    std::vector<std::string> shard_names;
+    uint64_t bytes = 0;
+    uint64_t expert_count = 0;
+    uint64_t n_vocab = 0;
+};
+
+struct LlamaTools {
+    std::string perplexity, tokenize;
+};
+
+// The checks before anything runs: option values, duplicate text names, -o not an input. UsageError.
+void check_request(const EvalRequest& q);
+// llama-perplexity and llama-tokenize from --llama-bin, $GGUF_REAP_LLAMA_BIN or $PATH; UsageError
+// saying how to point at them when missing.
+LlamaTools find_llama_tools(const EvalRequest& q);
+// Opens a model; InputError when it is not one or has no vocabulary.
+EvalModel open_eval_model(const std::string& path);
+// sha256 over every shard's header bytes [0, data_start), in shard order.
+std::string source_identity(const ShardSet& s);
+// InputError when `out` was not made from `src`: its provenance says another expert count, or its
+// tensor list (names, types) or vocabulary disagrees.
+void check_same_source(const EvalModel& src, const EvalModel& out);
+
+// The exact size of a --kl-divergence-base file (tools/perplexity/perplexity.cpp): "_logits_", n_ctx,
+// n_vocab, n_chunk, the chunks' tokens (int32), then per chunk (ctx − 1 − ctx/2) rows of
+// nv = 2·⌈n_vocab/2⌉ + 4 uint16 values.
+uint64_t base_file_bytes(uint64_t n_vocab, uint64_t ctx, uint64_t chunks);
+
+// The plot beside -o FILE: FILE with its extension replaced by ".svg" (eval.json → eval.svg).
+std::string svg_path_for(const std::string& json_out);
+
+}  // namespace gguf_reap::eval_detail

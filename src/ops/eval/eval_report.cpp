@@ -1,0 +1,152 @@
+// eval's JSON document and its plot (ops/eval.h; the schema is in docs/eval.md).
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "io/paths.h"
+#include "ops/eval/eval.h"
+#include "ops/svg.h"
+
+namespace gguf_reap {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json opt(const std::optional<double>& v) {
+    return v && std::isfinite(*v) ? json(*v) : json(nullptr);
+}
+json num(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json run_json(const EvalRun& r) {
+    const KldFigures& f = r.figures;
+    json j;
+    j["output"] = r.output;
+    j["text"] = r.text;
+    j["tokens"] = r.tokens;
+    j["chunks"] = f.chunks;
+    j["from"] = f.from;
+    j["kld"] = {{"mean", num(f.kld.value)}, {"mean_err", num(f.kld.err)}, {"median", opt(f.kld_median)},
+                {"p99", opt(f.kld_p99)},    {"p999", opt(f.kld_p999)},    {"max", opt(f.kld_max)}};
+    j["same_top"] = {{"mean", num(f.same_top.value)}, {"err", num(f.same_top.err)}};
+    j["ppl"] = {{"source", f.ppl_source ? num(f.ppl_source->value) : json(nullptr)},
+                {"source_err", f.ppl_source ? num(f.ppl_source->err) : json(nullptr)},
+                {"output", num(f.ppl_output.value)},
+                {"output_err", num(f.ppl_output.err)}};
+    j["ln_ppl_ratio"] = {{"mean", num(f.ln_ppl_ratio.value)}, {"err", num(f.ln_ppl_ratio.err)}};
+    j["rms_dp"] = num(f.rms_dp.value);
+    j["rms_dp_err"] = num(f.rms_dp.err);
+    j["command"] = r.command;
+    return j;
+}
+
+}  // namespace
+
+json eval_json(const EvalResult& r) {
+    json j;
+    j["tool"] = r.tool;
+    j["kind"] = "gguf-reap eval";
+    j["llama_cpp"] = {{"build", r.llama_build}, {"llama_perplexity", r.perplexity_path}};
+    j["source"] = {{"path", r.source},
+                   {"shards", r.source_shards},
+                   {"bytes", r.source_bytes},
+                   {"expert_count", r.source_expert_count},
+                   {"identity", r.source_identity}};
+    j["settings"] = {{"ctx", r.ctx},
+                     {"batch", r.batch},
+                     {"chunks", r.chunks_requested ? json(*r.chunks_requested) : json(nullptr)},
+                     {"scored_per_chunk", r.ctx - 1 - r.ctx / 2}};
+    json texts = json::array();
+    for (const EvalTextFacts& t : r.texts)
+        texts.push_back({{"name", t.name},
+                         {"path", t.path},
+                         {"sha256", t.sha256},
+                         {"bytes", t.bytes},
+                         {"tokens", t.tokens},
+                         {"chunks", t.chunks},
+                         {"scored_tokens", t.scored_tokens},
+                         {"source_ppl", t.source_ppl ? num(t.source_ppl->value) : json(nullptr)},
+                         {"base_file", t.base_file},
+                         {"base_bytes", t.base_bytes},
+                         {"base_cached", t.base_cached},
+                         {"base_command", t.base_command}});
+    j["texts"] = texts;
+    json outs = json::array();
+    for (const EvalOutputFacts& o : r.outputs)
+        outs.push_back(
+            {{"path", o.path}, {"shards", o.shards}, {"bytes", o.bytes}, {"expert_count", o.expert_count}});
+    j["outputs"] = outs;
+    json runs = json::array();
+    for (const EvalRun& run : r.runs) runs.push_back(run_json(run));
+    j["runs"] = runs;
+    j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
+                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))}};
+    return j;
+}
+
+std::string eval_svg(const EvalResult& r) {
+    // Axes: size in GiB (x, from 0 to the largest build), mean KLD (y, from 0 to the largest).
+    constexpr double W = 640, H = 400, L = 70, R = 150, T = 30, B = 50;
+    double xmax = 0, ymax = 0;
+    for (const EvalOutputFacts& o : r.outputs) xmax = std::max(xmax, static_cast<double>(o.bytes));
+    for (const EvalRun& run : r.runs)
+        if (std::isfinite(run.figures.kld.value)) ymax = std::max(ymax, run.figures.kld.value);
+    if (xmax <= 0) xmax = 1;
+    if (ymax <= 0) ymax = 1;
+    xmax *= 1.05;
+    ymax *= 1.1;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    auto px = [&](double bytes) { return L + (W - L - R) * bytes / xmax; };
+    auto py = [&](double kld) { return H - B - (H - T - B) * kld / ymax; };
+    std::string s = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+        W, H);
+    s +=
+        fmt::format("<text x=\"{}\" y=\"18\" font-size=\"14\">Mean KL divergence to {} against size</text>\n",
+                    L, svg_escape(base_name(r.source)));
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", L, H - B,
+                     W - R);
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", L, H - B, T);
+    for (int i = 0; i <= 4; ++i) {
+        const double xb = xmax * i / 4, yk = ymax * i / 4;
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>\n", px(xb),
+                         H - B + 16, xb / gib);
+        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n", L - 6, py(yk) + 4,
+                         yk);
+    }
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">size (GiB)</text>\n", (L + W - R) / 2,
+                     H - 12);
+    s += fmt::format(
+        "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">mean KLD</text>\n",
+        (T + H - B) / 2, (T + H - B) / 2);
+    for (size_t ti = 0; ti < r.texts.size(); ++ti) {
+        const char* colour = kSvgColours[ti % std::size(kSvgColours)];
+        std::vector<std::pair<double, double>> pts;
+        for (const EvalRun& run : r.runs) {
+            if (run.text != r.texts[ti].name || !std::isfinite(run.figures.kld.value)) continue;
+            for (const EvalOutputFacts& o : r.outputs)
+                if (o.path == run.output)
+                    pts.emplace_back(static_cast<double>(o.bytes), run.figures.kld.value);
+        }
+        std::sort(pts.begin(), pts.end());
+        std::string poly;
+        for (const auto& [x, y] : pts) poly += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+        s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", colour,
+                         poly);
+        for (const auto& [x, y] : pts)
+            s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", px(x), py(y),
+                             colour);
+        const double ly = T + 20 + 18.0 * static_cast<double>(ti);
+        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", W - R + 16,
+                         ly - 10, colour);
+        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 34, ly, svg_escape(r.texts[ti].name));
+    }
+    s += "</svg>\n";
+    return s;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,141 @@
+// rank: the names of criteria and consensus rules, input specs, and ops::rank (read → decide → write).
+#include "ops/rank/rank.h"
+
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "io/error.h"
+#include "io/output_file.h"
+#include "ops/rank/rank_fit.h"
+
+namespace gguf_reap {
+
+const char* criterion_name(Criterion c) {
+    switch (c) {
+        case Criterion::kFrequency:
+            return "frequency";
+        case Criterion::kEnergy:
+            return "energy";
+        case Criterion::kReapMean:
+            return "reap-mean";
+        case Criterion::kWeightedEnergy:
+            return "weighted-energy";
+        case Criterion::kExternal:
+            return "external";
+    }
+    return "?";
+}
+
+const char* consensus_name(Consensus c) {
+    switch (c) {
+        case Consensus::kMinRank:
+            return "min-rank";
+        case Consensus::kMeanRank:
+            return "mean-rank";
+        case Consensus::kSum:
+            return "sum";
+        case Consensus::kMaxMin:
+            return "max-min";
+        case Consensus::kPooled:
+            return "pooled";
+    }
+    return "?";
+}
+
+std::optional<Criterion> parse_criterion(std::string_view s) {
+    for (Criterion c : {Criterion::kFrequency, Criterion::kEnergy, Criterion::kReapMean,
+                        Criterion::kWeightedEnergy, Criterion::kExternal})
+        if (s == criterion_name(c)) return c;
+    return std::nullopt;
+}
+
+std::optional<Consensus> parse_consensus(std::string_view s) {
+    for (Consensus c :
+         {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum, Consensus::kPooled, Consensus::kMaxMin})
+        if (s == consensus_name(c)) return c;
+    return std::nullopt;
+}
+
+DomainSpec parse_domain_spec(const std::string& arg) {
+    DomainSpec d;
+    const size_t eq = arg.find('=');
+    // A '=' before any '/' separates NAME from PATH; paths with '=' in a directory name stay whole.
+    if (eq != std::string::npos && arg.find('/') > eq) {
+        d.name = arg.substr(0, eq);
+        d.path = arg.substr(eq + 1);
+        return d;
+    }
+    d.path = arg;
+    const std::string file = std::filesystem::path(arg).filename().string();
+    std::string_view stem = file;
+    for (std::string_view ext : {".gguf", ".dat", ".json"})
+        if (stem.ends_with(ext)) {
+            stem.remove_suffix(ext.size());
+            break;
+        }
+    if (stem.ends_with(".imatrix") && stem.size() > 8) stem.remove_suffix(8);
+    d.name = std::string(stem);
+    return d;
+}
+
+std::optional<ExpertRef> parse_expert_ref(std::string_view s) {
+    const size_t colon = s.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    ExpertRef r;
+    auto a = std::from_chars(s.data(), s.data() + colon, r.block);
+    auto b = std::from_chars(s.data() + colon + 1, s.data() + s.size(), r.expert);
+    if (a.ec != std::errc() || a.ptr != s.data() + colon || b.ec != std::errc() ||
+        b.ptr != s.data() + s.size() || r.block < 0 || r.expert < 0)
+        return std::nullopt;
+    return r;
+}
+
+namespace ops {
+
+RankOutcome rank(const RankRequest& q, const Events& events) {
+    using clock = std::chrono::steady_clock;
+    const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    const auto t0 = clock::now();
+    RankOutcome o;
+    o.input = load_rank_input(q.options);
+    if (q.options.fit) o.input.budget_model = open_rank_budget_model(q.options);
+    const auto t1 = clock::now();
+    for (const auto& n : o.input.notes) events.info(n);
+    o.result = rank_experts(o.input, q.options);
+    const auto t2 = clock::now();
+    std::string exported;  // --export: the plan's text, checked before anything is written
+    if (q.options.export_format) {
+        if (*q.options.export_format == PlanFormat::kHipfire && o.input.block_count == 0)
+            throw UsageError(
+                "--export hipfire needs --model: hipfire's plan has a row for every layer of it");
+        exported = export_plan(*q.options.export_format, o.result.keeplist, o.input.block_count,
+                               static_cast<uint64_t>(o.input.expert_count), o.input.model_name);
+        const std::string path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
+        if (!q.force && std::filesystem::exists(path))
+            throw UsageError(fmt::format("{} exists; use --force to overwrite it", path));
+    }
+    write_rank_outputs(o.input, o.result, q.out_dir, q.force, q.options.threads);
+    if (!exported.empty()) {
+        o.exported_path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
+        o.exported_format = q.options.export_format;
+        OutputFile f(o.exported_path);
+        f.write_at(0, exported.data(), exported.size());
+        f.commit();
+    }
+    const auto t3 = clock::now();
+    events.debug(fmt::format("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0),
+                             sec(t2 - t1), sec(t3 - t2)));
+    for (const auto& w : o.result.warnings) events.warn(w);
+    const std::filesystem::path base(q.out_dir);
+    o.keeplist_path = (base / kKeeplistFile).string();
+    o.ranking_path = (base / kRankingFile).string();
+    o.receipt_path = (base / kReceiptFile).string();
+    return o;
+}
+
+}  // namespace ops
+
+}  // namespace gguf_reap

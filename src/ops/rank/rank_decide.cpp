@@ -1,0 +1,519 @@
+// rank, step 2 (pure): scores → per-domain ranks → consensus → dead and super experts → keep decision.
+// docs/method.md states every formula and tie rule used here.
+#include "ops/rank/rank.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "io/error.h"
+#include "io/parallel.h"
+#include "model/tensor_table.h"
+#include "ops/rank/rank_domains.h"
+#include "ops/rank/rank_fit.h"
+#include "ops/rank/rank_lodo.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string join_ids(const std::vector<int64_t>& ids) {
+    std::string s;
+    for (int64_t i : ids) s += (s.empty() ? "" : ", ") + std::to_string(i);
+    return s;
+}
+
+// The score a criterion gives one expert of one domain's block. `full`: ignore the neuron plan.
+double score_of(Criterion c, const BlockStats& s, size_t e, bool full) {
+    switch (c) {
+        case Criterion::kFrequency:
+            return s.count[e];
+        case Criterion::kEnergy:
+            return full && !s.energy_full.empty() ? s.energy_full[e] : s.energy[e];
+        case Criterion::kReapMean:
+            return full && !s.mean_full.empty() ? s.mean_full[e] : s.mean[e];
+        // A width-pruned model has no weights for the dropped channels: the unrestricted comparison is
+        // plain energy.
+        case Criterion::kWeightedEnergy:
+            return full && !s.energy_full.empty() ? s.energy_full[e] : s.weighted[e];
+        case Criterion::kExternal:
+            return s.external[e];
+    }
+    return kNaN;
+}
+
+// Ranks 1..E by score descending; equal scores rank the lower expert id better. NaN ranks last.
+// A stable radix sort of the scores mapped to unsigned keys whose order is the scores' descending
+// order: the same ranks as sorting (score, id) pairs, without a comparison per step (the pairs' sort
+// was half of rank's decision time on 465 blocks × 896 experts).
+std::vector<int32_t> rank_desc(const std::vector<double>& score) {
+    const size_t n = score.size();
+    std::vector<uint64_t> key(n), key2(n);
+    std::vector<uint32_t> id(n), id2(n);
+    for (size_t e = 0; e < n; ++e) {
+        // NaN ranks as -inf; +0.0 makes -0.0 equal to 0.0, as the comparison of doubles has them.
+        const double x = std::isnan(score[e]) ? -std::numeric_limits<double>::infinity() : score[e] + 0.0;
+        const uint64_t bits = std::bit_cast<uint64_t>(x);
+        const uint64_t ascending = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);
+        key[e] = ~ascending;
+        id[e] = static_cast<uint32_t>(e);
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        size_t count[257] = {};
+        for (size_t i = 0; i < n; ++i) ++count[((key[i] >> shift) & 0xFF) + 1];
+        if (count[((key[0] >> shift) & 0xFF) + 1] == n) continue;  // one value in this byte: no change
+        for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; ++i) {
+            const size_t at = count[(key[i] >> shift) & 0xFF]++;
+            key2[at] = key[i];
+            id2[at] = id[i];
+        }
+        key.swap(key2);
+        id.swap(id2);
+    }
+    std::vector<int32_t> r(n);
+    for (size_t i = 0; i < n; ++i) r[id[i]] = static_cast<int32_t>(i + 1);
+    return r;
+}
+
+}  // namespace
+
+void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
+    for (const auto& d : in.domains) {
+        if (d.format != "dat") continue;
+        if (opts.criterion == Criterion::kFrequency || opts.criterion == Criterion::kEnergy ||
+            opts.criterion == Criterion::kWeightedEnergy)
+            throw UsageError(fmt::format(
+                "{}: a legacy .dat imatrix holds only each expert's mean energy (scaled by one ncall shared "
+                "by all "
+                "experts) and no per-expert routing counts, so --criterion {} cannot be computed from it; "
+                "use the GGUF "
+                "imatrix of the same run (llama-imatrix --output-format gguf, the default since 2025-07) or "
+                "--criterion reap-mean",
+                d.path, criterion_name(opts.criterion)));
+        if (opts.consensus == Consensus::kPooled)
+            throw UsageError(
+                fmt::format("{}: --consensus pooled adds raw counts and sums across domains (as "
+                            "llama-imatrix merges files), which a legacy .dat does not hold; use "
+                            "min-rank, mean-rank or sum",
+                            d.path));
+    }
+    if (opts.criterion == Criterion::kExternal && opts.consensus == Consensus::kPooled)
+        throw UsageError(
+            "--consensus pooled needs raw counts and sums; external scores are already per-block "
+            "results: use min-rank, mean-rank or sum");
+    if (opts.criterion == Criterion::kFrequency)
+        for (const auto& d : in.domains)
+            if (d.format == "json")
+                throw UsageError(
+                    "--criterion frequency reads imatrix counts; use --criterion external --score-field "
+                    "activation_counts");
+}
+
+namespace {
+
+int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string& rule) {
+    const int64_t E = in.expert_count;
+    const int given =
+        opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value() + opts.fit.has_value();
+    if (in.imported && given != 0)
+        throw UsageError(
+            "--from-plan decides which experts are kept: give no --keep, --prune, --ratio or --fit");
+    if (!in.imported && given != 1)
+        throw UsageError("give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET");
+    if (opts.fit) return 0;  // chosen once the dead and protected experts are known (rank_fit.h)
+    const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
+    int64_t n = 0;
+    if (in.imported) {
+        n = static_cast<int64_t>(in.imported->plan.n_keep);
+        rule = fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format), in.imported->path);
+    } else if (opts.keep) {
+        n = *opts.keep;
+        rule = fmt::format("--keep {}", n);
+    } else if (opts.prune) {
+        if (*opts.prune < 0 || *opts.prune >= E)
+            throw UsageError(fmt::format("--prune {}: a block has {} experts; prune between 0 and {}",
+                                         *opts.prune, E, E - 1));
+        n = E - *opts.prune;
+        rule = fmt::format("--prune {}", *opts.prune);
+    } else {
+        const double r = *opts.ratio;
+        if (!(r > 0 && r < 1))
+            throw UsageError(fmt::format("--ratio {} must be a fraction of experts to prune, 0 < R < 1", r));
+        n = E - std::llround(r * static_cast<double>(E));
+        // With expert groups the kept count must be a multiple of the group count: round up (keep more).
+        if (G > 1 && n % G) n += G - n % G;
+        rule = fmt::format("--ratio {}", r);
+    }
+    if (n < 1 || n > E)
+        throw UsageError(
+            fmt::format("{} keeps {} experts per block; a block has {} (keep 1..{})", rule, n, E, E));
+    if (in.expert_used_count > 0 && n < static_cast<int64_t>(in.expert_used_count))
+        throw UsageError(
+            fmt::format("{} keeps {} experts per block, fewer than expert_used_count = {}: llama.cpp routes "
+                        "every token to {} experts and requires expert_used_count <= expert_count; keep at "
+                        "least {}",
+                        rule, n, in.expert_used_count, in.expert_used_count, in.expert_used_count));
+    if (in.source)
+        if (const auto why = expert_count_change_refusal(in.source->architecture, static_cast<uint64_t>(E),
+                                                         static_cast<uint64_t>(n)))
+            throw UsageError(fmt::format("{} keeps {} of {} experts per block: {}", rule, n, E, *why));
+    if (G > 1 && n % G)
+        throw UsageError(
+            fmt::format("{} keeps {} experts per block, not a multiple of expert_group_count = {}: routing "
+                        "picks experts group by group, so every group must keep the same number",
+                        rule, n, G));
+    return n;
+}
+
+}  // namespace
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    const size_t n = a.size();
+    if (n < 2 || b.size() != n) return kNaN;
+    auto avg_ranks = [n](const std::vector<double>& v) {
+        std::vector<size_t> o(n);
+        std::iota(o.begin(), o.end(), 0);
+        std::sort(o.begin(), o.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+        std::vector<double> r(n);
+        for (size_t i = 0; i < n;) {
+            size_t j = i;
+            while (j + 1 < n && v[o[j + 1]] == v[o[i]]) ++j;
+            for (size_t k = i; k <= j; ++k) r[o[k]] = (static_cast<double>(i + j) / 2) + 1;
+            i = j + 1;
+        }
+        return r;
+    };
+    const auto ra = avg_ranks(a), rb = avg_ranks(b);
+    const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / static_cast<double>(n);
+    const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / static_cast<double>(n);
+    double sab = 0, saa = 0, sbb = 0;
+    for (size_t i = 0; i < n; ++i) {
+        sab += (ra[i] - ma) * (rb[i] - mb);
+        saa += (ra[i] - ma) * (ra[i] - ma);
+        sbb += (rb[i] - mb) * (rb[i] - mb);
+    }
+    if (saa == 0 || sbb == 0) return kNaN;
+    return sab / std::sqrt(saa * sbb);
+}
+
+RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
+    check_criterion_inputs(in, opts);
+    RankResult r;
+    r.criterion = opts.criterion;
+    r.consensus = opts.consensus;
+    const int64_t E = in.expert_count;
+    const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(E);
+    r.expert_count = E;
+    r.blocks = in.blocks;
+    for (const auto& d : in.domains) r.domain_names.push_back(d.name);
+    r.n_keep = resolve_n_keep(in, opts, r.rule);
+    // Ten times an even share, but at least a quarter and at most half of the block: with hundreds of
+    // experts, ordinary routing skew in one domain already gives single experts 10-40× an even share.
+    r.super_share = opts.super_share.value_or(std::clamp(10.0 / static_cast<double>(E), 0.25, 0.5));
+    r.super_channel_ratio = opts.super_channel_ratio;
+
+    // 1. Scores and per-domain ranks.
+    r.scores.assign(D * B * NE, kNaN);
+    r.ranks.assign(D * B * NE, 0);
+    r.counts.assign(D * B * NE, -1);
+    r.spearman.assign(D * B, kNaN);
+    // Blocks and domains are independent from here to the decision: each (domain, block) pair, and
+    // then each block, writes only its own slots, so they are shared among the threads.
+    const int threads = resolve_threads(opts.threads);
+    parallel_for(D * B, threads, [&](size_t i) {
+        const size_t d = i / B, b = i % B;
+        const BlockStats& s = in.domains[d].blocks[b];
+        if (!s.present) return;
+        std::vector<double> sc(NE), full(NE);
+        for (size_t e = 0; e < NE; ++e) {
+            sc[e] = score_of(opts.criterion, s, e, false);
+            full[e] = score_of(opts.criterion, s, e, true);
+            r.scores[r.idx(d, b, e)] = sc[e];
+            if (!std::isnan(s.count[e])) r.counts[r.idx(d, b, e)] = std::llround(s.count[e]);
+        }
+        const auto rk = rank_desc(sc);
+        for (size_t e = 0; e < NE; ++e) r.ranks[r.idx(d, b, e)] = rk[e];
+        if (!in.plan_path.empty()) r.spearman[d * B + b] = spearman(sc, full);
+    });
+
+    // 2. Dead experts: dead in every domain that holds the block (and at least one domain can tell).
+    r.dead.assign(B * NE, 0);
+    for (size_t b = 0; b < B; ++b)
+        for (size_t e = 0; e < NE; ++e) {
+            if (!dead_everywhere(in, b, e)) continue;
+            r.dead[r.idx(b, e)] = 1;
+            std::set<std::string> evidence;
+            for (size_t d = 0; d < D; ++d) {
+                if (!in.domains[d].blocks[b].present) continue;
+                const std::string& f = in.domains[d].format;
+                evidence.insert(f == "gguf"  ? "count 0 and zero energy"
+                                : f == "dat" ? "legacy .dat marks it never routed"
+                                             : "activation count 0");
+            }
+            std::string ev;
+            for (const auto& x : evidence) ev += (ev.empty() ? "" : "; ") + x;
+            r.dead_experts.push_back({in.blocks[b], static_cast<int64_t>(e),
+                                      fmt::format("never routed in any of the {} domain(s) ({})", D, ev)});
+        }
+
+    // 3. Super-experts: share of the block's energy, and the hottest channel against the block's median.
+    r.protect.assign(B * NE, 0);
+    // Blocks are independent: each is searched by one thread (domains in order), then the finds are
+    // merged in block order.
+    std::vector<std::map<size_t, SuperExpert>> found(B);
+    parallel_for(B, threads, [&](size_t b) {
+        for (size_t d = 0; d < D; ++d) {
+            const DomainData& dom = in.domains[d];
+            for (const SuperHit& h : super_expert_hits(dom, b, r.super_share, r.super_channel_ratio)) {
+                SuperExpert& se = found[b][h.expert];
+                se.block = in.blocks[b];
+                se.expert = static_cast<int64_t>(h.expert);
+                se.by_share |= h.by_share;
+                se.by_channel |= h.by_channel;
+                if (h.share > se.share) {
+                    se.share = h.share;
+                    se.share_domain = dom.name;
+                    se.share_is_mean = dom.format != "gguf";
+                }
+                se.channel_ratio = std::max(se.channel_ratio, h.ratio);
+            }
+        }
+    });
+    std::map<std::pair<size_t, size_t>, SuperExpert> supers;
+    for (size_t b = 0; b < B; ++b)
+        for (auto& [e, se] : found[b]) supers.emplace(std::pair{b, e}, std::move(se));
+    // Report the share for every super-expert, also one found by the channel test only.
+    for (auto& [key, se] : supers) {
+        for (size_t d = 0; d < D; ++d) {
+            const DomainData& dom = in.domains[d];
+            const BlockStats& s = dom.blocks[key.first];
+            if (dom.format == "json" || !s.present) continue;
+            const std::vector<double>& en = dom.format == "gguf"
+                                                ? (s.energy_full.empty() ? s.energy : s.energy_full)
+                                                : (s.mean_full.empty() ? s.mean : s.mean_full);
+            const double total = std::accumulate(en.begin(), en.end(), 0.0);
+            if (total > 0 && en[key.second] / total > se.share) {
+                se.share = en[key.second] / total;
+                se.share_domain = dom.name;
+                se.share_is_mean = dom.format != "gguf";
+            }
+        }
+        std::vector<std::string> why;
+        const char* what = se.share_is_mean ? "per-token mean energy" : "energy";
+        if (se.by_share)
+            why.push_back(fmt::format("carries {:.1f} % of the block's {} in {} (threshold {:.1f} %)",
+                                      100 * se.share, what, se.share_domain, 100 * r.super_share));
+        else
+            why.push_back(fmt::format("carries {:.1f} % of the block's {} in {}", 100 * se.share, what,
+                                      se.share_domain));
+        if (se.by_channel)
+            why.push_back(fmt::format("its hottest channel is {:.0f}× the block's median (threshold {:.0f}×)",
+                                      se.channel_ratio, r.super_channel_ratio));
+        se.reason = "super-expert: " + why[0] + (why.size() > 1 ? "; " + why[1] : "");
+    }
+    for (const auto& p : opts.protect) {
+        auto it = std::lower_bound(in.blocks.begin(), in.blocks.end(), p.block);
+        if (it == in.blocks.end() || *it != p.block)
+            throw UsageError(fmt::format("--protect {}:{}: block {} is not an MoE block (MoE blocks: {}..{})",
+                                         p.block, p.expert, p.block, in.blocks.front(), in.blocks.back()));
+        if (p.expert >= E)
+            throw UsageError(fmt::format("--protect {}:{}: expert {} is out of range (experts 0..{})",
+                                         p.block, p.expert, p.expert, E - 1));
+        const size_t b = static_cast<size_t>(it - in.blocks.begin());
+        if (r.dead[r.idx(b, static_cast<size_t>(p.expert))])
+            throw UsageError(
+                fmt::format("--protect {}:{}: this expert was never routed in any domain; dead experts are "
+                            "always pruned (remove it from --protect, or add a domain in which it is routed)",
+                            p.block, p.expert));
+        SuperExpert& se = supers[{b, static_cast<size_t>(p.expert)}];
+        se.block = p.block;
+        se.expert = p.expert;
+        se.by_option = true;
+        se.reason = se.reason.empty() ? "--protect" : se.reason + "; --protect";
+    }
+    for (auto& [key, se] : supers) {
+        r.protect[r.idx(key.first, key.second)] = 1;
+        r.protected_experts.push_back(se);
+    }
+
+    // 4. Consensus order in every block.
+    r.consensus_rank.assign(B * NE, 0);
+    r.consensus_score.assign(B * NE, kNaN);
+    parallel_for(B, threads, [&](size_t b) {
+        const BlockConsensus order_of(in, r, opts.criterion, opts.consensus, b);
+        std::vector<size_t> order(NE);
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return order_of.before(a, c); });
+        for (size_t i = 0; i < NE; ++i) {
+            r.consensus_rank[r.idx(b, order[i])] = static_cast<int32_t>(i + 1);
+            r.consensus_score[r.idx(b, order[i])] = order_of.key(order[i]);
+        }
+    });
+
+    if (opts.fit) choose_fit_keep(in, r, *opts.fit);
+    // 5. The decision: per block (and per contiguous group), protected experts first, dead experts
+    //    never, then the best consensus ranks until the group's quota is full.
+    const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
+    if (E % G)
+        throw UsageError(fmt::format("expert_count {} is not a multiple of expert_group_count {}", E, G));
+    const int64_t group_size = E / G, quota = r.n_keep / G;
+    r.keep.assign(B * NE, 0);
+    for (size_t b = 0; b < B; ++b) {
+        const int blk = in.blocks[b];
+        for (int64_t g = 0; g < G; ++g) {
+            std::vector<int64_t> members, dead, prot, candidates;
+            for (int64_t e = g * group_size; e < (g + 1) * group_size; ++e) {
+                members.push_back(e);
+                if (r.dead[r.idx(b, static_cast<size_t>(e))])
+                    dead.push_back(e);
+                else if (r.protect[r.idx(b, static_cast<size_t>(e))])
+                    prot.push_back(e);
+                else
+                    candidates.push_back(e);
+            }
+            const std::string where = G > 1 ? fmt::format("block {} group {} (experts {}..{})", blk, g,
+                                                          g * group_size, (g + 1) * group_size - 1)
+                                            : fmt::format("block {}", blk);
+            if (in.imported) {
+                // The plan decides; what rank would have refused is a warning, and only a plan that
+                // llama.cpp could not load (a group short of its quota) is refused.
+                const std::vector<int64_t>& row = in.imported->plan.keep.at(blk);
+                int64_t held = 0;
+                for (int64_t e : row)
+                    if (e >= g * group_size && e < (g + 1) * group_size) {
+                        ++held;
+                        r.keep[r.idx(b, static_cast<size_t>(e))] = 1;
+                    }
+                if (held != quota)
+                    throw UsageError(
+                        fmt::format("{}: the plan keeps {} experts in {}, but routing picks "
+                                    "experts group by group, so every group must keep {}",
+                                    in.imported->path, held, where, quota));
+                for (int64_t e : dead)
+                    if (r.keep[r.idx(b, static_cast<size_t>(e))])
+                        r.warnings.push_back(
+                            fmt::format("the plan keeps blk.{} expert {}, which is dead here", blk, e));
+                for (int64_t e : prot)
+                    if (!r.keep[r.idx(b, static_cast<size_t>(e))])
+                        r.warnings.push_back(fmt::format(
+                            "the plan prunes blk.{} expert {}, which is protected here (a super-expert or "
+                            "--protect)",
+                            blk, e));
+                continue;
+            }
+            if (static_cast<int64_t>(prot.size()) > quota)
+                throw UsageError(fmt::format(
+                    "{} has {} protected experts ({}) but {} keeps only {}{}: keep more, or "
+                    "protect fewer (--super-share, --super-channel-ratio, --protect)",
+                    where, prot.size(), join_ids(prot), r.rule, quota, G > 1 ? " per group" : ""));
+            if (static_cast<int64_t>(members.size() - dead.size()) < quota)
+                throw UsageError(
+                    fmt::format("{} has {} dead experts ({}), which are always pruned, but {} keeps {}{}: "
+                                "keep at most {}{}",
+                                where, dead.size(), join_ids(dead), r.rule, quota,
+                                G > 1 ? " per group" : " per block", members.size() - dead.size(),
+                                G > 1 ? " per group" : " per block (prune at least the dead ones)"));
+            std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t c) {
+                return r.consensus_rank[r.idx(b, static_cast<size_t>(a))] <
+                       r.consensus_rank[r.idx(b, static_cast<size_t>(c))];
+            });
+            for (int64_t e : prot) r.keep[r.idx(b, static_cast<size_t>(e))] = 1;
+            for (int64_t i = 0; i < quota - static_cast<int64_t>(prot.size()); ++i)
+                r.keep[r.idx(b, static_cast<size_t>(candidates[static_cast<size_t>(i)]))] = 1;
+        }
+    }
+
+    // With max-min, the search replaces the keep mask; then what every domain retains (rank_domains.h).
+    if (opts.consensus == Consensus::kMaxMin && !in.imported)
+        choose_max_min(in, r, group_size, quota, threads);
+    fill_retained_shares(in, r);
+
+    // 6. Safety margin, shares carried by the pruned experts.
+    r.best_pruned_rank.assign(B, 0);
+    std::vector<double> per_block;
+    for (size_t b = 0; b < B; ++b) {
+        int32_t best = 0;
+        for (size_t e = 0; e < NE; ++e) {
+            if (r.keep[r.idx(b, e)]) continue;
+            for (size_t d = 0; d < D; ++d) {
+                const int32_t rk = r.ranks[r.idx(d, b, e)];
+                if (rk > 0 && (best == 0 || rk < best)) best = rk;
+            }
+        }
+        r.best_pruned_rank[b] = best;
+        if (best > 0) per_block.push_back(best);
+    }
+    if (!per_block.empty()) {
+        r.safety_rank = static_cast<int32_t>(*std::min_element(per_block.begin(), per_block.end()));
+        r.safety_median = median(per_block);
+    }
+    r.pruned_token_share.assign(D, kNaN);
+    r.pruned_energy_share.assign(D, kNaN);
+    for (size_t d = 0; d < D; ++d) {
+        const DomainData& dom = in.domains[d];
+        double ct = 0, cp = 0, et = 0, ep = 0;
+        bool have_counts = true, have_energy = dom.format == "gguf";
+        for (size_t b = 0; b < B; ++b) {
+            const BlockStats& s = dom.blocks[b];
+            if (!s.present) continue;
+            for (size_t e = 0; e < NE; ++e) {
+                const bool pruned = !r.keep[r.idx(b, e)];
+                if (std::isnan(s.count[e]))
+                    have_counts = false;
+                else {
+                    ct += s.count[e];
+                    if (pruned) cp += s.count[e];
+                }
+                if (have_energy) {
+                    const double x = s.energy_full.empty() ? s.energy[e] : s.energy_full[e];
+                    et += x;
+                    if (pruned) ep += x;
+                }
+            }
+        }
+        if (have_counts && ct > 0) r.pruned_token_share[d] = cp / ct;
+        if (have_energy && et > 0) r.pruned_energy_share[d] = ep / et;
+    }
+
+    // 7. Warnings the receipt repeats (rank_domains.h); what a left-out domain loses (rank_lodo.h).
+    add_input_warnings(in, opts, r);
+    fill_blind_spot(in, opts, r);
+
+    // 8. The keeplist.
+    KeepList& kl = r.keeplist;
+    if (in.source) {
+        kl.source = *in.source;
+    } else {
+        KeepListSource src;
+        src.expert_count = static_cast<uint64_t>(E);
+        src.from_imatrix_only = true;
+        kl.source = src;
+    }
+    kl.n_keep = static_cast<uint64_t>(r.n_keep);
+    for (size_t b = 0; b < B; ++b) {
+        KeepBlock kb;
+        kb.block = in.blocks[b];
+        for (size_t e = 0; e < NE; ++e)
+            (r.keep[r.idx(b, e)] ? kb.keep : kb.prune).push_back(static_cast<int64_t>(e));
+        for (const auto& de : r.dead_experts)
+            if (de.block == kb.block) {
+                kb.dead.push_back(de.expert);
+                kb.dead_reasons.push_back({de.expert, de.reason});
+            }
+        for (const auto& se : r.protected_experts)
+            if (se.block == kb.block) kb.protected_experts.push_back({se.expert, se.reason});
+        kl.blocks.push_back(std::move(kb));
+    }
+    kl.method = rank_method_json(in, r);
+    return r;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,419 @@
+// rank, step 1: read the inputs and check that they fit together (and the model, with --model). Only
+// the ffn_down_exps entry of each MoE block is read from an imatrix (its in_sum2 rows hold each
+// expert's intermediate-activation energy per channel, its counts the routed tokens): imatrix_scan.cpp.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format/dequant.h"
+#include "format/ggml_types.h"
+#include "format/imatrix.h"
+#include "io/error.h"
+#include "io/parallel.h"
+#include "io/paths.h"
+#include "io/sha256.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
+#include "model/width.h"
+#include "ops/rank/down_norms.h"
+#include "ops/rank/imatrix_scan.h"
+#include "ops/rank/rank.h"
+#include "ops/rank/score_file.h"
+
+namespace gguf_reap {
+
+namespace {
+
+struct ModelInfo {
+    std::optional<ShardSet> set;
+    MoeLayout layout;
+    std::map<int, const TensorRef*> down;  // block → ffn_down_exps.weight
+};
+
+// The expert count of a legacy entry, which the .dat format does not store: from the model, a GGUF
+// imatrix of the same model, or the same file's router entry (ne0 = n_embd) and gate/up entries
+// (n_embd × E values).
+std::optional<int64_t> legacy_expert_count(const ImatrixFile& im, int block, std::string& how) {
+    const ExpertTensorKind& router_kind = expert_kind(ExpertRole::kRouter);
+    const ImatrixEntry* router = im.find(block_tensor_name(block, router_kind));
+    if (!router || router->nval < 1) return std::nullopt;
+    for (Projection p : {Projection::kUp, Projection::kGate, Projection::kGateUp}) {
+        const ExpertTensorKind& k = expert_kind(ExpertRole::kWeight, p);
+        const ImatrixEntry* x = im.find(block_tensor_name(block, k));
+        if (x && x->nval % router->nval == 0 && x->nval / router->nval >= 1) {
+            how = fmt::format("blk.{}.{} ({} values = n_embd) and blk.{}.{} ({} values = n_embd × experts)",
+                              block, router_kind.base, router->nval, block, k.base, x->nval);
+            return x->nval / router->nval;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+namespace {
+
+// --from-plan: another tool's plan, read and checked against the blocks and experts of `in` (the model
+// at `model_path`, "" without --model; `external`: the blocks came from score files).
+void import_plan(const RankOptions& opts, const std::string& model_path, bool external, RankInput& in) {
+    if (opts.from_plan.empty()) return;
+    RankInput::Imported im{load_external_plan(opts.from_plan), opts.from_plan, ""};
+    const ExternalPlan& p = im.plan;
+    const std::string& path = opts.from_plan;
+    if (p.original_experts && static_cast<int64_t>(*p.original_experts) != in.expert_count)
+        throw UsageError(fmt::format("{}: the plan is for {} experts per layer but the {} {}", path,
+                                     *p.original_experts,
+                                     external             ? "score files have"
+                                     : model_path.empty() ? "imatrix has"
+                                                          : "model has",
+                                     in.expert_count));
+    if (p.format == PlanFormat::kHipfire && !model_path.empty() && p.keep.size() != in.block_count)
+        throw UsageError(fmt::format("{}: hipfire's plan has a row for each of {} layers but {} has {}", path,
+                                     p.keep.size(), model_path, in.block_count));
+    for (int b : in.blocks) {
+        const auto it = p.keep.find(b);
+        if (it == p.keep.end())
+            throw UsageError(fmt::format("{}: the plan has no kept experts for MoE layer {}", path, b));
+        if (it->second.back() >= in.expert_count)
+            throw UsageError(fmt::format("{}: layer {} keeps expert {}, but a layer has {} experts", path, b,
+                                         it->second.back(), in.expert_count));
+    }
+    if (p.format == PlanFormat::kKeepmap)
+        for (const auto& [layer, row] : p.keep)
+            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), layer))
+                throw UsageError(
+                    fmt::format("{}: the plan keeps experts of layer {}, which is not an MoE "
+                                "block here: a plan for another model?",
+                                path, layer));
+    if (opts.hash_inputs) im.sha256 = sha256_file(*InputFile::open(path));
+    in.imported = std::move(im);
+}
+
+}  // namespace
+
+RankInput load_rank_input(const RankOptions& opts) {
+    const bool external = opts.criterion == Criterion::kExternal;
+    if (external && opts.score_files.empty())
+        throw UsageError(
+            "--criterion external needs score files: --scores NAME=FILE (JSON, see docs/rank.md)");
+    if (external && !opts.imatrices.empty())
+        throw UsageError(
+            "--criterion external ranks by --scores files; --imatrix cannot be combined with it");
+    if (!external && !opts.score_files.empty())
+        throw UsageError("--scores files are only read with --criterion external");
+    if (!external && opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
+    if (opts.criterion == Criterion::kWeightedEnergy && opts.model.empty())
+        throw UsageError(
+            "--criterion weighted-energy needs --model: it weights each channel by the squared norm of "
+            "the matching ffn_down_exps column");
+    if (external && !opts.neuron_plan.empty())
+        throw UsageError(
+            "--neuron-plan restricts imatrix energies; it does not apply to --criterion external");
+    const auto& specs = external ? opts.score_files : opts.imatrices;
+    {
+        std::set<std::string> names;
+        for (const auto& d : specs) {
+            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
+            if (!names.insert(d.name).second)
+                throw UsageError(
+                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
+        }
+    }
+    const int threads = resolve_threads(opts.threads);
+
+    RankInput in;
+    ModelInfo model;
+    if (!opts.model.empty()) {
+        model.set.emplace(ShardSet::open(opts.model));
+        model.layout = build_moe_layout(*model.set);
+        const MoeLayout& L = model.layout;
+        if (L.blocks.empty())
+            throw UsageError(
+                fmt::format("{}: the model has no MoE blocks (no {}.expert_count or no expert tensors): "
+                            "there are no experts to rank",
+                            opts.model, L.arch.empty() ? "<arch>" : L.arch));
+        in.expert_count = static_cast<int64_t>(L.expert_count);
+        in.expert_used_count = L.expert_used_count;
+        in.block_count = L.block_count;
+        if (const Kv* n = model.set->find_kv("general.name"))
+            if (const auto s = n->as_string()) in.model_name = *s;
+        in.expert_group_count = L.expert_group_count;
+        for (const auto& b : L.blocks) {
+            in.blocks.push_back(b.block);
+            if (L.is_nextn_block(b.block)) in.nextn_blocks.push_back(b.block);
+            for (const auto& t : b.tensors)
+                if (t.kind == &down_projection_kind()) model.down[b.block] = &model.set->tensors()[t.tensor];
+            if (!model.down.count(b.block) && !external)
+                throw UsageError(
+                    fmt::format("{}: MoE block {} has no ffn_down_exps.weight, the tensor whose imatrix "
+                                "entry rank reads",
+                                opts.model, b.block));
+        }
+        for (const auto& b : L.blocks) {
+            if (!b.hash_table) continue;
+            const TensorRef& r = model.set->tensors()[*b.hash_table];
+            std::vector<int32_t> ids(r.nbytes / 4);
+            model.set->shards()[r.shard].file->read(r.abs_offset, ids.data(), 4 * ids.size());
+            auto& count = in.hash_entries[b.block];
+            count.assign(L.expert_count, 0);
+            for (size_t i = 0; i < ids.size(); ++i) {
+                if (ids[i] < 0 || static_cast<uint64_t>(ids[i]) >= L.expert_count)
+                    throw InputError(
+                        model.set->shards()[r.shard].path, r.abs_offset + 4 * i,
+                        fmt::format("tensor '{}' entry {}", model.set->info(r).name, i),
+                        fmt::format("expert id {} is outside 0..{}", ids[i], L.expert_count - 1));
+                ++count[static_cast<size_t>(ids[i])];
+            }
+        }
+        KeepListSource src;
+        src.architecture = L.arch;
+        src.expert_count = L.expert_count;
+        src.expert_used_count = L.expert_used_count;
+        src.expert_group_count = L.expert_group_count;
+        src.tensor_count = model.set->tensors().size();
+        for (const Shard& s : model.set->shards()) src.shards.emplace_back(base_name(s.path), s.file->size());
+        in.source = src;
+    }
+
+    in.domains.resize(specs.size());
+    for (size_t d = 0; d < specs.size(); ++d) {
+        in.domains[d].name = specs[d].name;
+        in.domains[d].path = specs[d].path;
+    }
+
+    if (external) {
+        load_score_domains(opts, in, model.set.has_value());
+        for (auto& dom : in.domains) {
+            auto f = InputFile::open(dom.path);
+            dom.file_size = f->size();
+            if (opts.hash_inputs) dom.sha256 = sha256_file(*f);
+        }
+        import_plan(opts, model.set ? opts.model : std::string(), true, in);
+        return in;
+    }
+
+    // Open every imatrix (directory only) and find its ffn_down_exps entries.
+    // Their directories are parsed in parallel (a few ms each for thousands of entries); an error is
+    // the one of the first file in command-line order, as if they were opened one after the other.
+    std::vector<ImatrixFile> ims;
+    {
+        std::vector<std::optional<ImatrixFile>> opened(specs.size());
+        parallel_for(specs.size(), threads,
+                     [&](size_t d) { opened[d].emplace(ImatrixFile::open(specs[d].path)); });
+        for (auto& f : opened) ims.push_back(std::move(*f));
+    }
+    for (size_t d = 0; d < ims.size(); ++d) in.domains[d].format = imatrix_kind_name(ims[d].kind());
+    check_criterion_inputs(in, opts);
+    std::vector<std::map<int, const ImatrixEntry*>> found(ims.size());
+    struct Shape {
+        int64_t n_mat, ne0;
+        size_t domain;
+    };
+    std::map<int, Shape> gguf_shape;  // block → shape in the first GGUF imatrix that has it
+    for (size_t d = 0; d < ims.size(); ++d) {
+        for (const auto& e : ims[d].entries())
+            if (auto b = down_projection_block(e.name)) found[d][*b] = &e;
+        if (found[d].empty())
+            throw UsageError(
+                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
+                            "(or was made with a filter that left the experts out)",
+                            specs[d].path));
+        if (ims[d].kind() != ImatrixKind::kGguf) continue;
+        for (const auto& [b, e] : found[d]) {
+            auto [it, inserted] = gguf_shape.emplace(b, Shape{e->n_mat, e->ne0, d});
+            if (!inserted && (it->second.n_mat != e->n_mat || it->second.ne0 != e->ne0))
+                throw UsageError(
+                    fmt::format("{}: {} is [{}, {}] but in {} it is [{}, {}]: the imatrices were made "
+                                "from different models",
+                                specs[d].path, e->name, e->ne0, e->n_mat, specs[it->second.domain].path,
+                                it->second.ne0, it->second.n_mat));
+        }
+    }
+    if (!model.set) {
+        std::set<int> all;
+        for (const auto& f : found)
+            for (const auto& [b, e] : f) all.insert(b);
+        in.blocks.assign(all.begin(), all.end());
+    }
+
+    // Shapes: experts and width of every block's entry, checked against the model.
+    std::vector<std::vector<int64_t>> width(ims.size(), std::vector<int64_t>(in.blocks.size(), 0));
+    std::vector<std::vector<const ImatrixEntry*>> entry(
+        ims.size(), std::vector<const ImatrixEntry*>(in.blocks.size(), nullptr));
+    for (size_t d = 0; d < ims.size(); ++d) {
+        const ImatrixFile& im = ims[d];
+        const bool legacy = im.kind() == ImatrixKind::kLegacy;
+        for (const auto& [b, e] : found[d])
+            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
+                throw UsageError(
+                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
+                                "was the imatrix made for another model?",
+                                specs[d].path, b, e->name, opts.model));
+        std::vector<int> missing;
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            const int b = in.blocks[bi];
+            auto it = found[d].find(b);
+            if (it == found[d].end()) {
+                missing.push_back(b);
+                continue;
+            }
+            const ImatrixEntry* e = it->second;
+            int64_t E = 0;
+            if (!legacy) {
+                E = e->n_mat;
+            } else if (in.expert_count > 0) {
+                E = in.expert_count;
+            } else if (auto g = gguf_shape.find(b); g != gguf_shape.end()) {
+                E = g->second.n_mat;
+                in.notes.push_back(
+                    fmt::format("{}: expert count of blk.{} ({}) taken from a GGUF imatrix of the same model",
+                                specs[d].name, b, E));
+            } else {
+                std::string how;
+                auto derived = legacy_expert_count(im, b, how);
+                if (!derived)
+                    throw UsageError(
+                        fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
+                                    "this file has no router and gate/up entries to derive it from: give "
+                                    "--model (or a GGUF imatrix of the same model)",
+                                    specs[d].path, e->name));
+                E = *derived;
+                if (bi == 0)
+                    in.notes.push_back(
+                        fmt::format("{}: expert count {} derived from {}", specs[d].name, E, how));
+            }
+            if (E < 1 || e->nval % E != 0)
+                throw InputError(im.path(), e->entry_offset, fmt::format("entry '{}'", e->name),
+                                 fmt::format("{} values cannot be split among {} experts", e->nval, E));
+            if (in.expert_count == 0) in.expert_count = E;
+            if (E != in.expert_count)
+                throw UsageError(fmt::format("{}: {} has {} experts, but {} has {}{}", specs[d].path, e->name,
+                                             E, model.set ? opts.model : "the other entries", in.expert_count,
+                                             model.set ? ": the imatrix was made for another model" : ""));
+            width[d][bi] = e->nval / E;
+            entry[d][bi] = e;
+        }
+        if (!missing.empty()) {
+            std::string list;
+            for (int b : missing) list += (list.empty() ? "" : ", ") + std::to_string(b);
+            if (!legacy)
+                throw UsageError(fmt::format("{}: has no ffn_down_exps entry for MoE block(s) {}{}",
+                                             specs[d].path, list,
+                                             model.set ? " of the model: was it made for another model?"
+                                                       : " that other imatrices have"));
+            in.notes.push_back(
+                fmt::format("{}: no entry for block(s) {}: the 2024-25 .dat writer skipped every entry in "
+                            "which some expert was never routed, so these blocks hold a dead expert that "
+                            "this file cannot name; they are ranked from the other domains",
+                            specs[d].name, list));
+        }
+    }
+
+    // Widths agree across domains; with a model, they match its ffn_down_exps (or the plan's k).
+    std::vector<int64_t> block_width(in.blocks.size(), 0);
+    for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+        for (size_t d = 0; d < ims.size(); ++d) {
+            if (!width[d][bi]) continue;
+            if (block_width[bi] && block_width[bi] != width[d][bi])
+                throw UsageError(
+                    fmt::format("{}: blk.{}.ffn_down_exps has expert width {}, other imatrices have {}",
+                                specs[d].path, in.blocks[bi], width[d][bi], block_width[bi]));
+            block_width[bi] = width[d][bi];
+        }
+        if (!block_width[bi])
+            throw UsageError(fmt::format(
+                "no imatrix has data for MoE block {} (legacy files skip entries with never-routed "
+                "experts): add a GGUF imatrix",
+                in.blocks[bi]));
+    }
+    in.expert_width = block_width.front();
+
+    std::optional<NeuronPlan> plan;
+    if (!opts.neuron_plan.empty()) {
+        const int64_t native = *std::max_element(block_width.begin(), block_width.end());
+        plan = read_neuron_plan(opts.neuron_plan, in.blocks, in.expert_count, native);
+        in.plan_path = opts.neuron_plan;
+        in.plan_k = plan->k;
+        if (opts.hash_inputs) in.plan_sha256 = sha256_file(*InputFile::open(opts.neuron_plan));
+    }
+    if (model.set) {
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            const TensorRef* r = model.down.at(in.blocks[bi]);
+            const TensorInfo& t = model.set->info(*r);
+            const int64_t want = plan ? plan->k : block_width[bi];
+            if (t.ne[0] != want) {
+                if (plan)
+                    throw UsageError(
+                        fmt::format("{}: {} has width {} but the neuron plan keeps {} channels: the model "
+                                    "must be the width-pruned one made with this plan",
+                                    opts.model, t.name, t.ne[0], plan->k));
+                size_t from = 0;  // the first domain with data for the block (all agree)
+                while (from + 1 < ims.size() && !width[from][bi]) ++from;
+                throw UsageError(
+                    fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}{}", opts.model,
+                                t.name, t.ne[0], specs[from].path, block_width[bi],
+                                t.ne[0] < block_width[bi] ? ": a width-pruned model needs its --neuron-plan"
+                                                          : ": the imatrix was made for another model"));
+            }
+            if (opts.criterion == Criterion::kWeightedEnergy && !can_dequantize(t.type))
+                throw UsageError(
+                    fmt::format("{}: {} is {}: weighted-energy reads the down-projection weights and handles "
+                                "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "
+                                "such a down projection",
+                                opts.model, t.name, ggml_type_display(t.type)));
+        }
+    }
+
+    // Per-domain metadata.
+    for (size_t d = 0; d < ims.size(); ++d) {
+        DomainData& dom = in.domains[d];
+        dom.format = imatrix_kind_name(ims[d].kind());
+        dom.file_size = ims[d].file().size();
+        dom.datasets = ims[d].datasets();
+        dom.chunks = ims[d].chunk_count();
+        dom.chunk_size = ims[d].chunk_size();
+        if (dom.chunks && dom.chunk_size) dom.tokens = *dom.chunks * *dom.chunk_size;
+        dom.blocks.resize(in.blocks.size());
+        if (ims[d].kind() == ImatrixKind::kLegacy)
+            in.notes.push_back(
+                fmt::format("{}: legacy .dat: per-expert routing counts and total energies are not stored "
+                            "(only per-token means), so token and energy shares are unknown",
+                            dom.name));
+    }
+
+    // Read every entry: one pass per file (docs/perf/rank.md).
+    ImatrixScan scan;
+    scan.ims = &ims;
+    scan.entry = entry;
+    scan.block_width = block_width;
+    scan.expert_count = in.expert_count;
+    scan.plan = plan ? &*plan : nullptr;
+    scan.hash = opts.hash_inputs;
+    scan.threads = threads;
+    if (opts.criterion == Criterion::kWeightedEnergy)
+        scan.column_norms = [&](size_t bi) {
+            return down_column_norms(*model.set, *model.down.at(in.blocks[bi]));
+        };
+    scan_imatrices(scan, in);
+
+    import_plan(opts, model.set ? opts.model : std::string(), false, in);
+
+    // What the counts and metadata contradict: warnings, or with --strict a refusal naming the first.
+    in.sanity = check_imatrix_sanity(in);
+    if (opts.strict && !in.sanity.empty()) {
+        const SanityProblem& p = in.sanity.front();
+        const std::string more =
+            in.sanity.size() > 1
+                ? fmt::format(" (--strict; {} input problems in all, listed without it)", in.sanity.size())
+                : std::string(" (--strict)");
+        if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, p.message + more);
+        throw UsageError(p.message + more);
+    }
+    return in;
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,159 @@
+#include "ops/rank/score_file.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "format/json_input.h"
+#include "io/error.h"
+#include "io/sequential_reader.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr uint64_t kMaxScoresJson = uint64_t{256} << 20;
+
+struct ExternalFile {
+    std::map<int, nlohmann::json> blocks;  // block → object of fields (or {"score": [...]})
+};
+
+ExternalFile load_external(const std::string& path) {
+    const std::string text = read_small_file(path, kMaxScoresJson, "score file");
+    // A score file nests 3 levels: depth 32 is refused. 16 million values (a few fields × 1,024 experts ×
+    // 512 blocks is 3 million) bound the DOM, at 16+ bytes a value, to a few hundred MB whatever the
+    // 256 MiB of text hold.
+    const nlohmann::json j =
+        parse_json_input<nlohmann::json>(text, path, 32, size_t{16} << 20, "a score file");
+    if (!j.is_object()) throw InputError(path, std::nullopt, "json", "a score file must be a JSON object");
+    const nlohmann::json& blocks = j.contains("blocks") ? j["blocks"] : j;
+    if (!blocks.is_object())
+        throw InputError(path, std::nullopt, "blocks", "must be an object {\"BLOCK\": {...}}");
+    ExternalFile out;
+    for (const auto& [key, val] : blocks.items()) {
+        int b = -1;
+        auto [p, ec] = std::from_chars(key.data(), key.data() + key.size(), b);
+        if (ec != std::errc() || p != key.data() + key.size() || b < 0) {
+            if (&blocks == &j && (key == "format" || key == "version")) continue;
+            throw InputError(path, std::nullopt, fmt::format("\"{}\"", key.substr(0, 40)),
+                             "is not a block number");
+        }
+        if (val.is_array())
+            out.blocks[b] = nlohmann::json{{"score", val}};
+        else if (val.is_object())
+            out.blocks[b] = val;
+        else
+            throw InputError(path, std::nullopt, fmt::format("block {}", b),
+                             "must be an object of per-expert arrays or an array of scores");
+    }
+    if (out.blocks.empty()) throw InputError(path, std::nullopt, "blocks", "holds no blocks");
+    return out;
+}
+
+std::vector<double> external_array(const nlohmann::json& v, const std::string& path, const std::string& field,
+                                   int64_t E) {
+    if (!v.is_array())
+        throw InputError(path, std::nullopt, field, "must be an array with one number per expert");
+    if (E > 0 && static_cast<int64_t>(v.size()) != E)
+        throw InputError(path, std::nullopt, field,
+                         fmt::format("has {} values but the model has {} experts", v.size(), E));
+    std::vector<double> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number())
+            throw InputError(path, std::nullopt, fmt::format("{}[{}]", field, i), "must be a number");
+        const double x = v[i].get<double>();
+        if (!std::isfinite(x))
+            throw InputError(path, std::nullopt, fmt::format("{}[{}]", field, i), "must be finite");
+        out.push_back(x);
+    }
+    return out;
+}
+
+}  // namespace
+
+void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model) {
+    std::vector<ExternalFile> files;
+    for (const auto& d : opts.score_files) files.push_back(load_external(d.path));
+    if (!have_model) {
+        std::set<int> all;
+        for (const auto& f : files)
+            for (const auto& [b, v] : f.blocks) all.insert(b);
+        in.blocks.assign(all.begin(), all.end());
+    }
+    // The field: as asked, else "reap" (llama-expert-profile), else "score".
+    const nlohmann::json& first = files.front().blocks.begin()->second;
+    std::string field = opts.score_field;
+    if (field.empty()) field = first.contains("reap") ? "reap" : "score";
+    in.score_field = field;
+    // Per-token means (REAP's `reap`, its factors) are summed over routed tokens unless asked not to:
+    // at high ratios a mean keeps rarely routed experts and drops busy ones (docs/method.md).
+    in.score_is_mean = field == "reap" || field == "ean_mean" || field == "avg_gate_weight";
+    if (opts.score_aggregate != "sum" && opts.score_aggregate != "mean")
+        throw UsageError(fmt::format("--score-aggregate is 'sum' or 'mean', not '{}'", opts.score_aggregate));
+    in.score_times_counts = in.score_is_mean && opts.score_aggregate == "sum";
+    for (size_t d = 0; d < files.size(); ++d) {
+        const std::string& path = opts.score_files[d].path;
+        DomainData& dom = in.domains[d];
+        dom.format = "json";
+        dom.blocks.assign(in.blocks.size(), BlockStats{});
+        for (const auto& [b, v] : files[d].blocks)
+            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
+                throw UsageError(
+                    fmt::format("{}: block {} has scores but is not an MoE block of the model", path, b));
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+            const int b = in.blocks[bi];
+            auto it = files[d].blocks.find(b);
+            if (it == files[d].blocks.end())
+                throw UsageError(fmt::format("{}: has no scores for MoE block {}", path, b));
+            const nlohmann::json& o = it->second;
+            if (!o.contains(field)) {
+                std::string have;
+                for (const auto& [k, v] : o.items())
+                    if (v.is_array()) have += (have.empty() ? "" : ", ") + k;
+                throw UsageError(
+                    fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with --score-field",
+                                path, b, field, have.empty() ? "none" : have));
+            }
+            std::vector<double> s =
+                external_array(o[field], path, fmt::format("block {} '{}'", b, field), in.expert_count);
+            if (in.expert_count == 0) in.expert_count = static_cast<int64_t>(s.size());
+            if (static_cast<int64_t>(s.size()) != in.expert_count)
+                throw InputError(
+                    path, std::nullopt, fmt::format("block {} '{}'", b, field),
+                    fmt::format("has {} values but other blocks have {}", s.size(), in.expert_count));
+            BlockStats& st = dom.blocks[bi];
+            st.present = true;
+            st.external = s;
+            const size_t n = s.size();
+            st.count.assign(n, kNaN);
+            st.energy.assign(n, kNaN);
+            st.mean.assign(n, kNaN);
+            st.peak.assign(n, kNaN);
+            st.dead.assign(n, 0);
+            if (o.contains("activation_counts")) {
+                st.count = external_array(o["activation_counts"], path,
+                                          fmt::format("block {} 'activation_counts'", b), in.expert_count);
+                for (size_t e = 0; e < n; ++e) st.dead[e] = st.count[e] == 0;
+            }
+            if (in.score_times_counts) {
+                if (!o.contains("activation_counts"))
+                    throw UsageError(fmt::format(
+                        "{}: block {}: '{}' is a per-token mean, which rank sums over the routed tokens "
+                        "(mean × activation_counts) by default, but the block has no activation_counts: "
+                        "add them, or give --score-aggregate mean for the REAP paper's per-token form "
+                        "(docs/method.md: it keeps rarely routed experts at high ratios)",
+                        path, b, field));
+                for (size_t e = 0; e < n; ++e) st.external[e] *= st.count[e];
+            }
+        }
+    }
+}
+
+}  // namespace gguf_reap

@@ -1,0 +1,461 @@
+// plan-width (ops/plan_width.h): imatrix ffn_down_exps energies → the K channels every
+// routed expert keeps → plan .npz + JSON receipt. Reads one MoE block at a time (E × width floats),
+// straight from the imatrix files through a bounded buffer.
+#include "ops/width/plan_width.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format/ggml_types.h"
+#include "format/imatrix.h"
+#include "format/npz.h"
+#include "io/error.h"
+#include "io/output_file.h"
+#include "io/preflight.h"
+#include "io/sha256.h"
+#include "io/signals.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
+#include "model/width.h"
+
+namespace gguf_reap {
+
+namespace {
+
+constexpr size_t kBufferBytes = size_t{1} << 20;
+// Channel ids are stored as uint16 (the seed plan's dtype): ids 0..65535.
+constexpr int64_t kMaxWidth = 65536;
+
+struct Domain {
+    DomainSpec spec;
+    ImatrixFile im;
+    std::map<int, const ImatrixEntry*> down;  // block → ffn_down_exps entry
+};
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Adds one domain's rows of one block into `score` ([E][W], float32, in place); marks the experts
+// that contributed energy. Validates what it reads: sums of squares are finite and non-negative.
+void add_domain_block(const Domain& d, const ImatrixEntry& en, int64_t E, int64_t W,
+                      std::vector<float>& score, std::vector<std::string>& notes) {
+    const ImatrixFile& im = d.im;
+    const bool legacy = im.kind() == ImatrixKind::kLegacy;
+    std::vector<float> counts;
+    if (!legacy) {
+        counts = im.read_counts(en);
+        for (size_t e = 0; e < counts.size(); ++e)
+            if (!std::isfinite(counts[e]) || counts[e] < 0)
+                throw InputError(im.path(), en.counts_offset + e * 4,
+                                 fmt::format("entry '{}' count of expert {}", en.name, e),
+                                 fmt::format("{} is not a token count", counts[e]));
+    }
+    const int64_t rows_per_read = std::max<int64_t>(1, static_cast<int64_t>(kBufferBytes / 4) / W);
+    std::vector<float> buf(static_cast<size_t>(rows_per_read * W));
+    std::vector<int64_t> dead;
+    for (int64_t e0 = 0; e0 < E; e0 += rows_per_read) {
+        check_interrupted();
+        const int64_t n = std::min(rows_per_read, E - e0);
+        im.read_values_range(en, static_cast<uint64_t>(e0 * W), static_cast<size_t>(n * W), buf.data());
+        for (int64_t r = 0; r < n; ++r) {
+            const int64_t e = e0 + r;
+            const float* v = buf.data() + r * W;
+            const uint64_t row_off = en.sums_offset + static_cast<uint64_t>(e * W) * 4;
+            const std::string where = fmt::format("entry '{}' expert {}", en.name, e);
+            const int64_t nans = std::count_if(v, v + W, [](float x) { return std::isnan(x); });
+            // Legacy writers mark a never-routed expert as all NaN (before 2024-06) or as exactly ncall
+            // in every channel (value 1 × ncall, count 1): it carries no energy, so it adds nothing.
+            if (legacy && (nans == W || (en.ncall > 0 && std::all_of(v, v + W, [&](float x) {
+                                             return x == static_cast<float>(en.ncall);
+                                         })))) {
+                dead.push_back(e);
+                continue;
+            }
+            if (nans) throw InputError(im.path(), row_off, where, "holds NaN values");
+            if (std::any_of(v, v + W, [](float x) { return !std::isfinite(x) || x < 0; }))
+                throw InputError(im.path(), row_off, where,
+                                 "holds negative or infinite values (sums of squares cannot be)");
+            if (!legacy && counts[static_cast<size_t>(e)] == 0 &&
+                std::any_of(v, v + W, [](float x) { return x != 0; }))
+                throw InputError(im.path(), row_off, where,
+                                 "has no routed tokens but non-zero energy (damaged imatrix?)");
+            float* s = score.data() + e * W;
+            for (int64_t c = 0; c < W; ++c) s[c] += v[c];
+        }
+    }
+    if (!dead.empty())
+        notes.push_back(fmt::format("{}: {} marks expert(s) {} as never routed; they add no energy",
+                                    d.spec.name, en.name, fmt::join(dead, ", ")));
+}
+
+// {min, median, max} of shares; nulls when there are none (every expert unrouted).
+nlohmann::ordered_json spread(const std::vector<double>& shares) {
+    if (shares.empty()) return {{"min", nullptr}, {"median", nullptr}, {"max", nullptr}};
+    return {{"min", *std::min_element(shares.begin(), shares.end())},
+            {"median", median_of(shares)},
+            {"max", *std::max_element(shares.begin(), shares.end())}};
+}
+
+nlohmann::ordered_json model_json(const ShardSet& m, const WidthRules& r, const std::string& path) {
+    nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+    for (const Shard& s : m.shards())
+        shards.push_back(
+            {{"file", std::filesystem::path(s.path).filename().string()}, {"bytes", s.file->size()}});
+    nlohmann::ordered_json j{{"path", path},
+                             {"architecture", m.architecture()},
+                             {"shards", shards},
+                             {"width_key", r.width_key},
+                             {"width_key_present", r.width_key_present},
+                             {"block_size", r.block_size},
+                             {"shared_width", r.shared_width},
+                             {"shared_derived", r.shared_derived},
+                             {"legal_widths", r.legal}};
+    if (r.shared_derived) j["shared_count_key"] = r.shared_count_key;
+    return j;
+}
+
+}  // namespace
+
+std::vector<int32_t> top_channels(const float* score, int64_t n, int64_t k) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    std::iota(ids.begin(), ids.end(), 0);
+    k = std::clamp<int64_t>(k, 0, n);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [score](int32_t a, int32_t b) {
+        return score[a] != score[b] ? score[a] > score[b] : a < b;
+    });
+    ids.resize(static_cast<size_t>(k));
+    return ids;
+}
+
+std::vector<int32_t> top_channel_groups(const float* score, int64_t n, int64_t k, int64_t group) {
+    const int64_t groups = n / group;
+    std::vector<double> sum(static_cast<size_t>(groups), 0.0);
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) sum[static_cast<size_t>(g)] += score[c];
+    std::vector<int32_t> ids(static_cast<size_t>(groups));
+    std::iota(ids.begin(), ids.end(), 0);
+    const int64_t keep = std::clamp<int64_t>(k / group, 0, groups);
+    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), [&sum](int32_t a, int32_t b) {
+        return sum[static_cast<size_t>(a)] != sum[static_cast<size_t>(b)]
+                   ? sum[static_cast<size_t>(a)] > sum[static_cast<size_t>(b)]
+                   : a < b;
+    });
+    ids.resize(static_cast<size_t>(keep));
+    std::sort(ids.begin(), ids.end());
+    std::vector<int32_t> channels;
+    channels.reserve(static_cast<size_t>(keep * group));
+    for (int32_t g : ids)
+        for (int64_t c = 0; c < group; ++c) channels.push_back(static_cast<int32_t>(g * group + c));
+    return channels;
+}
+
+std::string default_receipt_path(const std::string& plan_path) {
+    const std::string ext = ".npz";
+    if (plan_path.size() > ext.size() &&
+        plan_path.compare(plan_path.size() - ext.size(), ext.size(), ext) == 0)
+        return plan_path.substr(0, plan_path.size() - ext.size()) + ".json";
+    return plan_path + ".json";
+}
+
+PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& events) {
+    PlanWidthResult res;
+    // Check the options and the outputs before reading anything.
+    if (opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
+    {
+        std::set<std::string> names;
+        for (const auto& d : opts.imatrices) {
+            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
+            if (!names.insert(d.name).second)
+                throw UsageError(
+                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
+        }
+    }
+    if (opts.out.empty()) throw UsageError("give the plan file with -o plan.npz");
+    res.plan_path = opts.out;
+    res.receipt_path = opts.receipt.empty() ? default_receipt_path(opts.out) : opts.receipt;
+    if (res.receipt_path == res.plan_path)
+        throw UsageError(fmt::format("the receipt and the plan would both be {}: give --receipt another name",
+                                     res.plan_path));
+    std::vector<std::string> inputs;
+    for (const auto& d : opts.imatrices) inputs.push_back(d.path);
+    for (const std::string& out : {res.plan_path, res.receipt_path}) {
+        const auto id = file_identity(out);
+        for (const auto& in : inputs)
+            if (id && id == file_identity(in))
+                throw UsageError(fmt::format("{} is an input ({}): refusing to write over it", out, in));
+        if (!opts.force && path_exists(out))
+            throw UsageError(fmt::format("{} exists; use --force to overwrite it", out));
+    }
+
+    const bool by_block = opts.granularity == Granularity::kBlock;
+    if (by_block && opts.model.empty())
+        throw UsageError(
+            "--granularity block needs --model: the block size comes from the model's tensor types");
+
+    // The model, when given: its MoE blocks, experts and width rules.
+    std::optional<ShardSet> model;
+    MoeLayout layout;
+    WidthRules rules;
+    if (!opts.model.empty()) {
+        model.emplace(ShardSet::open(opts.model));
+        layout = build_moe_layout(*model);
+        rules = width_rules(*model, layout);
+        for (const auto& b : layout.blocks) res.blocks.push_back(b.block);
+        res.expert_count = static_cast<int64_t>(layout.expert_count);
+        res.native_width = rules.native_width;
+        for (const Shard& s : model->shards())
+            if (const auto id = file_identity(s.path))
+                for (const std::string& out : {res.plan_path, res.receipt_path})
+                    if (id == file_identity(out))
+                        throw UsageError(
+                            fmt::format("{} is an input ({}): refusing to write over it", out, s.path));
+    }
+
+    // The imatrices: each one's ffn_down_exps entries.
+    std::vector<Domain> doms;
+    for (const auto& spec : opts.imatrices) {
+        Domain d{spec, ImatrixFile::open(spec.path), {}};
+        for (const auto& e : d.im.entries())
+            if (auto b = down_projection_block(e.name)) d.down[*b] = &e;
+        if (d.down.empty())
+            throw UsageError(
+                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
+                            "(or was made with a filter that left the experts out)",
+                            spec.path));
+        doms.push_back(std::move(d));  // the entries live on the heap: the pointers survive the move
+    }
+    if (!model) {
+        std::set<int> all;
+        for (const auto& d : doms)
+            for (const auto& [b, e] : d.down) all.insert(b);
+        res.blocks.assign(all.begin(), all.end());
+    }
+
+    // Shapes: experts and width of every entry, the same everywhere (and as in the model).
+    // "but MODEL has 16" / "but other entries have 16"
+    const auto but = [&](int64_t v) {
+        return model ? fmt::format("but {} has {}", opts.model, v)
+                     : fmt::format("but other entries have {}", v);
+    };
+    for (const auto& d : doms)
+        for (const auto& [b, e] : d.down)
+            if (model && !std::binary_search(res.blocks.begin(), res.blocks.end(), b))
+                throw UsageError(
+                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
+                                "was the imatrix made for another model?",
+                                d.spec.path, b, e->name, opts.model));
+    for (const auto& d : doms)  // GGUF entries state their expert count; legacy ones do not
+        if (!model && d.im.kind() == ImatrixKind::kGguf && res.expert_count == 0)
+            res.expert_count = d.down.begin()->second->n_mat;
+    for (const auto& d : doms) {
+        const bool legacy = d.im.kind() == ImatrixKind::kLegacy;
+        std::vector<int> missing;
+        for (int b : res.blocks) {
+            auto it = d.down.find(b);
+            if (it == d.down.end()) {
+                missing.push_back(b);
+                continue;
+            }
+            const ImatrixEntry& e = *it->second;
+            if (legacy && res.expert_count == 0)
+                throw UsageError(
+                    fmt::format("{}: the legacy .dat format does not store the expert count of {}: give "
+                                "--model (or a GGUF imatrix of the same model)",
+                                d.spec.path, e.name));
+            const int64_t E = legacy ? res.expert_count : e.n_mat;
+            if (E < 1 || e.nval % E != 0)
+                throw InputError(d.im.path(), e.entry_offset, fmt::format("entry '{}'", e.name),
+                                 fmt::format("{} values cannot be split among {} experts", e.nval, E));
+            if (E != res.expert_count)
+                throw UsageError(fmt::format("{}: {} has {} experts, {}{}", d.spec.path, e.name, E,
+                                             but(res.expert_count),
+                                             model ? ": the imatrix was made for another model" : ""));
+            const int64_t W = e.nval / E;
+            if (res.native_width == 0) res.native_width = W;
+            if (W != res.native_width)
+                throw UsageError(fmt::format(
+                    "{}: {} has expert width {}, {}{}", d.spec.path, e.name, W, but(res.native_width),
+                    model ? (W < res.native_width ? ": was the imatrix made for a width-pruned model?"
+                                                  : ": the imatrix was made for another model")
+                          : ""));
+        }
+        if (!missing.empty()) {
+            if (!legacy)
+                throw UsageError(fmt::format(
+                    "{}: has no ffn_down_exps entry for MoE block(s) {}{}", d.spec.path,
+                    fmt::join(missing, ", "),
+                    model ? " of the model: was it made for another model?" : " that other imatrices have"));
+            res.notes.push_back(fmt::format(
+                "{}: no entry for block(s) {}: the 2024-25 .dat writer skipped entries in which some expert "
+                "was never routed; these blocks are ranked from the other domains",
+                d.spec.name, fmt::join(missing, ", ")));
+        }
+    }
+    for (int b : res.blocks) {
+        bool any = false;
+        for (const auto& d : doms) any |= d.down.count(b) > 0;
+        if (!any)
+            throw UsageError(
+                fmt::format("no imatrix has data for MoE block {} (legacy files skip entries with "
+                            "never-routed experts): add a GGUF imatrix",
+                            b));
+    }
+    if (res.native_width > kMaxWidth)
+        throw UsageError(
+            fmt::format("the expert width {} is too large for a plan: channel ids are stored as uint16, "
+                        "so widths above {} cannot be written",
+                        res.native_width, kMaxWidth));
+
+    // K, and with block granularity B: the tensors whose rows lose channels and their block sizes.
+    res.k = opts.k;
+    std::vector<std::string> block_sources;  // "blk.1.ffn_down_exps.weight Q8_0 (32)", once per type
+    if (by_block) {
+        res.group = rules.block_size;
+        for (const WidthRules::RowType& rt : rules.row_types)
+            block_sources.push_back(fmt::format("{} {} ({})", rt.tensor, ggml_type_display(rt.type),
+                                                ggml_type(rt.type)->block_size));
+    }
+    if (model) {
+        check_width(rules, opts.k, opts.model);
+    } else if (opts.k < 1 || opts.k > res.native_width) {
+        throw UsageError(fmt::format(
+            "K = {} is not a legal expert width for {}: {}; legal widths are 1 to {} (without --model only "
+            "this "
+            "range is checked; give --model to apply the block-size and shared-expert rules)",
+            opts.k, doms.front().spec.path,
+            opts.k < 1 ? "an expert keeps at least one channel"
+                       : fmt::format("it exceeds the imatrix's expert width {}", res.native_width),
+            res.native_width));
+    }
+
+    // Rank, block by block.
+    const int64_t E = res.expert_count, W = res.native_width, K = res.k;
+    const size_t pairs = res.blocks.size() * static_cast<size_t>(E);
+    res.channels.reserve(pairs * static_cast<size_t>(K));
+    res.retained.assign(pairs, std::numeric_limits<double>::quiet_NaN());
+    if (by_block) res.retained_channel.assign(pairs, std::numeric_limits<double>::quiet_NaN());
+    res.unrouted.assign(pairs, 0);
+    nlohmann::ordered_json blocks_json = nlohmann::ordered_json::array();
+    std::vector<float> score;
+    for (size_t bi = 0; bi < res.blocks.size(); ++bi) {
+        const int b = res.blocks[bi];
+        score.assign(static_cast<size_t>(E * W), 0.0f);
+        for (const auto& d : doms)  // float32, in the order the domains were given
+            if (auto it = d.down.find(b); it != d.down.end())
+                add_domain_block(d, *it->second, E, W, score, res.notes);
+        std::vector<double> kept_shares, channel_shares;
+        std::vector<int64_t> unrouted;
+        for (int64_t e = 0; e < E; ++e) {
+            const float* s = score.data() + e * W;
+            const size_t pair = bi * static_cast<size_t>(E) + static_cast<size_t>(e);
+            const std::vector<int32_t> by_channel = top_channels(s, W, K);
+            const std::vector<int32_t> top = by_block ? top_channel_groups(s, W, K, res.group) : by_channel;
+            double total = 0, kept = 0, kept_by_channel = 0;
+            for (int64_t c = 0; c < W; ++c) total += s[c];
+            for (int32_t c : top) kept += s[c];
+            for (int32_t c : by_channel) kept_by_channel += s[c];
+            for (int32_t c : top) res.channels.push_back(static_cast<uint16_t>(c));
+            if (total > 0) {
+                res.retained[pair] = kept / total;
+                kept_shares.push_back(kept / total);
+                if (by_block) {
+                    res.retained_channel[pair] = kept_by_channel / total;
+                    channel_shares.push_back(kept_by_channel / total);
+                }
+            } else {
+                // No energy in any domain: every score ties at 0, so the tie rule keeps channels 0..K-1.
+                res.unrouted[pair] = 1;
+                unrouted.push_back(e);
+            }
+        }
+        nlohmann::ordered_json bj{{"block", b}};
+        bj["energy_retained"] = spread(kept_shares);
+        if (by_block) bj["energy_retained_by_channel"] = spread(channel_shares);
+        bj["unrouted_experts"] = unrouted;
+        blocks_json.push_back(bj);
+    }
+
+    // Write: the plan, then its receipt (whose presence says the plan is complete).
+    std::vector<int32_t> block_ids, expert_ids;
+    for (int b : res.blocks)
+        for (int64_t e = 0; e < E; ++e) {
+            block_ids.push_back(b);
+            expert_ids.push_back(static_cast<int32_t>(e));
+        }
+    const auto P = static_cast<int64_t>(pairs);
+    std::vector<std::pair<std::string, NpyArray>> arrays{
+        {"channels", NpyArray::u16({P, K}, res.channels)},
+        {"k", NpyArray::i32({1}, {static_cast<int32_t>(K)})},
+        {"block", NpyArray::i32({P}, block_ids)},
+        {"expert", NpyArray::i32({P}, expert_ids)},
+        {"energy_retained", NpyArray::f64({P}, res.retained)}};
+    if (by_block) {
+        arrays.emplace_back("group", NpyArray::i32({1}, {static_cast<int32_t>(res.group)}));
+        arrays.emplace_back("energy_retained_by_channel", NpyArray::f64({P}, res.retained_channel));
+    }
+    write_npz(res.plan_path, arrays);
+    const auto plan_file = InputFile::open(res.plan_path);
+
+    nlohmann::ordered_json ins = nlohmann::ordered_json::array();
+    for (const auto& d : doms)
+        ins.push_back({{"name", d.spec.name},
+                       {"path", d.spec.path},
+                       {"format", imatrix_kind_name(d.im.kind())},
+                       {"bytes", d.im.file().size()},
+                       {"sha256", sha256_file(d.im.file())}});
+    size_t n_unrouted = 0;
+    for (uint8_t u : res.unrouted) n_unrouted += u;
+    nlohmann::ordered_json& j = res.receipt;
+    j["format"] = "gguf-reap width plan receipt";
+    j["version"] = 1;
+    j["tool"] = opts.tool_version;
+    j["plan"] = {{"path", res.plan_path}, {"bytes", plan_file->size()}, {"sha256", sha256_file(*plan_file)}};
+    j["k"] = K;
+    j["native_width"] = W;
+    j["expert_count"] = E;
+    j["pairs"] = pairs;
+    j["score"] =
+        "ffn_down_exps in_sum2 summed over the domains as float32 in the order given; channels ranked by "
+        "score "
+        "descending, ties by channel id ascending; the top k kept";
+    if (by_block) {
+        j["granularity"] = {
+            {"unit", "block"},
+            {"group", res.group},
+            {"rule",
+             fmt::format("aligned groups of {} channels [g*{}, (g+1)*{}) ranked by their summed score "
+                         "(double, channel order) descending, ties by group index ascending; the "
+                         "best k/{} = {} kept; channels stored ascending",
+                         res.group, res.group, res.group, res.group, K / res.group)},
+            {"block_size_from", block_sources},
+            {"why", fmt::format("{} is the least common multiple of the block sizes of the tensors whose "
+                                "rows lose channels: a plan of whole groups keeps whole quant blocks, so "
+                                "splice cuts it without requantising",
+                                res.group)}};
+    }
+    j["inputs"] = ins;
+    j["model"] = model ? model_json(*model, rules, opts.model) : nlohmann::ordered_json(nullptr);
+    j["unrouted_pairs"] = n_unrouted;
+    j["blocks"] = blocks_json;
+    j["notes"] = res.notes;
+    const std::string text = j.dump(2) + "\n";
+    OutputFile out(res.receipt_path);
+    out.write_at(0, text.data(), text.size());
+    out.commit();
+    for (const auto& n : res.notes) events.info(n);
+    return res;
+}
+
+}  // namespace gguf_reap
