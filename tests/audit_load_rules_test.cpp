@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gguf_builder.h"
-#include "ops/audit/audit.h"
+#include "gguf_reap/audit.h"
 #include "test_util.h"
 
 namespace gguf_reap {

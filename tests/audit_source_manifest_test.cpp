@@ -4,7 +4,7 @@
 
 #include "audit_test_support.h"
 #include "gguf_builder.h"
-#include "ops/manifest.h"
+#include "gguf_reap/manifest.h"
 
 namespace gguf_reap {
 namespace {

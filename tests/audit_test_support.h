@@ -14,10 +14,10 @@
 
 #include "format/ggml_types.h"
 #include "format/gguf.h"
-#include "io/error.h"
+#include "gguf_reap/audit.h"
+#include "gguf_reap/error.h"
 #include "io/input_file.h"
 #include "model/shard_set.h"
-#include "ops/audit/audit.h"
 #include "test_util.h"
 
 namespace gguf_reap::audit_test {

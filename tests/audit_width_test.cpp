@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "format/gguf.h"
-#include "io/error.h"
+#include "gguf_reap/audit.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/width.h"
 #include "io/input_file.h"
-#include "model/width.h"
-#include "ops/audit/audit.h"
 #include "test_util.h"
 
 namespace gguf_reap {

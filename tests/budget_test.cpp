@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "ops/budget.h"
 #include "test_util.h"
 

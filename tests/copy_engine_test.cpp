@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "io/copy_engine.h"
-#include "io/error.h"
 #include "io/progress.h"
 #include "io/signals.h"
 #include "test_util.h"

@@ -11,8 +11,8 @@
 
 #include "format/npz.h"
 #include "gguf_builder.h"
-#include "io/error.h"
-#include "ops/estimate/estimate.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/estimate.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -11,7 +11,7 @@
 
 #include "format/gguf.h"
 #include "gguf_builder.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/input_file.h"
 #include "test_util.h"
 

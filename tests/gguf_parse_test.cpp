@@ -19,7 +19,7 @@
 
 #include "format/gguf.h"
 #include "gguf_builder.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/input_file.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gguf_builder.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/splice/hash_routing.h"

@@ -10,11 +10,11 @@
 #include <string>
 
 #include "format/npz.h"
-#include "io/error.h"
-#include "model/keeplist.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/manifest.h"
+#include "gguf_reap/width.h"
 #include "model/moe_layout.h"
-#include "model/width.h"
-#include "ops/manifest.h"
 #include "test_util.h"
 
 namespace gguf_reap {

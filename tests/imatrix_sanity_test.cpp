@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 #include "ops/rank/imatrix_sanity.h"
-#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "format/imatrix.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -15,8 +15,8 @@
 #include "format/gguf.h"
 #include "format/imatrix.h"
 #include "gguf_builder.h"
+#include "gguf_reap/inspect.h"
 #include "model/shard_set.h"
-#include "ops/inspect/inspect.h"
 #include "test_util.h"
 
 namespace gguf_reap {

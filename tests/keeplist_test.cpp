@@ -2,8 +2,8 @@
 // drop-form specs, and each malformation refused with its message.
 #include <gtest/gtest.h>
 
-#include "io/error.h"
-#include "model/keeplist.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "test_util.h"

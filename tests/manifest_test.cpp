@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
+#include "gguf_reap/manifest.h"
 #include "io/base64.h"
-#include "io/error.h"
 #include "io/sha256.h"
-#include "ops/manifest.h"
 #include "test_util.h"
 
 namespace gguf_reap {

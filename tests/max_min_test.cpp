@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "format/npz.h"
+#include "gguf_reap/rank.h"
 #include "ops/rank/max_min.h"
-#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

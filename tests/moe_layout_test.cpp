@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "gguf_builder.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
-#include "model/keeplist.h"
-#include "model/plan_interchange.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/plan_interchange.h"
+#include "gguf_reap/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

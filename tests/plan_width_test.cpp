@@ -15,9 +15,9 @@
 
 #include "format/npz.h"
 #include "gguf_builder.h"
-#include "io/error.h"
-#include "model/width.h"
-#include "ops/width/plan_width.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/plan_width.h"
+#include "gguf_reap/width.h"
 #include "test_util.h"
 
 namespace gguf_reap {

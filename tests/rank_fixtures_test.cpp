@@ -6,11 +6,11 @@
 #include <set>
 
 #include "format/npz.h"
-#include "io/error.h"
-#include "model/keeplist.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/rank.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/rank/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

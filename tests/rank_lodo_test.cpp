@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 #include "ops/rank/rank_lodo.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "format/npz.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <functional>
 
-#include "io/error.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 
 namespace gguf_reap {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "io/copy_engine.h"
-#include "io/error.h"
 #include "io/input_file.h"
 #include "io/output_lock.h"
 #include "test_util.h"

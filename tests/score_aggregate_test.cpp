@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -12,7 +12,7 @@
 
 #include "format/gguf.h"
 #include "gguf_builder.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/shard_set.h"
 #include "test_util.h"
 

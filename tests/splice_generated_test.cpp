@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "splice_test_support.h"
 
 namespace gguf_reap {

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <set>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/preflight.h"
 #include "io/signals.h"
 #include "splice_test_support.h"

@@ -12,11 +12,11 @@
 #include <fmt/format.h>
 
 #include "format/imatrix.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/splice.h"
 #include "io/copy_engine.h"
-#include "model/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/splice/splice.h"
 #include "test_util.h"
 
 namespace gguf_reap::test {

@@ -15,9 +15,9 @@
 #include "format/gguf.h"
 #include "format/imatrix.h"
 #include "format/npz.h"
+#include "gguf_reap/splice.h"
 #include "io/input_file.h"
 #include "model/shard_set.h"
-#include "ops/splice/splice.h"
 #include "test_util.h"
 #include "width_test_support.h"
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "gguf_builder.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/width.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "model/width.h"
 #include "test_util.h"
 
 namespace gguf_reap {

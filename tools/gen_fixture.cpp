@@ -16,7 +16,7 @@
 #include "gen/archs.h"
 #include "gen/imatrix.h"
 #include "gen/model.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "io/signals.h"
 #include "io/units.h"

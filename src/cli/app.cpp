@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/progress.h"
 #include "io/signals.h"
 #include "io/units.h"

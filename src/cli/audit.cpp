@@ -8,10 +8,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
+#include "gguf_reap/audit.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/manifest.h"
 #include "io/units.h"
-#include "ops/audit/audit.h"
-#include "ops/manifest.h"
 
 namespace gguf_reap::cli {
 

@@ -9,10 +9,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
+#include "gguf_reap/card.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/estimate.h"
 #include "io/units.h"
-#include "ops/card/card.h"
-#include "ops/estimate/estimate.h"
 
 namespace gguf_reap::cli {
 

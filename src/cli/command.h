@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ops/events.h"
+#include "gguf_reap/events.h"
 
 namespace CLI {
 class App;

@@ -8,10 +8,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/estimate.h"
+#include "gguf_reap/estimate_fit.h"
 #include "io/units.h"
-#include "ops/estimate/estimate.h"
-#include "ops/estimate/estimate_fit.h"
 
 namespace gguf_reap::cli {
 

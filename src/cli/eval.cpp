@@ -10,10 +10,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/eval.h"
 #include "io/progress.h"
 #include "io/units.h"
-#include "ops/eval/eval.h"
 
 namespace gguf_reap::cli {
 

@@ -11,10 +11,10 @@
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "format/imatrix.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/inspect.h"
 #include "io/units.h"
 #include "model/shard_set.h"
-#include "ops/inspect/inspect.h"
 
 namespace gguf_reap::cli {
 

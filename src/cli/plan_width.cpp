@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
-#include "ops/width/plan_width.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/plan_width.h"
 
 namespace gguf_reap::cli {
 

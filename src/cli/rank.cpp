@@ -8,8 +8,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 #include "ops/rank/rank_lodo.h"
 
 namespace gguf_reap::cli {

@@ -7,9 +7,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/splice.h"
 #include "io/units.h"
-#include "ops/splice/splice.h"
 
 namespace gguf_reap::cli {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "format/byte_source.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap {
 

@@ -12,8 +12,8 @@
 #include "format/cursor.h"
 #include "format/ggml_types.h"
 #include "format/le_bytes.h"
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 
 namespace gguf_reap {
 

@@ -9,8 +9,8 @@
 #include "format/cursor.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 
 namespace gguf_reap {
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap {
 

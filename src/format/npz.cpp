@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 #include "io/output_file.h"
 
 namespace gguf_reap {

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/signals.h"
 
 extern char** environ;

@@ -1,4 +1,4 @@
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 #include <cstring>
 #include <string>

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 
 namespace gguf_reap {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/signals.h"
 
 namespace gguf_reap {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap {
 

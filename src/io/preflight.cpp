@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "io/units.h"
 

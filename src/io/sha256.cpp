@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/input_file.h"
 #include "io/sequential_reader.h"
 

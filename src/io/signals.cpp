@@ -3,7 +3,7 @@
 #include <atomic>
 #include <csignal>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap {
 

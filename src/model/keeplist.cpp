@@ -1,4 +1,4 @@
-#include "model/keeplist.h"
+#include "gguf_reap/keeplist.h"
 
 #include <algorithm>
 #include <set>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "format/json_input.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "io/sequential_reader.h"
 #include "model/moe_layout.h"

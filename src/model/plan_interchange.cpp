@@ -1,5 +1,5 @@
 // Other tools' expert keep plans (model/plan_interchange.h).
-#include "model/plan_interchange.h"
+#include "gguf_reap/plan_interchange.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "format/json_input.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
 #include "io/sequential_reader.h"
-#include "model/keeplist.h"
 
 namespace gguf_reap {
 

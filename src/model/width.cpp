@@ -1,6 +1,6 @@
 // Width (neuron) pruning rules (model/width.h): which expert FFN widths a model can be cut
 // to, read from the tensors themselves and from how llama.cpp's loader reads the widths (reference §5).
-#include "model/width.h"
+#include "gguf_reap/width.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -14,7 +14,7 @@
 
 #include "format/ggml_types.h"
 #include "format/npz.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/loader_ffn.h"
 #include "model/tensor_table.h"
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/tensor_table.h"

@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/estimate.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/estimate/estimate.h"
 
 namespace gguf_reap {
 

@@ -1,4 +1,4 @@
-#include "ops/manifest.h"
+#include "gguf_reap/manifest.h"
 
 #include <sys/stat.h>
 
@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "format/json_input.h"
+#include "gguf_reap/error.h"
 #include "io/base64.h"
-#include "io/error.h"
 #include "io/input_file.h"
 #include "io/output_file.h"
 #include "io/sequential_reader.h"

@@ -1,5 +1,5 @@
 # Fault injection into rank's read pass (tests/fault/fault_inject.cpp preloaded): rank reads imatrix
-# values with pread through a SequentialReader (src/ops/imatrix_scan.cpp). Short reads must change
+# values with pread through a SequentialReader (src/ops/rank/imatrix_scan.cpp). Short reads must change
 # nothing; EIO and a file truncated while it is read must give exit 3, one line naming the file, and no
 # output under a final name.
 source "$(dirname "$0")/lib.sh"

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "io/error.h"
-#include "model/keeplist.h"
-#include "model/plan_interchange.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/plan_interchange.h"
 
 using namespace gguf_reap;
 

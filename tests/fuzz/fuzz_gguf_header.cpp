@@ -7,7 +7,7 @@
 #include <span>
 
 #include "format/gguf.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "format/imatrix.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 using namespace gguf_reap;
 

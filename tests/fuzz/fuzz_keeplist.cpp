@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "io/error.h"
-#include "model/keeplist.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
 #include "model/moe_layout.h"
 
 using namespace gguf_reap;

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/manifest.h"
 #include "model/moe_layout.h"
-#include "ops/manifest.h"
 
 using namespace gguf_reap;
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "format/npz.h"
-#include "io/error.h"
-#include "model/width.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/width.h"
 
 using namespace gguf_reap;
 

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 
 namespace gguf_reap::gen {
 

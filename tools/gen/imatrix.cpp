@@ -15,7 +15,7 @@
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "gen/random.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "io/signals.h"
 #include "model/moe_layout.h"

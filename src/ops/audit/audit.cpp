@@ -1,5 +1,5 @@
 // gguf-reap audit: the operation. Reads like its table of contents; each step lives in audit_*.cpp.
-#include "ops/audit/audit.h"
+#include "gguf_reap/audit.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/audit/audit_internal.h"

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/parallel.h"
 #include "io/prefetcher.h"
 #include "io/sequential_reader.h"

@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "gguf_reap/audit.h"
+#include "gguf_reap/width.h"
 #include "io/input_file.h"
 #include "io/preflight.h"
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/provenance.h"
 #include "model/shard_set.h"
-#include "model/width.h"
-#include "ops/audit/audit.h"
 
 namespace gguf_reap::audit_detail {
 

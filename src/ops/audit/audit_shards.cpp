@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 #include "io/preflight.h"
 #include "ops/audit/audit_internal.h"
 

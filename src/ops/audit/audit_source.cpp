@@ -11,10 +11,10 @@
 #include <fmt/ranges.h>
 
 #include "format/ggml_types.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/width.h"
 #include "io/sha256.h"
-#include "model/keeplist.h"
-#include "model/width.h"
 #include "ops/audit/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

@@ -1,5 +1,5 @@
 // card: read → cross-check → facts → render → write (docs/card.md). Rendering is card_render.cpp.
-#include "ops/card/card.h"
+#include "gguf_reap/card.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,20 +10,20 @@
 
 #include "format/ggml_types.h"
 #include "format/json_input.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/estimate.h"
+#include "gguf_reap/inspect.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/manifest.h"
+#include "gguf_reap/rank.h"
 #include "io/output_file.h"
 #include "io/paths.h"
 #include "io/preflight.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/units.h"
-#include "model/keeplist.h"
 #include "model/provenance.h"
-#include "ops/estimate/estimate.h"
 #include "ops/eval/eval_internal.h"
-#include "ops/inspect/inspect.h"
-#include "ops/manifest.h"
-#include "ops/rank/rank.h"
 #include "ops/rank/rank_lodo.h"
 
 namespace gguf_reap {

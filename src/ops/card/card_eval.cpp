@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 
 #include "format/json_input.h"
-#include "io/error.h"
+#include "gguf_reap/card.h"
+#include "gguf_reap/error.h"
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/shard_set.h"
-#include "ops/card/card.h"
 
 namespace gguf_reap {
 

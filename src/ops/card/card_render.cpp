@@ -1,9 +1,9 @@
 // card, rendering: the Markdown card and the --json document, both from CardFacts (docs/card.md).
 #include <fmt/format.h>
 
+#include "gguf_reap/card.h"
+#include "gguf_reap/manifest.h"
 #include "io/units.h"
-#include "ops/card/card.h"
-#include "ops/manifest.h"
 
 namespace gguf_reap {
 

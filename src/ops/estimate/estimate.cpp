@@ -1,5 +1,5 @@
 // estimate: size, parameters, decode bytes, per-rank residency, fit and KV cache from tensor shapes.
-#include "ops/estimate/estimate.h"
+#include "gguf_reap/estimate.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/splice.h"
+#include "gguf_reap/width.h"
 #include "io/checked.h"
-#include "io/error.h"
 #include "io/sha256.h"
-#include "model/keeplist.h"
-#include "model/width.h"
-#include "ops/splice/splice.h"
 
 namespace gguf_reap {
 

@@ -1,12 +1,12 @@
 // estimate --fit / --sweep: the budget's answer and the sweep, over the model's legal K.
-#include "ops/estimate/estimate_fit.h"
+#include "gguf_reap/estimate_fit.h"
 
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/units.h"
 #include "ops/estimate/sweep_svg.h"
 #include "ops/rank/rank_fit.h"

@@ -1,13 +1,13 @@
 // eval: check → tokenize → base runs (cached) → KLD runs → report (ops/eval.h, docs/eval.md).
-#include "ops/eval/eval.h"
+#include "gguf_reap/eval.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "io/child_process.h"
-#include "io/error.h"
 #include "io/output_file.h"
 #include "io/output_lock.h"
 #include "io/paths.h"

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
+#include "gguf_reap/error.h"
 #include "io/checked.h"
 #include "io/child_process.h"
-#include "io/error.h"
 #include "io/paths.h"
 #include "io/preflight.h"
 #include "io/sha256.h"

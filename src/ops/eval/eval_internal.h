@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf_reap/eval.h"
 #include "model/shard_set.h"
-#include "ops/eval/eval.h"
 
 namespace gguf_reap::eval_detail {
 

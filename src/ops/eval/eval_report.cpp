@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/eval.h"
 #include "io/paths.h"
-#include "ops/eval/eval.h"
 #include "ops/svg.h"
 
 namespace gguf_reap {

@@ -1,4 +1,4 @@
-#include "ops/inspect/inspect.h"
+#include "gguf_reap/inspect.h"
 
 #include <algorithm>
 #include <map>

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
 
 namespace gguf_reap {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/parallel.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "format/imatrix.h"
-#include "model/width.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
+#include "gguf_reap/width.h"
 
 namespace gguf_reap {
 

@@ -1,5 +1,5 @@
 // rank: the names of criteria and consensus rules, input specs, and ops::rank (read → decide → write).
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
 
 #include <charconv>
 #include <chrono>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "ops/rank/rank_fit.h"
 

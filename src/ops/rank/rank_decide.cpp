@@ -1,6 +1,6 @@
 // rank, step 2 (pure): scores → per-domain ranks → consensus → dead and super experts → keep decision.
 // docs/method.md states every formula and tie rule used here.
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/parallel.h"
 #include "model/tensor_table.h"
 #include "ops/rank/rank_domains.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
 
 namespace gguf_reap {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "ops/rank/rank_domains.h"
 
 namespace gguf_reap {

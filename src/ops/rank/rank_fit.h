@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf_reap/rank.h"
 #include "ops/budget.h"
-#include "ops/rank/rank.h"
 
 namespace gguf_reap {
 

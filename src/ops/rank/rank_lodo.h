@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
 
 namespace gguf_reap {
 

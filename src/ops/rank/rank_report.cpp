@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "format/npz.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/units.h"
-#include "ops/rank/rank.h"
 #include "ops/rank/rank_lodo.h"
 
 namespace gguf_reap {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/json_input.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/sequential_reader.h"
 
 namespace gguf_reap {

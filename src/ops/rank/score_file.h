@@ -2,7 +2,7 @@
 // scores"): {"blocks": {"BLOCK": {"FIELD": [one number per expert], ...}}} or {"BLOCK": [scores]}.
 #pragma once
 
-#include "ops/rank/rank.h"
+#include "gguf_reap/rank.h"
 
 namespace gguf_reap {
 

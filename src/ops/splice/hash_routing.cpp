@@ -10,7 +10,7 @@
 
 #include "format/dequant.h"
 #include "format/ggml_types.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {

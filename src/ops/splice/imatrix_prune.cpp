@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
-#include "io/error.h"
-#include "ops/splice/splice.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/splice.h"
 
 namespace gguf_reap {
 

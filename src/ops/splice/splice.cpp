@@ -1,5 +1,5 @@
 // ops::splice: the whole `gguf-reap splice`, from the source's path to a verified output set.
-#include "ops/splice/splice.h"
+#include "gguf_reap/splice.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "gguf_reap/error.h"
 #include "io/output_lock.h"
 #include "io/preflight.h"
 #include "io/sha256.h"

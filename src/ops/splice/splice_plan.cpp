@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/splice.h"
 #include "ops/splice/hash_routing.h"
-#include "ops/splice/splice.h"
 
 namespace gguf_reap {
 

@@ -1,7 +1,7 @@
 // plan-width (ops/plan_width.h): imatrix ffn_down_exps energies → the K channels every
 // routed expert keeps → plan .npz + JSON receipt. Reads one MoE block at a time (E × width floats),
 // straight from the imatrix files through a bounded buffer.
-#include "ops/width/plan_width.h"
+#include "gguf_reap/plan_width.h"
 
 #include <algorithm>
 #include <charconv>
@@ -18,14 +18,14 @@
 #include "format/ggml_types.h"
 #include "format/imatrix.h"
 #include "format/npz.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/width.h"
 #include "io/output_file.h"
 #include "io/preflight.h"
 #include "io/sha256.h"
 #include "io/signals.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "model/width.h"
 
 namespace gguf_reap {
 

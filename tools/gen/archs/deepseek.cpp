@@ -4,7 +4,7 @@
 
 #include "gen/archs.h"
 #include "gen/archs/mla.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap::gen {
 

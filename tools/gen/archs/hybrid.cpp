@@ -12,7 +12,7 @@
 
 #include "gen/archs.h"
 #include "gen/archs/refuse.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap::gen {
 

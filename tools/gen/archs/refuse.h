@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "gen/model.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap::gen {
 

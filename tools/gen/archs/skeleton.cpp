@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "gen/archs.h"
-#include "io/error.h"
+#include "gguf_reap/error.h"
 
 namespace gguf_reap::gen {
 

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ops/events.h"
+#include "gguf_reap/events.h"
 
 namespace gguf_reap {
 

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/perplexity_log.h"
-#include "ops/events.h"
+#include "gguf_reap/events.h"
 
 namespace gguf_reap {
 

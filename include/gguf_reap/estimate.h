@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf_reap/splice.h"
+#include "gguf_reap/width.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "model/width.h"
-#include "ops/splice/splice.h"
 
 namespace gguf_reap {
 

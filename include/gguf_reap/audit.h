@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/events.h"
-#include "ops/manifest.h"
+#include "gguf_reap/events.h"
+#include "gguf_reap/manifest.h"
 
 namespace gguf_reap {
 

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/keeplist.h"
-#include "model/plan_interchange.h"
+#include "gguf_reap/events.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/plan_interchange.h"
 #include "ops/budget.h"
-#include "ops/events.h"
 #include "ops/rank/imatrix_sanity.h"
 
 namespace gguf_reap {

@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ops/events.h"
-#include "ops/rank/rank.h"
+#include "gguf_reap/events.h"
+#include "gguf_reap/rank.h"
 
 namespace gguf_reap {
 

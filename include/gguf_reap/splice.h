@@ -26,13 +26,13 @@
 
 #include "format/gguf.h"
 #include "format/imatrix.h"
+#include "gguf_reap/events.h"
+#include "gguf_reap/keeplist.h"
+#include "gguf_reap/width.h"
 #include "io/copy_engine.h"
-#include "model/keeplist.h"
 #include "model/moe_layout.h"
 #include "model/provenance.h"
 #include "model/shard_set.h"
-#include "model/width.h"
-#include "ops/events.h"
 
 namespace gguf_reap {
 
