@@ -100,7 +100,7 @@ class EstimateGenerated : public ::testing::Test {
         write_npz(path, {{"channels", NpyArray::u16({16, k}, ch)}, {"k", NpyArray::i64({1}, {k})}});
     }
     static std::string file(const std::string& name) { return dir_->file(name); }
-    static Estimate run(EstimateInputs in) {
+    static EstimateResult run(EstimateRequest in) {
         ShardSet m = ShardSet::open(file("m.gguf"));
         in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
         return estimate_model(m, in);
@@ -124,7 +124,7 @@ void expect_figures(const ModelFigures& f, const Hand& h) {
 }
 
 TEST_F(EstimateGenerated, BeforeFiguresMatchShapeArithmetic) {
-    const Estimate e = run({});
+    const EstimateResult e = run({});
     expect_figures(e.before, Hand{});
     EXPECT_EQ(e.before.file_bytes, std::filesystem::file_size(file("m.gguf")));
     EXPECT_TRUE(e.before.file_bytes_exact);
@@ -134,9 +134,9 @@ TEST_F(EstimateGenerated, BeforeFiguresMatchShapeArithmetic) {
 }
 
 TEST_F(EstimateGenerated, KeeplistFiguresAndExactFileSizeAgreeWithSpliceDryRun) {
-    EstimateInputs in;
+    EstimateRequest in;
     in.keeplist_path = file("keep.json");
-    const Estimate e = run(in);
+    const EstimateResult e = run(in);
     ASSERT_TRUE(e.after.has_value());
     expect_figures(*e.after, Hand{4, 32});
     EXPECT_TRUE(e.after->file_bytes_exact);
@@ -157,9 +157,9 @@ uint64_t spliced_bytes(const std::string& args) {
 }
 
 TEST_F(EstimateGenerated, NeuronPlanNarrowsExpertTensors) {
-    EstimateInputs in;
+    EstimateRequest in;
     in.neuron_plan_path = file("plan16.npz");
-    const Estimate e = run(in);
+    const EstimateResult e = run(in);
     ASSERT_TRUE(e.after.has_value());
     expect_figures(*e.after, Hand{8, 16});
     EXPECT_FALSE(e.after_requantised);
@@ -169,10 +169,10 @@ TEST_F(EstimateGenerated, NeuronPlanNarrowsExpertTensors) {
 }
 
 TEST_F(EstimateGenerated, KeeplistAndPlanTogether) {
-    EstimateInputs in;
+    EstimateRequest in;
     in.keeplist_path = file("keep.json");
     in.neuron_plan_path = file("plan16.npz");
-    const Estimate e = run(in);
+    const EstimateResult e = run(in);
     ASSERT_TRUE(e.after.has_value());
     expect_figures(*e.after, Hand{4, 16});
     EXPECT_TRUE(e.after->file_bytes_exact);
@@ -191,9 +191,9 @@ TEST_F(EstimateGenerated, PlanOnAQuantizedDownProjectionIsEstimatedAsRequantised
         for (int c = 0; c < 32; ++c) ch.push_back(static_cast<uint16_t>(2 * c));
     write_npz(file("q32.npz"), {{"channels", NpyArray::u16({16, 32}, ch)}});
     ShardSet m = ShardSet::open(file("q.gguf"));
-    EstimateInputs in;
+    EstimateRequest in;
     in.neuron_plan_path = file("q32.npz");
-    const Estimate e = estimate_model(m, in);
+    const EstimateResult e = estimate_model(m, in);
     ASSERT_TRUE(e.after.has_value());
     EXPECT_TRUE(e.after_requantised);
     EXPECT_FALSE(e.after->file_bytes_exact);
@@ -231,9 +231,9 @@ TEST_F(EstimateGenerated, BlockAlignedPlanOnAQuantizedDownProjectionIsExact) {
         for (int c = 0; c < 32; ++c) ch.push_back(static_cast<uint16_t>(32 + c));
     write_npz(file("b32.npz"), {{"channels", NpyArray::u16({16, 32}, ch)}});
     ShardSet m = ShardSet::open(file("q.gguf"));
-    EstimateInputs in;
+    EstimateRequest in;
     in.neuron_plan_path = file("b32.npz");
-    const Estimate e = estimate_model(m, in);
+    const EstimateResult e = estimate_model(m, in);
     ASSERT_TRUE(e.after.has_value());
     EXPECT_FALSE(e.after_requantised);
     EXPECT_TRUE(e.after->file_bytes_exact);
@@ -242,7 +242,7 @@ TEST_F(EstimateGenerated, BlockAlignedPlanOnAQuantizedDownProjectionIsExact) {
 }
 
 TEST_F(EstimateGenerated, StandardAttentionKvPerTokenAndPerRank) {
-    const Estimate e = run({});
+    const EstimateResult e = run({});
     EXPECT_EQ(e.kv.kind, KvKind::kStandard);
     EXPECT_EQ(e.kv.attention_layers, 3u);
     EXPECT_EQ(e.kv.stateful_layers, 0u);
@@ -255,13 +255,13 @@ TEST_F(EstimateGenerated, StandardAttentionKvPerTokenAndPerRank) {
 
 TEST_F(EstimateGenerated, FitsPerTensorParallelDegree) {
     const Hand h;
-    EstimateInputs in;
+    EstimateRequest in;
     in.tp = {2, 3};
     in.ctx = 100;
     in.overhead = 1000;
     // Exactly 5 bytes more than TP 2 needs.
     in.gpu_mem = h.residency(2) + 100 * (3 * 2 * 32 * 2) + 1000 + 5;
-    const Estimate e = run(in);
+    const EstimateResult e = run(in);
     ASSERT_EQ(e.tp, (std::vector<uint64_t>{1, 2, 3}));
     ASSERT_EQ(e.fits_before.size(), 3u);
     const FitRow& one = e.fits_before[0];
@@ -282,7 +282,7 @@ TEST_F(EstimateGenerated, KeeplistForAnotherModelIsRefused) {
     std::ofstream(file("other3.json")) << R"({"drop": {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7], "3": [1]}})";
     std::ofstream(file("other9.json")) << R"({"drop": {"1": [0, 9], "2": [0, 1]}})";
     const auto msg = [](const std::string& keeplist) {
-        EstimateInputs in;
+        EstimateRequest in;
         in.keeplist_path = keeplist;
         try {
             run(in);
@@ -298,7 +298,7 @@ TEST_F(EstimateGenerated, KeeplistForAnotherModelIsRefused) {
 }
 
 TEST_F(EstimateGenerated, IllegalPlanWidthIsRefusedWithTheLegalList) {
-    EstimateInputs in;
+    EstimateRequest in;
     in.neuron_plan_path = file("plan12.npz");
     try {
         run(in);
@@ -429,7 +429,7 @@ TEST(EstimateFixtures, MlaFixtureKvAndSizes) {
     REQUIRE_FIXTURES();
     const std::string rel = "models/tiny-deepseek2-Q8_0.gguf";
     ShardSet m = ShardSet::open(test::fixture(rel));
-    const Estimate e = estimate_model(m, {});
+    const EstimateResult e = estimate_model(m, {});
     // kv_lora_rank 256 + rope 32, 4 blocks, F16.
     EXPECT_EQ(e.kv.kind, KvKind::kMla);
     EXPECT_EQ(e.kv.bytes_per_token, (256u + 32) * 4 * 2);

@@ -163,7 +163,7 @@ TEST_F(ImatrixSanityFixture, AlteredCountsWarnAndStrictRefuses) {
         "domain chat: blk.2: the routed-expert counts sum to 6661, but expert_used_count 4 × 1664 tokens "
         "(imatrix.chunk_count 13 × imatrix.chunk_size 128) is 6656: made with another top-k, by a "
         "partial or streamed run, or for another model?");
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), chat + ": " + in.sanity[0].message),
               r.warnings.end());
     EXPECT_NE(render_receipt(in, r).find("- " + chat + ": " + in.sanity[0].message), std::string::npos);

@@ -151,9 +151,9 @@ TEST(MaxMinFixtures, NeverWorseThanMinRank) {
             o.hash_inputs = false;
             const RankInput in = load_rank_input(o);
             o.consensus = Consensus::kMinRank;
-            const RankResult a = rank_experts(in, o);
+            const RankDecision a = rank_experts(in, o);
             o.consensus = Consensus::kMaxMin;
-            const RankResult m = rank_experts(in, o);
+            const RankDecision m = rank_experts(in, o);
             const size_t B = a.blocks.size(), D = in.domains.size();
             for (size_t b = 0; b < B; ++b) {
                 double wa = 1, wm = 1;
@@ -181,7 +181,7 @@ TEST(MaxMinFixtures, RankingNpzHoldsTheRetainedShares) {
     o.consensus = Consensus::kMaxMin;
     test::TempDir dir;
     ops::RankRequest q{o, dir.file("out"), false};
-    const ops::RankOutcome out = ops::rank(q);
+    const ops::RankResult out = ops::rank(q);
     const auto a = read_npz(out.ranking_path);
     const NpyArray& s = a.at("retained_share");
     EXPECT_EQ(s.shape, (std::vector<int64_t>{2, 4}));

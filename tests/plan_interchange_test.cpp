@@ -132,7 +132,7 @@ TEST(PlanInterchangeFixtures, RoundTripThroughRank) {
         o.model = c.model;
         o.ratio = 0.25;
         o.export_format = c.format;
-        const ops::RankOutcome a = ops::rank({o, dir.file("a"), false});
+        const ops::RankResult a = ops::rank({o, dir.file("a"), false});
         ASSERT_EQ(a.exported_path, dir.file("a") + "/reap_plan.json");
         ASSERT_TRUE(std::filesystem::exists(a.exported_path));
         RankOptions i = o;
@@ -140,7 +140,7 @@ TEST(PlanInterchangeFixtures, RoundTripThroughRank) {
         i.export_format.reset();
         i.from_plan = a.exported_path;
         i.consensus = Consensus::kMeanRank;  // another consensus: the plan, not the ranking, decides
-        const ops::RankOutcome b = ops::rank({i, dir.file("b"), false});
+        const ops::RankResult b = ops::rank({i, dir.file("b"), false});
         ASSERT_EQ(a.result.keeplist.blocks.size(), b.result.keeplist.blocks.size());
         for (size_t k = 0; k < a.result.keeplist.blocks.size(); ++k)
             EXPECT_EQ(a.result.keeplist.blocks[k].keep, b.result.keeplist.blocks[k].keep);
@@ -174,7 +174,7 @@ TEST(PlanInterchangeFixtures, FromPlanWithExternalScores) {
     o.model = test::fixture("trained/models/tiny-qwen3moe-trained-A-Q8_0.gguf");
     o.keep = 10;
     o.export_format = PlanFormat::kHipfire;
-    const ops::RankOutcome a = ops::rank({o, dir.file("a"), false});
+    const ops::RankResult a = ops::rank({o, dir.file("a"), false});
     RankOptions i = o;
     i.keep.reset();
     i.export_format.reset();
@@ -182,7 +182,7 @@ TEST(PlanInterchangeFixtures, FromPlanWithExternalScores) {
     i.consensus = Consensus::kSum;
     const RankInput in = load_rank_input(i);
     ASSERT_TRUE(in.imported.has_value());
-    const RankResult r = rank_experts(in, i);
+    const RankDecision r = rank_experts(in, i);
     for (size_t k = 0; k < r.keeplist.blocks.size(); ++k)
         EXPECT_EQ(r.keeplist.blocks[k].keep, a.result.keeplist.blocks[k].keep);
 }
@@ -200,7 +200,7 @@ TEST(PlanInterchangeFixtures, APlanKeepingDeadExpertsIsWarnedAbout) {
     o.model = test::fixture("models/tiny-deepseek2-Q8_0.gguf");
     o.from_plan = dir.file("p.json");
     const RankInput in = load_rank_input(o);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     EXPECT_NE(
         std::find(r.warnings.begin(), r.warnings.end(), "the plan keeps blk.1 expert 3, which is dead here"),
         r.warnings.end());

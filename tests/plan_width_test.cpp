@@ -74,15 +74,15 @@ void write_dat_imatrix(const std::string& path, const std::map<int, std::vector<
 
 class PlanWidthTest : public ::testing::Test {
   protected:
-    PlanWidthOptions opts(int64_t k, std::vector<std::pair<std::string, std::string>> domains) {
-        PlanWidthOptions o;
+    PlanWidthRequest opts(int64_t k, std::vector<std::pair<std::string, std::string>> domains) {
+        PlanWidthRequest o;
         for (auto& [n, p] : domains) o.imatrices.push_back({n, p});
         o.k = k;
         o.out = dir_.file("plan.npz");
         o.tool_version = "gguf-reap test";
         return o;
     }
-    std::string usage_error(const PlanWidthOptions& o) {
+    std::string usage_error(const PlanWidthRequest& o) {
         try {
             ops::plan_width(o);
         } catch (const UsageError& e) {
@@ -191,7 +191,7 @@ TEST_F(PlanWidthTest, SumIsFloat32InDomainOrder) {
     ops::plan_width(
         opts(1, {{"a", dir_.file("a.gguf")}, {"b", dir_.file("b.gguf")}, {"c", dir_.file("c.gguf")}}));
     EXPECT_EQ(channels_row(0), (std::vector<int64_t>{0}));
-    PlanWidthOptions o =
+    PlanWidthRequest o =
         opts(1, {{"c", dir_.file("c.gguf")}, {"b", dir_.file("b.gguf")}, {"a", dir_.file("a.gguf")}});
     o.force = true;
     ops::plan_width(o);
@@ -234,7 +234,7 @@ TEST_F(PlanWidthTest, KOutsideTheWidthWithoutModel) {
 TEST_F(PlanWidthTest, ExistingOutputsNeedForce) {
     write_gguf_imatrix(dir_.file("a.gguf"), {{1, {{1, 2, 3, 4}, {1}}}}, 4, 1);
     test::write_file(dir_.file("plan.json"), {'{', '}'});
-    PlanWidthOptions o = opts(2, {{"a", dir_.file("a.gguf")}});
+    PlanWidthRequest o = opts(2, {{"a", dir_.file("a.gguf")}});
     EXPECT_EQ(usage_error(o), "plan.json exists; use --force to overwrite it");
     EXPECT_FALSE(std::filesystem::exists(dir_.file("plan.npz")));
     o.force = true;
@@ -302,7 +302,7 @@ class PlanWidthModelTest : public PlanWidthTest {
 TEST_F(PlanWidthModelTest, WidthRulesApply) {
     write_model();
     write_imatrix();
-    PlanWidthOptions o = opts(48, {{"a", dir_.file("a.gguf")}});
+    PlanWidthRequest o = opts(48, {{"a", dir_.file("a.gguf")}});
     o.model = dir_.file("m.gguf");
     EXPECT_EQ(usage_error(o),
               "K = 48 is not a legal expert width for m.gguf: the loader sizes the shared experts as "
@@ -321,7 +321,7 @@ TEST_F(PlanWidthModelTest, WidthRulesApply) {
 TEST_F(PlanWidthModelTest, ImatrixOfAnotherModel) {
     write_model(2);
     write_imatrix(4);
-    PlanWidthOptions o = opts(32, {{"a", dir_.file("a.gguf")}});
+    PlanWidthRequest o = opts(32, {{"a", dir_.file("a.gguf")}});
     o.model = dir_.file("m.gguf");
     EXPECT_EQ(usage_error(o),
               "a.gguf: blk.1.ffn_down_exps.weight has 4 experts, but m.gguf has 2: the imatrix was made for "
@@ -338,7 +338,7 @@ TEST_F(PlanWidthModelTest, BlockGranularityKeepsWholeQuantBlocks) {
     v[40] = 100;                                                                          // group 1: 100
     for (int c = 0; c < 64; ++c) v[static_cast<size_t>(64 + c)] = static_cast<float>(c);  // expert 1
     write_gguf_imatrix(dir_.file("a.gguf"), {{1, {v, {1, 1}}}, {2, {v, {1, 1}}}}, 64, 2);
-    PlanWidthOptions o = opts(32, {{"a", dir_.file("a.gguf")}});
+    PlanWidthRequest o = opts(32, {{"a", dir_.file("a.gguf")}});
     o.granularity = Granularity::kBlock;
     EXPECT_EQ(usage_error(o),
               "--granularity block needs --model: the block size comes from the model's tensor types");

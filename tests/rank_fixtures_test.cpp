@@ -36,13 +36,13 @@ std::set<std::pair<int, int64_t>> design_dead() {
     return out;
 }
 
-std::set<std::pair<int, int64_t>> found_dead(const RankResult& r) {
+std::set<std::pair<int, int64_t>> found_dead(const RankDecision& r) {
     std::set<std::pair<int, int64_t>> out;
     for (const auto& d : r.dead_experts) out.insert({d.block, d.expert});
     return out;
 }
 
-void expect_finds_design(const RankResult& r, const std::string& what) {
+void expect_finds_design(const RankDecision& r, const std::string& what) {
     SCOPED_TRACE(what);
     EXPECT_EQ(found_dead(r), design_dead());
     ASSERT_EQ(r.protected_experts.size(), 1u);
@@ -140,7 +140,7 @@ TEST(RankFixtures, PruneThreeGivesTheDropDeadSpecOnEveryModel) {
         o.prune = 3;
         o.hash_inputs = false;
         const RankInput in = load_rank_input(o);
-        const RankResult r = rank_experts(in, o);
+        const RankDecision r = rank_experts(in, o);
         ShardSet m = ShardSet::open(fixture(model));
         MoeLayout layout = build_moe_layout(m);
         KeepList s = spec;
@@ -183,7 +183,7 @@ TEST(RankFixtures, EveryCriterionAndConsensusStillFindsTheDesign) {
             o.prune = 3;
             o.hash_inputs = false;
             const RankInput in = load_rank_input(o);
-            const RankResult r = rank_experts(in, o);
+            const RankDecision r = rank_experts(in, o);
             expect_finds_design(r, std::string(criterion_name(c)) + " " + consensus_name(k));
             for (size_t b = 0; b < 3; ++b) EXPECT_EQ(r.keeplist.blocks[b].prune, r.keeplist.blocks[b].dead);
         }
@@ -198,7 +198,7 @@ TEST(RankFixtures, PruningLiveExpertsKeepsTheSuperExpertAndReportsShares) {
     o.keep = 8;
     o.hash_inputs = false;
     const RankInput in = load_rank_input(o);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     const auto& b2 = r.keeplist.blocks[1];
     EXPECT_TRUE(std::binary_search(b2.keep.begin(), b2.keep.end(), 6));
     // The rare experts (1 in blk.1, 11 in blk.2, 2 in blk.3: a handful of tokens) go before live ones.
@@ -221,7 +221,7 @@ TEST(RankFixtures, OutputsAreWrittenAndReadBack) {
     o.model = fixture(kModel);
     o.prune = 3;
     const RankInput in = load_rank_input(o);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     write_rank_outputs(in, r, dir.path().string(), false);
     KeepList back = KeepList::load(dir.file("keeplist.json"));
     EXPECT_EQ(back.n_keep, 13u);

@@ -44,7 +44,7 @@ TEST_F(RankGenerated, EveryGroupKeepsTheSameNumber) {
     o.hash_inputs = false;
     const RankInput in = load_rank_input(o);
     EXPECT_EQ(in.expert_group_count, 4u);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     for (const auto& b : r.keeplist.blocks) {
         int per_group[4] = {0, 0, 0, 0};
         for (int64_t e : b.keep) ++per_group[e / 4];
@@ -79,7 +79,7 @@ TEST_F(RankGenerated, LegacyWriterGenerationsMarkDeadExpertsTheirOwnWay) {
         o.criterion = Criterion::kReapMean;
         o.prune = 1;
         o.hash_inputs = false;
-        const RankResult r = rank_experts(load_rank_input(o), o);
+        const RankDecision r = rank_experts(load_rank_input(o), o);
         ASSERT_EQ(r.dead_experts.size(), 2u);
         EXPECT_EQ(r.dead_experts[0].block, 1);
         EXPECT_EQ(r.dead_experts[0].expert, 3);
@@ -106,7 +106,7 @@ TEST_F(RankGenerated, LegacyWriterGenerationsMarkDeadExpertsTheirOwnWay) {
     for (const auto& n : in.notes)
         noted |= n.find("ps: no entry for block(s) 1: the 2024-25 .dat writer skipped") == 0;
     EXPECT_TRUE(noted);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     EXPECT_EQ(r.keeplist.blocks[0].prune, (std::vector<int64_t>{3}));
 }
 
@@ -120,7 +120,7 @@ TEST_F(RankGenerated, WeightedEnergyReadsF16DownProjections) {
     o.prune = 4;
     o.hash_inputs = false;
     const RankInput in = load_rank_input(o);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     for (size_t e = 0; e < 16; ++e) {
         const double w = in.domains[0].blocks[0].weighted[e];
         EXPECT_GT(w, 0.0) << e;
@@ -167,7 +167,7 @@ TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
         EXPECT_LT(s.energy[e], s.energy_full[e]);
         EXPECT_GT(s.energy[e], 0.0);
     }
-    RankResult r = rank_experts(in, o);
+    RankDecision r = rank_experts(in, o);
     for (size_t b = 0; b < 3; ++b) {
         const double rho = r.spearman[b];
         EXPECT_GT(rho, 0.5) << b;

@@ -15,13 +15,13 @@
 namespace gguf_reap {
 namespace {
 
-std::vector<std::vector<int64_t>> kept(const RankResult& r) {
+std::vector<std::vector<int64_t>> kept(const RankDecision& r) {
     std::vector<std::vector<int64_t>> k;
     for (const auto& b : r.keeplist.blocks) k.push_back(b.keep);
     return k;
 }
 
-bool warns(const RankResult& r, const std::string& part) {
+bool warns(const RankDecision& r, const std::string& part) {
     return std::any_of(r.warnings.begin(), r.warnings.end(),
                        [&](const std::string& w) { return w.find(part) != std::string::npos; });
 }
@@ -39,7 +39,7 @@ TEST(ScoreAggregate, TrainedFixtureReapIsSummedByDefault) {
     // The default: `reap` × activation_counts, which ranks as the file's own reap_sum does.
     const RankInput summed = load_rank_input(o);
     EXPECT_TRUE(summed.score_is_mean && summed.score_times_counts);
-    const RankResult a = rank_experts(summed, o);
+    const RankDecision a = rank_experts(summed, o);
     o.score_field = "reap_sum";
     const RankInput sums = load_rank_input(o);
     EXPECT_FALSE(sums.score_is_mean);
@@ -53,7 +53,7 @@ TEST(ScoreAggregate, TrainedFixtureReapIsSummedByDefault) {
     o.score_field = "";
     o.score_aggregate = "mean";
     const RankInput means = load_rank_input(o);
-    const RankResult m = rank_experts(means, o);
+    const RankDecision m = rank_experts(means, o);
     EXPECT_NE(kept(m), kept(a));
     EXPECT_TRUE(warns(m,
                       "score field 'reap' is a per-token mean and prunes 8 of 16 experts in every block "
@@ -88,7 +88,7 @@ TEST(ScoreAggregate, MeanWithoutCountsNeedsTheFlag) {
     }
     o.score_aggregate = "mean";
     const RankInput in = load_rank_input(o);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     EXPECT_EQ(r.keeplist.blocks[0].keep, (std::vector<int64_t>{0, 3}));
     EXPECT_TRUE(warns(r, "score field 'reap' is a per-token mean and prunes 2 of 4"));
     // A field that is not a mean is taken as given, with or without counts.
@@ -112,7 +112,7 @@ TEST(ScoreAggregate, ReapMeanCriterionWarnsAboveAQuarter) {
     o.keep = 10;
     o.hash_inputs = false;
     const RankInput in = load_rank_input(o);
-    const RankResult r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, o);
     EXPECT_TRUE(warns(r,
                       "criterion reap-mean is a per-token mean and prunes 6 of 16 experts in every block "
                       "(38 %)"));

@@ -139,11 +139,11 @@ struct AuditRequest {
     std::string manifest_out;
     bool force = false;  // replace an existing manifest_out
 };
-struct AuditOutcome {
+struct AuditResult {
     AuditReport report;
     bool manifest_written = false;
 };
-AuditOutcome audit(const AuditRequest& request, const Events& events = {});
+AuditResult audit(const AuditRequest& request, const Events& events = {});
 
 }  // namespace ops
 

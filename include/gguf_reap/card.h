@@ -1,6 +1,6 @@
 // card: a Hugging Face model card (README.md) for a pruned build (docs/card.md).
 //
-//   ops::card(request) → CardOutcome     read every input, cross-check them, compute the facts once,
+//   ops::card(request) → CardResult     read every input, cross-check them, compute the facts once,
 //                                        render them, write the card (temporary → rename) when asked
 //
 // No figure of the card is typed by the user: the models' shapes and sizes come from inspect and
@@ -172,7 +172,7 @@ struct CardFacts {
     std::optional<CardEval> eval;
 };
 
-struct CardOutcome {
+struct CardResult {
     CardFacts facts;
     std::string markdown;
     bool written = false;  // request.out_path written
@@ -192,7 +192,7 @@ nlohmann::ordered_json card_json(const CardFacts& f);
 namespace ops {
 // One `gguf-reap card`. Throws InputError (an input that is bad or disagrees with another, naming both
 // files and the field), UsageError (options, an existing -o without --force), IoError.
-CardOutcome card(const CardRequest& request, const Events& events = {});
+CardResult card(const CardRequest& request, const Events& events = {});
 }  // namespace ops
 
 }  // namespace gguf_reap

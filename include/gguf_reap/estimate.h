@@ -1,6 +1,6 @@
 // estimate: what a model costs to store and run, before and after pruning (docs/estimate.md).
 //
-//   estimate_model(model, inputs) → Estimate    pure figures; the keeplist and plan files are read
+//   estimate_model(model, inputs) → EstimateResult    pure figures; the keeplist and plan files are read
 //
 // Every figure comes from tensor shapes, not from file contents, so "after" is computed without
 // writing anything: each expert-indexed tensor gets ne[axis] = N kept experts, and with a width plan
@@ -22,7 +22,7 @@
 
 namespace gguf_reap {
 
-struct EstimateInputs {
+struct EstimateRequest {
     std::string model;                  // any shard (ops::estimate opens it)
     std::string keeplist_path;          // "" = keep every expert
     std::string neuron_plan_path;       // "" = native expert width
@@ -82,7 +82,7 @@ struct FitRow {
     int64_t headroom(uint64_t gpu_mem) const;  // gpu_mem − need(), negative when it does not fit
 };
 
-struct Estimate {
+struct EstimateResult {
     std::string model_path;
     std::string arch;
     uint64_t moe_blocks = 0;
@@ -124,11 +124,11 @@ FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t
 
 // Reads, validates (validate_keeplist; read_neuron_plan and check_width) and computes. Throws
 // UsageError / InputError / IoError.
-Estimate estimate_model(const ShardSet& model, const EstimateInputs& inputs);
+EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& inputs);
 
 namespace ops {
 // One `gguf-reap estimate`: opens inputs.model, then estimate_model.
-Estimate estimate(const EstimateInputs& inputs);
+EstimateResult estimate(const EstimateRequest& inputs);
 }  // namespace ops
 
 // The per-token KV cache of `model` (exposed for tests).

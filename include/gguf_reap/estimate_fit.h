@@ -24,7 +24,7 @@ struct EstimateFitRequest {
     std::string tool_version;
 };
 
-struct EstimateFit {
+struct EstimateFitResult {
     std::string model_path, arch;
     int64_t expert_count = 0;
     KeepRules rules;
@@ -37,7 +37,7 @@ struct EstimateFit {
 namespace ops {
 // Reads the headers (and the imatrices' counts), answers --fit, computes the sweep and writes the SVG.
 // Throws UsageError / InputError / IoError.
-EstimateFit estimate_fit(const EstimateFitRequest& request);
+EstimateFitResult estimate_fit(const EstimateFitRequest& request);
 }  // namespace ops
 
 }  // namespace gguf_reap

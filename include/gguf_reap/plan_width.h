@@ -27,7 +27,7 @@ namespace gguf_reap {
 
 enum class Granularity : uint8_t { kChannel, kBlock };
 
-struct PlanWidthOptions {
+struct PlanWidthRequest {
     std::vector<DomainSpec> imatrices;  // --imatrix NAME=FILE, in order (the order of the float32 sum)
     int64_t k = 0;                      // --k
     std::string out;                    // -o plan.npz
@@ -65,7 +65,7 @@ namespace ops {
 // temporary name, then renamed; the receipt last), and reports the notes (info). Throws UsageError (bad
 // K, inputs that do not fit together, outputs that exist without force), InputError (bad files),
 // IoError, Interrupted.
-PlanWidthResult plan_width(const PlanWidthOptions& opts, const Events& events = {});
+PlanWidthResult plan_width(const PlanWidthRequest& opts, const Events& events = {});
 }  // namespace ops
 
 // "plan.npz" → "plan.json"; other names get ".json" appended.

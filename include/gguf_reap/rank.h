@@ -176,7 +176,7 @@ struct BlindSpot {
     std::string unknown;   // "" when unseen was computed
 };
 
-struct RankResult {
+struct RankDecision {
     Criterion criterion = Criterion::kEnergy;
     Consensus consensus = Consensus::kMinRank;
     int64_t expert_count = 0;
@@ -228,7 +228,7 @@ struct RankResult {
 void check_criterion_inputs(const RankInput& in, const RankOptions& opts);
 
 // Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
-RankResult rank_experts(const RankInput& in, const RankOptions& opts);
+RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
 
 // Output file names inside --out.
 inline constexpr const char* kKeeplistFile = "keeplist.json";
@@ -238,23 +238,23 @@ inline constexpr const char* kExportedPlanFile = "reap_plan.json";  // --export 
 
 // The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,
 // datasets, chunks, tokens), neuron plan, safety margin.
-nlohmann::ordered_json rank_method_json(const RankInput& in, const RankResult& r);
+nlohmann::ordered_json rank_method_json(const RankInput& in, const RankDecision& r);
 // The receipt's Markdown text.
-std::string render_receipt(const RankInput& in, const RankResult& r);
+std::string render_receipt(const RankInput& in, const RankDecision& r);
 // The sentence the seed's model card states: "no pruned expert ranks better than R of N in any domain,
 // in any layer (median layer: M)".
-std::string safety_margin_sentence(const RankResult& r);
+std::string safety_margin_sentence(const RankDecision& r);
 // The same sentence from the keeplist's method.safety_margin fields (what `card` reads back).
 std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer);
 // The criterion's formula and the consensus rule in words, as the receipt and the model card state them.
 const char* criterion_formula(Criterion c);
 const char* consensus_text(Consensus c);
 // A JSON summary (the --json document and the basis of the text summary).
-nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankResult& r);
+nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankDecision& r);
 
 // Writes the three files into `dir` (created if missing), each atomically. Existing files are
 // refused unless `force`. `threads` build them in parallel (0: one per core). Throws UsageError / IoError.
-void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force,
+void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::string& dir, bool force,
                         int threads = 0);
 
 namespace ops {
@@ -265,15 +265,15 @@ struct RankRequest {
     std::string out_dir;
     bool force = false;
 };
-struct RankOutcome {
+struct RankResult {
     RankInput input;
-    RankResult result;
+    RankDecision result;
     std::string keeplist_path, ranking_path, receipt_path;
     std::string exported_path;  // --export, else ""
     std::optional<PlanFormat> exported_format;
 };
 // Reports each input note (info), the time of each step (debug) and the result's warnings (warn).
-RankOutcome rank(const RankRequest& request, const Events& events = {});
+RankResult rank(const RankRequest& request, const Events& events = {});
 
 }  // namespace ops
 

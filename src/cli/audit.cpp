@@ -191,7 +191,7 @@ int run_audit_cli(const AuditCli& c) {
     q.options.threads = c.threads;
     q.manifest_out = c.manifest_out;
     q.force = c.force;
-    const ops::AuditOutcome o = ops::audit(q, cli_events(false));
+    const ops::AuditResult o = ops::audit(q, cli_events(false));
     if (c.json)
         print_json(report_json(c, o.report, o.manifest_written));
     else

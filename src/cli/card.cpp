@@ -59,7 +59,7 @@ int run_card(const CardCli& c) {
     q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
 
     // Read and cross-check every input, compute the facts once, render (and write) the card.
-    const CardOutcome o = ops::card(q, cli_events(false));
+    const CardResult o = ops::card(q, cli_events(false));
     if (c.json) {
         nlohmann::ordered_json j = card_json(o.facts);
         j["written"] = o.written ? nlohmann::ordered_json(c.out) : nlohmann::ordered_json(nullptr);

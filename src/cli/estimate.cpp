@@ -61,7 +61,7 @@ nlohmann::ordered_json fit_json(const FitRow& r, uint64_t gpu_mem) {
     return j;
 }
 
-nlohmann::ordered_json estimate_json(const Estimate& e, const EstimateCli& c) {
+nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli& c) {
     using nlohmann::ordered_json;
     ordered_json j;
     j["model"] = e.model_path;
@@ -103,7 +103,7 @@ nlohmann::ordered_json estimate_json(const Estimate& e, const EstimateCli& c) {
     return j;
 }
 
-void print_text(const Estimate& e) {
+void print_text(const EstimateResult& e) {
     const bool a = e.after.has_value();
     const ModelFigures& b = e.before;
     std::cout << fmt::format("model        {}\n", e.model_path);
@@ -191,7 +191,7 @@ void print_text(const Estimate& e) {
     }
 }
 
-nlohmann::ordered_json estimate_fit_json(const EstimateFit& e) {
+nlohmann::ordered_json estimate_fit_json(const EstimateFitResult& e) {
     using nlohmann::ordered_json;
     ordered_json j;
     j["model"] = e.model_path;
@@ -223,7 +223,7 @@ nlohmann::ordered_json estimate_fit_json(const EstimateFit& e) {
     return j;
 }
 
-void print_fit_text(const EstimateFit& e, const EstimateFitRequest& q) {
+void print_fit_text(const EstimateFitResult& e, const EstimateFitRequest& q) {
     std::cout << fmt::format("model        {}\n", e.model_path);
     std::cout << fmt::format("architecture {}; {} experts per MoE block\n", e.arch, e.expert_count);
     if (e.dead_only)
@@ -264,7 +264,7 @@ int run_estimate_fit(const EstimateCli& c) {
     q.ctx = ctx_option(c.ctx);
     q.svg = c.svg;
     q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
-    const EstimateFit e = ops::estimate_fit(q);
+    const EstimateFitResult e = ops::estimate_fit(q);
     if (c.json)
         print_json(estimate_fit_json(e));
     else
@@ -277,7 +277,7 @@ int run_estimate(const EstimateCli& c) {
     if (!c.svg.empty()) throw UsageError("--svg draws the sweep: give --sweep too");
     if (!c.imatrices.empty()) throw UsageError("--imatrix bounds K for --fit and --sweep: give one of them");
     // Options first, so that a typo fails before a large model is opened.
-    EstimateInputs in;
+    EstimateRequest in;
     in.model = c.model;
     in.keeplist_path = c.keeplist;
     in.neuron_plan_path = c.neuron_plan;
@@ -289,7 +289,7 @@ int run_estimate(const EstimateCli& c) {
     in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
 
     // Open, read the keeplist / plan as splice would, compute, report.
-    const Estimate e = ops::estimate(in);
+    const EstimateResult e = ops::estimate(in);
     if (c.json)
         print_json(estimate_json(e, c));
     else

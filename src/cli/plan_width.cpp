@@ -52,7 +52,7 @@ void print_text(const PlanWidthResult& r) {
 }
 
 int run_plan_width(const PlanWidthCli& c) {
-    PlanWidthOptions o;
+    PlanWidthRequest o;
     for (const auto& s : c.imatrices) o.imatrices.push_back(parse_domain_spec(s));
     o.k = c.k;
     o.out = c.out;

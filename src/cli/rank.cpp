@@ -93,9 +93,9 @@ RankOptions to_options(const RankCli& c) {
     return o;
 }
 
-void print_text(const ops::RankOutcome& o) {
+void print_text(const ops::RankResult& o) {
     const RankInput& in = o.input;
-    const RankResult& r = o.result;
+    const RankDecision& r = o.result;
     std::cout << fmt::format(
         "ranked {} MoE blocks × {} experts from {} domain(s) ({}), criterion {}, consensus {}\n",
         r.blocks.size(), r.expert_count, in.domains.size(), fmt::join(r.domain_names, ", "),
@@ -152,7 +152,7 @@ int run_rank(const RankCli& c) {
     q.options = to_options(c);
     q.out_dir = c.out;
     q.force = c.force;
-    const ops::RankOutcome o = ops::rank(q, cli_events(false));
+    const ops::RankResult o = ops::rank(q, cli_events(false));
     if (c.json) {
         nlohmann::ordered_json j = rank_summary_json(o.input, o.result);
         j["files"] = {

@@ -194,7 +194,7 @@ AuditReport run_audit(const AuditOptions& o) {
 
 namespace ops {
 
-AuditOutcome audit(const AuditRequest& q, const Events& events) {
+AuditResult audit(const AuditRequest& q, const Events& events) {
     AuditOptions o = q.options;
     o.compute_manifest = !q.manifest_out.empty();
     std::vector<std::string> inputs{o.output};
@@ -203,7 +203,7 @@ AuditOutcome audit(const AuditRequest& q, const Events& events) {
     // Refuse an unusable destination now rather than after reading the whole model.
     if (o.compute_manifest) check_manifest_destination(q.manifest_out, inputs, q.force);
 
-    AuditOutcome r{run_audit(o), false};
+    AuditResult r{run_audit(o), false};
     if (r.report.manifest && r.report.passed()) {
         for (const auto& s : r.report.shards) inputs.push_back(s.path);
         check_manifest_destination(q.manifest_out, inputs, q.force);

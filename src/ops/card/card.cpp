@@ -42,18 +42,18 @@ struct OpenedModel {
     std::string path;
     ShardSet set;
     ModelSummary summary;
-    Estimate estimate;
+    EstimateResult estimate;
 };
 
-OpenedModel open_model(const std::string& path, const std::string& role, const EstimateInputs& base) {
+OpenedModel open_model(const std::string& path, const std::string& role, const EstimateRequest& base) {
     ops::InspectResult r = ops::inspect(path);
     if (!r.model)
         throw InputError(
             path, std::nullopt, "",
             fmt::format("is an imatrix file, not a model (give the {} model's first shard)", role));
-    EstimateInputs in = base;
+    EstimateRequest in = base;
     in.model = path;
-    Estimate e = estimate_model(*r.model, in);
+    EstimateResult e = estimate_model(*r.model, in);
     return {path, std::move(*r.model), std::move(r.summary), std::move(e)};
 }
 
@@ -436,9 +436,9 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
 
 namespace ops {
 
-CardOutcome card(const CardRequest& q, const Events& events) {
+CardResult card(const CardRequest& q, const Events& events) {
     // Open both models: shapes, sizes, decode figures and the hardware table (inspect + estimate).
-    EstimateInputs est;
+    EstimateRequest est;
     est.tp = q.tp;
     est.gpu_mem = q.gpu_mem;
     est.overhead = q.overhead;
@@ -578,7 +578,7 @@ CardOutcome card(const CardRequest& q, const Events& events) {
     f.not_verified = not_verified(f, q);
 
     // Render once; write under a temporary name and rename.
-    CardOutcome o;
+    CardResult o;
     o.markdown = render_card_markdown(f);
     o.facts = std::move(f);
     if (!q.out_path.empty()) {

@@ -226,7 +226,7 @@ bool element_cuts_exact(const WidthRules& rules, const NeuronPlan& plan) {
     return true;
 }
 
-std::vector<FitRow> fit_rows(const ModelFigures& f, const KvFigures& kv, const Estimate& e) {
+std::vector<FitRow> fit_rows(const ModelFigures& f, const KvFigures& kv, const EstimateResult& e) {
     std::vector<FitRow> rows;
     for (uint64_t n : e.tp) rows.push_back(fit_row(f, kv, n, e.ctx, e.overhead));
     return rows;
@@ -421,8 +421,8 @@ FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t
     return r;
 }
 
-Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
-    Estimate e;
+EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) {
+    EstimateResult e;
     e.model_path = model.shards().front().path;
     e.arch = model.architecture();
     const MoeLayout layout = build_moe_layout(model);
@@ -472,7 +472,7 @@ Estimate estimate_model(const ShardSet& model, const EstimateInputs& in) {
 
 namespace ops {
 
-Estimate estimate(const EstimateInputs& inputs) {
+EstimateResult estimate(const EstimateRequest& inputs) {
     const ShardSet model = ShardSet::open(inputs.model);
     return estimate_model(model, inputs);
 }

@@ -15,8 +15,8 @@ namespace gguf_reap {
 
 namespace ops {
 
-EstimateFit estimate_fit(const EstimateFitRequest& q) {
-    EstimateFit out;
+EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
+    EstimateFitResult out;
     const BudgetModel m(q.model, q.neuron_plan, q.drop_mtp, q.tool_version);
     out.model_path = m.model().shards().front().path;
     out.arch = m.layout().arch;

@@ -95,11 +95,11 @@ std::optional<ExpertRef> parse_expert_ref(std::string_view s) {
 
 namespace ops {
 
-RankOutcome rank(const RankRequest& q, const Events& events) {
+RankResult rank(const RankRequest& q, const Events& events) {
     using clock = std::chrono::steady_clock;
     const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const auto t0 = clock::now();
-    RankOutcome o;
+    RankResult o;
     o.input = load_rank_input(q.options);
     if (q.options.fit) o.input.budget_model = open_rank_budget_model(q.options);
     const auto t1 = clock::now();

@@ -204,9 +204,9 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     return sab / std::sqrt(saa * sbb);
 }
 
-RankResult rank_experts(const RankInput& in, const RankOptions& opts) {
+RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
     check_criterion_inputs(in, opts);
-    RankResult r;
+    RankDecision r;
     r.criterion = opts.criterion;
     r.consensus = opts.consensus;
     const int64_t E = in.expert_count;

@@ -25,7 +25,7 @@ namespace {
 // one row per domain that has mass there, and which domain each row is.
 // `skip`: a domain left out.
 std::pair<std::vector<std::vector<double>>, std::vector<size_t>> mass_shares(const RankInput& in,
-                                                                             const RankResult& r, size_t b,
+                                                                             const RankDecision& r, size_t b,
                                                                              size_t skip = kNoDomain) {
     const size_t D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
     std::vector<std::vector<double>> share;
@@ -45,7 +45,7 @@ std::pair<std::vector<std::vector<double>>, std::vector<size_t>> mass_shares(con
 
 }  // namespace
 
-std::vector<uint8_t> max_min_block(const RankInput& in, const RankResult& r, size_t b,
+std::vector<uint8_t> max_min_block(const RankInput& in, const RankDecision& r, size_t b,
                                    const std::vector<uint8_t>& protect, const std::vector<uint8_t>& dead,
                                    std::vector<uint8_t> start, int64_t group_size, int64_t quota,
                                    size_t skip) {
@@ -60,7 +60,7 @@ std::vector<uint8_t> max_min_block(const RankInput& in, const RankResult& r, siz
     return max_min_select(mb);
 }
 
-void choose_max_min(const RankInput& in, RankResult& r, int64_t group_size, int64_t quota, int threads) {
+void choose_max_min(const RankInput& in, RankDecision& r, int64_t group_size, int64_t quota, int threads) {
     const size_t B = r.blocks.size(), NE = static_cast<size_t>(r.expert_count);
     const auto row = [&](const std::vector<uint8_t>& v, size_t b) {
         const auto at = v.begin() + static_cast<std::ptrdiff_t>(r.idx(b, 0));
@@ -122,7 +122,7 @@ std::vector<SuperHit> super_expert_hits(const DomainData& dom, size_t b, double 
     return hits;
 }
 
-BlockConsensus::BlockConsensus(const RankInput& in, const RankResult& r, Criterion criterion,
+BlockConsensus::BlockConsensus(const RankInput& in, const RankDecision& r, Criterion criterion,
                                Consensus consensus, size_t b, size_t skip) {
     const size_t D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
     std::vector<size_t> present;
@@ -191,7 +191,7 @@ bool BlockConsensus::tie_before(size_t e, size_t f) const {
     return e < f;
 }
 
-void fill_retained_shares(const RankInput& in, RankResult& r) {
+void fill_retained_shares(const RankInput& in, RankDecision& r) {
     const size_t B = r.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
     r.retained_share.assign(D * B, std::nan(""));
     r.worst_share = std::nan("");
@@ -244,7 +244,7 @@ std::string missing_text_kinds(const RankInput& in) {
 
 }  // namespace
 
-void add_input_warnings(const RankInput& in, const RankOptions& opts, RankResult& r) {
+void add_input_warnings(const RankInput& in, const RankOptions& opts, RankDecision& r) {
     const size_t D = in.domains.size();
     const int64_t E = r.expert_count;
     if (D < 3) {

@@ -1,6 +1,6 @@
 // rank, the domains' side of the decision (ops/rank.h), and the warnings about the inputs: each domain's
 // share of the criterion's mass per expert and block, the max-min search applied to the keep mask
-// (ops/max_min.h), and the retained shares every consensus reports (RankResult::retained_share, worst_*).
+// (ops/max_min.h), and the retained shares every consensus reports (RankDecision::retained_share, worst_*).
 #pragma once
 
 #include <cstddef>
@@ -37,7 +37,7 @@ std::vector<SuperHit> super_expert_hits(const DomainData& dom, size_t b, double 
 // "Consensus across domains", with its tie rule). For max-min, the min-rank order its search starts from.
 class BlockConsensus {
   public:
-    BlockConsensus(const RankInput& in, const RankResult& r, Criterion criterion, Consensus consensus,
+    BlockConsensus(const RankInput& in, const RankDecision& r, Criterion criterion, Consensus consensus,
                    size_t b, size_t skip = kNoDomain);
     double key(size_t e) const { return key_[e]; }
     bool lower_is_better() const { return lower_is_better_; }  // of the keys
@@ -59,21 +59,21 @@ class BlockConsensus {
 
 // Replaces r.keep, block by block, with the max-min set, starting from the set already in r.keep (the
 // min-rank decision). `group_size` experts per contiguous group, `quota` kept per group.
-void choose_max_min(const RankInput& in, RankResult& r, int64_t group_size, int64_t quota, int threads);
+void choose_max_min(const RankInput& in, RankDecision& r, int64_t group_size, int64_t quota, int threads);
 
 // The max-min set of block b over the domains but `skip`, given which experts are protected and dead
 // ([expert] masks) and the min-rank set `start` it searches from; `start` itself when no domain has
 // mass in the block.
-std::vector<uint8_t> max_min_block(const RankInput& in, const RankResult& r, size_t b,
+std::vector<uint8_t> max_min_block(const RankInput& in, const RankDecision& r, size_t b,
                                    const std::vector<uint8_t>& protect, const std::vector<uint8_t>& dead,
                                    std::vector<uint8_t> start, int64_t group_size, int64_t quota,
                                    size_t skip = kNoDomain);
 
 // r.retained_share, r.worst_share, r.worst_domain, r.worst_block from r.keep and r.scores.
-void fill_retained_shares(const RankInput& in, RankResult& r);
+void fill_retained_shares(const RankInput& in, RankDecision& r);
 
 // The warnings about the inputs the receipt repeats: too few domains, domains from the same file or
 // datasets, a per-token-mean criterion pruning more than 25 %, the input sanity problems, no --model.
-void add_input_warnings(const RankInput& in, const RankOptions& opts, RankResult& r);
+void add_input_warnings(const RankInput& in, const RankOptions& opts, RankDecision& r);
 
 }  // namespace gguf_reap

@@ -40,7 +40,7 @@ std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opt
                                                std::string("gguf-reap ") + GGUF_REAP_VERSION);
 }
 
-void choose_fit_keep(const RankInput& in, RankResult& r, const Budget& budget) {
+void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget) {
     if (!in.budget_model) throw UsageError(fmt::format("--fit {} needs --model", budget.text));
     const BudgetModel& m = *in.budget_model;
     KeepRules rules = model_keep_rules(m.layout());

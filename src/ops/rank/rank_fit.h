@@ -17,7 +17,7 @@ std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opt
 
 // Sets r.n_keep, r.rule and r.fit: the largest K that fits `budget` and keeps every protected
 // expert (r.protect) and no dead one (r.dead). Throws UsageError when no legal K fits.
-void choose_fit_keep(const RankInput& in, RankResult& r, const Budget& budget);
+void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget);
 
 // estimate --imatrix: the experts dead in every imatrix (rank's rule), counted per MoE block of the
 // model and contiguous expert group: dead[block][group].

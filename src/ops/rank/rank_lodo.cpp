@@ -21,7 +21,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Σ_b kept mass / Σ_b mass of domain d under `keep` ([block][expert]), the mass being d's routed energy
 // (unrestricted by a neuron plan, as the receipt's "energy retained"), or with external scores
 // max(0, score). NaN without mass, and for a legacy .dat (no energy totals).
-double share_kept(const RankInput& in, const RankResult& r, size_t d, const std::vector<uint8_t>& keep) {
+double share_kept(const RankInput& in, const RankDecision& r, size_t d, const std::vector<uint8_t>& keep) {
     const DomainData& dom = in.domains[d];
     const bool external = dom.format == "json";
     if (!external && dom.format != "gguf") return kNaN;
@@ -76,7 +76,7 @@ void keep_first(const BlockConsensus& order, const std::vector<size_t>& candidat
 
 // The decision of block b without domain `skip`, into keep[0..E): as rank_experts makes it for an
 // input without that domain. Returns why rank would refuse it ("" when it would not).
-std::string select_without(const RankInput& in, const RankOptions& opts, const RankResult& r,
+std::string select_without(const RankInput& in, const RankOptions& opts, const RankDecision& r,
                            const Shared& sh, size_t skip, size_t b, uint8_t* keep) {
     const size_t D = in.domains.size(), B = r.blocks.size(), NE = static_cast<size_t>(r.expert_count);
     std::vector<uint8_t> dead(NE), prot(NE);
@@ -127,7 +127,7 @@ std::string percent(double v) {
 
 }  // namespace
 
-void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankResult& r) {
+void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision& r) {
     const size_t B = r.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
     r.blind_spot.assign(D, BlindSpot{});
     for (size_t d = 0; d < D; ++d) {
@@ -180,7 +180,7 @@ void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankResult& r
     }
 }
 
-std::optional<size_t> worst_blind_spot(const RankResult& r) {
+std::optional<size_t> worst_blind_spot(const RankDecision& r) {
     std::optional<size_t> w;
     for (size_t d = 0; d < r.blind_spot.size(); ++d) {
         const BlindSpot& x = r.blind_spot[d];
@@ -203,7 +203,7 @@ std::string blind_spot_sentence(double drop, const std::string& domain, bool sco
         100 * drop, what, domain);
 }
 
-json blind_spot_json(const RankInput& in, const RankResult& r) {
+json blind_spot_json(const RankInput& in, const RankDecision& r) {
     json j;
     const bool external = r.criterion == Criterion::kExternal;
     j["measure"] = external ? "score mass" : "routed energy";
@@ -235,7 +235,7 @@ json blind_spot_json(const RankInput& in, const RankResult& r) {
     return j;
 }
 
-std::string blind_spot_receipt(const RankInput& in, const RankResult& r) {
+std::string blind_spot_receipt(const RankInput& in, const RankDecision& r) {
     std::string s = "## What a kind of text the calibration did not cover would lose (an estimate)\n\n";
     const bool external = r.criterion == Criterion::kExternal;
     if (in.domains.size() < 2) {
@@ -281,7 +281,7 @@ std::string blind_spot_receipt(const RankInput& in, const RankResult& r) {
     return s;
 }
 
-std::string blind_spot_summary(const RankInput& in, const RankResult& r) {
+std::string blind_spot_summary(const RankInput& in, const RankDecision& r) {
     if (in.domains.size() < 2) return "blind spot: one domain, nothing to leave out (not estimated)";
     if (in.imported) return "blind spot: not estimated (the kept experts come from another tool's plan)";
     const auto w = worst_blind_spot(r);

@@ -23,11 +23,11 @@ namespace gguf_reap {
 // r.blind_spot, one per domain: seen always (NaN for a legacy .dat, which holds no energy totals);
 // unseen and the disagreement with two or more domains when rank made the decision (not --from-plan).
 // Needs r.ranks, r.scores, r.keep, r.n_keep, r.super_share and r.super_channel_ratio.
-void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankResult& r);
+void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision& r);
 
 // The domain that loses most when left out (the largest seen − unseen); nullopt when no unseen share
 // is known.
-std::optional<size_t> worst_blind_spot(const RankResult& r);
+std::optional<size_t> worst_blind_spot(const RankDecision& r);
 
 // "a kind of text the calibration did not cover loses up to N points of its expert energy (worst:
 // DOMAIN)", `drop` a fraction (seen − unseen); `score_mass`: criterion external. A drop of 0 or less
@@ -35,12 +35,12 @@ std::optional<size_t> worst_blind_spot(const RankResult& r);
 std::string blind_spot_sentence(double drop, const std::string& domain, bool score_mass);
 
 // method.blind_spot of the keeplist (and blind_spot in rank --json): docs/keeplist.md.
-nlohmann::ordered_json blind_spot_json(const RankInput& in, const RankResult& r);
+nlohmann::ordered_json blind_spot_json(const RankInput& in, const RankDecision& r);
 
 // The receipt's section, from its "## " heading to a blank line.
-std::string blind_spot_receipt(const RankInput& in, const RankResult& r);
+std::string blind_spot_receipt(const RankInput& in, const RankDecision& r);
 
 // The line of rank's text summary (no newline).
-std::string blind_spot_summary(const RankInput& in, const RankResult& r);
+std::string blind_spot_summary(const RankInput& in, const RankDecision& r);
 
 }  // namespace gguf_reap

@@ -45,7 +45,7 @@ std::string ids(const std::vector<int64_t>& v) {
 
 // The lowest retained share of domain d's criterion mass over the blocks, and that block's index
 // (NaN, 0 when the domain has mass in no block).
-std::pair<double, size_t> worst_of(const RankResult& r, size_t d) {
+std::pair<double, size_t> worst_of(const RankDecision& r, size_t d) {
     const size_t B = r.blocks.size();
     std::pair<double, size_t> w{std::numeric_limits<double>::quiet_NaN(), 0};
     for (size_t b = 0; b < B; ++b) {
@@ -55,7 +55,7 @@ std::pair<double, size_t> worst_of(const RankResult& r, size_t d) {
     return w;
 }
 
-json worst_json(const RankInput& in, const RankResult& r) {
+json worst_json(const RankInput& in, const RankDecision& r) {
     if (std::isnan(r.worst_share)) return nullptr;
     return {{"domain", in.domains[r.worst_domain].name},
             {"block", r.blocks[r.worst_block]},
@@ -117,11 +117,11 @@ std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_coun
         best_pruned_rank, expert_count, fmt_rank(median_layer));
 }
 
-std::string safety_margin_sentence(const RankResult& r) {
+std::string safety_margin_sentence(const RankDecision& r) {
     return safety_margin_sentence(r.safety_rank, r.expert_count, r.safety_median);
 }
 
-json rank_method_json(const RankInput& in, const RankResult& r) {
+json rank_method_json(const RankInput& in, const RankDecision& r) {
     json m;
     m["tool"] = "gguf-reap rank";
     m["tool_version"] = GGUF_REAP_VERSION;
@@ -166,7 +166,7 @@ json rank_method_json(const RankInput& in, const RankResult& r) {
     return m;
 }
 
-json rank_summary_json(const RankInput& in, const RankResult& r) {
+json rank_summary_json(const RankInput& in, const RankDecision& r) {
     json j;
     j["expert_count"] = r.expert_count;
     j["n_keep"] = r.n_keep;
@@ -231,7 +231,7 @@ json rank_summary_json(const RankInput& in, const RankResult& r) {
     return j;
 }
 
-std::string render_receipt(const RankInput& in, const RankResult& r) {
+std::string render_receipt(const RankInput& in, const RankDecision& r) {
     std::string s;
     auto line = [&](const std::string& x) { s += x + "\n"; };
     const size_t B = r.blocks.size(), D = in.domains.size();
@@ -454,7 +454,7 @@ std::string render_receipt(const RankInput& in, const RankResult& r) {
 
 // The arrays of ranking.npz (docs/keeplist.md).
 static std::vector<std::pair<std::string, NpyArray>> ranking_arrays(const RankInput& in,
-                                                                    const RankResult& r) {
+                                                                    const RankDecision& r) {
     const int64_t D = static_cast<int64_t>(in.domains.size()), B = static_cast<int64_t>(r.blocks.size()),
                   E = r.expert_count;
     std::vector<int32_t> blocks(r.blocks.begin(), r.blocks.end());
@@ -477,7 +477,7 @@ static std::vector<std::pair<std::string, NpyArray>> ranking_arrays(const RankIn
     return arrays;
 }
 
-void write_rank_outputs(const RankInput& in, const RankResult& r, const std::string& dir, bool force,
+void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::string& dir, bool force,
                         int threads) {
     namespace fs = std::filesystem;
     std::error_code ec;

@@ -169,7 +169,7 @@ std::string default_receipt_path(const std::string& plan_path) {
     return plan_path + ".json";
 }
 
-PlanWidthResult ops::plan_width(const PlanWidthOptions& opts, const Events& events) {
+PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& events) {
     PlanWidthResult res;
     // Check the options and the outputs before reading anything.
     if (opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
