@@ -5,8 +5,9 @@
 # checked here is one the real tool printed. Every refusal is checked this way.
 # With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, the same eval runs the real tools too, and
 # each mean KLD and same-top figure must equal what the same llama-perplexity commands print by hand.
-# ctest-parts: llama
+# ctest-parts: llama shim
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/fault_lib.sh"
 TR=$FIX/trained
 [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
 FAKE=$(cd "$(dirname "$0")/fake-llama" && pwd)
@@ -146,6 +147,24 @@ run env FAKE_LLAMA_MODE=exit1 "$BIN" eval --source "$M" "$WORK/keep8.gguf" --tex
     --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache"
 expect_code 3
 expect_err "failed (exit code 1); its last lines:"
+
+case_ "no room for the base logits: exit 2 before llama-perplexity writes them"
+# The fault shim makes statvfs report a nearly full disk (what a real one can say); eval's own free-space
+# check must refuse. One byte short is refused, exactly enough is not.
+if part shim "the disk-full refusal (needs the fault shim, GGUF_REAP_FAULT_SHIM, which CTest sets)" have_shim; then
+    mkdir -p "$WORK/cache-full"
+    : >"$WORK/calls"
+    faulty FAULT_FREE_BYTES=4136915 FAULT_PATH="$WORK/cache-full" "$BIN" eval --source "$M" "$WORK/keep8.gguf" \
+        --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache-full"
+    expect_code 2
+    expect_err_lines 1
+    expect_err "the base logits of --text python need 3.9 MiB (4136916 bytes) in $WORK/cache-full, which has 3.9 MiB free"
+    ! grep -q '^base' "$WORK/calls" && _pass || _fail "llama-perplexity ran its base run: $(cat "$WORK/calls")"
+    [ -z "$(ls -A "$WORK/cache-full")" ] && _pass || _fail "the cache holds $(ls -A "$WORK/cache-full")"
+    faulty FAULT_FREE_BYTES=4136960 FAULT_PATH="$WORK/cache-full" "$BIN" eval --source "$M" "$WORK/keep8.gguf" \
+        --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache-full"
+    expect_code 0
+fi
 
 case_ "interrupted: 130, the child ended, no eval.json and no base file under its final name"
 rm -f "$WORK/calls.pid"

@@ -20,6 +20,8 @@
 //   FAULT_DELAY_MS     sleep this long first
 //   FAULT_LOG          append one line per trigger to this file (so a test can tell that it fired)
 //   FAULT_NO_FALLOCATE every fallocate fails with EOPNOTSUPP, as on filesystems without it (any FAULT_OP)
+//   FAULT_FREE_BYTES   statvfs of a path containing FAULT_PATH (any path when unset) says this many bytes
+//                      are available to unprivileged users, as on a nearly full disk (no FAULT_OP needed)
 //
 // It is built without sanitizers and uses only the C library, so it can be preloaded into the ASan build
 // too (with ASAN_OPTIONS=verify_asan_link_order=0).
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +65,7 @@ struct Config {
     long delay_ms = 0;
     char log[4096] = {};
     bool no_fallocate = false;
+    long long free_bytes = -1;
 };
 
 Config g_cfg;
@@ -128,6 +132,7 @@ __attribute__((constructor)) void load_config() {
     if (const char* v = getenv("FAULT_DELAY_MS")) c.delay_ms = atol(v);
     copy_env(c.log, sizeof c.log, "FAULT_LOG");
     c.no_fallocate = getenv("FAULT_NO_FALLOCATE") != nullptr;
+    if (const char* v = getenv("FAULT_FREE_BYTES")) c.free_bytes = atoll(v);
     g_ready = c.op != kNone;
 }
 
@@ -374,6 +379,23 @@ WRAP_FALLOCATE(fallocate64, off64_t)
 
 WRAP_SYNC(fsync)
 WRAP_SYNC(fdatasync)
+
+// The filesystem as it is, but with FAULT_FREE_BYTES available (in whole fragments, as the kernel
+// reports them).
+#define WRAP_STATVFS(name, type)                                                                      \
+    int name(const char* path, struct type* buf) {                                                    \
+        static auto fn = real<int (*)(const char*, struct type*)>(#name);                             \
+        const int r = fn(path, buf);                                                                  \
+        if (r != 0 || g_cfg.free_bytes < 0 || (g_cfg.path[0] && !strstr(path, g_cfg.path))) return r; \
+        const unsigned long long frag = buf->f_frsize ? buf->f_frsize : 4096;                         \
+        buf->f_bavail = static_cast<unsigned long long>(g_cfg.free_bytes) / frag;                     \
+        if (buf->f_bfree < buf->f_bavail) buf->f_bfree = buf->f_bavail;                               \
+        log_line("statvfs");                                                                          \
+        return r;                                                                                     \
+    }
+
+WRAP_STATVFS(statvfs, statvfs)
+WRAP_STATVFS(statvfs64, statvfs64)
 
 int rename(const char* from, const char* to) {
     static auto fn = real<int (*)(const char*, const char*)>("rename");
