@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "io/checked.h"
-#include "io/error.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/prefetcher.h"

@@ -7,11 +7,10 @@
 // with the header bytes and padding around them in one pwritev. Where the kernel refuses
 // copy_file_range (EXDEV, EINVAL, EOPNOTSUPP, ENOSYS) every extent goes through the buffer. Gather
 // segments (selected elements of every row of a source range) always go through the buffer, a chunk of
-// whole rows at a time (a row longer than the buffer: one read per run of adjacent elements). When a
-// core would otherwise sit idle, each worker hands its full buffers to a second thread that writes them
-// while it reads into the next (three buffers per worker). Memory is therefore at most 3 × threads ×
-// buffer_bytes (32 MiB in all) plus the segment lists, whatever the size of the model or of any tensor:
-// no tensor is ever held in memory.
+// whole rows at a time (a row longer than the buffer: one read per run of adjacent elements). Each
+// worker reads and writes through one buffer of its own, so memory is at most threads × buffer_bytes
+// (32 MiB in all) plus the segment lists, whatever the size of the model or of any tensor: no tensor is
+// ever held in memory.
 #pragma once
 
 #include <cstdint>
