@@ -18,11 +18,11 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
-#include "io/checked.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/prefetcher.h"
 #include "io/signals.h"
+#include "io/writeback.h"
 
 namespace gguf_reap {
 
@@ -66,6 +66,9 @@ struct Shared {
     std::exception_ptr error;
     std::atomic<uint64_t> kernel_bytes{0}, buffered_bytes{0}, literal_bytes{0}, zero_bytes{0}, calls{0};
     std::atomic<uint64_t> gathered_bytes{0};
+    // Early writeback (options.early_writeback, durable only): the workers push, a thread of its own
+    // starts it (io/writeback.h).
+    WritebackQueue writeback;
 
     void fail(std::exception_ptr e) {
         std::lock_guard<std::mutex> lock(error_mutex);
@@ -276,18 +279,16 @@ class Writer {
         check_interrupted();
     }
 
-    // Every kWriteback bytes, the kernel is asked to start writing them to disk (without waiting), so
-    // the disk works while we copy instead of only in the final fsync. Measured 5-10 % faster on a
-    // 1 GB copy with 256 MiB; 32 MiB windows were slower than none (docs/perf/splice.md).
+    // Every kWriteback bytes, the kernel is asked to start writing them to disk, so the disk works
+    // while we copy instead of only in the final fsync. The request goes to the writeback thread
+    // (io/writeback.h): made here, it stalled the copy whenever the device queue was full.
     static constexpr uint64_t kWriteback = uint64_t{256} << 20;
 
     void start_writeback() { start_writeback(out_, dst_); }
     // Everything of the current item before `dst` is in `out`.
     void start_writeback(OutputFile* out, uint64_t dst) {
         if (!out || !s_.options.early_writeback || !s_.options.durable || dst < kicked_ + kWriteback) return;
-        // Advisory: a failure here changes nothing that fsync will not report.
-        ::sync_file_range(out->fd(), static_cast<off64_t>(kicked_), static_cast<off64_t>(dst - kicked_),
-                          SYNC_FILE_RANGE_WRITE);
+        s_.writeback.push(out->fd(), kicked_, dst - kicked_);
         kicked_ = dst;
     }
 
@@ -470,46 +471,6 @@ void flush_all(std::vector<std::unique_ptr<OutputFile>>& outputs, unsigned threa
 
 }  // namespace
 
-void CopyJob::append_literal(std::vector<uint8_t> bytes) {
-    if (bytes.empty()) return;
-    const uint64_t n = bytes.size();
-    literals.push_back(std::move(bytes));
-    segments.push_back({size, n, literals.size() - 1, kSegmentLiteral});
-    size += n;
-}
-
-void CopyJob::append_zeros(uint64_t n) {
-    if (n == 0) return;
-    if (!segments.empty() && segments.back().src == kSegmentZeros) {
-        segments.back().length += n;
-    } else {
-        segments.push_back({size, n, 0, kSegmentZeros});
-    }
-    size += n;
-}
-
-void CopyJob::append_copy(uint32_t src, uint64_t src_offset, uint64_t n) {
-    if (n == 0) return;
-    if (!segments.empty()) {
-        CopySegment& last = segments.back();
-        if (last.src == src && last.src_offset + last.length == src_offset) {
-            last.length += n;
-            size += n;
-            return;
-        }
-    }
-    segments.push_back({size, n, src_offset, src});
-    size += n;
-}
-
-void CopyJob::append_gather(uint32_t src, uint64_t src_offset, uint64_t rows, CopyGather gather) {
-    const uint64_t n = rows * gather.index->size() * gather.elem_bytes;
-    if (n == 0) return;
-    gathers.push_back(std::move(gather));
-    segments.push_back({size, n, src_offset, src, static_cast<uint32_t>(gathers.size() - 1)});
-    size += n;
-}
-
 const char* copy_method_name(CopyMethod m) {
     switch (m) {
         case CopyMethod::kAuto:
@@ -520,50 +481,6 @@ const char* copy_method_name(CopyMethod m) {
             return "pread/pwrite";
     }
     return "?";
-}
-
-void check_copy_jobs(const std::vector<const CopyJob*>& jobs, const std::vector<const InputFile*>& sources) {
-    for (const CopyJob* job : jobs) {
-        uint64_t at = 0;
-        for (const CopySegment& s : job->segments) {
-            auto bad = [&](const std::string& what) {
-                throw std::logic_error(
-                    fmt::format("copy plan for {}: segment at {}: {}", job->path, s.dst_offset, what));
-            };
-            if (s.dst_offset != at) bad(fmt::format("expected to start at {}", at));
-            if (s.length == 0) bad("is empty");
-            if (s.src == kSegmentLiteral) {
-                if (s.src_offset >= job->literals.size() || job->literals[s.src_offset].size() != s.length)
-                    bad("literal does not match its length");
-            } else if (s.src != kSegmentZeros) {
-                if (s.src >= sources.size()) bad("names no source");
-                uint64_t src_length = s.length;
-                if (s.gather != kNoGather) {
-                    if (s.gather >= job->gathers.size()) bad("names no gather");
-                    const CopyGather& g = job->gathers[s.gather];
-                    if (!g.index || g.index->empty() || g.elem_bytes == 0 || g.row_bytes % g.elem_bytes != 0)
-                        bad("gather has no elements, or rows that are not whole elements");
-                    for (size_t j = 1; j < g.index->size(); ++j)
-                        if ((*g.index)[j] <= (*g.index)[j - 1]) bad("gather indices are not ascending");
-                    if ((uint64_t{g.index->back()} + 1) * g.elem_bytes > g.row_bytes)
-                        bad("gather index past the end of its row");
-                    const uint64_t out_row = g.index->size() * uint64_t{g.elem_bytes};
-                    if (s.length % out_row != 0) bad("gather length is not whole rows");
-                    auto in = checked_mul(s.length / out_row, g.row_bytes);
-                    if (!in) bad("gather overflows");
-                    src_length = *in;
-                }
-                if (!range_inside(s.src_offset, src_length, sources[s.src]->size()))
-                    bad(fmt::format("reads past the end of {}", sources[s.src]->path()));
-            }
-            auto end = checked_add(at, s.length);
-            if (!end) bad("overflows");
-            at = *end;
-        }
-        if (at != job->size)
-            throw std::logic_error(
-                fmt::format("copy plan for {}: covers {} of {} bytes", job->path, at, job->size));
-    }
 }
 
 CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
@@ -590,7 +507,15 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     const unsigned threads = static_cast<unsigned>(std::clamp<size_t>(
         options.threads, 1, std::min<size_t>(kMaxThreads, std::max<size_t>(s.items.size(), 1))));
     const size_t buffer = std::max(kMinBuffer, std::min(options.buffer_bytes, kBufferBudget / threads));
-    run_workers(threads, [&](size_t) { worker(s, buffer); });
+    // One more worker starts the early writeback, last, so that it runs only if every copy worker
+    // started (run_workers); the last copy worker to finish closes its queue.
+    const bool writeback = options.early_writeback && options.durable;
+    std::atomic<unsigned> copying{threads};
+    run_workers(threads + (writeback ? 1 : 0), [&](size_t w) {
+        if (w == threads) return s.writeback.run();
+        worker(s, buffer);
+        if (copying.fetch_sub(1) == 1) s.writeback.close();
+    });
     if (s.error) std::rethrow_exception(s.error);
 
     // Complete: flush everything, then rename. A failure in between takes back the renames done.
