@@ -3,18 +3,23 @@
 loader on every FFN and MoE key?
 
 For every architecture preset of gguf-reap-gen and every block-structure or FFN key its model carries,
+and for the variants of the preset that carry the optional keys (VARIANTS: expert groups, MTP blocks),
 the model is written with one key changed (`gguf-reap-gen model --arch A --set-key KEY=V`: +1, x2, -1,
 0 where legal, and removed where llama.cpp reads the key as optional), and judged twice: by llama.cpp
 (llama-completion -n 1 -t 1, or llama-embedding for the encoders; GGUF_REAP_LLAMA_BIN; llama-simple
 loads the same way but computes with every core, 40x slower on a busy machine) and by
 `gguf-reap audit FILE`. The verdicts go to a table, one row per changed file:
 
-    arch  key  from  to  llama (loads|refuses)  audit (pass|refuses)  llama.cpp's error line
+    arch  gen  key  from  to  llama (loads|refuses)  audit (pass|refuses)  llama.cpp's error line
+
+where gen is "-" for the preset itself, or the generator options of the variant.
 
 tests/data/loader-verdicts.tsv is this table (committed); tests/cli/test_loader_verdicts.sh
 regenerates every row's file the same way and requires audit to agree with the recorded verdict.
 
-  tools/loader-diff.py [-o TABLE] [--arch A ...] [--jobs 2]
+  tools/loader-diff.py [-o TABLE] [--arch A ...] [--jobs 2] [--variants-only]
+
+--variants-only judges only the variants and keeps the table's rows of the presets themselves (gen "-").
 Environment: GGUF_REAP_LLAMA_BIN (required), BUILD (default build). Never more than --jobs (default 2)
 llama.cpp processes at a time. Prints the disagreements and the totals; exit 1 if any row disagrees.
 """
@@ -46,6 +51,14 @@ KEYS = [
     "interleave_moe_layer_step",
     "hash_layer_count",
     "nextn_predict_layers",
+]
+
+# Variants of a preset: generator options that add optional keys, and the keys then changed (those the
+# preset has are already changed on the preset itself). A variant the generator refuses for an
+# architecture, or whose model llama.cpp does not load, is left out for it.
+VARIANTS = [
+    ("--groups 4 --group-used 2", ["expert_group_count", "expert_group_used_count", "expert_count"]),
+    ("--nextn 1", ["nextn_predict_layers", "leading_dense_block_count"]),
 ]
 
 EMBED = {"bert", "jina-bert-v3", "nomic-bert", "nomic-bert-moe", "llama-embed"}
@@ -103,10 +116,10 @@ def changes(v):
     return out
 
 
-def mutations(arch, kvs):
-    """(key, from, to) for every key in scope the preset carries."""
+def mutations(arch, kvs, keys=KEYS):
+    """(key, from, to) for every key of `keys` the model carries."""
     rows = []
-    for suffix in KEYS:
+    for suffix in keys:
         key = f"{arch}.{suffix}"
         if key not in kvs:
             continue
@@ -169,23 +182,26 @@ def audit_verdict(build, path):
     return ("pass" if p.returncode == 0 else "refuses"), p.returncode
 
 
-def generate(build, arch, out, sets=()):
+def generate(build, arch, gen, out, sets=()):
     cmd = [os.path.join(build, "gguf-reap-gen"), "model", "--arch", arch, "-o", out]
+    if gen != "-":
+        cmd += gen.split()
     for s in sets:
         cmd += ["--set-key", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
     return p.returncode, p.stderr.strip()
 
 
-def run_row(args, arch, key, frm, to, work):
-    path = os.path.join(work, f"{arch}.{key.split('.', 1)[1]}.{to.replace(',', '_')}.gguf")
-    code, err = generate(args.build, arch, path, [set_key_arg(key, to)])
+def run_row(args, arch, gen, key, frm, to, work):
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", gen)
+    path = os.path.join(work, f"{arch}.{tag}.{key.split('.', 1)[1]}.{to.replace(',', '_')}.gguf")
+    code, err = generate(args.build, arch, gen, path, [set_key_arg(key, to)])
     if code != 0:
-        return (arch, key, frm, to, "skipped", "-", f"gguf-reap-gen: {err}")
+        return (arch, gen, key, frm, to, "skipped", "-", f"gguf-reap-gen: {err}")
     lv, line = llama_verdict(args.llama, arch, path)
     av, _ = audit_verdict(args.build, path)
     os.unlink(path)
-    return (arch, key, frm, to, lv, av, line)
+    return (arch, gen, key, frm, to, lv, av, line)
 
 
 def main():
@@ -193,6 +209,7 @@ def main():
     ap.add_argument("-o", "--output", default=os.path.join(ROOT, "tests/data/loader-verdicts.tsv"))
     ap.add_argument("--arch", action="append", default=[])
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--variants-only", action="store_true")
     args = ap.parse_args()
     args.llama = os.environ.get("GGUF_REAP_LLAMA_BIN")
     args.build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
@@ -205,42 +222,77 @@ def main():
     jobs = []
     skipped = []
     for arch in archs:
-        base = os.path.join(work, f"{arch}.base.gguf")
-        code, err = generate(args.build, arch, base)
-        if code != 0 or arch in NOT_RUNNABLE:
-            skipped.append(f"{arch}: " + (err or "llama.cpp cannot run it alone"))
-            continue
-        lv, line = llama_verdict(args.llama, arch, base)
-        if lv != "loads":
-            skipped.append(f"{arch}: the preset itself does not load: {line}")
-            continue
-        kvs = read_kvs(base)
-        os.unlink(base)
-        jobs += [(arch, k, f, t) for k, f, t in mutations(arch, kvs)]
+        preset_kvs = None
+        for gen, keys in [("-", KEYS)] + VARIANTS:
+            if gen != "-" and preset_kvs is None:
+                break  # the preset itself does not run: no variant of it either
+            if gen == "-" and args.variants_only:
+                preset_kvs = {}  # its rows come from the table; the variants need its keys
+                code, _ = generate(args.build, arch, gen, os.path.join(work, f"{arch}.base.gguf"))
+                if code == 0:
+                    preset_kvs = read_kvs(os.path.join(work, f"{arch}.base.gguf"))
+                    os.unlink(os.path.join(work, f"{arch}.base.gguf"))
+                continue
+            name = f"{arch} {gen}" if gen != "-" else arch
+            base = os.path.join(work, f"{arch}.base.gguf")
+            code, err = generate(args.build, arch, gen, base)
+            if code != 0 or arch in NOT_RUNNABLE:
+                if gen == "-":
+                    skipped.append(f"{name}: " + (err or "llama.cpp cannot run it alone"))
+                continue
+            kvs = read_kvs(base)
+            # A variant counts only where it adds its first key, which the preset lacks.
+            added = f"{arch}.{keys[0]}"
+            if gen != "-" and (added in preset_kvs or added not in kvs):
+                os.unlink(base)
+                continue
+            lv, line = llama_verdict(args.llama, arch, base)
+            os.unlink(base)
+            if lv != "loads":
+                skipped.append(f"{name}: the model itself does not load: {line}")
+                continue
+            if gen == "-":
+                preset_kvs = kvs
+            jobs += [(arch, gen, k, f, t) for k, f, t in mutations(arch, kvs, keys)]
     print(f"{len(jobs)} changed files to judge", file=sys.stderr, flush=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         rows = []
         for r in ex.map(lambda j: run_row(args, *j, work), jobs):
             rows.append(r)
             print("\t".join(r), file=sys.stderr, flush=True)
-    rows = [r for r in rows if r[4] != "skipped"]
+    rows = [r for r in rows if r[5] != "skipped"]
+    if args.variants_only and os.path.exists(args.output):
+        kept = []
+        with open(args.output) as f:
+            for line in f:
+                if line.startswith("#"):
+                    continue
+                r = line.rstrip("\n").split("\t")
+                if len(r) == 7:  # a table from before the gen column
+                    r.insert(1, "-")
+                rerun = r[1] != "-" and (not args.arch or r[0] in args.arch)
+                if not rerun:  # the presets' rows, and the variants of architectures not asked
+                    kept.append(tuple(r))
+        rows = kept + rows
+    rows.sort(key=lambda r: (r[0], r[1] != "-", r[1]))
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output + ".tmp", "w") as f:
         f.write("# llama.cpp's loader against gguf-reap audit, one key changed per file: tools/loader-diff.py\n")
-        f.write("# arch\tkey\tfrom\tto\tllama\taudit\tllama.cpp's error line\n")
+        f.write("# arch\tgen\tkey\tfrom\tto\tllama\taudit\tllama.cpp's error line\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
     os.replace(args.output + ".tmp", args.output)
-    bad = [r for r in rows if (r[4] == "loads") != (r[5] == "pass")]
+    bad = [r for r in rows if (r[5] == "loads") != (r[6] == "pass")]
     for r in bad:
-        kind = "miss" if r[4] == "refuses" else "false alarm"
-        print(f"{kind}: {r[0]} {r[1]} {r[2]} -> {r[3]}: llama.cpp {r[4]} ({r[6]}), audit {r[5]}")
+        kind = "miss" if r[5] == "refuses" else "false alarm"
+        gen = "" if r[1] == "-" else f" ({r[1]})"
+        print(f"{kind}: {r[0]}{gen} {r[2]} {r[3]} -> {r[4]}: llama.cpp {r[5]} ({r[7]}), audit {r[6]}")
     for s in skipped:
         print(f"not run: {s}")
-    refused = sum(r[4] == "refuses" for r in rows)
+    refused = sum(r[5] == "refuses" for r in rows)
     print(f"{len(rows)} changed files over {len(set(r[0] for r in rows))} architectures: llama.cpp refuses "
           f"{refused}, loads {len(rows) - refused}; audit disagrees on {len(bad)} "
-          f"({sum(r[4] == 'refuses' for r in bad)} misses, {sum(r[4] == 'loads' for r in bad)} false alarms)")
+          f"({sum(r[5] == 'refuses' for r in bad)} misses, {sum(r[5] == 'loads' for r in bad)} false alarms)")
     return 1 if bad else 0
 
 

@@ -1,7 +1,8 @@
 # audit against llama.cpp's loader, one changed key at a time (docs/reliability.md): every row of
 # tests/data/loader-verdicts.tsv (written by tools/loader-diff.py with llama.cpp 34af94cd9) names an
-# architecture preset, a key and the value it was changed to, and whether llama.cpp loads the result.
-# Each file is regenerated the same way (gguf-reap-gen model --arch A --set-key KEY=TO) and audited:
+# architecture preset (or a variant of it: generator options that add the optional keys, e.g. expert
+# groups or MTP blocks), a key and the value it was changed to, and whether llama.cpp loads the result.
+# Each file is regenerated the same way (gguf-reap-gen model --arch A [GEN] --set-key KEY=TO) and audited:
 # audit must pass exactly the files llama.cpp loads, and refuse the others with a finding (exit 1).
 #
 # With GGUF_REAP_LLAMA_BIN set, llama.cpp judges every file again, and a verdict that differs from the
@@ -25,12 +26,13 @@ FILES=$WORK
 [ -d /dev/shm ] && [ -w /dev/shm ] && FILES=$(mktemp -d /dev/shm/gguf-reap-verdicts.XXXXXX)
 trap 'rm -rf "$WORK" "$FILES"' EXIT
 
-# judge ARCH KEY TO: prints "FROM_AUDIT [FROM_LLAMA]" for the regenerated file, one line.
+# judge ARCH GEN KEY TO: prints "FROM_AUDIT [FROM_LLAMA]" for the regenerated file, one line.
 judge() {
-    local arch=$1 key=$2 to=$3 f
-    f=$FILES/$(echo "$arch.$key.$to" | tr ',/' '__').gguf
+    local arch=$1 gen=$2 key=$3 to=$4 f opts=()
+    f=$FILES/$(echo "$arch.$gen.$key.$to" | tr ',/ ' '___').gguf
     [ "$to" = absent ] && to=""
-    if ! "$GEN" model --arch "$arch" -o "$f" --set-key "$key=$to" >/dev/null 2>"$f.err"; then
+    [ "$gen" != - ] && read -r -a opts <<<"$gen"
+    if ! "$GEN" model --arch "$arch" "${opts[@]}" -o "$f" --set-key "$key=$to" >/dev/null 2>"$f.err"; then
         echo "gen-failed"
         return
     fi
@@ -55,18 +57,20 @@ export -f judge
 export GEN BIN LLAMA FILES
 
 # Two at a time (the table's files are tiny; llama.cpp, when asked, runs at most two).
-grep -v '^#' "$TABLE" | cut -f1,2,4 | tr '\t' ' ' |
-    xargs -P 2 -L 1 bash -c 'echo "$0 $1 $2 $(judge "$0" "$1" "$2")"' >"$WORK/verdicts"
+grep -v '^#' "$TABLE" | awk -F'\t' -v OFS='|' '{print $1, $2, $3, $5}' |
+    xargs -d '\n' -P 2 -n 1 bash -c 'IFS="|" read -r a g k t <<<"$0"; echo "$0|$(judge "$a" "$g" "$k" "$t")"' \
+        >"$WORK/verdicts"
 
 declare -A RECORDED
-while IFS=$'\t' read -r arch key from to llama audit line; do
+while IFS=$'\t' read -r arch gen key from to llama audit line; do
     [ "${arch:0:1}" = "#" ] && continue
-    RECORDED["$arch $key $to"]="$llama|$from|$line"
+    RECORDED["$arch|$gen|$key|$to"]="$llama|$from|$line"
 done <"$TABLE"
 
-while read -r arch key to audit llama; do
-    IFS='|' read -r want from line <<<"${RECORDED["$arch $key $to"]}"
-    case_ "$arch: $key $from -> $to (llama.cpp $want${line:+: $line})"
+while IFS='|' read -r arch gen key to verdict; do
+    read -r audit llama <<<"$verdict"
+    IFS='|' read -r want from line <<<"${RECORDED["$arch|$gen|$key|$to"]}"
+    case_ "$arch$([ "$gen" = - ] || echo " $gen"): $key $from -> $to (llama.cpp $want${line:+: $line})"
     case $want:$audit in
         loads:pass | refuses:refuses) _pass ;;
         loads:*) _fail "audit says $audit, but llama.cpp loads the file (a false alarm)" ;;
