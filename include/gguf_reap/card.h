@@ -141,6 +141,15 @@ struct CardEvalText {
     std::string from;     // "summary" or "last chunk row"
 };
 
+// The eval's smoke test, for this build: greedy tokens after a prompt, against the source's.
+struct CardSmoke {
+    std::string prompt;
+    int64_t generated = 0;  // tokens the source generated
+    int64_t identical = 0;  // leading tokens of this build equal to the source's
+    std::optional<int64_t> first_diff;
+    std::optional<std::string> source_token, build_token;  // the first that differs (null: that side ended)
+};
+
 struct CardEval {
     std::string file, sha256;          // eval.json's name and hash
     std::string llama_build;           // as llama-perplexity --version printed it
@@ -148,6 +157,7 @@ struct CardEval {
     std::vector<CardEvalText> texts;
     std::string svg;  // eval.svg's name when it is beside eval.json; ""
     uint64_t svg_bytes = 0;
+    std::optional<CardSmoke> smoke;  // when the eval ran one
 };
 
 struct CardFacts {

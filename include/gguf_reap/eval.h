@@ -3,7 +3,8 @@
 //   ops::eval(request) → EvalResult     check the inputs → tokenize each text (llama-tokenize) →
 //                                       per text, one base run on the source (llama-perplexity
 //                                       --kl-divergence-base, cached) → per (OUT, text) one
-//                                       --kl-divergence run →
+//                                       --kl-divergence run → with --smoke-prompt, greedy
+//                                       tokens of the source and of each OUT (llama-completion) →
 //                                       eval.json and eval.svg written (temporary → rename)
 //
 // Every figure is llama-perplexity's, read from its log (format/perplexity_log.h); none is computed
@@ -40,6 +41,9 @@ struct EvalRequest {
     uint64_t threads = 0;            // -t; 0 = llama.cpp's default
     std::string cache_dir;           // base logits
     std::string json_out;            // -o eval.json ("" = none); eval.svg is written beside it
+    // The smoke test: N greedy tokens from this prompt on the source and on each OUT (both or neither).
+    std::string smoke_prompt;
+    uint64_t smoke_tokens = 0;
     std::string tool_version;
 };
 
@@ -71,6 +75,36 @@ struct EvalRun {
     std::vector<std::string> command;
 };
 
+// One token of a greedy generation: its id and its text (the vocabulary's piece, decoded:
+// model/vocab_text.h).
+struct SmokeToken {
+    int32_t id = 0;
+    std::string text;
+};
+
+// A greedy generation by llama-completion: the tokens after the prompt, as its --prompt-cache file
+// records them.
+struct SmokeGeneration {
+    std::vector<SmokeToken> tokens;
+    std::vector<std::string> command;  // the session file's temporary name replaced by SESSION
+};
+
+struct EvalSmokeOutput {
+    std::string output;  // as given
+    SmokeGeneration generation;
+    int64_t identical = 0;              // leading tokens equal to the source's
+    std::optional<int64_t> first_diff;  // index of the first token that differs; null when all agree
+};
+
+struct EvalSmoke {
+    std::string prompt;
+    uint64_t tokens_requested = 0;
+    int64_t prompt_tokens = 0;  // as llama-completion counted them (BOS included when it adds one)
+    std::string completion_path;
+    SmokeGeneration source;
+    std::vector<EvalSmokeOutput> outputs;  // in OUT order
+};
+
 struct EvalResult {
     std::string tool;
     std::string llama_build;  // llama-perplexity --version, as printed
@@ -85,6 +119,7 @@ struct EvalResult {
     std::vector<EvalTextFacts> texts;
     std::vector<EvalOutputFacts> outputs;
     std::vector<EvalRun> runs;              // output-major, then text in --text order
+    std::optional<EvalSmoke> smoke;         // with --smoke-prompt
     std::string json_written, svg_written;  // "" when not written
 };
 

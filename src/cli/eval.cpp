@@ -1,5 +1,5 @@
 // gguf-reap eval --source MODEL OUT [OUT...] --text NAME=FILE [--text NAME=FILE...] [--llama-bin DIR]
-// [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR]
+// [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR] [--smoke-prompt TEXT [--smoke-tokens N]]
 // [-o eval.json] [--json]: what pruning cost, per kind of text, measured by llama.cpp (docs/eval.md).
 #include <cstdio>
 #include <iostream>
@@ -14,10 +14,13 @@
 #include "gguf_reap/eval.h"
 #include "io/progress.h"
 #include "io/units.h"
+#include "model/vocab_text.h"
 
 namespace gguf_reap::cli {
 
 namespace {
+
+constexpr uint64_t kDefaultSmokeTokens = 16;
 
 struct EvalCli {
     std::string source;
@@ -28,6 +31,8 @@ struct EvalCli {
     std::string chunks;
     uint64_t threads = 0;
     std::string cache_dir;
+    std::string smoke_prompt;
+    std::optional<uint64_t> smoke_tokens;
     std::string out;
     bool json = false;
 };
@@ -57,6 +62,31 @@ Events eval_events(const GlobalOptions& g) {
 
 std::string fixed(double v, int digits) {
     return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("-");
+}
+
+std::string joined(const SmokeGeneration& g) {
+    std::string s;
+    for (const SmokeToken& t : g.tokens) s += t.text;
+    return quoted_text(s);
+}
+
+void print_smoke(const EvalSmoke& s) {
+    std::cout << fmt::format("\nsmoke   {} greedy tokens after {} (llama-completion --temp 0)\n",
+                             s.tokens_requested, quoted_text(s.prompt));
+    std::cout << fmt::format("  source  {} tokens: {}\n", s.source.tokens.size(), joined(s.source));
+    for (const EvalSmokeOutput& o : s.outputs) {
+        std::string line =
+            fmt::format("  {}  {}/{} identical", o.output, o.identical, s.source.tokens.size());
+        if (o.first_diff) {
+            const auto i = static_cast<size_t>(*o.first_diff);
+            const auto at = [&](const SmokeGeneration& g) {
+                return i < g.tokens.size() ? quoted_text(g.tokens[i].text) : std::string("(ended)");
+            };
+            line += fmt::format(", first difference at token {}: {} (source) → {}", i + 1, at(s.source),
+                                at(o.generation));
+        }
+        std::cout << line << "\n";
+    }
 }
 
 void print_table(const EvalResult& r) {
@@ -94,6 +124,7 @@ void print_table(const EvalResult& r) {
                 "note: {} on {}: llama-perplexity's summary was cut off; figures from its last "
                 "chunk row\n",
                 run.output, run.text);
+    if (r.smoke) print_smoke(*r.smoke);
     if (!r.json_written.empty()) std::cout << fmt::format("wrote {} and {}\n", r.json_written, r.svg_written);
 }
 
@@ -122,6 +153,8 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
     q.threads = c.threads;
     q.cache_dir = c.cache_dir;
     q.json_out = c.out;
+    q.smoke_prompt = c.smoke_prompt;
+    q.smoke_tokens = c.smoke_tokens.value_or(c.smoke_prompt.empty() ? 0 : kDefaultSmokeTokens);
     q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
 
     const EvalResult r = ops::eval(q, eval_events(g));
@@ -150,6 +183,10 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
     sub->add_option(
         "--cache-dir", o->cache_dir,
         "Where base logits are kept (default: $XDG_CACHE_HOME/gguf-reap/kld or ~/.cache/gguf-reap/kld)");
+    sub->add_option("--smoke-prompt", o->smoke_prompt,
+                    "Also generate greedy tokens from this prompt on the source and each build, and compare");
+    sub->add_option("--smoke-tokens", o->smoke_tokens,
+                    fmt::format("Tokens the smoke test generates (default {})", kDefaultSmokeTokens));
     sub->add_option("-o,--out", o->out, "Write eval.json here (and eval.svg beside it)");
     sub->add_flag("--json", o->json, "Print the document as one JSON document on stdout");
     return {sub, [o, &g] { return run_eval(*o, g); }};

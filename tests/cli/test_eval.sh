@@ -89,6 +89,79 @@ expect_code 2
 expect_err "source.identity"
 expect_err "this eval measured builds of another source"
 
+# The recorded smoke runs (tests/data/llama-perplexity/README.md), read independently of gguf-reap: the
+# prompt's token count from the log, the token ids after it from the session file, the text llama-completion
+# printed after the prompt (up to its "saving final output" line), each as a Python literal.
+prompt_tokens() { sed -n 's/.*number of tokens in prompt = \([0-9]*\).*/\1/p' "$DATA/smoke-$1.txt"; }
+session_ids() {
+    /usr/bin/python3 -c 'import struct, sys
+d = open(sys.argv[1], "rb").read(); n = struct.unpack_from("<I", d, 8)[0]
+print(list(struct.unpack_from("<%di" % n, d, 12))[int(sys.argv[2]):])' "$DATA/smoke-$1.session" "$(prompt_tokens "$1")"
+}
+printed_text() {
+    /usr/bin/python3 -c 'import sys
+s = open(sys.argv[1], encoding="utf-8").read()
+print(repr(s[len("def main("):s.index("\nllama_completion: saving final output")]))' "$DATA/smoke-$1.stdout"
+}
+
+case_ "eval --smoke-prompt: each build's greedy tokens against the source's"
+: >"$WORK/calls"
+mkdir -p "$WORK/smoke"
+run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+    --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --smoke-prompt 'def main(' --smoke-tokens 16 \
+    -o "$WORK/smoke/eval.json"
+expect_code 0
+[ "$(grep -c '^smoke' "$WORK/calls")" -eq 3 ] && _pass || _fail "smoke runs: $(cat "$WORK/calls")"
+expect_out 'smoke   16 greedy tokens after "def main(" (llama-completion --temp 0)'
+expect_out '  source  16 tokens: "self._package, self._package)\n "'
+expect_out "  $WORK/keep12.gguf  7/16 identical, first difference at token 8: \" self\" (source) → \"\\n\""
+expect_out "  $WORK/keep8.gguf  6/16 identical, first difference at token 7: \",\" (source) → \"_\""
+cp "$WORK/smoke/eval.json" "$OUT"
+# The token ids are the recorded session files' (after the prompt's P tokens, P from the recorded log),
+# and their text is what llama-completion printed after the prompt.
+expect_json "[t['id'] for t in d['smoke']['source']['tokens']] == $(session_ids source)"
+expect_json "[t['id'] for t in d['outputs'][1]['smoke']['tokens']] == $(session_ids keep8)"
+expect_json "d['smoke']['source']['text'] == $(printed_text source)"
+expect_json "d['outputs'][1]['smoke']['text'] == $(printed_text keep8)"
+expect_json 'd["smoke"]["prompt"] == "def main(" and d["smoke"]["tokens_requested"] == 16 and d["smoke"]["prompt_tokens"] == '"$(prompt_tokens source)"
+expect_json 'd["outputs"][0]["smoke"]["identical"] == 7 and d["outputs"][1]["smoke"]["identical"] == 6'
+expect_json 'd["outputs"][1]["smoke"]["first_diff"] == {"index": 6, "source": {"id": 11, "text": ","}, "output": {"id": 62, "text": "_"}}'
+expect_json '"SESSION" in d["smoke"]["source"]["command"] and "--no-escape" in d["smoke"]["source"]["command"] and d["smoke"]["source"]["command"][d["smoke"]["source"]["command"].index("-p")+1] == "def main("'
+
+case_ "card --eval: the smoke line"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/smoke/eval.json"
+expect_code 0
+expect_out 'Smoke test: greedy decoding (`llama-completion --temp 0`) of 16 tokens after the prompt `"def main("`: the first 6 tokens are identical to the source'"'"'s; token 7 is `"_"` where the source has `","`.'
+"$BIN" -q audit "$WORK/keep12.gguf" --source "$M" --json >"$WORK/audit12.json"
+run "$BIN" card "$WORK/keep12.gguf" --source "$M" --rank "$WORK/rank12" --audit "$WORK/audit12.json" --eval "$WORK/smoke/eval.json"
+expect_code 0
+expect_out 'token 8 is `"\n"` where the source has `" self"`.'
+
+case_ "smoke test refusals"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --smoke-tokens 16
+expect_code 2
+expect_err_lines 1
+expect_err "--smoke-tokens needs --smoke-prompt TEXT"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" --smoke-prompt x --smoke-tokens 0
+expect_code 2
+expect_err "--smoke-tokens 0: give 1 to 1024 tokens"
+mkdir -p "$WORK/nocompletion"
+ln -sf "$FAKE/llama-perplexity" "$FAKE/llama-tokenize" "$WORK/nocompletion/"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$WORK/nocompletion" --smoke-prompt 'def main('
+expect_code 2
+expect_err_lines 1
+expect_err "llama-completion not found in --llama-bin $WORK/nocompletion"
+
+case_ "llama-completion fails or saves no session: exit 3 with its last lines, no eval.json"
+for mode in smoke-exit1 smoke-nosession; do
+    run env FAKE_LLAMA_MODE=$mode "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+        --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --smoke-prompt 'def main(' -o "$WORK/smokefail.json"
+    expect_code 3
+    [ $mode = smoke-exit1 ] && expect_err "smoke test on tiny-qwen3moe-trained-A-Q8_0.gguf failed (exit code 1); its last lines:"
+    [ $mode = smoke-nosession ] && expect_err "smoke test on tiny-qwen3moe-trained-A-Q8_0.gguf: saved no session (--prompt-cache); its last lines:"
+    [ ! -e "$WORK/smokefail.json" ] && _pass || _fail "smokefail.json written"
+done
+
 case_ "no llama-perplexity: exit 2, one line saying how to point at it"
 run env PATH=/usr/bin:/bin "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}"
 expect_code 2
@@ -218,6 +291,16 @@ SH
         --cache-dir "$WORK/real-cache" --json
     expect_code 0
     expect_json 'all(t["base_cached"] for t in d["texts"])'
+    case_ "real llama.cpp: the smoke test's tokens are llama-completion's greedy tokens, as recorded"
+    run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
+        --ctx 128 --chunks 8 --llama-bin "$REAL" --cache-dir "$WORK/real-cache" --smoke-prompt 'def main(' --json
+    expect_code 0
+    "$REAL/llama-completion" -m "$M" -p 'def main(' -n 16 --temp 0 --top-k 1 -s 1 -no-cnv --no-warmup \
+        >"$WORK/smoke-byhand.out" 2>/dev/null
+    expect_json 'open("'"$WORK/smoke-byhand.out"'", encoding="utf-8").read().startswith("def main(" + d["smoke"]["source"]["text"])'
+    expect_json "[t['id'] for t in d['smoke']['source']['tokens']] == $(session_ids source)"
+    expect_json "[t['id'] for t in d['outputs'][0]['smoke']['tokens']] == $(session_ids keep12)"
+    expect_json "[t['id'] for t in d['outputs'][1]['smoke']['tokens']] == $(session_ids keep8)"
     case_ "real llama.cpp: card --eval"
     run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/real/eval.json"
     expect_code 0

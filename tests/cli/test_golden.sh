@@ -148,9 +148,9 @@ refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/chat.imatrix.gg
 refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --k 100000 -o "$WORK/w"
 refuses plan-width plan-width --model "$M" --imatrix chat="$WORK/other.imatrix.gguf" --k 16 -o "$WORK/w"
 refusals plan-width
-# A card with its "Measured against the source" section: the trained Q8_0 fixture pruned to 8 experts,
-# measured by `eval` through tests/cli/fake-llama (the llama-perplexity logs recorded from llama.cpp
-# 34af94cd9, replayed). Relative paths only, the imatrices linked in: the keeplist records its inputs'
+# A card with its "Measured against the source" section: the trained Q8_0 fixture pruned to 8 experts
+# (ranked on its five domains, as the recorded build was), measured by `eval` through tests/cli/fake-llama
+# (the llama-perplexity and llama-completion runs recorded from llama.cpp 34af94cd9, replayed). Relative paths only, the imatrices linked in: the keeplist records its inputs'
 # paths and eval.json its commands, and both sha256 are in the card, so an absolute path (the fixtures
 # are elsewhere on CI) would change them.
 TR=$(realpath "$FIX/trained" 2>/dev/null || echo "$FIX/trained")
@@ -162,15 +162,18 @@ if part trained "the golden card with a measured section (no $TR)" [ -f "$TR/mod
     (
         cd "$EV" || exit 1
         ln -s "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" m.gguf
-        ln -s "$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" python.imatrix.gguf
-        ln -s "$TR/imatrix/tiny-qwen3moe-trained-A.c.imatrix.gguf" c.imatrix.gguf
+        IM=()
+        for d in c changelog legal markdown python; do
+            ln -s "$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf" $d.imatrix.gguf
+            IM+=(--imatrix $d=$d.imatrix.gguf)
+        done
         cp "$TR/corpora/python.heldout.txt" "$TR/corpora/c.heldout.txt" .
-        "$ABS_BIN" -q rank --model m.gguf --imatrix python=python.imatrix.gguf --imatrix c=c.imatrix.gguf \
-            --keep 8 -o rank >/dev/null 2>&1
+        "$ABS_BIN" -q rank --model m.gguf "${IM[@]}" --keep 8 -o rank >/dev/null 2>&1
         "$ABS_BIN" -q splice m.gguf --keeplist rank/keeplist.json -o keep8 >/dev/null
         "$ABS_BIN" -q audit keep8.gguf --source m.gguf --json | sed 's/"date": "[^"]*"/"date": "2026-01-02T03:04:05Z"/' >audit.json
         FAKE_LLAMA_DATA=$DATA "$ABS_BIN" -q eval --source m.gguf keep8.gguf --text python=python.heldout.txt \
-            --text c=c.heldout.txt --ctx 128 --chunks 8 --llama-bin fake --cache-dir cache -o eval.json >/dev/null
+            --text c=c.heldout.txt --ctx 128 --chunks 8 --llama-bin fake --cache-dir cache --smoke-prompt 'def main(' \
+            -o eval.json >/dev/null
     )
     golden card-measured "$BIN" card "$EV/keep8.gguf" --source "$EV/m.gguf" --rank "$EV/rank" --audit "$EV/audit.json" \
         --eval "$EV/eval.json" --base-model org/tiny-qwen3moe-trained-A

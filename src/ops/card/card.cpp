@@ -426,8 +426,11 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
             "The keeplist was ranked without --model: that it was made for this source is checked only by "
             "its expert count.");
     v.push_back(
-        "That llama.cpp runs this build well: audit checks llama.cpp's load-time rules for expert "
-        "tensors, but gguf-reap did not load or run the model.");
+        f.eval ? "That llama.cpp runs this build well beyond the measurements above: audit checks "
+                 "llama.cpp's load-time rules for expert tensors, and llama.cpp ran the build only for "
+                 "those measurements."
+               : "That llama.cpp runs this build well: audit checks llama.cpp's load-time rules for expert "
+                 "tensors, but gguf-reap did not load or run the model.");
     for (const std::string& n : q.notes) v.push_back(n);
     return v;
 }

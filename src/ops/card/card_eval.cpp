@@ -12,6 +12,7 @@
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/shard_set.h"
+#include "model/vocab_text.h"
 
 namespace gguf_reap {
 
@@ -40,6 +41,31 @@ const json& field(const json& j, const std::string& key, json::value_t t, const 
     return v;
 }
 
+std::optional<std::string> token_text(const json& side, const std::string& path) {
+    if (side.is_null()) return std::nullopt;
+    return field(side, "text", json::value_t::string, path, "outputs[].smoke.first_diff").get<std::string>();
+}
+
+// The smoke test of the build the card is for (outputs[] entry `o`), when the eval ran one.
+std::optional<CardSmoke> read_smoke(const json& doc, const json& o, const std::string& path) {
+    using vt = json::value_t;
+    if (!doc.contains("smoke")) return std::nullopt;
+    const json& s = field(doc, "smoke", vt::object, path, "");
+    const json& mine = field(o, "smoke", vt::object, path, "outputs[]");
+    CardSmoke c;
+    c.prompt = field(s, "prompt", vt::string, path, "smoke").get<std::string>();
+    c.generated = static_cast<int64_t>(
+        field(field(s, "source", vt::object, path, "smoke"), "tokens", vt::array, path, "smoke.source")
+            .size());
+    c.identical = field(mine, "identical", vt::number_integer, path, "outputs[].smoke").get<int64_t>();
+    if (!mine.contains("first_diff") || mine["first_diff"].is_null()) return c;
+    const json& d = field(mine, "first_diff", vt::object, path, "outputs[].smoke");
+    c.first_diff = field(d, "index", vt::number_integer, path, "outputs[].smoke.first_diff").get<int64_t>();
+    c.source_token = token_text(d.value("source", json()), path);
+    c.build_token = token_text(d.value("output", json()), path);
+    return c;
+}
+
 std::string fixed(double v, int digits) {
     return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("–");
 }
@@ -65,6 +91,7 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
     std::vector<std::string> names;
     for (const Shard& s : output.shards()) names.push_back(base_name(s.path));
     std::string as_given, listed;
+    const json* mine = nullptr;
     for (const json& o : field(doc, "outputs", vt::array, path, "")) {
         const json& shards = field(o, "shards", vt::array, path, "outputs[]");
         const std::string p = field(o, "path", vt::string, path, "outputs[]").get<std::string>();
@@ -73,7 +100,7 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
         for (const json& n : shards) got.push_back(n.is_string() ? n.get<std::string>() : "");
         if (got == names &&
             field(o, "bytes", vt::number_unsigned, path, "outputs[]").get<uint64_t>() == output.total_bytes())
-            as_given = p;
+            as_given = p, mine = &o;
     }
     if (as_given.empty())
         throw InputError(
@@ -84,6 +111,7 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
     CardEval e;
     e.file = base_name(path);
     e.sha256 = sha256_hex(text.data(), text.size());
+    e.smoke = read_smoke(doc, *mine, path);
     e.llama_build =
         field(field(doc, "llama_cpp", vt::object, path, ""), "build", vt::string, path, "llama_cpp")
             .get<std::string>();
@@ -116,6 +144,32 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
     return e;
 }
 
+namespace {
+
+// A Markdown code span of `text`, whatever backticks it holds.
+std::string code_span(const std::string& text) {
+    return text.find('`') == std::string::npos ? fmt::format("`{}`", text) : fmt::format("`` {} ``", text);
+}
+
+// "Smoke test: ... the first N greedy tokens are identical to the source's", or where they part.
+void smoke_line(std::string& s, const CardSmoke& m) {
+    s += fmt::format(
+        "Smoke test: greedy decoding (`llama-completion --temp 0`) of {} tokens after the prompt {}: ",
+        m.generated, code_span(quoted_text(m.prompt)));
+    if (!m.first_diff) {
+        s += fmt::format("all {} tokens are identical to the source's.\n\n", m.identical);
+        return;
+    }
+    const auto tok = [](const std::optional<std::string>& t) {
+        return t ? code_span(quoted_text(*t)) : std::string("the end of generation");
+    };
+    s += fmt::format(
+        "the first {} tokens are identical to the source's; token {} is {} where the source has {}.\n\n",
+        m.identical, *m.first_diff + 1, tok(m.build_token), tok(m.source_token));
+}
+
+}  // namespace
+
 void measured_section(std::string& s, const CardFacts& f) {
     if (!f.eval) return;
     const CardEval& e = *f.eval;
@@ -138,6 +192,7 @@ void measured_section(std::string& s, const CardFacts& f) {
                 "{}: llama-perplexity's summary was cut off; its figures are the last chunk row's "
                 "running means (no 99 % KLD).\n\n",
                 t.name);
+    if (e.smoke) smoke_line(s, *e.smoke);
     std::string build;
     for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
     std::string cmd;
@@ -157,13 +212,23 @@ json card_eval_json(const CardEval& e) {
                          {"kld_p99", t.kld_p99 ? json(*t.kld_p99) : json(nullptr)},
                          {"same_top", std::isfinite(t.same_top) ? json(t.same_top) : json(nullptr)},
                          {"from", t.from}});
-    return {{"file", e.file},
-            {"sha256", e.sha256},
-            {"llama_build", e.llama_build},
-            {"command", e.command},
-            {"texts", texts},
+    json j = {{"file", e.file},
+              {"sha256", e.sha256},
+              {"llama_build", e.llama_build},
+              {"command", e.command},
+              {"texts", texts},
 
-            {"svg", e.svg.empty() ? json(nullptr) : json(e.svg)}};
+              {"svg", e.svg.empty() ? json(nullptr) : json(e.svg)}};
+    if (e.smoke) {
+        const auto opt = [](const std::optional<std::string>& t) { return t ? json(*t) : json(nullptr); };
+        j["smoke"] = {{"prompt", e.smoke->prompt},
+                      {"generated", e.smoke->generated},
+                      {"identical", e.smoke->identical},
+                      {"first_diff", e.smoke->first_diff ? json(*e.smoke->first_diff) : json(nullptr)},
+                      {"source_token", opt(e.smoke->source_token)},
+                      {"build_token", opt(e.smoke->build_token)}};
+    }
+    return j;
 }
 
 }  // namespace gguf_reap

@@ -1,4 +1,5 @@
-// eval: check → tokenize → base runs (cached) → KLD runs → report (ops/eval.h, docs/eval.md).
+// eval: check → tokenize → base runs (cached) → KLD runs → smoke test (optional) → report (ops/eval.h,
+// docs/eval.md).
 #include "gguf_reap/eval.h"
 
 #include <algorithm>
@@ -25,47 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Logs of llama.cpp runs are a few hundred bytes per chunk; texts are read whole to be hashed.
-constexpr uint64_t kLogLimit = uint64_t{256} << 20;
+// Texts are read whole to be hashed.
 constexpr uint64_t kTextLimit = uint64_t{1} << 30;
-constexpr size_t kErrorLines = 12;
 constexpr int kAttempts = 3;
-
-struct Ctx {
-    const EvalRequest& q;
-    const Events& ev;
-    LlamaTools tools;
-    std::string cache_dir;
-};
-
-std::string read_log(const std::string& path) {
-    return read_small_file(path, kLogLimit, "llama.cpp log");
-}
-
-// Runs a llama.cpp tool with its output in a temporary log beside the cache; returns the log's text.
-// A failed start or a non-zero exit is an IoError with its last lines. `progress_total` > 0 shows
-// "label: chunk n/total" on a terminal, counted by `count` over the log so far.
-std::string run_tool(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
-                     const std::string& label, int64_t progress_total, int64_t (*count)(std::string_view)) {
-    OutputFile log(c.cache_dir + "/run.log");
-    std::function<void()> tick;
-    uint64_t shown = 0;
-    std::optional<ProgressScope> scope;
-    if (progress_total > 0 && c.ev.on_progress) {
-        scope.emplace(c.ev, label, static_cast<uint64_t>(progress_total));
-        tick = [&] {
-            const auto n = static_cast<uint64_t>(count(read_log(log.temp_path())));
-            if (n > shown) c.ev.on_progress(n - shown);
-            shown = std::max(shown, n);
-        };
-    }
-    const ChildExit e = run_child(argv, log.temp_path(), stdin_path, tick);
-    std::string text = read_log(log.temp_path());
-    if (!e.ok())
-        throw IoError(argv[0], fmt::format("{} failed ({}); its last lines:\n{}", label, e.describe(),
-                                           last_lines(text, kErrorLines)));
-    return text;
-}
 
 int64_t count_rows(std::string_view log) {
     return static_cast<int64_t>(parse_kld_log(log).rows.size());
@@ -283,6 +246,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     for (EvalTextFacts& t : r.texts) base_run(c, src, r.source_identity, t);
     for (const EvalModel& o : outs)
         for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
+    if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
 
     // The report, written only when every run succeeded.
     if (!q.json_out.empty()) {

@@ -35,6 +35,16 @@ void check_request(const EvalRequest& q) {
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
     if (q.chunks && *q.chunks == 0) throw UsageError("--chunks 0: give at least 1 chunk");
+    if (q.smoke_tokens > 0 && q.smoke_prompt.empty())
+        throw UsageError("--smoke-tokens needs --smoke-prompt TEXT: the prompt the greedy tokens follow");
+    if (!q.smoke_prompt.empty()) {
+        if (q.smoke_prompt.size() > kMaxSmokePromptBytes)
+            throw UsageError(fmt::format("--smoke-prompt: {} bytes; give a prompt of at most {} bytes",
+                                         q.smoke_prompt.size(), kMaxSmokePromptBytes));
+        if (q.smoke_tokens < 1 || q.smoke_tokens > kMaxSmokeTokens)
+            throw UsageError(
+                fmt::format("--smoke-tokens {}: give 1 to {} tokens", q.smoke_tokens, kMaxSmokeTokens));
+    }
     std::set<std::string> names;
     for (const EvalText& t : q.texts) {
         if (!valid_text_name(t.name))
@@ -54,24 +64,6 @@ void check_request(const EvalRequest& q) {
     for (const std::string& o : {q.json_out, svg})
         if (const std::string* in = same_file_as(o, inputs))
             throw UsageError(fmt::format("-o {}: {} is an input of this eval ({})", q.json_out, o, *in));
-}
-
-LlamaTools find_llama_tools(const EvalRequest& q) {
-    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
-                              : !q.llama_bin_env.empty()
-                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
-                                  : std::string("on PATH");
-    LlamaTools t;
-    for (auto [name, out] : {std::pair{"llama-perplexity", &t.perplexity}, {"llama-tokenize", &t.tokenize}}) {
-        const auto p = find_executable(name, q.llama_bin, q.llama_bin_env, q.path_env);
-        if (!p)
-            throw UsageError(
-                fmt::format("{} not found {}: give --llama-bin DIR (llama.cpp's build/bin) or "
-                            "set GGUF_REAP_LLAMA_BIN=DIR",
-                            name, where));
-        *out = *p;
-    }
-    return t;
 }
 
 EvalModel open_eval_model(const std::string& path) {

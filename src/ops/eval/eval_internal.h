@@ -1,8 +1,10 @@
-// The steps of ops::eval shared between its files (eval.cpp runs, eval_inputs.cpp checks).
+// The steps of ops::eval shared between its files (eval.cpp runs, eval_inputs.cpp checks, eval_tools.cpp
+// finds and runs llama.cpp's tools, eval_smoke.cpp the greedy smoke test).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gguf_reap/eval.h"
@@ -24,13 +26,37 @@ struct EvalModel {
 
 struct LlamaTools {
     std::string perplexity, tokenize;
+    std::string completion;  // only with --smoke-prompt
+};
+
+// Logs of llama.cpp runs are a few hundred bytes per chunk.
+inline constexpr uint64_t kLogLimit = uint64_t{256} << 20;
+// The smoke test's limits: a prompt is a line or a paragraph, the test a few dozen tokens.
+inline constexpr uint64_t kMaxSmokePromptBytes = 4096;
+inline constexpr uint64_t kMaxSmokeTokens = 1024;
+// Lines of a failed run's log quoted in the error.
+inline constexpr size_t kErrorLines = 12;
+
+struct Ctx {
+    const EvalRequest& q;
+    const Events& ev;
+    LlamaTools tools;
+    std::string cache_dir;
 };
 
 // The checks before anything runs: option values, duplicate text names, -o not an input. UsageError.
 void check_request(const EvalRequest& q);
-// llama-perplexity and llama-tokenize from --llama-bin, $GGUF_REAP_LLAMA_BIN or $PATH; UsageError
-// saying how to point at them when missing.
+// llama-perplexity and llama-tokenize (and llama-completion for a smoke test) from --llama-bin,
+// $GGUF_REAP_LLAMA_BIN or $PATH; UsageError saying how to point at them when missing.
 LlamaTools find_llama_tools(const EvalRequest& q);
+// A llama.cpp log, read whole (at most kLogLimit bytes).
+std::string read_log(const std::string& path);
+// Runs a llama.cpp tool (an argument vector, no shell) with its output in a temporary log in the cache
+// directory; returns the log's text. A failed start or a non-zero exit is an IoError with its last
+// lines. `progress_total` > 0 shows "label: chunk n/total" on a terminal, counted by `count` over the
+// log so far.
+std::string run_tool(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
+                     const std::string& label, int64_t progress_total, int64_t (*count)(std::string_view));
 // Opens a model; InputError when it is not one or has no vocabulary.
 EvalModel open_eval_model(const std::string& path);
 // sha256 over every shard's header bytes [0, data_start), in shard order.
@@ -43,6 +69,9 @@ void check_same_source(const EvalModel& src, const EvalModel& out);
 // n_vocab, n_chunk, the chunks' tokens (int32), then per chunk (ctx − 1 − ctx/2) rows of
 // nv = 2·⌈n_vocab/2⌉ + 4 uint16 values.
 uint64_t base_file_bytes(uint64_t n_vocab, uint64_t ctx, uint64_t chunks);
+
+// The smoke test (--smoke-prompt): the source's greedy tokens, then each OUT's against them.
+EvalSmoke run_smoke(Ctx& c, const EvalModel& src, const std::vector<EvalModel>& outs);
 
 // The plot beside -o FILE: FILE with its extension replaced by ".svg" (eval.json → eval.svg).
 std::string svg_path_for(const std::string& json_out);

@@ -43,6 +43,46 @@ json run_json(const EvalRun& r) {
     return j;
 }
 
+json token_json(const SmokeToken& t) {
+    return {{"id", t.id}, {"text", t.text}};
+}
+
+json generation_json(const SmokeGeneration& g) {
+    json tokens = json::array();
+    std::string text;
+    for (const SmokeToken& t : g.tokens) {
+        tokens.push_back(token_json(t));
+        text += t.text;
+    }
+    return {{"tokens", tokens}, {"text", text}, {"command", g.command}};
+}
+
+json smoke_json(const EvalSmoke& s) {
+    json j = {{"prompt", s.prompt},
+              {"tokens_requested", s.tokens_requested},
+              {"prompt_tokens", s.prompt_tokens},
+              {"llama_completion", s.completion_path}};
+    j["source"] = generation_json(s.source);
+    return j;
+}
+
+// An OUT's generation against the source's: how many leading tokens agree, and the first that differs
+// (a side is null when its generation ended there).
+json output_smoke_json(const EvalSmoke& s, const EvalSmokeOutput& o) {
+    json j = generation_json(o.generation);
+    j["identical"] = o.identical;
+    json diff = nullptr;
+    if (o.first_diff) {
+        const auto i = static_cast<size_t>(*o.first_diff);
+        const auto side = [&](const SmokeGeneration& g) {
+            return i < g.tokens.size() ? token_json(g.tokens[i]) : json(nullptr);
+        };
+        diff = {{"index", *o.first_diff}, {"source", side(s.source)}, {"output", side(o.generation)}};
+    }
+    j["first_diff"] = diff;
+    return j;
+}
+
 }  // namespace
 
 json eval_json(const EvalResult& r) {
@@ -75,13 +115,18 @@ json eval_json(const EvalResult& r) {
                          {"base_command", t.base_command}});
     j["texts"] = texts;
     json outs = json::array();
-    for (const EvalOutputFacts& o : r.outputs)
-        outs.push_back(
-            {{"path", o.path}, {"shards", o.shards}, {"bytes", o.bytes}, {"expert_count", o.expert_count}});
+    for (size_t i = 0; i < r.outputs.size(); ++i) {
+        const EvalOutputFacts& o = r.outputs[i];
+        json oj = {
+            {"path", o.path}, {"shards", o.shards}, {"bytes", o.bytes}, {"expert_count", o.expert_count}};
+        if (r.smoke) oj["smoke"] = output_smoke_json(*r.smoke, r.smoke->outputs[i]);
+        outs.push_back(oj);
+    }
     j["outputs"] = outs;
     json runs = json::array();
     for (const EvalRun& run : r.runs) runs.push_back(run_json(run));
     j["runs"] = runs;
+    if (r.smoke) j["smoke"] = smoke_json(*r.smoke);  // absent without --smoke-prompt
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
                   {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))}};
     return j;
