@@ -15,7 +15,8 @@
 namespace gguf_reap {
 namespace {
 
-std::vector<uint8_t> session_bytes(uint32_t magic, uint32_t version, uint32_t n, const std::vector<int32_t>& ids) {
+std::vector<uint8_t> session_bytes(uint32_t magic, uint32_t version, uint32_t n,
+                                   const std::vector<int32_t>& ids) {
     std::vector<uint8_t> b(12 + 4 * ids.size());
     std::memcpy(b.data(), &magic, 4);
     std::memcpy(b.data() + 4, &version, 4);
@@ -43,8 +44,8 @@ TEST(CompletionSession, RecordedSession) {
     const auto file = InputFile::open(path);
     FileSource src(*file);
     EXPECT_EQ(parse_session_tokens(src, 256),
-              (std::vector<int32_t>{67, 891, 1388, 7, 944, 13, 62, 79, 441, 496, 11, 2116, 13, 62, 79, 441, 496, 8, 198,
-                                    220}));
+              (std::vector<int32_t>{67, 891,  1388, 7,  944, 13,  62,  79, 441, 496,
+                                    11, 2116, 13,   62, 79,  441, 496, 8,  198, 220}));
     std::ifstream in(std::string(GGUF_REAP_TEST_DATA) + "/llama-perplexity/smoke-source.txt");
     std::stringstream log;
     log << in.rdbuf();
@@ -58,15 +59,19 @@ TEST(CompletionSession, RefusesWhatIsNotASessionOfThisVersion) {
               "s.session: version at offset 4 (0x4): session file version 8; this gguf-reap reads version 9 "
               "(llama.cpp 34af94cd9's llama-completion)");
     EXPECT_EQ(session_error(session_bytes(kSessionMagic, kSessionVersion, 300, {}), 256),
-              "s.session: n_tokens at offset 8 (0x8): 300 tokens, more than the 256 of the context it was run with");
+              "s.session: n_tokens at offset 8 (0x8): 300 tokens, more than the 256 of the context it was "
+              "run with");
     EXPECT_EQ(session_error(session_bytes(kSessionMagic, kSessionVersion, 3, {1, 2}), 256),
-              "s.session: n_tokens at offset 8 (0x8): 3 tokens need 12 bytes; the file has 8 more (truncated file?)");
-    EXPECT_EQ(session_error({0x6e, 0x73}, 256),
-              "s.session: magic at offset 0 (0x0): file ends after 2 more byte(s), 4 needed (truncated file?)");
+              "s.session: n_tokens at offset 8 (0x8): 3 tokens need 12 bytes; the file has 8 more (truncated "
+              "file?)");
+    EXPECT_EQ(
+        session_error({0x6e, 0x73}, 256),
+        "s.session: magic at offset 0 (0x0): file ends after 2 more byte(s), 4 needed (truncated file?)");
 }
 
 TEST(CompletionSession, PromptTokenCount) {
-    EXPECT_EQ(parse_prompt_token_count("main: prompt: 'def main('\nmain: number of tokens in prompt = 3\n"), 3);
+    EXPECT_EQ(parse_prompt_token_count("main: prompt: 'def main('\nmain: number of tokens in prompt = 3\n"),
+              3);
     EXPECT_EQ(parse_prompt_token_count("main: number of tokens in prompt = x\n"), std::nullopt);
     EXPECT_EQ(parse_prompt_token_count("no such line"), std::nullopt);
 }

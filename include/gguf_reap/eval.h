@@ -58,6 +58,7 @@ struct EvalTextFacts {
     bool base_cached = false;            // true: an earlier eval computed it
     std::optional<ValueErr> source_ppl;  // the base run's "Final estimate"
     std::vector<std::string> base_command;
+    std::vector<std::string> tokenize_command;  // fed the text on stdin
 };
 
 struct EvalOutputFacts {

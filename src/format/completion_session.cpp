@@ -15,8 +15,9 @@ std::vector<int32_t> parse_session_tokens(ByteSource& src, uint64_t max_tokens) 
     const uint64_t at_magic = cur.pos();
     const auto magic = cur.read_le<uint32_t>("magic");
     if (magic != kSessionMagic)
-        throw InputError(src.name(), at_magic, "magic",
-                         fmt::format("{:#010x}, not a llama.cpp session file ({:#010x})", magic, kSessionMagic));
+        throw InputError(
+            src.name(), at_magic, "magic",
+            fmt::format("{:#010x}, not a llama.cpp session file ({:#010x})", magic, kSessionMagic));
     const uint64_t at_version = cur.pos();
     const auto version = cur.read_le<uint32_t>("version");
     if (version != kSessionVersion)
@@ -27,8 +28,9 @@ std::vector<int32_t> parse_session_tokens(ByteSource& src, uint64_t max_tokens) 
     const uint64_t at_count = cur.pos();
     const auto n = cur.read_le<uint32_t>("n_tokens");
     if (n > max_tokens)
-        throw InputError(src.name(), at_count, "n_tokens",
-                         fmt::format("{} tokens, more than the {} of the context it was run with", n, max_tokens));
+        throw InputError(
+            src.name(), at_count, "n_tokens",
+            fmt::format("{} tokens, more than the {} of the context it was run with", n, max_tokens));
     if (uint64_t{n} * 4 > cur.remaining())
         throw InputError(src.name(), at_count, "n_tokens",
                          fmt::format("{} tokens need {} bytes; the file has {} more (truncated file?)", n,

@@ -107,8 +107,9 @@ VocabText VocabText::of(const ShardSet& model) {
     const Kv* tokens = model.find_kv("tokenizer.ggml.tokens");
     auto pieces = tokens ? tokens->as_string_array() : std::nullopt;
     if (!pieces)
-        throw InputError(model.shards().front().path, tokens ? std::optional(tokens->file_offset) : std::nullopt,
-                         "tokenizer.ggml.tokens", "the model has no vocabulary (an array of strings)");
+        throw InputError(model.shards().front().path,
+                         tokens ? std::optional(tokens->file_offset) : std::nullopt, "tokenizer.ggml.tokens",
+                         "the model has no vocabulary (an array of strings)");
     const Kv* kind = model.find_kv("tokenizer.ggml.model");
     return VocabText(std::move(*pieces), kind ? kind->as_string().value_or("") : "");
 }
@@ -125,11 +126,21 @@ std::string quoted_text(const std::string& s) {
     std::string out = "\"";
     for (char ch : s) {
         switch (ch) {
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            case '\\': out += "\\\\"; break;
-            case '"': out += "\\\""; break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '"':
+                out += "\\\"";
+                break;
             default:
                 if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
                     out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));

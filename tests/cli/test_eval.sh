@@ -45,6 +45,7 @@ expect_json 'd["runs"][0]["tokens"] == 504 and d["texts"][0]["tokens"] == 19133 
 expect_json 'd["texts"][0]["base_bytes"] == 4136916 and d["texts"][0]["sha256"] == "'"$(sha256sum "$WORK/python.heldout.txt" | cut -d" " -f1)"'"'
 expect_json '[o["expert_count"] for o in d["outputs"]] == [12, 8] and d["outputs"][1]["shards"] == ["keep8.gguf"] and d["source"]["expert_count"] == 16'
 expect_json 'd["llama_cpp"]["build"].startswith("version: 0.1.1-dev") and d["runs"][0]["command"][-3:-1] == ["--kl-divergence-base", d["texts"][0]["base_file"]]'
+expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$M"'", "--stdin", "--no-escape", "--ids", "--show-count", "--log-disable"] and d["texts"][0]["tokenize_command"][0].endswith("/llama-tokenize")'
 expect_json '"--no-escape" in d["runs"][0]["command"] and d["runs"][0]["command"][d["runs"][0]["command"].index("-c")+1] == "128"'
 expect_out "keep8.gguf"
 

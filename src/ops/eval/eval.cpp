@@ -43,14 +43,15 @@ std::string llama_version(Ctx& c) {
 // The text's token count with the source's vocabulary, as llama-perplexity sees it: its -f drops one
 // trailing newline (common/arg.cpp), llama-tokenize -f does not, so llama-tokenize reads the same bytes
 // from stdin.
-int64_t count_tokens(Ctx& c, const EvalModel& src, const EvalText& t, const std::string& text) {
+int64_t count_tokens(Ctx& c, const EvalModel& src, const EvalText& t, const std::string& text,
+                     std::vector<std::string>& command) {
     OutputFile in(c.cache_dir + "/text.stdin");
     const size_t n = !text.empty() && text.back() == '\n' ? text.size() - 1 : text.size();
     in.write_at(0, text.data(), n);
-    const std::string out = run_tool(c,
-                                     {c.tools.tokenize, "-m", src.path, "--stdin", "--no-escape", "--ids",
-                                      "--show-count", "--log-disable"},
-                                     in.temp_path(), fmt::format("llama-tokenize on {}", t.path), 0, nullptr);
+    command = {c.tools.tokenize, "-m",    src.path,       "--stdin",
+               "--no-escape",    "--ids", "--show-count", "--log-disable"};
+    const std::string out =
+        run_tool(c, command, in.temp_path(), fmt::format("llama-tokenize on {}", t.path), 0, nullptr);
     const auto count = parse_token_count(out);
     if (!count)
         throw IoError(c.tools.tokenize,
@@ -229,7 +230,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
         const std::string text = read_small_file(t.path, kTextLimit, "text");
         f.bytes = text.size();
         f.sha256 = sha256_hex(text.data(), text.size());
-        f.tokens = count_tokens(c, src, t, text);
+        f.tokens = count_tokens(c, src, t, text, f.tokenize_command);
         const auto need = static_cast<int64_t>(2 * q.ctx);
         if (f.tokens < need)
             throw UsageError(fmt::format(

@@ -112,7 +112,8 @@ json eval_json(const EvalResult& r) {
                          {"base_file", t.base_file},
                          {"base_bytes", t.base_bytes},
                          {"base_cached", t.base_cached},
-                         {"base_command", t.base_command}});
+                         {"base_command", t.base_command},
+                         {"tokenize_command", t.tokenize_command}});
     j["texts"] = texts;
     json outs = json::array();
     for (size_t i = 0; i < r.outputs.size(); ++i) {

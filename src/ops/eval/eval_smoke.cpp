@@ -60,24 +60,28 @@ SmokeGeneration generate(Ctx& c, const std::string& model, const VocabText& voca
                                   last_lines(log, kErrorLines)));
     const auto file = InputFile::open(session.temp_path());
     if (file->size() == 0)
-        throw IoError(c.tools.completion, fmt::format("{}: saved no session (--prompt-cache); its last lines:\n{}",
-                                                      label, last_lines(log, kErrorLines)));
+        throw IoError(c.tools.completion,
+                      fmt::format("{}: saved no session (--prompt-cache); its last lines:\n{}", label,
+                                  last_lines(log, kErrorLines)));
     std::vector<int32_t> ids;
     try {
         FileSource src(*file);
         ids = parse_session_tokens(src, ctx);
     } catch (const InputError& e) {  // the tool's own output, not the user's input
-        throw IoError(c.tools.completion, fmt::format("{}: its session file is not one this gguf-reap reads: {}",
-                                                      label, e.what()));
+        throw IoError(
+            c.tools.completion,
+            fmt::format("{}: its session file is not one this gguf-reap reads: {}", label, e.what()));
     }
     if (ids.size() < static_cast<size_t>(*prompt))
-        throw IoError(c.tools.completion,
-                      fmt::format("{}: its session file holds {} tokens, fewer than the prompt's {}; its last "
-                                  "lines:\n{}",
-                                  label, ids.size(), *prompt, last_lines(log, kErrorLines)));
+        throw IoError(
+            c.tools.completion,
+            fmt::format("{}: its session file holds {} tokens, fewer than the prompt's {}; its last "
+                        "lines:\n{}",
+                        label, ids.size(), *prompt, last_lines(log, kErrorLines)));
     prompt_tokens = *prompt;
     SmokeGeneration g;
-    for (size_t i = static_cast<size_t>(*prompt); i < ids.size(); ++i) g.tokens.push_back({ids[i], vocab.text(ids[i])});
+    for (size_t i = static_cast<size_t>(*prompt); i < ids.size(); ++i)
+        g.tokens.push_back({ids[i], vocab.text(ids[i])});
     g.command = argv;
     std::replace(g.command.begin(), g.command.end(), session.temp_path(), std::string("SESSION"));
     return g;
