@@ -352,6 +352,32 @@ TEST_F(MoeLayoutTest, SelectionBiasWithoutSuffix) {
     EXPECT_EQ(block_tensor_name(1, expert_kind(ExpertRole::kProbsBias)), "blk.1.exp_probs_b.bias");
 }
 
+// The role table names each role once per vocabulary: no two roles share a name or a region, no two
+// kinds of another role or projection share a label, and every kind of the tensor table has a label
+// (inspect), a role name (the generator's tests) and a region (audit's findings).
+TEST(TensorTable, EveryRoleHasItsNamesOnce) {
+    std::set<std::string> names, regions, kind_labels;
+    size_t roles = 0;
+    for (const ExpertRole r : {ExpertRole::kWeight, ExpertRole::kBias, ExpertRole::kScale,
+                               ExpertRole::kRouter, ExpertRole::kRouterBias, ExpertRole::kProbsBias}) {
+        ++roles;
+        names.insert(expert_role_name(r));
+        regions.insert(expert_role_region(r));
+    }
+    EXPECT_EQ(names.size(), roles);
+    EXPECT_EQ(regions.size(), roles);
+    for (const ExpertTensorKind& k : expert_tensor_kinds()) {
+        EXPECT_STRNE(expert_kind_label(k), "?") << k.base << "." << k.suffix;
+        EXPECT_STRNE(expert_role_name(k.role), "?") << k.base << "." << k.suffix;
+        kind_labels.insert(expert_kind_label(k));
+    }
+    // Weights by projection (4), then one label per other role (5).
+    EXPECT_EQ(kind_labels.size(), 9u);
+    EXPECT_STREQ(expert_role_region(ExpertRole::kRouter), "router row");
+    EXPECT_STREQ(expert_role_region(ExpertRole::kWeight), "kept slab");
+    EXPECT_STREQ(expert_kind_label(expert_kind(ExpertRole::kWeight, Projection::kGateUp)), "gate_up_exps");
+}
+
 TEST(ArchitectureTable, SortedUniqueAndEveryLoaderNamed) {
     const auto archs = architectures();
     EXPECT_GE(archs.size(), 59u);

@@ -20,36 +20,6 @@ std::string shape_str(const TensorInfo& t) {
 
 }  // namespace
 
-const char* expert_kind_label(const ExpertTensorKind& kind) {
-    switch (kind.role) {
-        case ExpertRole::kWeight:
-            switch (kind.projection) {
-                case Projection::kGate:
-                    return "gate_exps";
-                case Projection::kUp:
-                    return "up_exps";
-                case Projection::kDown:
-                    return "down_exps";
-                case Projection::kGateUp:
-                    return "gate_up_exps";
-                case Projection::kNone:
-                    break;
-            }
-            break;
-        case ExpertRole::kBias:
-            return "exps_bias";
-        case ExpertRole::kScale:
-            return "exps_scale";
-        case ExpertRole::kRouter:
-            return "router";
-        case ExpertRole::kRouterBias:
-            return "router_bias";
-        case ExpertRole::kProbsBias:
-            return "exp_probs_b";
-    }
-    return "?";
-}
-
 const MoeBlock* MoeLayout::find_block(int block) const {
     for (const auto& b : blocks)
         if (b.block == block) return &b;

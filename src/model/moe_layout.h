@@ -61,10 +61,6 @@ struct MoeLayout {
     bool is_nextn_block(int block) const;
 };
 
-// The label inspect prints for a kind: "gate_exps", "up_exps", "down_exps", "gate_up_exps" (weights),
-// "exps_bias", "exps_scale", "router", "router_bias", "exp_probs_b".
-const char* expert_kind_label(const ExpertTensorKind& kind);
-
 // Builds the layout from general.architecture and <arch>.expert_count. Throws InputError naming the
 // tensor when something looks expert-indexed but has the wrong shape, a deepseek4 token → expert table
 // that is not I32 [expert_used_count, n_vocab] in an MoE block, and grovemoe's chunk experts. A model

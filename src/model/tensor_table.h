@@ -31,8 +31,11 @@ enum class ExpertRole : uint8_t {
     kRouterBias,  // ffn_gate_inp.bias: [E]
     kProbsBias,   // exp_probs_b.bias: the selection bias of aux-loss-free routing, [E]
 };
-const char* expert_role_name(ExpertRole r);  // "weight", "bias", "scale", "router", ...
-const char* projection_name(Projection p);   // "gate", "up", "down", "gate_up", ""
+// The names of a role, from one table (tensor_table.cpp): "weight", "bias", "scale", "router", ...;
+// and the region an audit finding about its data names: "kept slab", "expert bias", "router row", ...
+const char* expert_role_name(ExpertRole r);
+const char* expert_role_region(ExpertRole r);
+const char* projection_name(Projection p);  // "gate", "up", "down", "gate_up", ""
 
 // One kind of expert-indexed tensor: a (base, suffix) name pattern and every fact about its axes.
 struct ExpertTensorKind {
@@ -61,6 +64,9 @@ struct ExpertTensorKind {
 
 // Every expert-indexed tensor kind gguf-reap knows, in the table's order.
 std::span<const ExpertTensorKind> expert_tensor_kinds();
+// The label inspect prints for a kind: "gate_exps", "up_exps", "down_exps", "gate_up_exps" (weights),
+// "exps_bias", "exps_scale", "router", "router_bias", "exp_probs_b".
+const char* expert_kind_label(const ExpertTensorKind& kind);
 // The first kind with this role and projection (scales: ".scale", not ".input_scale"); the generator
 // names its expert tensors with it. Throws std::logic_error when the table has none.
 const ExpertTensorKind& expert_kind(ExpertRole role, Projection projection = Projection::kNone);

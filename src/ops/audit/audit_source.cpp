@@ -80,24 +80,6 @@ void fill_from(const KeepList& kl, KeptExperts& k) {
     k.valid = true;
 }
 
-const char* region_of(ExpertRole role) {
-    switch (role) {
-        case ExpertRole::kWeight:
-            return "kept slab";
-        case ExpertRole::kBias:
-            return "expert bias";
-        case ExpertRole::kScale:
-            return "expert scale";
-        case ExpertRole::kRouter:
-            return "router row";
-        case ExpertRole::kRouterBias:
-            return "router bias";
-        case ExpertRole::kProbsBias:
-            return "exp_probs_b";
-    }
-    return "expert data";
-}
-
 }  // namespace
 
 std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLayout& layout,
@@ -452,11 +434,11 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                 }
                 for (size_t k = 0; k < kb->second.size(); ++k) {
                     const int64_t e = kb->second[k];
-                    te.runs.push_back(
-                        {r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, out_slab,
-                         static_cast<int64_t>(k), e,
-                         cut ? (te.gather->elements ? "kept columns" : "kept rows") : region_of(et.role()),
-                         te.gather.get()});
+                    te.runs.push_back({r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, out_slab,
+                                       static_cast<int64_t>(k), e,
+                                       cut ? (te.gather->elements ? "kept columns" : "kept rows")
+                                           : expert_role_region(et.role()),
+                                       te.gather.get()});
                 }
             }
             exp[si][ti] = std::move(te);
