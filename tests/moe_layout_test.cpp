@@ -436,6 +436,43 @@ TEST_F(MoeLayoutTest, GrovemoeChunkExpertsRefused) {
                           g.info_offsets.back()));
 }
 
+// MTP blocks, token → expert tables and chunk experts are looked for only where the architecture's
+// flags say its loader reads them; an architecture the table does not list is read for all three.
+TEST_F(MoeLayoutTest, ArchFlagsSayWhatTheLoaderReads) {
+    auto kvs = moe_kvs("deepseek2");
+    kvs.push_back(Kv::make_u32("deepseek2.nextn_predict_layers", 1));
+    write(kvs, moe_tensors());
+    EXPECT_EQ(layout().nextn_predict_layers, 1u);
+    EXPECT_TRUE(layout().is_nextn_block(2));
+    // qwen3moe's loader reads no nextn_predict_layers: its last block is an ordinary one.
+    kvs = moe_kvs("qwen3moe");
+    kvs.push_back(Kv::make_u32("qwen3moe.nextn_predict_layers", 1));
+    write(kvs, moe_tensors());
+    EXPECT_EQ(layout().nextn_predict_layers, 0u);
+    EXPECT_FALSE(layout().is_nextn_block(2));
+    kvs = moe_kvs("mystery");
+    kvs.push_back(Kv::make_u32("mystery.nextn_predict_layers", 1));
+    write(kvs, moe_tensors());
+    EXPECT_EQ(layout().nextn_predict_layers, 1u);
+
+    // A tid2eid tensor outside deepseek4, even of a shape no table has, is an ordinary tensor there.
+    auto t = moe_tensors();
+    t.push_back({"blk.1.ffn_gate_tid2eid.weight", {3, 16}, test::kI32});
+    write(moe_kvs("qwen3moe"), t);
+    EXPECT_EQ(error_of(), "");
+    EXPECT_FALSE(layout().blocks[0].hash_table.has_value());
+    write(moe_kvs("mystery"), t);
+    EXPECT_NE(error_of().find("but a token → expert table is I32"), std::string::npos) << error_of();
+
+    // Chunk experts are grovemoe's (GrovemoeChunkExpertsRefused); in qwen3moe the name is nothing.
+    t = moe_tensors();
+    t.push_back({"blk.1.ffn_up_chexps.weight", {32, 16, 2}, test::kF16});
+    write(moe_kvs("qwen3moe"), t);
+    EXPECT_EQ(error_of(), "");
+    write(moe_kvs("mystery"), t);
+    EXPECT_NE(error_of().find("pairs each chunk expert with a group"), std::string::npos) << error_of();
+}
+
 TEST_F(MoeLayoutTest, ExpertsWithoutRouter) {
     auto t = moe_tensors();
     t.erase(t.begin() + static_cast<std::ptrdiff_t>(index_of(t, "blk.2.ffn_gate_inp.weight")));

@@ -170,8 +170,8 @@ enum class MoeBlocks : uint8_t {
 
 // Facts of an architecture beyond its widths.
 struct ArchFlag {
-    static constexpr uint8_t kNextn = 1;         // nextn_predict_layers MTP blocks after the trunk
-    static constexpr uint8_t kExpertGroups = 2;  // expert_group_count / expert_group_used_count routing
+    static constexpr uint8_t kNextn = 1;  // nextn_predict_layers MTP blocks after the trunk
+    // (No flag for expert_group_count: llama-model.cpp reads it for every architecture.)
     static constexpr uint8_t kHashRouting = 4;   // ffn_gate_tid2eid token → expert tables (deepseek4)
     static constexpr uint8_t kChunkExperts = 8;  // grovemoe's ffn_*_chexps, one per group of experts
     // feed_forward_length[i] = 0 makes block i a Mamba block without FFN (nemotron_h, nemotron_h_moe)
