@@ -178,6 +178,16 @@ struct ArchFlag {
     static constexpr uint8_t kFfLayerPattern = 16;
 };
 
+// The optional expert tensors a loader creates beside its routed experts' weights (with
+// TENSOR_NOT_REQUIRED or always); a file with one it does not create has a tensor the loader never asks
+// for. The fixture generator refuses the options that write the others (tools/gen/model.cpp).
+struct ArchTakes {
+    static constexpr uint8_t kRouterBias = 1;   // ffn_gate_inp.bias (--router-bias)
+    static constexpr uint8_t kExpsBias = 2;     // ffn_{gate,up,down}_exps.bias (--exps-bias)
+    static constexpr uint8_t kProbsBias = 4;    // exp_probs_b, the selection bias (--probs-bias)
+    static constexpr uint8_t kFusedGateUp = 8;  // ffn_gate_up_exps in place of gate and up (--fused-gate-up)
+};
+
 struct ArchInfo {
     std::string_view name;    // general.architecture
     std::string_view loader;  // the llama.cpp file the facts were read from ("src/models/deepseek2.cpp")
@@ -192,8 +202,10 @@ struct ArchInfo {
     // The dense FFN tensors (ffn_gate/ffn_up [n_embd, n_ff], ffn_down [n_ff, n_embd]) are sized by
     // feed_forward_length, one value or one per block (model/loader_ffn.h).
     bool dense_ff = false;
+    uint8_t takes = 0;  // ArchTakes bits (0 for an architecture that can never hold experts)
 
     bool has(uint8_t flag) const { return (flags & flag) != 0; }
+    bool takes_tensor(uint8_t bit) const { return (takes & bit) != 0; }
 };
 
 // Why a model of `arch` with `from` experts per block must not become one with `to`: llama.cpp would
