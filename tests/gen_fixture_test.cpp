@@ -379,5 +379,49 @@ TEST(GenModel, PresetsAreTheArchitectureTable) {
     EXPECT_EQ(presets.size(), architectures().size());
 }
 
+// Which optional expert tensors a preset writes is the table's ArchInfo::takes: every architecture that
+// can hold experts writes each one its loader creates, and refuses the others centrally, naming the
+// option (tools/gen/model.cpp). hy_v3 takes a selection bias, but one named without a suffix, which
+// its preset always writes and --probs-bias cannot name.
+TEST(GenModel, OptionalExpertTensorsFollowTheArchitectureTable) {
+    TempDir d;
+    const std::string out = d.file("m.gguf");
+    struct Option {
+        const char* flag;
+        uint8_t bit;
+    };
+    const Option options[] = {{"--router-bias", ArchTakes::kRouterBias},
+                              {"--exps-bias", ArchTakes::kExpsBias},
+                              {"--probs-bias", ArchTakes::kProbsBias},
+                              {"--fused-gate-up", ArchTakes::kFusedGateUp}};
+    size_t taken = 0, refused = 0;
+    for (const ArchInfo& a : architectures()) {
+        if (a.status == ArchStatus::kNoExperts) continue;
+        for (const Option& o : options) {
+            if (a.name == "hy_v3" && o.bit == ArchTakes::kProbsBias) continue;
+            const auto r = run_gen(fmt::format("model --arch {} {} -o {}", a.name, o.flag, out));
+            if (a.takes_tensor(o.bit)) {
+                ++taken;
+                EXPECT_EQ(r.exit_code, 0) << a.name << " " << o.flag << ": " << r.err;
+            } else {
+                ++refused;
+                EXPECT_EQ(r.exit_code, 2) << a.name << " " << o.flag;
+                EXPECT_NE(r.err.find(fmt::format("{}: {}'s loader creates no ", o.flag, a.name)),
+                          std::string::npos)
+                    << r.err;
+            }
+        }
+    }
+    EXPECT_GE(taken, 30u);
+    EXPECT_GE(refused, 150u);
+    // A preset's default counts as asked for: demo writes exp_probs_b, which qwen3moe's loader lacks.
+    const auto demo = run_gen(fmt::format("model --arch qwen3moe --preset demo -o {}", out));
+    EXPECT_EQ(demo.exit_code, 2);
+    EXPECT_NE(
+        demo.err.find("--probs-bias: qwen3moe's loader creates no exp_probs_b.bias (--preset demo sets it)"),
+        std::string::npos)
+        << demo.err;
+}
+
 }  // namespace
 }  // namespace gguf_reap

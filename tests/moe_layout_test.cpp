@@ -352,6 +352,32 @@ TEST_F(MoeLayoutTest, SelectionBiasWithoutSuffix) {
     EXPECT_EQ(block_tensor_name(1, expert_kind(ExpertRole::kProbsBias)), "blk.1.exp_probs_b.bias");
 }
 
+// The role table names each role once per vocabulary: no two roles share a name or a region, no two
+// kinds of another role or projection share a label, and every kind of the tensor table has a label
+// (inspect), a role name (the generator's tests) and a region (audit's findings).
+TEST(TensorTable, EveryRoleHasItsNamesOnce) {
+    std::set<std::string> names, regions, kind_labels;
+    size_t roles = 0;
+    for (const ExpertRole r : {ExpertRole::kWeight, ExpertRole::kBias, ExpertRole::kScale,
+                               ExpertRole::kRouter, ExpertRole::kRouterBias, ExpertRole::kProbsBias}) {
+        ++roles;
+        names.insert(expert_role_name(r));
+        regions.insert(expert_role_region(r));
+    }
+    EXPECT_EQ(names.size(), roles);
+    EXPECT_EQ(regions.size(), roles);
+    for (const ExpertTensorKind& k : expert_tensor_kinds()) {
+        EXPECT_STRNE(expert_kind_label(k), "?") << k.base << "." << k.suffix;
+        EXPECT_STRNE(expert_role_name(k.role), "?") << k.base << "." << k.suffix;
+        kind_labels.insert(expert_kind_label(k));
+    }
+    // Weights by projection (4), then one label per other role (5).
+    EXPECT_EQ(kind_labels.size(), 9u);
+    EXPECT_STREQ(expert_role_region(ExpertRole::kRouter), "router row");
+    EXPECT_STREQ(expert_role_region(ExpertRole::kWeight), "kept slab");
+    EXPECT_STREQ(expert_kind_label(expert_kind(ExpertRole::kWeight, Projection::kGateUp)), "gate_up_exps");
+}
+
 TEST(ArchitectureTable, SortedUniqueAndEveryLoaderNamed) {
     const auto archs = architectures();
     EXPECT_GE(archs.size(), 59u);
@@ -408,6 +434,43 @@ TEST_F(MoeLayoutTest, GrovemoeChunkExpertsRefused) {
                           "only whole groups could be removed, with their chunk experts, which gguf-reap "
                           "refuses",
                           g.info_offsets.back()));
+}
+
+// MTP blocks, token → expert tables and chunk experts are looked for only where the architecture's
+// flags say its loader reads them; an architecture the table does not list is read for all three.
+TEST_F(MoeLayoutTest, ArchFlagsSayWhatTheLoaderReads) {
+    auto kvs = moe_kvs("deepseek2");
+    kvs.push_back(Kv::make_u32("deepseek2.nextn_predict_layers", 1));
+    write(kvs, moe_tensors());
+    EXPECT_EQ(layout().nextn_predict_layers, 1u);
+    EXPECT_TRUE(layout().is_nextn_block(2));
+    // qwen3moe's loader reads no nextn_predict_layers: its last block is an ordinary one.
+    kvs = moe_kvs("qwen3moe");
+    kvs.push_back(Kv::make_u32("qwen3moe.nextn_predict_layers", 1));
+    write(kvs, moe_tensors());
+    EXPECT_EQ(layout().nextn_predict_layers, 0u);
+    EXPECT_FALSE(layout().is_nextn_block(2));
+    kvs = moe_kvs("mystery");
+    kvs.push_back(Kv::make_u32("mystery.nextn_predict_layers", 1));
+    write(kvs, moe_tensors());
+    EXPECT_EQ(layout().nextn_predict_layers, 1u);
+
+    // A tid2eid tensor outside deepseek4, even of a shape no table has, is an ordinary tensor there.
+    auto t = moe_tensors();
+    t.push_back({"blk.1.ffn_gate_tid2eid.weight", {3, 16}, test::kI32});
+    write(moe_kvs("qwen3moe"), t);
+    EXPECT_EQ(error_of(), "");
+    EXPECT_FALSE(layout().blocks[0].hash_table.has_value());
+    write(moe_kvs("mystery"), t);
+    EXPECT_NE(error_of().find("but a token → expert table is I32"), std::string::npos) << error_of();
+
+    // Chunk experts are grovemoe's (GrovemoeChunkExpertsRefused); in qwen3moe the name is nothing.
+    t = moe_tensors();
+    t.push_back({"blk.1.ffn_up_chexps.weight", {32, 16, 2}, test::kF16});
+    write(moe_kvs("qwen3moe"), t);
+    EXPECT_EQ(error_of(), "");
+    write(moe_kvs("mystery"), t);
+    EXPECT_NE(error_of().find("pairs each chunk expert with a group"), std::string::npos) << error_of();
 }
 
 TEST_F(MoeLayoutTest, ExpertsWithoutRouter) {

@@ -2,10 +2,12 @@
 // every rule and refusal, and on the real llama.cpp fixture.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "format/ggml_types.h"
 #include "gguf_builder.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/width.h"
@@ -347,6 +349,42 @@ TEST(PlanInBlocks, WholeGroupsBecomeBlockIdsAndAPartialOneIsNamed) {
     EXPECT_EQ(c.expert, 0);
     EXPECT_EQ(c.kept, 1);
     EXPECT_EQ(c.group, 1);
+}
+
+TEST(PlanInRowBlocks, EachBlockSizeOnceAndThePartialRowTypeNamed) {
+    // Rows of F16 (no blocks), Q8_0 and Q4_0 (32 values a block) and Q4_K (256): one plan per block size.
+    WidthRules rules;
+    rules.row_types = {{kGgmlF16, "t0"}, {kGgmlQ8_0, "t1"}, {kGgmlQ4_0, "t2"}, {kGgmlQ4_K, "t3"}};
+    NeuronPlan p;
+    p.k = 256;
+    p.expert_count = 1;
+    p.blocks = {0};
+    for (int32_t c = 0; c < 256; ++c) p.channels.push_back(c);
+    const auto whole = plan_in_row_blocks(rules, p);
+    ASSERT_TRUE((std::holds_alternative<std::map<int64_t, NeuronPlan>>(whole)));
+    const auto& plans = std::get<std::map<int64_t, NeuronPlan>>(whole);
+    ASSERT_EQ(plans.size(), 2u);
+    EXPECT_EQ(plans.at(32).k, 8);
+    EXPECT_EQ(plans.at(32).channels, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    EXPECT_EQ(plans.at(256).channels, (std::vector<int32_t>{0}));
+    // Whole groups of 32 but part of the first group of 256: Q4_K's row type is named.
+    p.channels.clear();
+    for (int32_t c = 0; c < 32; ++c) p.channels.push_back(c);
+    for (int32_t c = 288; c < 512; ++c) p.channels.push_back(c);
+    const auto q4k = plan_in_row_blocks(rules, p);
+    ASSERT_TRUE(std::holds_alternative<PartialRowBlock>(q4k));
+    const PartialRowBlock& a = std::get<PartialRowBlock>(q4k);
+    EXPECT_EQ(a.row_type->tensor, "t3");
+    EXPECT_EQ(a.block_size, 256);
+    EXPECT_EQ(a.at.kept, 32);
+    EXPECT_EQ(a.at.group, 0);
+    // Part of a group of 32: the first row type of that block size (Q8_0, not Q4_0) is named.
+    p.channels.clear();
+    for (int32_t c = 1; c < 257; ++c) p.channels.push_back(c);
+    const auto q8 = plan_in_row_blocks(rules, p);
+    ASSERT_TRUE(std::holds_alternative<PartialRowBlock>(q8));
+    EXPECT_EQ(std::get<PartialRowBlock>(q8).row_type->tensor, "t1");
+    EXPECT_EQ(std::get<PartialRowBlock>(q8).block_size, 32);
 }
 
 }  // namespace

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gguf_reap/events.h"
 #include "gguf_reap/manifest.h"
 
@@ -144,6 +146,10 @@ struct AuditResult {
     bool manifest_written = false;
 };
 AuditResult audit(const AuditRequest& request, const Events& events = {});
+
+// The `audit --json` document of one audit (docs/audit.md); `card --audit` reads it back
+// (src/ops/audit/audit_report.h), and both take its key names from one file.
+nlohmann::ordered_json audit_report_json(const AuditRequest& request, const AuditResult& result);
 
 }  // namespace ops
 

@@ -127,6 +127,18 @@ NeuronPlan parse_neuron_plan(std::span<const uint8_t> bytes, const std::string& 
 // a quantized row byte-exact: splice gathers those blocks, audit compares them, estimate asks whether.
 std::variant<NeuronPlan, PartialBlock> plan_in_blocks(const NeuronPlan& plan, int64_t bs);
 
+// The plan in units of blocks for each block size above 1 among rules.row_types (each size once, keyed
+// by it); or, at the first row type (in the rules' order) whose blocks the plan keeps part of, that row
+// type, its block size and the place. Splice gathers the blocks of these plans, audit compares them,
+// and each refuses a partial block with its own message.
+struct PartialRowBlock {
+    const WidthRules::RowType* row_type = nullptr;
+    int64_t block_size = 0;
+    PartialBlock at;
+};
+std::variant<std::map<int64_t, NeuronPlan>, PartialRowBlock> plan_in_row_blocks(const WidthRules& rules,
+                                                                                const NeuronPlan& plan);
+
 NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
                                    const std::vector<int>& blocks, int64_t expert_count, int64_t width);
 

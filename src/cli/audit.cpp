@@ -1,7 +1,6 @@
 // gguf-reap audit OUTPUT [--source MODEL | --source-manifest FILE] [--keeplist K] [--manifest FILE]
 //                       [--manifest-out FILE] [--json]:
 // prove a pruned model from the disk. Exit 0 pass, 1 findings, 2 bad input.
-#include <ctime>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -29,87 +28,6 @@ struct AuditCli {
     bool force = false;
     bool json = false;
 };
-
-// "2026-12-01T21:30:05Z"
-std::string utc_now_iso8601() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-nlohmann::ordered_json or_null(const std::string& s) {
-    return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
-}
-
-nlohmann::ordered_json report_json(const AuditCli& c, const AuditReport& r, bool manifest_written) {
-    using nlohmann::ordered_json;
-    ordered_json j;
-    j["result"] = r.passed() ? "pass" : "fail";
-    j["tool"] = std::string("gguf-reap ") + GGUF_REAP_VERSION;
-    j["date"] = utc_now_iso8601();  // when the audit finished
-    j["output"] = c.output;
-    j["source"] = or_null(c.source);
-    j["source_manifest"] = or_null(c.source_manifest);
-    j["keeplist"] = or_null(c.keeplist);
-    j["neuron_plan"] = or_null(c.neuron_plan);
-    if (!c.neuron_plan.empty()) j["expert_width"] = {{"source", r.source_width}, {"output", r.output_width}};
-    j["manifest"] = or_null(c.manifest);
-    j["kept_from"] = or_null(r.kept_from);
-    if (!c.source.empty() || !c.source_manifest.empty())
-        j["expert_count"] = {
-            {"source", r.source_expert_count},
-            {"output", r.output_expert_count ? ordered_json(r.output_expert_count) : ordered_json(nullptr)}};
-    ordered_json shards = ordered_json::array();
-    for (const auto& s : r.shards) {
-        ordered_json o{{"path", s.path},
-                       {"present", s.present},
-                       {"readable", s.readable},
-                       {"size", s.size},
-                       {"tensors", s.tensors}};
-        o["sha256"] = or_null(s.sha256);
-        shards.push_back(std::move(o));
-    }
-    j["shards"] = shards;
-    const AuditSummary& m = r.summary;
-    j["summary"] = {{"shards", m.shards},
-                    {"tensors", m.tensors},
-                    {"tensors_identical", m.tensors_identical},
-                    {"expert_tensors", m.expert_tensors},
-                    {"slabs", m.slabs},
-                    {"tensors_hashed", m.tensors_hashed},
-                    {"kvs_checked", m.kvs_checked},
-                    {"bytes_compared", m.bytes_compared},
-                    {"padding_bytes", m.padding_bytes},
-                    {"bytes_read", m.bytes_read},
-                    {"source_bytes_read", m.source_bytes_read},
-                    {"bytes_hashed", m.bytes_hashed},
-                    {"findings", r.findings.size()}};
-    if (m.hash_tables > 0) j["summary"]["hash_tables"] = m.hash_tables;  // deepseek4 only
-    ordered_json fs = ordered_json::array();
-    for (const auto& f : r.findings) {
-        ordered_json o;
-        o["kind"] = finding_kind_name(f.kind);
-        o["file"] = f.file;
-        o["subject"] = f.subject;
-        o["offset"] = f.offset ? ordered_json(*f.offset) : ordered_json(nullptr);
-        o["tensor"] = or_null(f.tensor);
-        o["expert"] = f.expert ? ordered_json(*f.expert) : ordered_json(nullptr);
-        o["source_expert"] = f.source_expert ? ordered_json(*f.source_expert) : ordered_json(nullptr);
-        o["region"] = or_null(f.region);
-        o["channel"] = f.channel ? ordered_json(*f.channel) : ordered_json(nullptr);
-        o["message"] = f.message;
-        fs.push_back(std::move(o));
-    }
-    j["findings"] = fs;
-    j["notes"] = r.notes;
-    j["manifest_out"] = manifest_written ? ordered_json{{"json", c.manifest_out},
-                                                        {"sha256sum", manifest_sums_path(c.manifest_out)}}
-                                         : ordered_json(nullptr);
-    return j;
-}
 
 void report_text(const AuditCli& c, const AuditReport& r, bool manifest_written) {
     const AuditSummary& m = r.summary;
@@ -193,7 +111,7 @@ int run_audit_cli(const AuditCli& c) {
     q.force = c.force;
     const ops::AuditResult o = ops::audit(q, cli_events(false));
     if (c.json)
-        print_json(report_json(c, o.report, o.manifest_written));
+        print_json(ops::audit_report_json(q, o));
     else
         report_text(c, o.report, o.manifest_written);
     return o.report.passed() ? kExitOk : kExitFindings;

@@ -20,36 +20,6 @@ std::string shape_str(const TensorInfo& t) {
 
 }  // namespace
 
-const char* expert_kind_label(const ExpertTensorKind& kind) {
-    switch (kind.role) {
-        case ExpertRole::kWeight:
-            switch (kind.projection) {
-                case Projection::kGate:
-                    return "gate_exps";
-                case Projection::kUp:
-                    return "up_exps";
-                case Projection::kDown:
-                    return "down_exps";
-                case Projection::kGateUp:
-                    return "gate_up_exps";
-                case Projection::kNone:
-                    break;
-            }
-            break;
-        case ExpertRole::kBias:
-            return "exps_bias";
-        case ExpertRole::kScale:
-            return "exps_scale";
-        case ExpertRole::kRouter:
-            return "router";
-        case ExpertRole::kRouterBias:
-            return "router_bias";
-        case ExpertRole::kProbsBias:
-            return "exp_probs_b";
-    }
-    return "?";
-}
-
 const MoeBlock* MoeLayout::find_block(int block) const {
     for (const auto& b : blocks)
         if (b.block == block) return &b;
@@ -83,6 +53,15 @@ MoeLayout build_moe_layout(const ShardSet& model) {
                                          gguf_type_name(kv->type), kv->display()));
         return *v;
     };
+    // What the loader of a listed architecture reads beyond the generic keys, its flags say (MTP blocks,
+    // token → expert tables, chunk experts): a key or tensor of that kind in another architecture's file
+    // is one its loader never looks at. An architecture the table does not list is read by the generic
+    // rules: every such key and tensor name counts.
+    const ArchInfo* info = arch_info(L.arch);
+    auto loader_reads = [&](uint8_t flag) { return info == nullptr || info->has(flag); };
+    const bool reads_nextn = loader_reads(ArchFlag::kNextn);
+    const bool reads_hash_tables = loader_reads(ArchFlag::kHashRouting);
+    const bool reads_chunk_experts = loader_reads(ArchFlag::kChunkExperts);
     L.expert_count = uint_key(kExpertCountKey);
     L.expert_used_count = uint_key(kExpertUsedCountKey);
     L.expert_shared_count = uint_key(kExpertSharedCountKey);
@@ -90,7 +69,7 @@ MoeLayout build_moe_layout(const ShardSet& model) {
     L.expert_group_used_count = uint_key(kExpertGroupUsedCountKey);
     L.leading_dense_block_count = uint_key(kLeadingDenseBlockCountKey);
     L.block_count = uint_key(kBlockCountKey);
-    L.nextn_predict_layers = uint_key(kNextnPredictLayersKey);
+    L.nextn_predict_layers = reads_nextn ? uint_key(kNextnPredictLayersKey) : 0;
 
     // llama.cpp asserts both at load time (reference §5.4); everything downstream (keeplist checks,
     // per-group counts) relies on them, so a model that breaks them is refused here, by name.
@@ -115,7 +94,7 @@ MoeLayout build_moe_layout(const ShardSet& model) {
     for (size_t i = 0; i < model.tensors().size(); ++i) {
         const TensorRef& r = model.tensors()[i];
         const TensorInfo& t = model.info(r);
-        if (is_hash_routing_table(t.name)) {
+        if (reads_hash_tables && is_hash_routing_table(t.name)) {
             const auto split = split_block_name(t.name);
             if (!split || t.type != kGgmlI32 || t.n_dims != 2 ||
                 static_cast<uint64_t>(t.ne[0]) != L.expert_used_count)
@@ -126,7 +105,7 @@ MoeLayout build_moe_layout(const ShardSet& model) {
                                              shape_str(t), ggml_type_display(t.type), L.expert_used_count));
             hash_tables[split->first] = i;
         }
-        if (is_chunk_expert_tensor(t.name))
+        if (reads_chunk_experts && is_chunk_expert_tensor(t.name))
             throw InputError(
                 model.shards()[r.shard].path, t.info_offset, fmt::format("tensor '{}'", t.name),
                 fmt::format("architecture '{}' pairs each chunk expert with a group of routed experts "

@@ -49,8 +49,8 @@ struct MoeLayout {
     uint64_t expert_group_used_count = 0;
     uint64_t leading_dense_block_count = 0;
     uint64_t block_count = 0;
-    uint64_t nextn_predict_layers = 0;
-    std::vector<MoeBlock> blocks;  // ascending block id
+    uint64_t nextn_predict_layers = 0;  // 0 for a listed architecture whose loader has no MTP blocks
+    std::vector<MoeBlock> blocks;       // ascending block id
 
     // Bytes of every expert-indexed tensor, and the share of them that the expert weights hold.
     uint64_t expert_tensor_bytes = 0;
@@ -61,14 +61,12 @@ struct MoeLayout {
     bool is_nextn_block(int block) const;
 };
 
-// The label inspect prints for a kind: "gate_exps", "up_exps", "down_exps", "gate_up_exps" (weights),
-// "exps_bias", "exps_scale", "router", "router_bias", "exp_probs_b".
-const char* expert_kind_label(const ExpertTensorKind& kind);
-
 // Builds the layout from general.architecture and <arch>.expert_count. Throws InputError naming the
 // tensor when something looks expert-indexed but has the wrong shape, a deepseek4 token → expert table
-// that is not I32 [expert_used_count, n_vocab] in an MoE block, and grovemoe's chunk experts. A model
-// without experts (no expert_count, or 0) gives an empty layout.
+// that is not I32 [expert_used_count, n_vocab] in an MoE block, and grovemoe's chunk experts. MTP blocks,
+// token → expert tables and chunk experts are looked for only where the architecture's flags say its
+// loader reads them (ArchFlag; every architecture the table does not list is read for all three). A
+// model without experts (no expert_count, or 0) gives an empty layout.
 MoeLayout build_moe_layout(const ShardSet& model);
 
 }  // namespace gguf_reap

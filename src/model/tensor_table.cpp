@@ -44,6 +44,44 @@ constexpr std::array<ExpertTensorKind, 18> kKinds{{
     {"exp_probs_b", "", R::kProbsBias, P::kNone, 0, -1, 0},
 }};
 
+// Each role once, with the three names it goes by: the table's (`expert_role_name`, in tests and
+// errors), inspect's label for its tensors (`expert_kind_label`; weights are labelled by their
+// projection below), and the region an audit finding names (`expert_role_region`).
+struct RoleEntry {
+    ExpertRole role;
+    const char* name;
+    const char* label;
+    const char* region;
+};
+constexpr std::array<RoleEntry, 6> kRoles{{
+    {R::kWeight, "weight", nullptr, "kept slab"},
+    {R::kBias, "bias", "exps_bias", "expert bias"},
+    {R::kScale, "scale", "exps_scale", "expert scale"},
+    {R::kRouter, "router", "router", "router row"},
+    {R::kRouterBias, "router_bias", "router_bias", "router bias"},
+    {R::kProbsBias, "exp_probs_b", "exp_probs_b", "exp_probs_b"},
+}};
+
+// Each projection once: its name and the label of its expert weights.
+struct ProjectionEntry {
+    Projection projection;
+    const char* name;
+    const char* weight_label;
+};
+constexpr std::array<ProjectionEntry, 5> kProjections{{
+    {P::kNone, "", "?"},
+    {P::kGate, "gate", "gate_exps"},
+    {P::kUp, "up", "up_exps"},
+    {P::kDown, "down", "down_exps"},
+    {P::kGateUp, "gate_up", "gate_up_exps"},
+}};
+
+const RoleEntry& role_entry(ExpertRole r) {
+    for (const auto& e : kRoles)
+        if (e.role == r) return e;
+    throw std::logic_error("an expert role missing from the role table");
+}
+
 // Bases whose every tensor must be a known kind: anything else under them is refused.
 constexpr std::array<std::string_view, 6> kExpertBases{"ffn_gate_exps",    "ffn_up_exps",  "ffn_down_exps",
                                                        "ffn_gate_up_exps", "ffn_gate_inp", "exp_probs_b"};
@@ -63,20 +101,17 @@ const ExpertTensorKind* find_kind(std::string_view base, std::string_view suffix
 }  // namespace
 
 const char* expert_role_name(ExpertRole r) {
-    switch (r) {
-        case ExpertRole::kWeight:
-            return "weight";
-        case ExpertRole::kBias:
-            return "bias";
-        case ExpertRole::kScale:
-            return "scale";
-        case ExpertRole::kRouter:
-            return "router";
-        case ExpertRole::kRouterBias:
-            return "router_bias";
-        case ExpertRole::kProbsBias:
-            return "exp_probs_b";
-    }
+    return role_entry(r).name;
+}
+
+const char* expert_role_region(ExpertRole r) {
+    return role_entry(r).region;
+}
+
+const char* expert_kind_label(const ExpertTensorKind& kind) {
+    if (kind.role != ExpertRole::kWeight) return role_entry(kind.role).label;
+    for (const auto& p : kProjections)
+        if (p.projection == kind.projection) return p.weight_label;
     return "?";
 }
 
@@ -95,18 +130,8 @@ const char* arch_status_name(ArchStatus s) {
 }
 
 const char* projection_name(Projection p) {
-    switch (p) {
-        case Projection::kNone:
-            return "";
-        case Projection::kGate:
-            return "gate";
-        case Projection::kUp:
-            return "up";
-        case Projection::kDown:
-            return "down";
-        case Projection::kGateUp:
-            return "gate_up";
-    }
+    for (const auto& e : kProjections)
+        if (e.projection == p) return e.name;
     return "?";
 }
 

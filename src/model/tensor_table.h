@@ -31,8 +31,11 @@ enum class ExpertRole : uint8_t {
     kRouterBias,  // ffn_gate_inp.bias: [E]
     kProbsBias,   // exp_probs_b.bias: the selection bias of aux-loss-free routing, [E]
 };
-const char* expert_role_name(ExpertRole r);  // "weight", "bias", "scale", "router", ...
-const char* projection_name(Projection p);   // "gate", "up", "down", "gate_up", ""
+// The names of a role, from one table (tensor_table.cpp): "weight", "bias", "scale", "router", ...;
+// and the region an audit finding about its data names: "kept slab", "expert bias", "router row", ...
+const char* expert_role_name(ExpertRole r);
+const char* expert_role_region(ExpertRole r);
+const char* projection_name(Projection p);  // "gate", "up", "down", "gate_up", ""
 
 // One kind of expert-indexed tensor: a (base, suffix) name pattern and every fact about its axes.
 struct ExpertTensorKind {
@@ -61,6 +64,9 @@ struct ExpertTensorKind {
 
 // Every expert-indexed tensor kind gguf-reap knows, in the table's order.
 std::span<const ExpertTensorKind> expert_tensor_kinds();
+// The label inspect prints for a kind: "gate_exps", "up_exps", "down_exps", "gate_up_exps" (weights),
+// "exps_bias", "exps_scale", "router", "router_bias", "exp_probs_b".
+const char* expert_kind_label(const ExpertTensorKind& kind);
 // The first kind with this role and projection (scales: ".scale", not ".input_scale"); the generator
 // names its expert tensors with it. Throws std::logic_error when the table has none.
 const ExpertTensorKind& expert_kind(ExpertRole role, Projection projection = Projection::kNone);
@@ -164,12 +170,22 @@ enum class MoeBlocks : uint8_t {
 
 // Facts of an architecture beyond its widths.
 struct ArchFlag {
-    static constexpr uint8_t kNextn = 1;         // nextn_predict_layers MTP blocks after the trunk
-    static constexpr uint8_t kExpertGroups = 2;  // expert_group_count / expert_group_used_count routing
+    static constexpr uint8_t kNextn = 1;  // nextn_predict_layers MTP blocks after the trunk
+    // (No flag for expert_group_count: llama-model.cpp reads it for every architecture.)
     static constexpr uint8_t kHashRouting = 4;   // ffn_gate_tid2eid token → expert tables (deepseek4)
     static constexpr uint8_t kChunkExperts = 8;  // grovemoe's ffn_*_chexps, one per group of experts
     // feed_forward_length[i] = 0 makes block i a Mamba block without FFN (nemotron_h, nemotron_h_moe)
     static constexpr uint8_t kFfLayerPattern = 16;
+};
+
+// The optional expert tensors a loader creates beside its routed experts' weights (with
+// TENSOR_NOT_REQUIRED or always); a file with one it does not create has a tensor the loader never asks
+// for. The fixture generator refuses the options that write the others (tools/gen/model.cpp).
+struct ArchTakes {
+    static constexpr uint8_t kRouterBias = 1;   // ffn_gate_inp.bias (--router-bias)
+    static constexpr uint8_t kExpsBias = 2;     // ffn_{gate,up,down}_exps.bias (--exps-bias)
+    static constexpr uint8_t kProbsBias = 4;    // exp_probs_b, the selection bias (--probs-bias)
+    static constexpr uint8_t kFusedGateUp = 8;  // ffn_gate_up_exps in place of gate and up (--fused-gate-up)
 };
 
 struct ArchInfo {
@@ -186,8 +202,10 @@ struct ArchInfo {
     // The dense FFN tensors (ffn_gate/ffn_up [n_embd, n_ff], ffn_down [n_ff, n_embd]) are sized by
     // feed_forward_length, one value or one per block (model/loader_ffn.h).
     bool dense_ff = false;
+    uint8_t takes = 0;  // ArchTakes bits (0 for an architecture that can never hold experts)
 
     bool has(uint8_t flag) const { return (flags & flag) != 0; }
+    bool takes_tensor(uint8_t bit) const { return (takes & bit) != 0; }
 };
 
 // Why a model of `arch` with `from` experts per block must not become one with `to`: llama.cpp would

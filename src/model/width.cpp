@@ -263,6 +263,19 @@ std::variant<NeuronPlan, PartialBlock> plan_in_blocks(const NeuronPlan& plan, in
     return units;
 }
 
+std::variant<std::map<int64_t, NeuronPlan>, PartialRowBlock> plan_in_row_blocks(const WidthRules& rules,
+                                                                                const NeuronPlan& plan) {
+    std::map<int64_t, NeuronPlan> plans;
+    for (const WidthRules::RowType& rt : rules.row_types) {
+        const int64_t bs = ggml_type(rt.type)->block_size;
+        if (bs == 1 || plans.count(bs)) continue;
+        auto units = plan_in_blocks(plan, bs);
+        if (const auto* p = std::get_if<PartialBlock>(&units)) return PartialRowBlock{&rt, bs, *p};
+        plans.emplace(bs, std::move(std::get<NeuronPlan>(units)));
+    }
+    return plans;
+}
+
 // ---- the plan file ----------------------------------------------------------------------------
 
 namespace {

@@ -299,7 +299,7 @@ void ModelBuilder::experts(int64_t b, const Experts& e) {
     tensor(name(expert_kind(R::kRouter)), {rin, E, 1, 1}, TypeClass::kRouter);
     if (s.router_bias)
         tensor(name(expert_kind(R::kRouterBias)), {E, 1, 1, 1}, TypeClass::kF32, FillKind::kZero);
-    if ((s.probs_bias && e.allow_probs_bias) || e.probs_bias) {
+    if (s.probs_bias || e.probs_bias) {
         const ExpertTensorKind& pb = expert_kind(R::kProbsBias);
         tensor(block_tensor_name(static_cast<int>(b), pb.base, e.probs_bias_suffix), {E, 1, 1, 1},
                TypeClass::kF32, FillKind::kZero);
@@ -309,12 +309,13 @@ void ModelBuilder::experts(int64_t b, const Experts& e) {
                          : e.gate ? std::vector<P>{P::kGate, P::kUp}
                                   : std::vector<P>{P::kUp};
     for (P p : ins)
-        tensor(name(expert_kind(R::kWeight, p)), {in, p == P::kGateUp ? 2 * F : F, E, 1}, TypeClass::kExps);
+        tensor(name(expert_kind(R::kWeight, p)), {in, F * expert_kind(R::kWeight, p).width_factor, E, 1},
+               TypeClass::kExps);
     tensor(name(expert_kind(R::kWeight, P::kDown)), {F, in, E, 1}, TypeClass::kDown);
     if (s.exps_bias && e.allow_exps_bias) {
         for (P p : ins)
-            tensor(name(expert_kind(R::kBias, p)), {p == P::kGateUp ? 2 * F : F, E, 1, 1}, TypeClass::kF32,
-                   FillKind::kZero);
+            tensor(name(expert_kind(R::kBias, p)), {F * expert_kind(R::kBias, p).width_factor, E, 1, 1},
+                   TypeClass::kF32, FillKind::kZero);
         tensor(name(expert_kind(R::kBias, P::kDown)), {in, E, 1, 1}, TypeClass::kF32, FillKind::kZero);
     }
     if (s.scales && e.scales) {

@@ -95,13 +95,11 @@ class ModelBuilder {
     // selection bias when asked), gate and up (or fused gate_up), down, and the spec's optional
     // per-expert biases and scales. `in` is the experts' input width (n_embd, or a latent width).
     struct Experts {
-        int64_t in = 0;                // 0: spec.embd
-        int64_t router_in = 0;         // 0: spec.embd
-        bool gate = true;              // false: up and down only (ungated experts)
-        bool allow_fused = true;       // the loader takes ffn_gate_up_exps
-        bool probs_bias = false;       // write exp_probs_b even without --probs-bias
-        bool allow_probs_bias = true;  // false: no exp_probs_b even when the spec asks (a loader without one,
-                                       // under a --preset whose default asks for it)
+        int64_t in = 0;           // 0: spec.embd
+        int64_t router_in = 0;    // 0: spec.embd
+        bool gate = true;         // false: up and down only (ungated experts)
+        bool allow_fused = true;  // the loader takes ffn_gate_up_exps
+        bool probs_bias = false;  // write exp_probs_b even without --probs-bias
         std::string probs_bias_suffix = "bias";
         bool allow_exps_bias = false;  // the loader takes ffn_*_exps.bias (gpt-oss)
         bool scales = true;  // false: no per-expert scales even with --scales (a block whose experts the

@@ -89,6 +89,32 @@ void validate_shape(const ModelSpec& s) {
     }
 }
 
+// The options that write an optional expert tensor, each refused where the architecture table says the
+// loader creates no such tensor (ArchInfo::takes). An architecture that can never hold experts is left
+// to its preset, which refuses every expert option given and writes none.
+void refuse_untaken_tensors(const ModelSpec& s) {
+    const ArchInfo* info = arch_info(s.arch);
+    if (!info || info->status == ArchStatus::kNoExperts) return;
+    using T = ArchTakes;
+    const auto kind = [](ExpertRole r, Projection p = Projection::kNone) {
+        const ExpertTensorKind& k = expert_kind(r, p);
+        return k.suffix.empty() ? std::string(k.base) : fmt::format("{}.{}", k.base, k.suffix);
+    };
+    if (s.router_bias && !info->takes_tensor(T::kRouterBias))
+        throw UsageError(
+            fmt::format("--router-bias: {}'s loader creates no {}", s.arch, kind(ExpertRole::kRouterBias)));
+    if (s.exps_bias && !info->takes_tensor(T::kExpsBias))
+        throw UsageError(fmt::format("--exps-bias: {}'s loader creates no expert biases ({}, ...)", s.arch,
+                                     kind(ExpertRole::kBias, Projection::kGate)));
+    if (s.probs_bias && !info->takes_tensor(T::kProbsBias))  // given, or a --preset's default (demo, kimi-k3)
+        throw UsageError(fmt::format(
+            "--probs-bias: {}'s loader creates no {}{}", s.arch, kind(ExpertRole::kProbsBias),
+            s.given.count("--probs-bias") ? "" : fmt::format(" (--preset {} sets it)", s.preset)));
+    if (s.fused_gate_up && !info->takes_tensor(T::kFusedGateUp))
+        throw UsageError(fmt::format("--fused-gate-up: {}'s loader creates no {}: it takes gate and up apart",
+                                     s.arch, kind(ExpertRole::kWeight, Projection::kGateUp)));
+}
+
 }  // namespace
 
 ModelSpec preset_spec(const std::string& preset) {
@@ -138,6 +164,7 @@ ModelPlan plan_model(const ModelSpec& spec) {
             fmt::format("--arch {}: no preset for this architecture (gguf-reap-gen model "
                         "--list-archs lists them; --skeleton writes the test layout under any name)",
                         spec.arch));
+    if (preset) refuse_untaken_tensors(spec);
     ModelBuilder b(spec);
     (preset ? preset->build : build_skeleton)(b);
     // Not llama.cpp tensors (it would refuse them): only for testing tensor counts near and above 100k.

@@ -80,24 +80,6 @@ void fill_from(const KeepList& kl, KeptExperts& k) {
     k.valid = true;
 }
 
-const char* region_of(ExpertRole role) {
-    switch (role) {
-        case ExpertRole::kWeight:
-            return "kept slab";
-        case ExpertRole::kBias:
-            return "expert bias";
-        case ExpertRole::kScale:
-            return "expert scale";
-        case ExpertRole::kRouter:
-            return "router row";
-        case ExpertRole::kRouterBias:
-            return "router bias";
-        case ExpertRole::kProbsBias:
-            return "exp_probs_b";
-    }
-    return "expert data";
-}
-
 }  // namespace
 
 std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLayout& layout,
@@ -137,20 +119,19 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     w->kvs = width_kvs(rules, w->plan.k);
     // Elements of a quantized row are whole blocks: only a plan of whole aligned groups of the block
     // size can have cut it byte-exactly. Each such plan is also kept in units of blocks.
-    for (const WidthRules::RowType& rt : rules.row_types) {
-        const int64_t bs = ggml_type(rt.type)->block_size;
-        if (bs == 1 || w->block_plans.count(bs)) continue;
-        auto units = plan_in_blocks(w->plan, bs);
-        if (const auto* p = std::get_if<PartialBlock>(&units))
-            throw UsageError(fmt::format(
-                "{}: {} is {}, whose rows hold blocks of {} values, but {} keeps {} of the {} channels "
-                "{}..{} "
-                "of block {} expert {}: no width-spliced output of this source can have been cut by that "
-                "plan byte-exactly",
-                src.shards().front().path, rt.tensor, ggml_type_display(rt.type), bs, *plan_path, p->kept, bs,
-                p->group * bs, p->group * bs + bs - 1, p->block, p->expert));
-        w->block_plans.emplace(bs, std::move(std::get<NeuronPlan>(units)));
+    auto in_blocks = plan_in_row_blocks(rules, w->plan);
+    if (const auto* partial = std::get_if<PartialRowBlock>(&in_blocks)) {
+        const PartialBlock& p = partial->at;
+        const int64_t bs = partial->block_size;
+        throw UsageError(fmt::format(
+            "{}: {} is {}, whose rows hold blocks of {} values, but {} keeps {} of the {} channels "
+            "{}..{} "
+            "of block {} expert {}: no width-spliced output of this source can have been cut by that "
+            "plan byte-exactly",
+            src.shards().front().path, partial->row_type->tensor, ggml_type_display(partial->row_type->type),
+            bs, *plan_path, p.kept, bs, p.group * bs, p.group * bs + bs - 1, p.block, p.expert));
     }
+    w->block_plans = std::move(std::get<std::map<int64_t, NeuronPlan>>(in_blocks));
     w->sha256 = sha256_file(*plan_path);
     if (recorded && recorded_sha != w->sha256)
         report.findings.push_back(make_finding(
@@ -452,11 +433,11 @@ Expectations check_tensor_infos(const ShardSet& src, const MoeLayout& layout, co
                 }
                 for (size_t k = 0; k < kb->second.size(); ++k) {
                     const int64_t e = kb->second[k];
-                    te.runs.push_back(
-                        {r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, out_slab,
-                         static_cast<int64_t>(k), e,
-                         cut ? (te.gather->elements ? "kept columns" : "kept rows") : region_of(et.role()),
-                         te.gather.get()});
+                    te.runs.push_back({r->shard, r->abs_offset + static_cast<uint64_t>(e) * et.slab, out_slab,
+                                       static_cast<int64_t>(k), e,
+                                       cut ? (te.gather->elements ? "kept columns" : "kept rows")
+                                           : expert_role_region(et.role()),
+                                       te.gather.get()});
                 }
             }
             exp[si][ti] = std::move(te);

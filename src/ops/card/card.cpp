@@ -23,6 +23,7 @@
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/provenance.h"
+#include "ops/audit/audit_report.h"
 #include "ops/eval/eval_internal.h"
 #include "ops/rank/rank_lodo.h"
 
@@ -32,11 +33,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
-
-// `audit --json` documents are a few hundred bytes per shard and finding; 64 MiB and 4 M values are
-// far beyond any real one and keep a hostile file from exhausting memory.
-constexpr uint64_t kAuditFileLimit = uint64_t{64} << 20;
-constexpr size_t kAuditMaxValues = size_t{1} << 22;
 
 struct OpenedModel {
     std::string path;
@@ -242,19 +238,6 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
 
 // --- the audit report ---------------------------------------------------------------------------
 
-uint64_t audit_uint(const json& obj, const char* key, const std::string& path, const std::string& where) {
-    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number_unsigned())
-        throw InputError(path, std::nullopt, where + key, "missing or not a non-negative integer");
-    return obj[key].get<uint64_t>();
-}
-
-std::string audit_string(const json& obj, const char* key, const std::string& path,
-                         const std::string& where) {
-    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string())
-        throw InputError(path, std::nullopt, where + key, "missing or not a string");
-    return obj[key].get<std::string>();
-}
-
 struct AuditRead {
     CardAudit facts;
     std::vector<std::pair<std::string, uint64_t>> shards;
@@ -263,92 +246,62 @@ struct AuditRead {
 };
 
 AuditRead read_audit(const std::string& path, const OpenedModel& out, const OpenedModel& src) {
-    const std::string text = read_small_file(path, kAuditFileLimit, "audit report");
-    const json j = parse_json_input<json>(text, path, 64, kAuditMaxValues, "an audit report");
-    if (!j.is_object())
-        throw InputError(path, std::nullopt, "json", "not an `audit --json` document (not an object)");
+    const AuditDocument doc = read_audit_document(path, out.path);
     AuditRead a;
-    const std::string result = audit_string(j, "result", path, "");
-    const json& summary = j.contains("summary") ? j["summary"] : json();
-    if (result != "pass")
-        throw InputError(
-            path, std::nullopt, "result",
-            fmt::format(
-                "'{}' ({} finding(s)): the audit of {} did not pass, and a card states "
-                "only what a passing audit verified",
-                result,
-                summary.is_object() && summary.contains("findings") ? summary["findings"].dump() : "?",
-                out.path));
     a.facts.audited = true;
-    a.facts.tool = audit_string(j, "tool", path, "");
-    a.facts.date = audit_string(j, "date", path, "");
-    a.facts.shards = audit_uint(summary, "shards", path, "summary.");
-    a.facts.tensors = audit_uint(summary, "tensors", path, "summary.");
-    a.facts.tensors_identical = audit_uint(summary, "tensors_identical", path, "summary.");
-    a.facts.expert_tensors = audit_uint(summary, "expert_tensors", path, "summary.");
-    a.facts.slabs = audit_uint(summary, "slabs", path, "summary.");
-    a.facts.kvs_checked = audit_uint(summary, "kvs_checked", path, "summary.");
-    a.facts.bytes_compared = audit_uint(summary, "bytes_compared", path, "summary.");
-    if (audit_uint(summary, "findings", path, "summary.") != 0)
-        throw InputError(path, std::nullopt, "summary.findings",
-                         "not 0 in a passing audit: the report is not `audit --json` output");
-
-    if (!j.contains("shards") || !j["shards"].is_array())
-        throw InputError(path, std::nullopt, "shards", "missing or not an array");
-    const json& shards = j["shards"];
-    for (size_t i = 0; i < shards.size(); ++i) {
-        const std::string where = fmt::format("shards[{}].", i);
-        const std::string p = audit_string(shards[i], "path", path, where);
-        a.shards.emplace_back(base_name(p), audit_uint(shards[i], "size", path, where));
-        std::string sha;
-        if (shards[i].contains("sha256") && !shards[i]["sha256"].is_null()) {
-            sha = audit_string(shards[i], "sha256", path, where);
-            if (!is_sha256_hex(sha))
-                throw InputError(path, std::nullopt, where + "sha256", "not 64 lower-case hex digits");
-        }
-        a.sha256.push_back(sha);
+    a.facts.tool = doc.tool;
+    a.facts.date = doc.date;
+    a.facts.shards = doc.shards;
+    a.facts.tensors = doc.tensors;
+    a.facts.tensors_identical = doc.tensors_identical;
+    a.facts.expert_tensors = doc.expert_tensors;
+    a.facts.slabs = doc.slabs;
+    a.facts.kvs_checked = doc.kvs_checked;
+    a.facts.bytes_compared = doc.bytes_compared;
+    for (const AuditDocument::Shard& s : doc.shard_list) {
+        a.shards.emplace_back(base_name(s.path), s.size);
+        a.sha256.push_back(s.sha256);
     }
     if (const std::string d = first_difference(a.shards, shard_names(out.set)); !d.empty())
-        throw InputError(path, std::nullopt, "shards",
+        throw InputError(path, std::nullopt, audit_key::kShards,
                          fmt::format("the audit is of other files than {}: it lists {}", out.path, d));
     a.facts.hashed = !a.sha256.empty() && std::all_of(a.sha256.begin(), a.sha256.end(),
                                                       [](const std::string& s) { return !s.empty(); });
 
-    if (j.contains("source") && j["source"].is_string()) {
+    if (doc.source) {
         a.facts.with_source = true;
-        const std::string s = base_name(j["source"].get<std::string>());
+        const std::string s = base_name(*doc.source);
         const auto names = shard_names(src.set);
         if (std::none_of(names.begin(), names.end(), [&](const auto& n) { return n.first == s; }))
             throw InputError(
-                path, std::nullopt, "source",
+                path, std::nullopt, audit_key::kSource,
                 fmt::format("the audit compared the output with {}, which is not a shard of {} ({})", s,
                             src.path, describe(names)));
     }
-    if (j.contains("source_manifest") && j["source_manifest"].is_string()) {
+    if (doc.source_manifest) {
         // Verified against a manifest of the source: it must be one of this source.
         a.facts.with_source = true;
-        const std::string mp = j["source_manifest"].get<std::string>();
+        const std::string& mp = *doc.source_manifest;
         Manifest m;
         try {
             m = Manifest::load(mp);
         } catch (const Error& e) {
             throw InputError(
-                path, std::nullopt, "source_manifest",
+                path, std::nullopt, audit_key::kSourceManifest,
                 fmt::format("the audit verified against {}, which cannot be read here ({})", mp, e.what()));
         }
         std::vector<std::pair<std::string, uint64_t>> listed;
         for (const ManifestShard& ms : m.shards) listed.emplace_back(ms.name, ms.size);
         if (const std::string d = first_difference(listed, shard_names(src.set)); !d.empty())
             throw InputError(
-                path, std::nullopt, "source_manifest",
+                path, std::nullopt, audit_key::kSourceManifest,
                 fmt::format("the audit verified against {}, a manifest of other files than {}: it "
                             "lists {}",
                             mp, src.path, d));
         a.facts.source_manifest = base_name(mp);
         a.facts.source_manifest_sha256 = sha256_file(mp);
     }
-    if (j.contains("neuron_plan") && j["neuron_plan"].is_string())
-        a.neuron_plan = base_name(j["neuron_plan"].get<std::string>());
+    if (doc.neuron_plan) a.neuron_plan = base_name(*doc.neuron_plan);
     return a;
 }
 

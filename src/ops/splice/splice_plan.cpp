@@ -506,19 +506,19 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
     check_width(w.rules, w.plan.k, model_path);
     // A quantized row loses columns byte-exactly only in whole blocks: every plan row must be whole
     // aligned groups of the type's block size B (channels gB .. gB + B - 1), else it needs requantising.
-    for (const WidthRules::RowType& rt : w.rules.row_types) {
-        const int64_t bs = ggml_type(rt.type)->block_size;
-        if (bs == 1 || w.block_rows.count(bs)) continue;
-        const auto units = plan_in_blocks(w.plan, bs);
-        if (const auto* p = std::get_if<PartialBlock>(&units))
-            throw UsageError(fmt::format(
-                "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut keeps whole blocks "
-                "only, but {} keeps {} of the {} channels {}..{} of block {} expert {}: make the plan with "
-                "`plan-width --granularity block --model {}` (or width-splice a BF16/F16 copy and requantise "
-                "it with llama-quantize)",
-                model_path, rt.tensor, ggml_type_display(rt.type), bs, plan_path, p->kept, bs, p->group * bs,
-                p->group * bs + bs - 1, p->block, p->expert, model_path));
-        const NeuronPlan& u = std::get<NeuronPlan>(units);
+    auto in_blocks = plan_in_row_blocks(w.rules, w.plan);
+    if (const auto* partial = std::get_if<PartialRowBlock>(&in_blocks)) {
+        const PartialBlock& p = partial->at;
+        const int64_t bs = partial->block_size;
+        throw UsageError(fmt::format(
+            "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut keeps whole blocks "
+            "only, but {} keeps {} of the {} channels {}..{} of block {} expert {}: make the plan with "
+            "`plan-width --granularity block --model {}` (or width-splice a BF16/F16 copy and requantise "
+            "it with llama-quantize)",
+            model_path, partial->row_type->tensor, ggml_type_display(partial->row_type->type), bs, plan_path,
+            p.kept, bs, p.group * bs, p.group * bs + bs - 1, p.block, p.expert, model_path));
+    }
+    for (const auto& [bs, u] : std::get<std::map<int64_t, NeuronPlan>>(in_blocks)) {
         auto& out = w.block_rows[bs];
         for (size_t bi = 0; bi < blocks.size(); ++bi)
             for (int64_t e = 0; e < u.expert_count; ++e)

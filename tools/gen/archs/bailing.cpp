@@ -22,13 +22,6 @@ void refuse_common(const ModelSpec& s, const char* arch) {
     if (s.shared < 1)
         throw UsageError(fmt::format(
             "--shared 0: {}'s loader always creates the shared experts (use --shared 1 or more)", arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (s.fused_gate_up)
-        throw UsageError(
-            fmt::format("--fused-gate-up: {}'s loader reads ffn_gate_exps and ffn_up_exps only", arch));
 }
 
 // The MTP blocks of bailingmoe2 and bailingmoe3 are loaded with TENSOR_SKIP: their expert weights are
@@ -68,8 +61,6 @@ void build_bailingmoe(ModelBuilder& b) {
             "--dense-blocks {}: bailingmoe reads leading_dense_block_count but makes every block MoE",
             s.dense_blocks));
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: bailingmoe has no MTP blocks", s.nextn));
-    if (s.probs_bias)
-        throw UsageError("--probs-bias: bailingmoe's loader has no exp_probs_b (softmax routing)");
     if (s.tied) throw UsageError("--tied: bailingmoe's loader requires output.weight");
     const int64_t head_dim = s.embd / s.heads, heads_kv = heads_kv_of(s);
     b.gpt2_tokenizer();

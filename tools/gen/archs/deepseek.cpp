@@ -13,8 +13,6 @@ void build_deepseek2(ModelBuilder& b) {
     if (s.experts > 0 && s.shared < 1)
         throw UsageError(
             "--shared 0: deepseek2's loader always creates the shared experts (use --shared 1 or more)");
-    if (s.router_bias) throw UsageError("--router-bias: deepseek2's loader has no ffn_gate_inp.bias");
-    if (s.exps_bias) throw UsageError("--exps-bias: deepseek2's loader has no expert biases (gpt-oss has)");
     const Mla m = mla_of(s);
     b.gpt2_tokenizer();
     ModelBuilder::Generic g;

@@ -45,9 +45,6 @@ void refuse_dsv4(const ModelSpec& s, const char* arch) {
         throw UsageError(fmt::format(
             "--shared {}: {}'s loader always creates the shared experts, {} wide (use --shared 1 or more)",
             s.shared, arch, "expert_feed_forward_length × expert_shared_count"));
-    if (s.router_bias || s.exps_bias || s.fused_gate_up)
-        throw UsageError(fmt::format(
-            "--router-bias, --exps-bias, --fused-gate-up: {}'s loader creates none of these tensors", arch));
 }
 
 // The keys deepseek4 and dflash's DSV4 mode share.

@@ -21,11 +21,9 @@ namespace {
 // What an architecture's loader takes beyond the family's common ground; refuse_family throws
 // UsageError for every other option given.
 struct Takes {
-    bool nextn = false;       // MTP blocks (nextn_predict_layers)
-    bool probs_bias = false;  // exp_probs_b
-    bool fused = false;       // ffn_gate_up_exps (create_tensor_gate_up_exps)
-    bool shared0 = false;     // no shared experts (expert_shared_count 0)
-    bool tied = true;         // output.weight optional
+    bool nextn = false;    // MTP blocks (nextn_predict_layers)
+    bool shared0 = false;  // no shared experts (expert_shared_count 0)
+    bool tied = true;      // output.weight optional
 };
 
 void refuse_family(const ModelSpec& s, const char* arch, const Takes& t) {
@@ -39,15 +37,6 @@ void refuse_family(const ModelSpec& s, const char* arch, const Takes& t) {
             "--shared 0: {}'s loader always creates the shared experts (use --shared 1 or more)", arch));
     if (s.nextn > 0 && !t.nextn)
         throw UsageError(fmt::format("--nextn {}: {}'s loader has no MTP (nextn) blocks", s.nextn, arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (s.probs_bias && !t.probs_bias && s.given.count("--probs-bias"))  // else a --preset's default: dropped
-        throw UsageError(fmt::format("--probs-bias: {}'s loader has no exp_probs_b", arch));
-    if (s.fused_gate_up && !t.fused)
-        throw UsageError(fmt::format(
-            "--fused-gate-up: {}'s loader creates ffn_gate_exps and ffn_up_exps, no fused tensor", arch));
     if (s.fused_gate_up && s.scales)
         throw UsageError(
             "--scales with --fused-gate-up: llama.cpp creates per-expert scales for ffn_gate_exps, "
@@ -58,9 +47,7 @@ void refuse_family(const ModelSpec& s, const char* arch, const Takes& t) {
 // The FFN half of block i: a dense FFN in the leading dense blocks, else routed experts (+ shared ones),
 // with exp_probs_b when --probs-bias asks or the loader requires it (`probs_bias`). `skipped`: the loader
 // skips this block's tensors (a nextn block), so it creates no per-expert scales there.
-// `allow_probs_bias` false: the loader has no exp_probs_b (a --preset's default --probs-bias is dropped).
-void ffn(ModelBuilder& b, int64_t i, bool probs_bias = false, bool skipped = false,
-         bool allow_probs_bias = true) {
+void ffn(ModelBuilder& b, int64_t i, bool probs_bias = false, bool skipped = false) {
     const ModelSpec& s = b.spec();
     if (i < s.dense_blocks) {
         b.dense_ffn(i, s.ff);
@@ -68,7 +55,6 @@ void ffn(ModelBuilder& b, int64_t i, bool probs_bias = false, bool skipped = fal
     }
     ModelBuilder::Experts e;
     e.probs_bias = probs_bias;
-    e.allow_probs_bias = allow_probs_bias;
     e.scales = !skipped;
     b.experts(i, e);
     if (s.shared > 0) b.shared_experts(i, s.expert_ff * s.shared);
@@ -92,7 +78,7 @@ void output_tensors(ModelBuilder& b) {
 // ---- deepseek2 without MLA: deepseek, deepseek2-ocr ---------------------------------------------------
 
 // Plain multi-head attention over n_embd (both loaders create attn_q/k/v/output as {n_embd, n_embd}).
-void mha_model(ModelBuilder& b, int gating, int64_t rope_dims, bool takes_probs_bias) {
+void mha_model(ModelBuilder& b, int gating, int64_t rope_dims) {
     const ModelSpec& s = b.spec();
     b.gpt2_tokenizer();
     b.generic_keys({});
@@ -107,7 +93,7 @@ void mha_model(ModelBuilder& b, int gating, int64_t rope_dims, bool takes_probs_
         b.norm(ModelBuilder::blk(i, "attn_norm.weight"), s.embd);
         b.attention(i, head_dim, s.heads, s.heads);
         b.norm(ModelBuilder::blk(i, "ffn_norm.weight"), s.embd);
-        ffn(b, i, /*probs_bias=*/false, /*skipped=*/false, takes_probs_bias);
+        ffn(b, i);
     }
     output_tensors(b);
 }
@@ -127,7 +113,7 @@ Indexer indexer_of(const Mla& m) {
 
 void dsa_model(ModelBuilder& b, const char* arch) {
     const ModelSpec& s = b.spec();
-    refuse_family(s, arch, {.nextn = true, .probs_bias = true});
+    refuse_family(s, arch, {.nextn = true});
     const Mla m = mla_of(s);
     const Indexer x = indexer_of(m);
     b.gpt2_tokenizer();
@@ -165,14 +151,14 @@ void build_deepseek(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     refuse_family(s, "deepseek", {});
     // The graph routes by softmax, always, and ropes the whole head.
-    mha_model(b, /*gating=*/-1, /*rope_dims=*/s.embd / s.heads, /*takes_probs_bias=*/false);
+    mha_model(b, /*gating=*/-1, /*rope_dims=*/s.embd / s.heads);
 }
 
 void build_deepseek2_ocr(ModelBuilder& b) {
-    refuse_family(b.spec(), "deepseek2-ocr", {.probs_bias = true, .fused = true});
+    refuse_family(b.spec(), "deepseek2-ocr", {});
     // Softmax; the OCR graph ropes the whole head (NEOX, base 10000) whatever rope.dimension_count says,
     // and DeepSeek-OCR's converter writes its qk_rope_head_dim, 0.
-    mha_model(b, /*gating=*/1, /*rope_dims=*/0, /*takes_probs_bias=*/true);
+    mha_model(b, /*gating=*/1, /*rope_dims=*/0);
 }
 
 void build_deepseek32(ModelBuilder& b) {
@@ -185,7 +171,7 @@ void build_glm_dsa(ModelBuilder& b) {
 
 void build_mistral4(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_family(s, "mistral4", {.nextn = true, .probs_bias = true, .fused = true});
+    refuse_family(s, "mistral4", {.nextn = true});
     const Mla m = mla_of(s);
     b.gpt2_tokenizer();
     ModelBuilder::Generic g;
@@ -209,7 +195,7 @@ void build_mistral4(ModelBuilder& b) {
 
 void build_dots1(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_family(s, "dots1", {.probs_bias = true, .tied = false});
+    refuse_family(s, "dots1", {.tied = false});
     const int64_t head_dim = s.embd / s.heads;
     b.gpt2_tokenizer();
     b.generic_keys({});  // head_count_kv = head_count: the loader sizes k and v by head_count
@@ -229,7 +215,7 @@ void build_dots1(ModelBuilder& b) {
 
 void build_glm4moe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_family(s, "glm4moe", {.nextn = true, .probs_bias = true, .shared0 = true});
+    refuse_family(s, "glm4moe", {.nextn = true, .shared0 = true});
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
     b.gpt2_tokenizer();
     ModelBuilder::Generic g;

@@ -86,11 +86,6 @@ void refuse_moe_encoder(const ModelSpec& s, const char* arch) {
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
     if (s.given.count("--groups") && s.groups > 1)
         throw UsageError(fmt::format("--groups {}: {}'s router has no expert groups", s.groups, arch));
-    if (s.router_bias || s.exps_bias || s.probs_bias || s.fused_gate_up)
-        throw UsageError(fmt::format(
-            "--router-bias, --exps-bias, --probs-bias, --fused-gate-up: {}'s loader creates none of these "
-            "tensors (its experts are ungated: ffn_up_exps and ffn_down_exps)",
-            arch));
     if (s.experts > 0 && s.blocks < 2)
         throw UsageError(fmt::format("--blocks {}: {}'s first MoE block is block 1 (i % {} == 1)", s.blocks,
                                      arch, kMoeEveryNLayers));

@@ -71,9 +71,7 @@ void attention_qkvo(ModelBuilder& b, int64_t i, int64_t q, int64_t kv, bool v = 
 // --dense-blocks K: the first K blocks without experts (default: every block MoE, as 26B-A4B).
 void build_gemma4(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    Refuse r;
-    r.fused = false;
-    refuse(s, "gemma4", r);
+    refuse(s, "gemma4", {});
     require_blocks(s, "gemma4", 2, "a sliding-window and a full-attention block; the KV cache asserts 2");
     const int64_t dense = given(s, "--dense-blocks") ? s.dense_blocks : 0;
     const int64_t hd_swa = s.embd / s.heads, hd_full = 2 * hd_swa;
@@ -214,7 +212,6 @@ void build_nemotron(ModelBuilder& b, const char* arch) {
     r.dense_blocks = true;
     r.shared = false;
     r.nextn = false;
-    r.probs_bias = false;
     refuse(s, arch, r);
     require_blocks(s, arch, 3, "a Mamba-2, an MoE and an attention block");
     if (s.shared < 1)
@@ -307,9 +304,7 @@ void build_nemotron_h_moe(ModelBuilder& b) {
 // always-present exp_probs_b. The output norm is token_embd_norm.
 void build_lfm2moe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    Refuse r;
-    r.probs_bias = false;
-    refuse(s, "lfm2moe", r);
+    refuse(s, "lfm2moe", {});
     require_blocks(s, "lfm2moe", 2, "a short-convolution and an attention block");
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2), l_cache = 3;
     const auto attn = [](int64_t i) { return i % 2 == 1; };

@@ -36,9 +36,6 @@ void refuse_kimi(const ModelSpec& s, const char* arch) {
         throw UsageError(fmt::format(
             "--blocks {}: {} needs a KDA and an MLA block (its hybrid memory aborts without either)",
             s.blocks, arch));
-    if (s.router_bias || s.exps_bias || s.fused_gate_up)
-        throw UsageError(fmt::format(
-            "--router-bias, --exps-bias, --fused-gate-up: {}'s loader creates none of these tensors", arch));
 }
 
 // The keys both loaders read. `mla` says which blocks are MLA (head_count_kv 1), the others KDA (0).

@@ -27,11 +27,6 @@ void refuse_llama_common(const ModelSpec& s, const char* arch, bool leading_dens
             "blocks)",
             s.dense_blocks, arch));
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (s.router_bias || s.exps_bias || s.probs_bias || s.fused_gate_up)
-        throw UsageError(
-            fmt::format("--router-bias, --exps-bias, --probs-bias, --fused-gate-up: {}'s loader "
-                        "creates none of these tensors",
-                        arch));
 }
 
 // How a flavour treats --shared.

@@ -23,7 +23,6 @@ struct Takes {
     bool ff = false;            // a dense FFN that --ff sizes
     const char* ff_why = "";    // why --ff is refused
     bool tied = false;          // output.weight is optional (--tied)
-    bool probs_bias = false;    // exp_probs_b.bias (written by the preset whenever taken)
 };
 
 void refuse_unsupported(const ModelSpec& s, const char* arch, const Takes& t) {
@@ -41,16 +40,6 @@ void refuse_unsupported(const ModelSpec& s, const char* arch, const Takes& t) {
     if (!t.tied && s.tied)
         throw UsageError(
             fmt::format("--tied: {}'s loader requires output.weight (no tied embeddings)", arch));
-    if (!t.probs_bias && s.probs_bias)  // --probs-bias, or a --preset that sets it (demo, kimi-k3)
-        throw UsageError(fmt::format(
-            "--probs-bias: {}'s loader creates no exp_probs_b.bias{}", arch,
-            s.given.count("--probs-bias") ? "" : fmt::format(" (--preset {} sets it)", s.preset)));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (s.fused_gate_up)
-        throw UsageError(fmt::format("--fused-gate-up: {}'s loader takes no ffn_gate_up_exps", arch));
 }
 
 // The expert keys every MiniMax loader reads (groups are applied by llama.cpp's shared MoE code).
@@ -115,7 +104,6 @@ void build_minimax_m2(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     Takes t;
     t.ff_why = "its feed_forward_length sizes the expert tensors";
-    t.probs_bias = true;
     refuse_unsupported(s, "minimax-m2", t);
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
     b.gpt2_tokenizer();
@@ -149,7 +137,7 @@ void build_minimax_m2(ModelBuilder& b) {
 void build_minimax_m3(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     Takes t;
-    t.dense_blocks = t.shared = t.ff = t.probs_bias = true;
+    t.dense_blocks = t.shared = t.ff = true;
     refuse_unsupported(s, "minimax-m3", t);
     if (s.shared < 1)
         throw UsageError(

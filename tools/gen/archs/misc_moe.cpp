@@ -15,25 +15,15 @@ namespace gguf_reap::gen {
 
 namespace {
 
-void refuse_biases(const ModelSpec& s, const char* arch) {
+void require_experts(const ModelSpec& s, const char* arch) {
     if (s.experts == 0)
         throw UsageError(fmt::format("--experts 0: {}'s loader requires routed experts", arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
 }
 
 void refuse_no_shared(const ModelSpec& s, const char* arch) {
     if (s.shared < 1)
         throw UsageError(fmt::format(
             "--shared 0: {}'s loader always creates the shared expert (use --shared 1 or more)", arch));
-}
-
-void refuse_fused(const ModelSpec& s, const char* arch) {
-    if (s.fused_gate_up)
-        throw UsageError(
-            fmt::format("--fused-gate-up: {}'s loader reads ffn_gate_exps and ffn_up_exps only", arch));
 }
 
 int64_t heads_kv_of(const ModelSpec& s) {
@@ -44,8 +34,7 @@ int64_t heads_kv_of(const ModelSpec& s) {
 
 void build_ernie4_5_moe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "ernie4_5-moe");
-    refuse_fused(s, "ernie4_5-moe");
+    require_experts(s, "ernie4_5-moe");
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: ernie4_5-moe has no MTP blocks", s.nextn));
     const int64_t head_dim = s.embd / s.heads, heads_kv = heads_kv_of(s);
     b.gpt2_tokenizer();
@@ -80,9 +69,8 @@ void build_ernie4_5_moe(ModelBuilder& b) {
 
 void build_exaone_moe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "exaone-moe");
+    require_experts(s, "exaone-moe");
     refuse_no_shared(s, "exaone-moe");
-    refuse_fused(s, "exaone-moe");
     if (s.tied) throw UsageError("--tied: exaone-moe's loader requires output.weight");
     if (s.dense_blocks >= s.blocks)
         throw UsageError(
@@ -130,14 +118,11 @@ void build_exaone_moe(ModelBuilder& b) {
 
 void build_hunyuan_moe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "hunyuan-moe");
+    require_experts(s, "hunyuan-moe");
     refuse_no_shared(s, "hunyuan-moe");
-    refuse_fused(s, "hunyuan-moe");
     if (s.given.count("--dense-blocks") && s.dense_blocks > 0)
         throw UsageError(fmt::format("--dense-blocks {}: every block of hunyuan-moe is MoE", s.dense_blocks));
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: hunyuan-moe has no MTP blocks", s.nextn));
-    if (s.probs_bias)
-        throw UsageError("--probs-bias: hunyuan-moe's loader has no exp_probs_b (softmax routing)");
     if (s.given.count("--ff"))
         throw UsageError(
             "--ff: hunyuan-moe has no dense FFN; its feed_forward_length is the routed experts' width, which "
@@ -168,7 +153,7 @@ void build_hunyuan_moe(ModelBuilder& b) {
 
 void build_hy_v3(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "hy_v3");
+    require_experts(s, "hy_v3");
     refuse_no_shared(s, "hy_v3");
     // The selection bias is always written, by hand below: hy_v3 names it "blk.N.exp_probs_b" with no
     // suffix, which ModelBuilder::experts cannot name (it would write "blk.N.exp_probs_b.bias", a

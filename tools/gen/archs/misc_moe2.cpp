@@ -52,7 +52,6 @@ void build_afmoe(ModelBuilder& b) {
     Refuse r;
     r.dense_blocks = false;
     r.shared = false;
-    r.probs_bias = false;
     refuse(s, "afmoe", r);
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
     b.gpt2_tokenizer();
@@ -99,7 +98,7 @@ void build_cohere2moe(ModelBuilder& b) {
     Refuse r;
     r.dense_blocks = false;
     r.shared = false;
-    r.nextn = r.fused = false;
+    r.nextn = false;
     refuse(s, "cohere2moe", r);
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
     const int64_t shexp = s.expert_ff * s.shared;
@@ -154,7 +153,6 @@ void build_laguna(ModelBuilder& b) {
     Refuse r;
     r.dense_blocks = false;
     r.shared = false;
-    r.probs_bias = false;
     refuse(s, "laguna", r);
     if (s.blocks < 2)
         throw UsageError(

@@ -20,12 +20,8 @@ void refuse(bool bad, const std::string& message) {
     if (bad) throw UsageError(message);
 }
 
-// The options no preset of this file honours on a MoE model.
-void refuse_biases(const ModelSpec& s, const char* arch) {
-    refuse(s.router_bias, fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    refuse(s.exps_bias, fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    refuse(s.fused_gate_up,
-           fmt::format("--fused-gate-up: {}'s loader takes ffn_gate_exps and ffn_up_exps apart", arch));
+// Expert groups, which no router of this file has.
+void refuse_groups(const ModelSpec& s, const char* arch) {
     refuse(s.given.count("--groups") && s.groups > 1,
            fmt::format("--groups {}: {}'s router has no expert groups", s.groups, arch));
 }
@@ -44,7 +40,7 @@ bool swa_block(int64_t i) {
 // decoder blocks with routed and shared experts, plus nextn.eh_proj/enorm/hnorm/shared_head_norm.
 void build_step35(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "step35");
+    refuse_groups(s, "step35");
     refuse(s.experts > 0 && s.shared < 1,
            "--shared 0: step35's graph runs the shared expert on every MoE block (use --shared 1 or more)");
     refuse(s.tied, "--tied: step35's loader requires output.weight");
@@ -124,7 +120,7 @@ void build_step35(ModelBuilder& b) {
 // one), nextn.eh_proj/enorm/hnorm and layer_output_norm; so they are nextn blocks without experts.
 void build_mimo2(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "mimo2");
+    refuse_groups(s, "mimo2");
     refuse(s.given.count("--shared") && s.shared > 0,
            fmt::format("--shared {}: mimo2 has no shared experts", s.shared));
     refuse(s.tied, "--tied: mimo2's loader requires output.weight");
@@ -205,14 +201,13 @@ void build_mimo2(ModelBuilder& b) {
 // (experts_per_group 2, as the converter writes it). One router (softmax weights, sigmoid selection).
 void build_grovemoe(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
-    refuse_biases(s, "grovemoe");
+    refuse_groups(s, "grovemoe");
     refuse(s.given.count("--dense-blocks") && s.dense_blocks > 0,
            fmt::format("--dense-blocks {}: every block of grovemoe is MoE", s.dense_blocks));
     refuse(
         s.given.count("--shared") && s.shared > 0,
         fmt::format("--shared {}: grovemoe has no shared experts (its chunk experts are routed)", s.shared));
     refuse(s.nextn > 0, fmt::format("--nextn {}: grovemoe has no MTP blocks", s.nextn));
-    refuse(s.probs_bias, "--probs-bias: grovemoe's loader has no exp_probs_b");
     refuse(s.experts == 0, "--experts 0: grovemoe's loader asserts routed experts");
     constexpr int64_t kGroup = 2;  // experts_per_group
     refuse(s.experts % kGroup != 0,

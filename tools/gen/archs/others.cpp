@@ -27,7 +27,6 @@ struct Takes {
     bool ff = false;          // a dense FFN that --ff sizes
     const char* ff_why = "";  // why --ff is refused
     bool tied = false;        // output.weight is optional (--tied)
-    bool biases = false;      // ffn_gate_inp.bias and ffn_*_exps.bias (written by the preset whenever taken)
 };
 
 void refuse_unsupported(const ModelSpec& s, const char* arch, const Takes& t) {
@@ -46,16 +45,6 @@ void refuse_unsupported(const ModelSpec& s, const char* arch, const Takes& t) {
     if (!t.tied && s.tied)
         throw UsageError(
             fmt::format("--tied: {}'s loader requires output.weight (no tied embeddings)", arch));
-    if (s.probs_bias)  // --probs-bias, or a --preset that sets it (demo, kimi-k3)
-        throw UsageError(fmt::format(
-            "--probs-bias: {}'s loader creates no exp_probs_b.bias{}", arch,
-            s.given.count("--probs-bias") ? "" : fmt::format(" (--preset {} sets it)", s.preset)));
-    if (!t.biases && s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (!t.biases && s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (s.fused_gate_up)
-        throw UsageError(fmt::format("--fused-gate-up: {}'s loader takes no ffn_gate_up_exps", arch));
 }
 
 // The expert keys of these loaders (groups are applied by llama.cpp's shared MoE code when written).
@@ -104,7 +93,6 @@ void build_gpt_oss(ModelBuilder& b) {
     const ModelSpec& s = b.spec();
     Takes t;
     t.ff_why = "its feed_forward_length is unread and written as the expert width";
-    t.biases = true;
     refuse_unsupported(s, "gpt-oss", t);
     const int64_t head_dim = s.embd / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
     b.gpt2_tokenizer();

@@ -20,22 +20,16 @@ void refuse_common(const ModelSpec& s, const char* arch) {
     if (s.given.count("--shared") && s.shared > 0)
         throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (s.router_bias || s.exps_bias || s.probs_bias || s.fused_gate_up)
-        throw UsageError(
-            fmt::format("--router-bias, --exps-bias, --probs-bias, --fused-gate-up: {}'s loader "
-                        "creates none of these tensors",
-                        arch));
 }
 
 // What a loader of the family takes beyond plain routed experts.
 struct Takes {
     bool shared = false;  // the gated shared expert, which the loader then requires
     bool nextn = false;   // MTP blocks after the trunk
-    bool fused = false;   // ffn_gate_up_exps (create_tensor_gate_up_exps)
     bool tied = false;    // no output.weight
 };
 
-// Refuses the options a loader has no tensors or keys for (refuse_common, option by option).
+// Refuses the options a loader has no keys or blocks for (refuse_common, option by option).
 void refuse_unsupported(const ModelSpec& s, const char* arch, const Takes& t) {
     if (s.experts == 0)
         throw UsageError(fmt::format("--experts 0: {}'s loader requires routed experts", arch));
@@ -48,15 +42,6 @@ void refuse_unsupported(const ModelSpec& s, const char* arch, const Takes& t) {
         throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
     if (!t.nextn && s.nextn > 0)
         throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.probs_bias)
-        throw UsageError(fmt::format("--probs-bias: {}'s loader has no exp_probs_b (softmax routing)", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (s.fused_gate_up && !t.fused)
-        throw UsageError(
-            fmt::format("--fused-gate-up: {}'s loader takes gate and up apart (no ffn_gate_up_exps)", arch));
     if (s.fused_gate_up && s.scales)
         throw UsageError(
             fmt::format("--scales with --fused-gate-up: {}'s loader looks up no per-expert scale for a fused "
@@ -99,7 +84,7 @@ struct Gdn {
 // --nextn MTP blocks are full-attention blocks with nextn.* tensors, which llama-simple loads as skipped.
 void build_qwen_hybrid(ModelBuilder& b, const char* arch, bool qwen35) {
     const ModelSpec& s = b.spec();
-    refuse_unsupported(s, arch, {.shared = true, .nextn = true, .fused = true, .tied = true});
+    refuse_unsupported(s, arch, {.shared = true, .nextn = true, .tied = true});
     const int64_t n = s.embd, head_dim = n / s.heads, heads_kv = std::max<int64_t>(1, s.heads / 2);
     if (head_dim % 4 != 0)
         throw UsageError(

@@ -18,9 +18,9 @@ struct Refuse {
     bool dense_blocks = false;  // no leading dense blocks
     bool shared = true;         // no shared experts
     bool nextn = true;
-    bool probs_bias = true;  // the loader creates no exp_probs_b (false: it always does)
-    bool fused = true;       // the loader takes no ffn_gate_up_exps
 };
+// (The optional expert tensors, router and expert biases, exp_probs_b and a fused gate_up, are refused
+// centrally from the architecture table: tools/gen/model.cpp, refuse_untaken_tensors.)
 
 inline void refuse(const ModelSpec& s, const char* arch, const Refuse& r) {
     if (s.experts == 0) throw UsageError(fmt::format("--experts 0: {}'s preset writes routed experts", arch));
@@ -31,14 +31,6 @@ inline void refuse(const ModelSpec& s, const char* arch, const Refuse& r) {
         throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
     if (r.nextn && s.nextn > 0)
         throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (r.probs_bias && s.probs_bias)
-        throw UsageError(fmt::format("--probs-bias: {}'s loader creates no exp_probs_b", arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (r.fused && s.fused_gate_up)
-        throw UsageError(fmt::format("--fused-gate-up: {}'s loader takes no ffn_gate_up_exps", arch));
     if (s.nextn > 0 && s.scales)
         throw UsageError(fmt::format(
             "--scales with --nextn: {}'s loader skips the MTP blocks' experts (unless it loads the "

@@ -27,15 +27,6 @@ void refuse_unsupported(const ModelSpec& s, const char* arch, bool tied) {
     if (s.given.count("--shared") && s.shared > 0)
         throw UsageError(fmt::format("--shared {}: {} has no shared experts", s.shared, arch));
     if (s.nextn > 0) throw UsageError(fmt::format("--nextn {}: {} has no MTP blocks", s.nextn, arch));
-    if (s.router_bias)
-        throw UsageError(fmt::format("--router-bias: {}'s loader has no ffn_gate_inp.bias", arch));
-    if (s.probs_bias)
-        throw UsageError(fmt::format("--probs-bias: {}'s loader has no exp_probs_b (softmax routing)", arch));
-    if (s.exps_bias)
-        throw UsageError(fmt::format("--exps-bias: {}'s loader has no expert biases (gpt-oss has)", arch));
-    if (s.fused_gate_up)
-        throw UsageError(
-            fmt::format("--fused-gate-up: {}'s loader takes gate and up apart (no ffn_gate_up_exps)", arch));
     if (s.tied && !tied) throw UsageError(fmt::format("--tied: {}'s loader requires output.weight", arch));
 }
 

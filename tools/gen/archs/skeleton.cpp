@@ -78,8 +78,9 @@ void build_skeleton(ModelBuilder& b) {
         const std::vector<P> in_exps =
             s.fused_gate_up ? std::vector<P>{P::kGateUp} : std::vector<P>{P::kGate, P::kUp};
         for (P pr : in_exps)
-            b.tensor(name(expert_kind(R::kWeight, pr)), {embd, pr == P::kGateUp ? 2 * eff : eff, E, 1},
-                     TypeClass::kExps, kSmall, "--embd");
+            b.tensor(name(expert_kind(R::kWeight, pr)),
+                     {embd, eff * expert_kind(R::kWeight, pr).width_factor, E, 1}, TypeClass::kExps, kSmall,
+                     "--embd");
         b.tensor(name(expert_kind(R::kWeight, P::kDown)), {eff, embd, E, 1}, TypeClass::kDown, kSmall,
                  "--expert-ff");
         if (s.exps_bias) {  // gpt-oss: one bias row per expert, expert = ne[1]
