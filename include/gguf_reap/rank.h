@@ -28,6 +28,8 @@
 
 namespace gguf_reap {
 
+// Each criterion is one row of the table in src/ops/rank/criteria.cpp (its name, formula, what it
+// reads, its score); docs/method.md, "Adding a criterion".
 enum class Criterion { kFrequency, kEnergy, kReapMean, kWeightedEnergy, kExternal };
 enum class Consensus { kMinRank, kMeanRank, kSum, kPooled, kMaxMin };
 
@@ -35,6 +37,10 @@ const char* criterion_name(Criterion c);  // "frequency", "energy", "reap-mean",
 const char* consensus_name(Consensus c);  // "min-rank", "mean-rank", "sum", "pooled", "max-min"
 std::optional<Criterion> parse_criterion(std::string_view s);
 std::optional<Consensus> parse_consensus(std::string_view s);
+// Every name, in the help's order, joined by `sep` (the last two by `last_sep`): the --criterion and
+// --consensus help ("frequency | energy | ...") and their refusals ("frequency, energy, ... or external").
+std::string criterion_choices(std::string_view sep, std::string_view last_sep);
+std::string consensus_choices(std::string_view sep, std::string_view last_sep);
 
 // One input file and the domain name it stands for: "NAME=PATH", or "PATH" (name = the file name
 // without directory and without .gguf/.dat/.json and a trailing ".imatrix").

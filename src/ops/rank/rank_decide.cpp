@@ -14,6 +14,7 @@
 #include "gguf_reap/error.h"
 #include "io/parallel.h"
 #include "model/tensor_table.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_fit.h"
 #include "ops/rank/rank_lodo.h"
@@ -28,25 +29,6 @@ std::string join_ids(const std::vector<int64_t>& ids) {
     std::string s;
     for (int64_t i : ids) s += (s.empty() ? "" : ", ") + std::to_string(i);
     return s;
-}
-
-// The score a criterion gives one expert of one domain's block. `full`: ignore the neuron plan.
-double score_of(Criterion c, const BlockStats& s, size_t e, bool full) {
-    switch (c) {
-        case Criterion::kFrequency:
-            return s.count[e];
-        case Criterion::kEnergy:
-            return full && !s.energy_full.empty() ? s.energy_full[e] : s.energy[e];
-        case Criterion::kReapMean:
-            return full && !s.mean_full.empty() ? s.mean_full[e] : s.mean[e];
-        // A width-pruned model has no weights for the dropped channels: the unrestricted comparison is
-        // plain energy.
-        case Criterion::kWeightedEnergy:
-            return full && !s.energy_full.empty() ? s.energy_full[e] : s.weighted[e];
-        case Criterion::kExternal:
-            return s.external[e];
-    }
-    return kNaN;
 }
 
 // Ranks 1..E by score descending; equal scores rank the lower expert id better. NaN ranks last.
@@ -86,18 +68,16 @@ std::vector<int32_t> rank_desc(const std::vector<double>& score) {
 }  // namespace
 
 void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
+    const CriterionSpec& c = criterion_spec(opts.criterion);
     for (const auto& d : in.domains) {
         if (d.format != "dat") continue;
-        if (opts.criterion == Criterion::kFrequency || opts.criterion == Criterion::kEnergy ||
-            opts.criterion == Criterion::kWeightedEnergy)
+        if (c.needs.totals)
             throw UsageError(fmt::format(
                 "{}: a legacy .dat imatrix holds only each expert's mean energy (scaled by one ncall shared "
-                "by all "
-                "experts) and no per-expert routing counts, so --criterion {} cannot be computed from it; "
-                "use the GGUF "
-                "imatrix of the same run (llama-imatrix --output-format gguf, the default since 2025-07) or "
-                "--criterion reap-mean",
-                d.path, criterion_name(opts.criterion)));
+                "by all experts) and no per-expert routing counts, so --criterion {} cannot be computed "
+                "from it; use the GGUF imatrix of the same run (llama-imatrix --output-format gguf, the "
+                "default since 2025-07) or --criterion reap-mean",
+                d.path, c.name));
         if (opts.consensus == Consensus::kPooled)
             throw UsageError(
                 fmt::format("{}: --consensus pooled adds raw counts and sums across domains (as "
@@ -105,16 +85,17 @@ void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
                             "min-rank, mean-rank or sum",
                             d.path));
     }
-    if (opts.criterion == Criterion::kExternal && opts.consensus == Consensus::kPooled)
+    if (!c.pooled && opts.consensus == Consensus::kPooled)
         throw UsageError(
             "--consensus pooled needs raw counts and sums; external scores are already per-block "
             "results: use min-rank, mean-rank or sum");
-    if (opts.criterion == Criterion::kFrequency)
+    if (c.needs.counts)
         for (const auto& d : in.domains)
             if (d.format == "json")
                 throw UsageError(
-                    "--criterion frequency reads imatrix counts; use --criterion external --score-field "
-                    "activation_counts");
+                    fmt::format("--criterion {} reads imatrix counts; use --criterion external --score-field "
+                                "activation_counts",
+                                c.name));
 }
 
 namespace {
@@ -228,14 +209,15 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
     // Blocks and domains are independent from here to the decision: each (domain, block) pair, and
     // then each block, writes only its own slots, so they are shared among the threads.
     const int threads = resolve_threads(opts.threads);
+    const CriterionSpec& criterion = criterion_spec(opts.criterion);
     parallel_for(D * B, threads, [&](size_t i) {
         const size_t d = i / B, b = i % B;
         const BlockStats& s = in.domains[d].blocks[b];
         if (!s.present) return;
         std::vector<double> sc(NE), full(NE);
         for (size_t e = 0; e < NE; ++e) {
-            sc[e] = score_of(opts.criterion, s, e, false);
-            full[e] = score_of(opts.criterion, s, e, true);
+            sc[e] = criterion.score(s, e, false);
+            full[e] = criterion.score(s, e, true);
             r.scores[r.idx(d, b, e)] = sc[e];
             if (!std::isnan(s.count[e])) r.counts[r.idx(d, b, e)] = std::llround(s.count[e]);
         }

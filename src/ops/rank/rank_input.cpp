@@ -20,6 +20,7 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/down_norms.h"
 #include "ops/rank/imatrix_scan.h"
 #include "ops/rank/score_file.h"
@@ -96,7 +97,8 @@ void import_plan(const RankOptions& opts, const std::string& model_path, bool ex
 }  // namespace
 
 RankInput load_rank_input(const RankOptions& opts) {
-    const bool external = opts.criterion == Criterion::kExternal;
+    const CriterionSpec& criterion = criterion_spec(opts.criterion);
+    const bool external = criterion.needs.score_files;
     if (external && opts.score_files.empty())
         throw UsageError(
             "--criterion external needs score files: --scores NAME=FILE (JSON, see docs/rank.md)");
@@ -106,10 +108,9 @@ RankInput load_rank_input(const RankOptions& opts) {
     if (!external && !opts.score_files.empty())
         throw UsageError("--scores files are only read with --criterion external");
     if (!external && opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
-    if (opts.criterion == Criterion::kWeightedEnergy && opts.model.empty())
+    if (criterion.needs.down_weights && opts.model.empty())
         throw UsageError(
-            "--criterion weighted-energy needs --model: it weights each channel by the squared norm of "
-            "the matching ffn_down_exps column");
+            fmt::format("--criterion {} needs --model: {}", criterion.name, criterion.model_why));
     if (external && !opts.neuron_plan.empty())
         throw UsageError(
             "--neuron-plan restricts imatrix energies; it does not apply to --criterion external");
@@ -359,12 +360,12 @@ RankInput load_rank_input(const RankOptions& opts) {
                                 t.ne[0] < block_width[bi] ? ": a width-pruned model needs its --neuron-plan"
                                                           : ": the imatrix was made for another model"));
             }
-            if (opts.criterion == Criterion::kWeightedEnergy && !can_dequantize(t.type))
+            if (criterion.needs.down_weights && !can_dequantize(t.type))
                 throw UsageError(
-                    fmt::format("{}: {} is {}: weighted-energy reads the down-projection weights and handles "
+                    fmt::format("{}: {} is {}: {} reads the down-projection weights and handles "
                                 "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "
                                 "such a down projection",
-                                opts.model, t.name, ggml_type_display(t.type)));
+                                opts.model, t.name, ggml_type_display(t.type), criterion.name));
         }
     }
 
@@ -394,7 +395,7 @@ RankInput load_rank_input(const RankOptions& opts) {
     scan.plan = plan ? &*plan : nullptr;
     scan.hash = opts.hash_inputs;
     scan.threads = threads;
-    if (opts.criterion == Criterion::kWeightedEnergy)
+    if (criterion.needs.down_weights)
         scan.column_norms = [&](size_t bi) {
             return down_column_norms(*model.set, *model.down.at(in.blocks[bi]));
         };

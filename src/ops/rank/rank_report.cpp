@@ -14,6 +14,7 @@
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/units.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/rank_lodo.h"
 
 namespace gguf_reap {
@@ -69,27 +70,6 @@ constexpr const char* kTieRule =
 
 }  // namespace
 
-const char* criterion_formula(Criterion c) {
-    switch (c) {
-        case Criterion::kFrequency:
-            return "routed-token count N_e (ffn_down_exps counts)";
-        case Criterion::kEnergy:
-            return "Σ_c in_sum2[e][c] of ffn_down_exps: the expert's total intermediate-activation energy "
-                   "over the "
-                   "tokens routed to it (= N_e × mean energy)";
-        case Criterion::kReapMean:
-            return "Σ_c in_sum2[e][c] / N_e: mean energy per routed token (REAP's conditional mean without "
-                   "gate values; "
-                   "measured on the fixture models it did no better than random keeplists — see "
-                   "docs/method.md)";
-        case Criterion::kWeightedEnergy:
-            return "Σ_c ||W_down[:,c]||² · in_sum2[e][c]: an estimate of the expert's total output energy";
-        case Criterion::kExternal:
-            return "per-expert scores measured elsewhere (a profiler run), as given";
-    }
-    return "";
-}
-
 const char* consensus_text(Consensus c) {
     switch (c) {
         case Consensus::kMinRank:
@@ -131,7 +111,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
             {"path", in.imported->path},
             {"format", plan_format_name(in.imported->plan.format)},
             {"sha256", in.imported->sha256.empty() ? json(nullptr) : json(in.imported->sha256)}};
-    if (r.criterion == Criterion::kExternal) {
+    if (criterion_spec(r.criterion).needs.score_files) {
         m["score_field"] = in.score_field;
         if (in.score_is_mean) m["score_aggregate"] = in.score_times_counts ? "sum" : "mean";
     }
@@ -256,7 +236,7 @@ std::string render_receipt(const RankInput& in, const RankDecision& r) {
             in.imported->path, plan_format_name(in.imported->plan.format),
             in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256));
     line(fmt::format("- Criterion `{}`: {}.", criterion_name(r.criterion), criterion_formula(r.criterion)));
-    if (r.criterion == Criterion::kExternal) {
+    if (criterion_spec(r.criterion).needs.score_files) {
         if (!in.score_is_mean)
             line(fmt::format("  Score field: `{}`.", in.score_field));
         else if (in.score_times_counts)
