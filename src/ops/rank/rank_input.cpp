@@ -20,6 +20,7 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/imatrix_domains.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/down_norms.h"
 #include "ops/rank/imatrix_scan.h"
@@ -115,15 +116,7 @@ RankInput load_rank_input(const RankOptions& opts) {
         throw UsageError(
             "--neuron-plan restricts imatrix energies; it does not apply to --criterion external");
     const auto& specs = external ? opts.score_files : opts.imatrices;
-    {
-        std::set<std::string> names;
-        for (const auto& d : specs) {
-            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
-            if (!names.insert(d.name).second)
-                throw UsageError(
-                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
-        }
-    }
+    check_domain_names(specs);
     const int threads = resolve_threads(opts.threads);
 
     RankInput in;
@@ -197,34 +190,20 @@ RankInput load_rank_input(const RankOptions& opts) {
         return in;
     }
 
-    // Open every imatrix (directory only) and find its ffn_down_exps entries.
-    // Their directories are parsed in parallel (a few ms each for thousands of entries); an error is
-    // the one of the first file in command-line order, as if they were opened one after the other.
-    std::vector<ImatrixFile> ims;
-    {
-        std::vector<std::optional<ImatrixFile>> opened(specs.size());
-        parallel_for(specs.size(), threads,
-                     [&](size_t d) { opened[d].emplace(ImatrixFile::open(specs[d].path)); });
-        for (auto& f : opened) ims.push_back(std::move(*f));
-    }
+    // Open every imatrix (directory only) and find its ffn_down_exps entries, and the experts and
+    // width of every block's entry, checked against the model.
+    const std::vector<ImatrixFile> ims = open_imatrices(specs, threads);
     for (size_t d = 0; d < ims.size(); ++d) in.domains[d].format = imatrix_kind_name(ims[d].kind());
     check_criterion_inputs(in, opts);
-    std::vector<std::map<int, const ImatrixEntry*>> found(ims.size());
     struct Shape {
         int64_t n_mat, ne0;
         size_t domain;
     };
     std::map<int, Shape> gguf_shape;  // block → shape in the first GGUF imatrix that has it
-    for (size_t d = 0; d < ims.size(); ++d) {
-        for (const auto& e : ims[d].entries())
-            if (auto b = down_projection_block(e.name)) found[d][*b] = &e;
-        if (found[d].empty())
-            throw UsageError(
-                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
-                            "(or was made with a filter that left the experts out)",
-                            specs[d].path));
-        if (ims[d].kind() != ImatrixKind::kGguf) continue;
-        for (const auto& [b, e] : found[d]) {
+    ImatrixDomainChecks checks;
+    checks.found = [&](size_t d, const std::map<int, const ImatrixEntry*>& down) {
+        if (ims[d].kind() != ImatrixKind::kGguf) return;
+        for (const auto& [b, e] : down) {
             auto [it, inserted] = gguf_shape.emplace(b, Shape{e->n_mat, e->ne0, d});
             if (!inserted && (it->second.n_mat != e->n_mat || it->second.ne0 != e->ne0))
                 throw UsageError(
@@ -233,86 +212,55 @@ RankInput load_rank_input(const RankOptions& opts) {
                                 specs[d].path, e->name, e->ne0, e->n_mat, specs[it->second.domain].path,
                                 it->second.ne0, it->second.n_mat));
         }
-    }
-    if (!model.set) {
-        std::set<int> all;
-        for (const auto& f : found)
-            for (const auto& [b, e] : f) all.insert(b);
-        in.blocks.assign(all.begin(), all.end());
-    }
-
-    // Shapes: experts and width of every block's entry, checked against the model.
+    };
+    checks.entry = [&](size_t d, size_t bi, int b, const ImatrixEntry& e) {
+        const ImatrixFile& im = ims[d];
+        int64_t E = 0;
+        if (im.kind() != ImatrixKind::kLegacy) {
+            E = e.n_mat;
+        } else if (in.expert_count > 0) {
+            E = in.expert_count;
+        } else if (auto g = gguf_shape.find(b); g != gguf_shape.end()) {
+            E = g->second.n_mat;
+            in.notes.push_back(
+                fmt::format("{}: expert count of blk.{} ({}) taken from a GGUF imatrix of the same model",
+                            specs[d].name, b, E));
+        } else {
+            std::string how;
+            auto derived = legacy_expert_count(im, b, how);
+            if (!derived)
+                throw UsageError(
+                    fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
+                                "this file has no router and gate/up entries to derive it from: give "
+                                "--model (or a GGUF imatrix of the same model)",
+                                specs[d].path, e.name));
+            E = *derived;
+            if (bi == 0)
+                in.notes.push_back(fmt::format("{}: expert count {} derived from {}", specs[d].name, E, how));
+        }
+        if (E < 1 || e.nval % E != 0)
+            throw InputError(im.path(), e.entry_offset, fmt::format("entry '{}'", e.name),
+                             fmt::format("{} values cannot be split among {} experts", e.nval, E));
+        if (in.expert_count == 0) in.expert_count = E;
+        if (E != in.expert_count)
+            throw UsageError(fmt::format("{}: {} has {} experts, but {} has {}{}", specs[d].path, e.name, E,
+                                         model.set ? opts.model : "the other entries", in.expert_count,
+                                         model.set ? ": the imatrix was made for another model" : ""));
+    };
+    const std::vector<int> model_blocks = in.blocks;
+    const ImatrixDomains found =
+        match_imatrix_domains(ims, specs, model.set ? &model_blocks : nullptr, opts.model, in.notes, checks);
+    in.blocks = found.blocks;
+    // Every entry's width; every entry holds in.expert_count experts (checked above).
     std::vector<std::vector<int64_t>> width(ims.size(), std::vector<int64_t>(in.blocks.size(), 0));
     std::vector<std::vector<const ImatrixEntry*>> entry(
         ims.size(), std::vector<const ImatrixEntry*>(in.blocks.size(), nullptr));
-    for (size_t d = 0; d < ims.size(); ++d) {
-        const ImatrixFile& im = ims[d];
-        const bool legacy = im.kind() == ImatrixKind::kLegacy;
-        for (const auto& [b, e] : found[d])
-            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
-                throw UsageError(
-                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
-                                "was the imatrix made for another model?",
-                                specs[d].path, b, e->name, opts.model));
-        std::vector<int> missing;
-        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
-            const int b = in.blocks[bi];
-            auto it = found[d].find(b);
-            if (it == found[d].end()) {
-                missing.push_back(b);
-                continue;
+    for (size_t d = 0; d < ims.size(); ++d)
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi)
+            if (const auto it = found.down[d].find(in.blocks[bi]); it != found.down[d].end()) {
+                entry[d][bi] = it->second;
+                width[d][bi] = it->second->nval / in.expert_count;
             }
-            const ImatrixEntry* e = it->second;
-            int64_t E = 0;
-            if (!legacy) {
-                E = e->n_mat;
-            } else if (in.expert_count > 0) {
-                E = in.expert_count;
-            } else if (auto g = gguf_shape.find(b); g != gguf_shape.end()) {
-                E = g->second.n_mat;
-                in.notes.push_back(
-                    fmt::format("{}: expert count of blk.{} ({}) taken from a GGUF imatrix of the same model",
-                                specs[d].name, b, E));
-            } else {
-                std::string how;
-                auto derived = legacy_expert_count(im, b, how);
-                if (!derived)
-                    throw UsageError(
-                        fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
-                                    "this file has no router and gate/up entries to derive it from: give "
-                                    "--model (or a GGUF imatrix of the same model)",
-                                    specs[d].path, e->name));
-                E = *derived;
-                if (bi == 0)
-                    in.notes.push_back(
-                        fmt::format("{}: expert count {} derived from {}", specs[d].name, E, how));
-            }
-            if (E < 1 || e->nval % E != 0)
-                throw InputError(im.path(), e->entry_offset, fmt::format("entry '{}'", e->name),
-                                 fmt::format("{} values cannot be split among {} experts", e->nval, E));
-            if (in.expert_count == 0) in.expert_count = E;
-            if (E != in.expert_count)
-                throw UsageError(fmt::format("{}: {} has {} experts, but {} has {}{}", specs[d].path, e->name,
-                                             E, model.set ? opts.model : "the other entries", in.expert_count,
-                                             model.set ? ": the imatrix was made for another model" : ""));
-            width[d][bi] = e->nval / E;
-            entry[d][bi] = e;
-        }
-        if (!missing.empty()) {
-            std::string list;
-            for (int b : missing) list += (list.empty() ? "" : ", ") + std::to_string(b);
-            if (!legacy)
-                throw UsageError(fmt::format("{}: has no ffn_down_exps entry for MoE block(s) {}{}",
-                                             specs[d].path, list,
-                                             model.set ? " of the model: was it made for another model?"
-                                                       : " that other imatrices have"));
-            in.notes.push_back(
-                fmt::format("{}: no entry for block(s) {}: the 2024-25 .dat writer skipped every entry in "
-                            "which some expert was never routed, so these blocks hold a dead expert that "
-                            "this file cannot name; they are ranked from the other domains",
-                            specs[d].name, list));
-        }
-    }
 
     // Widths agree across domains; with a model, they match its ffn_down_exps (or the plan's k).
     std::vector<int64_t> block_width(in.blocks.size(), 0);
@@ -325,11 +273,6 @@ RankInput load_rank_input(const RankOptions& opts) {
                                 specs[d].path, in.blocks[bi], width[d][bi], block_width[bi]));
             block_width[bi] = width[d][bi];
         }
-        if (!block_width[bi])
-            throw UsageError(fmt::format(
-                "no imatrix has data for MoE block {} (legacy files skip entries with never-routed "
-                "experts): add a GGUF imatrix",
-                in.blocks[bi]));
     }
     in.expert_width = block_width.front();
 

@@ -26,6 +26,7 @@
 #include "io/signals.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/imatrix_domains.h"
 
 namespace gguf_reap {
 
@@ -36,9 +37,9 @@ constexpr size_t kBufferBytes = size_t{1} << 20;
 constexpr int64_t kMaxWidth = 65536;
 
 struct Domain {
-    DomainSpec spec;
-    ImatrixFile im;
-    std::map<int, const ImatrixEntry*> down;  // block → ffn_down_exps entry
+    const DomainSpec& spec;
+    const ImatrixFile& im;
+    const std::map<int, const ImatrixEntry*>& down;  // block → ffn_down_exps entry
 };
 
 double median_of(std::vector<double> v) {
@@ -173,15 +174,7 @@ PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& even
     PlanWidthResult res;
     // Check the options and the outputs before reading anything.
     if (opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
-    {
-        std::set<std::string> names;
-        for (const auto& d : opts.imatrices) {
-            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
-            if (!names.insert(d.name).second)
-                throw UsageError(
-                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
-        }
-    }
+    check_domain_names(opts.imatrices);
     if (opts.out.empty()) throw UsageError("give the plan file with -o plan.npz");
     res.plan_path = opts.out;
     res.receipt_path = opts.receipt.empty() ? default_receipt_path(opts.out) : opts.receipt;
@@ -223,95 +216,51 @@ PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& even
                             fmt::format("{} is an input ({}): refusing to write over it", out, s.path));
     }
 
-    // The imatrices: each one's ffn_down_exps entries.
-    std::vector<Domain> doms;
-    for (const auto& spec : opts.imatrices) {
-        Domain d{spec, ImatrixFile::open(spec.path), {}};
-        for (const auto& e : d.im.entries())
-            if (auto b = down_projection_block(e.name)) d.down[*b] = &e;
-        if (d.down.empty())
-            throw UsageError(
-                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
-                            "(or was made with a filter that left the experts out)",
-                            spec.path));
-        doms.push_back(std::move(d));  // the entries live on the heap: the pointers survive the move
-    }
-    if (!model) {
-        std::set<int> all;
-        for (const auto& d : doms)
-            for (const auto& [b, e] : d.down) all.insert(b);
-        res.blocks.assign(all.begin(), all.end());
-    }
-
-    // Shapes: experts and width of every entry, the same everywhere (and as in the model).
+    // The imatrices: each one's ffn_down_exps entries, and the experts and width of every entry, the
+    // same everywhere (and as in the model).
     // "but MODEL has 16" / "but other entries have 16"
     const auto but = [&](int64_t v) {
         return model ? fmt::format("but {} has {}", opts.model, v)
                      : fmt::format("but other entries have {}", v);
     };
-    for (const auto& d : doms)
-        for (const auto& [b, e] : d.down)
-            if (model && !std::binary_search(res.blocks.begin(), res.blocks.end(), b))
-                throw UsageError(
-                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
-                                "was the imatrix made for another model?",
-                                d.spec.path, b, e->name, opts.model));
-    for (const auto& d : doms)  // GGUF entries state their expert count; legacy ones do not
-        if (!model && d.im.kind() == ImatrixKind::kGguf && res.expert_count == 0)
-            res.expert_count = d.down.begin()->second->n_mat;
-    for (const auto& d : doms) {
-        const bool legacy = d.im.kind() == ImatrixKind::kLegacy;
-        std::vector<int> missing;
-        for (int b : res.blocks) {
-            auto it = d.down.find(b);
-            if (it == d.down.end()) {
-                missing.push_back(b);
-                continue;
-            }
-            const ImatrixEntry& e = *it->second;
-            if (legacy && res.expert_count == 0)
-                throw UsageError(
-                    fmt::format("{}: the legacy .dat format does not store the expert count of {}: give "
-                                "--model (or a GGUF imatrix of the same model)",
-                                d.spec.path, e.name));
-            const int64_t E = legacy ? res.expert_count : e.n_mat;
-            if (E < 1 || e.nval % E != 0)
-                throw InputError(d.im.path(), e.entry_offset, fmt::format("entry '{}'", e.name),
-                                 fmt::format("{} values cannot be split among {} experts", e.nval, E));
-            if (E != res.expert_count)
-                throw UsageError(fmt::format("{}: {} has {} experts, {}{}", d.spec.path, e.name, E,
-                                             but(res.expert_count),
-                                             model ? ": the imatrix was made for another model" : ""));
-            const int64_t W = e.nval / E;
-            if (res.native_width == 0) res.native_width = W;
-            if (W != res.native_width)
-                throw UsageError(fmt::format(
-                    "{}: {} has expert width {}, {}{}", d.spec.path, e.name, W, but(res.native_width),
-                    model ? (W < res.native_width ? ": was the imatrix made for a width-pruned model?"
-                                                  : ": the imatrix was made for another model")
-                          : ""));
-        }
-        if (!missing.empty()) {
-            if (!legacy)
-                throw UsageError(fmt::format(
-                    "{}: has no ffn_down_exps entry for MoE block(s) {}{}", d.spec.path,
-                    fmt::join(missing, ", "),
-                    model ? " of the model: was it made for another model?" : " that other imatrices have"));
-            res.notes.push_back(fmt::format(
-                "{}: no entry for block(s) {}: the 2024-25 .dat writer skipped entries in which some expert "
-                "was never routed; these blocks are ranked from the other domains",
-                d.spec.name, fmt::join(missing, ", ")));
-        }
-    }
-    for (int b : res.blocks) {
-        bool any = false;
-        for (const auto& d : doms) any |= d.down.count(b) > 0;
-        if (!any)
+    const std::vector<ImatrixFile> ims = open_imatrices(opts.imatrices, 0);
+    ImatrixDomainChecks checks;
+    checks.found = [&](size_t d, const std::map<int, const ImatrixEntry*>& down) {
+        // GGUF entries state their expert count; legacy ones do not.
+        if (!model && ims[d].kind() == ImatrixKind::kGguf && res.expert_count == 0)
+            res.expert_count = down.begin()->second->n_mat;
+    };
+    checks.entry = [&](size_t d, size_t, int, const ImatrixEntry& e) {
+        const DomainSpec& spec = opts.imatrices[d];
+        const bool legacy = ims[d].kind() == ImatrixKind::kLegacy;
+        if (legacy && res.expert_count == 0)
             throw UsageError(
-                fmt::format("no imatrix has data for MoE block {} (legacy files skip entries with "
-                            "never-routed experts): add a GGUF imatrix",
-                            b));
-    }
+                fmt::format("{}: the legacy .dat format does not store the expert count of {}: give "
+                            "--model (or a GGUF imatrix of the same model)",
+                            spec.path, e.name));
+        const int64_t E = legacy ? res.expert_count : e.n_mat;
+        if (E < 1 || e.nval % E != 0)
+            throw InputError(ims[d].path(), e.entry_offset, fmt::format("entry '{}'", e.name),
+                             fmt::format("{} values cannot be split among {} experts", e.nval, E));
+        if (E != res.expert_count)
+            throw UsageError(fmt::format("{}: {} has {} experts, {}{}", spec.path, e.name, E,
+                                         but(res.expert_count),
+                                         model ? ": the imatrix was made for another model" : ""));
+        const int64_t W = e.nval / E;
+        if (res.native_width == 0) res.native_width = W;
+        if (W != res.native_width)
+            throw UsageError(
+                fmt::format("{}: {} has expert width {}, {}{}", spec.path, e.name, W, but(res.native_width),
+                            model ? (W < res.native_width ? ": was the imatrix made for a width-pruned model?"
+                                                          : ": the imatrix was made for another model")
+                                  : ""));
+    };
+    const std::vector<int> model_blocks = res.blocks;
+    const ImatrixDomains found = match_imatrix_domains(ims, opts.imatrices, model ? &model_blocks : nullptr,
+                                                       opts.model, res.notes, checks);
+    res.blocks = found.blocks;
+    std::vector<Domain> doms;
+    for (size_t d = 0; d < ims.size(); ++d) doms.push_back({opts.imatrices[d], ims[d], found.down[d]});
     if (res.native_width > kMaxWidth)
         throw UsageError(
             fmt::format("the expert width {} is too large for a plan: channel ids are stored as uint16, "
