@@ -228,11 +228,6 @@ struct RankDecision {
     size_t idx(size_t b, size_t e) const { return b * static_cast<size_t>(expert_count) + e; }
 };
 
-// Refuses criterion/consensus choices the inputs cannot support (legacy .dat with frequency, energy,
-// weighted-energy or pooled; external with pooled). Uses only each domain's path and format, so
-// load_rank_input calls it before reading any values.
-void check_criterion_inputs(const RankInput& in, const RankOptions& opts);
-
 // Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
 RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
 

@@ -50,4 +50,10 @@ struct CriterionSpec {
 std::span<const CriterionSpec> criteria();
 const CriterionSpec& criterion_spec(Criterion c);
 
+// Refuses criterion/consensus choices the inputs cannot support (legacy .dat with a criterion that needs
+// totals, or with pooled; score files with pooled, or with a criterion that needs imatrix counts). Uses
+// only each domain's path and format, so load_rank_input calls it before reading any values, and
+// rank_experts again on inputs built by hand.
+void check_criterion_inputs(const RankInput& in, const RankOptions& opts);
+
 }  // namespace gguf_reap
