@@ -212,6 +212,22 @@ TEST_F(PlanWidthTest, LegacyDatWithExpertCountFromGgufAndDeadExperts) {
               "b: blk.1.ffn_down_exps.weight marks expert(s) 0 as never routed; they add no energy");
 }
 
+TEST_F(PlanWidthTest, LegacyDatWithoutABlockIsNotedAndScoredFromTheOthers) {
+    // The 2024-25 .dat writer skipped every entry with a never-routed expert: b.dat has no block 2, so
+    // a.gguf alone scores it (rank says the same, in the same words: ops/imatrix_domains.cpp).
+    write_gguf_imatrix(dir_.file("a.gguf"), {{1, {{1, 2, 3, 4}, {1}}}, {2, {{4, 3, 2, 1}, {1}}}}, 4, 1);
+    write_dat_imatrix(dir_.file("b.dat"), {{1, {9, 0, 0, 0}}}, 1);
+    const PlanWidthResult r =
+        ops::plan_width(opts(1, {{"a", dir_.file("a.gguf")}, {"b", dir_.file("b.dat")}}));
+    EXPECT_EQ(channels_row(0), (std::vector<int64_t>{0}));  // block 1: b's 9 outweighs a's 4
+    EXPECT_EQ(channels_row(1), (std::vector<int64_t>{0}));  // block 2: a's alone
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_EQ(r.notes[0],
+              "b: no entry for block(s) 2: the 2024-25 .dat writer skipped every entry in which some expert "
+              "was never routed, so these blocks hold a dead expert that this file cannot name; they are "
+              "ranked from the other domains");
+}
+
 TEST_F(PlanWidthTest, LegacyAloneNeedsTheExpertCount) {
     write_dat_imatrix(dir_.file("b.dat"), {{1, {1, 2, 3, 4}}}, 1);
     EXPECT_EQ(

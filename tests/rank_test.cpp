@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
+#include <string>
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/criteria.h"
 
 namespace gguf_reap {
 namespace {
@@ -61,6 +64,27 @@ std::string usage_error(const RankInput& in, const RankOptions& o) {
         return e.what();
     }
     return "(no error)";
+}
+
+// The criteria table (ops/rank/criteria.cpp) has one row per value of Criterion, each with a name
+// that parses back to it, and the pooled consensus exactly where the inputs are imatrices.
+TEST(RankCriteria, EveryCriterionHasOneRow) {
+    std::set<std::string> names;
+    for (int i = 0; i <= static_cast<int>(Criterion::kExternal); ++i) {  // kExternal: the last value
+        const Criterion c = static_cast<Criterion>(i);
+        const CriterionSpec& row = criterion_spec(c);
+        EXPECT_EQ(row.id, c);
+        EXPECT_EQ(parse_criterion(row.name), c);
+        EXPECT_TRUE(names.insert(row.name).second) << row.name;
+        EXPECT_NE(std::string(row.formula), "");
+        EXPECT_NE(row.score, nullptr);
+        EXPECT_EQ(row.pooled == nullptr, row.needs.score_files) << row.name;
+        EXPECT_EQ(row.model_why != nullptr, row.needs.down_weights) << row.name;
+    }
+    EXPECT_EQ(criteria().size(), names.size());
+    EXPECT_EQ(criterion_choices(" | ", " | "), "frequency | energy | reap-mean | weighted-energy | external");
+    EXPECT_EQ(criterion_choices(", ", " or "), "frequency, energy, reap-mean, weighted-energy or external");
+    EXPECT_EQ(consensus_choices(", ", " or "), "min-rank, mean-rank, sum, pooled or max-min");
 }
 
 TEST(RankRules, KeepsTheHighestEnergyExperts) {

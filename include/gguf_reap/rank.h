@@ -28,6 +28,8 @@
 
 namespace gguf_reap {
 
+// Each criterion is one row of the table in src/ops/rank/criteria.cpp (its name, formula, what it
+// reads, its score); docs/method.md, "Adding a criterion".
 enum class Criterion { kFrequency, kEnergy, kReapMean, kWeightedEnergy, kExternal };
 enum class Consensus { kMinRank, kMeanRank, kSum, kPooled, kMaxMin };
 
@@ -35,6 +37,10 @@ const char* criterion_name(Criterion c);  // "frequency", "energy", "reap-mean",
 const char* consensus_name(Consensus c);  // "min-rank", "mean-rank", "sum", "pooled", "max-min"
 std::optional<Criterion> parse_criterion(std::string_view s);
 std::optional<Consensus> parse_consensus(std::string_view s);
+// Every name, in the help's order, joined by `sep` (the last two by `last_sep`): the --criterion and
+// --consensus help ("frequency | energy | ...") and their refusals ("frequency, energy, ... or external").
+std::string criterion_choices(std::string_view sep, std::string_view last_sep);
+std::string consensus_choices(std::string_view sep, std::string_view last_sep);
 
 // One input file and the domain name it stands for: "NAME=PATH", or "PATH" (name = the file name
 // without directory and without .gguf/.dat/.json and a trailing ".imatrix").
@@ -221,11 +227,6 @@ struct RankDecision {
     }
     size_t idx(size_t b, size_t e) const { return b * static_cast<size_t>(expert_count) + e; }
 };
-
-// Refuses criterion/consensus choices the inputs cannot support (legacy .dat with frequency, energy,
-// weighted-energy or pooled; external with pooled). Uses only each domain's path and format, so
-// load_rank_input calls it before reading any values.
-void check_criterion_inputs(const RankInput& in, const RankOptions& opts);
 
 // Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
 RankDecision rank_experts(const RankInput& in, const RankOptions& opts);

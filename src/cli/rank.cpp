@@ -18,9 +18,10 @@ namespace {
 
 struct RankCli {
     std::vector<std::string> imatrices, scores, protect;
-    std::string model, plan, score_field, score_aggregate = "sum", from_plan, export_format, out,
-                                          criterion = "energy", consensus = "min-rank", ratio, super_share,
-                                          fit;
+    std::string model, plan, score_field, score_aggregate = "sum", from_plan, export_format, out, ratio,
+                                          super_share, fit;
+    std::string criterion = criterion_name(RankOptions{}.criterion);
+    std::string consensus = consensus_name(RankOptions{}.consensus);
     std::optional<int64_t> keep, prune;
     double super_channel_ratio = 100.0;
     bool json = false, force = false, no_hash = false, strict = false;
@@ -51,13 +52,13 @@ RankOptions to_options(const RankCli& c) {
     o.score_aggregate = c.score_aggregate;
     auto cr = parse_criterion(c.criterion);
     if (!cr)
-        throw UsageError(fmt::format(
-            "--criterion {}: choose frequency, energy, reap-mean, weighted-energy or external", c.criterion));
+        throw UsageError(
+            fmt::format("--criterion {}: choose {}", c.criterion, criterion_choices(", ", " or ")));
     o.criterion = *cr;
     auto cs = parse_consensus(c.consensus);
     if (!cs)
         throw UsageError(
-            fmt::format("--consensus {}: choose min-rank, mean-rank, sum, pooled or max-min", c.consensus));
+            fmt::format("--consensus {}: choose {}", c.consensus, consensus_choices(", ", " or ")));
     o.consensus = *cs;
     o.keep = c.keep;
     o.prune = c.prune;
@@ -179,11 +180,8 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
         ->type_name("NAME=FILE");
     sub->add_option("--model", c->model,
                     "The model (any shard): checks the imatrices and records its identity");
-    sub->add_option("--criterion", c->criterion,
-                    "frequency | energy | reap-mean | weighted-energy | external")
-        ->capture_default_str();
-    sub->add_option("--consensus", c->consensus, "min-rank | mean-rank | sum | pooled | max-min")
-        ->capture_default_str();
+    sub->add_option("--criterion", c->criterion, criterion_choices(" | ", " | "))->capture_default_str();
+    sub->add_option("--consensus", c->consensus, consensus_choices(" | ", " | "))->capture_default_str();
     sub->add_option("--keep", c->keep, "Experts kept in every MoE block");
     sub->add_option("--prune", c->prune, "Experts pruned in every MoE block");
     sub->add_option("--ratio", c->ratio, "Fraction of experts pruned in every block (0.25 or 25%)");

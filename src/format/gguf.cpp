@@ -192,11 +192,10 @@ Header parse_gguf_header(std::span<const uint8_t> bytes, const std::string& name
     return parse_gguf_header(src, opts);
 }
 
-Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
-    Cursor c(file);
-    Header h;
+namespace {
 
-    // 1-3: magic and version.
+// 1-3: magic and version (2 or 3, little-endian).
+uint32_t read_magic_and_version(Cursor& c, const ByteSource& file) {
     char magic[4];
     c.read(magic, 4, "magic");
     if (std::memcmp(magic, kMagic, 4) != 0) {
@@ -207,38 +206,49 @@ Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
         throw InputError(file.name(), 0, "magic",
                          fmt::format("not a GGUF file (starts with \"{}\", expected \"GGUF\")", shown));
     }
-    h.version = c.read_le<uint32_t>("version");
-    if (h.version == 0) throw InputError(file.name(), 4, "version", "GGUF version 0 is invalid");
-    if ((h.version & 0x0000FFFFu) == 0)
+    const uint32_t version = c.read_le<uint32_t>("version");
+    if (version == 0) throw InputError(file.name(), 4, "version", "GGUF version 0 is invalid");
+    if ((version & 0x0000FFFFu) == 0)
         throw InputError(
             file.name(), 4, "version",
             fmt::format("version field 0x{:08x} is byte-swapped: this is a big-endian GGUF file, "
                         "which gguf-reap does not read (convert it with gguf_convert_endian.py)",
-                        h.version));
-    if (h.version == 1)
+                        version));
+    if (version == 1)
         throw InputError(file.name(), 4, "version",
                          "GGUFv1 is no longer supported (ggml removed it in 2023); re-convert the model");
-    if (h.version > 3)
-        throw InputError(
-            file.name(), 4, "version",
-            fmt::format("GGUF version {} is newer than this tool supports (2 and 3)", h.version));
+    if (version > 3)
+        throw InputError(file.name(), 4, "version",
+                         fmt::format("GGUF version {} is newer than this tool supports (2 and 3)", version));
+    return version;
+}
 
-    // 4: counts, checked against what the rest of the file can hold before anything is allocated.
-    const int64_t n_tensors = c.read_le<int64_t>("n_tensors");
-    if (n_tensors < 0)
-        throw InputError(file.name(), 8, "n_tensors", fmt::format("negative tensor count {}", n_tensors));
-    const int64_t n_kv = c.read_le<int64_t>("n_kv");
-    if (n_kv < 0) throw InputError(file.name(), 16, "n_kv", fmt::format("negative key/value count {}", n_kv));
-    if (static_cast<uint64_t>(n_kv) > c.remaining() / kMinKvBytes)
+struct Counts {
+    int64_t n_tensors = 0, n_kv = 0;
+};
+
+// 4: counts, checked against what the rest of the file can hold before anything is allocated.
+Counts read_counts(Cursor& c, const ByteSource& file) {
+    Counts n;
+    n.n_tensors = c.read_le<int64_t>("n_tensors");
+    if (n.n_tensors < 0)
+        throw InputError(file.name(), 8, "n_tensors", fmt::format("negative tensor count {}", n.n_tensors));
+    n.n_kv = c.read_le<int64_t>("n_kv");
+    if (n.n_kv < 0)
+        throw InputError(file.name(), 16, "n_kv", fmt::format("negative key/value count {}", n.n_kv));
+    if (static_cast<uint64_t>(n.n_kv) > c.remaining() / kMinKvBytes)
         throw InputError(
             file.name(), 16, "n_kv",
-            fmt::format("{} key/value pairs cannot fit in the {} bytes left", n_kv, c.remaining()));
-    if (static_cast<uint64_t>(n_tensors) > c.remaining() / kMinTensorInfoBytes)
+            fmt::format("{} key/value pairs cannot fit in the {} bytes left", n.n_kv, c.remaining()));
+    if (static_cast<uint64_t>(n.n_tensors) > c.remaining() / kMinTensorInfoBytes)
         throw InputError(
             file.name(), 8, "n_tensors",
-            fmt::format("{} tensor infos cannot fit in the {} bytes left", n_tensors, c.remaining()));
+            fmt::format("{} tensor infos cannot fit in the {} bytes left", n.n_tensors, c.remaining()));
+    return n;
+}
 
-    // 5-9: key/value pairs.
+// 5-9: key/value pairs, keys unique and non-empty.
+void read_kvs(Cursor& c, const ByteSource& file, int64_t n_kv, Header& h) {
     h.kvs.reserve(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(n_kv), kMaxReserve)));
     std::unordered_set<std::string> keys;
     for (int64_t i = 0; i < n_kv; ++i) {
@@ -259,20 +269,80 @@ Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
         read_value(c, kv, vfield);
         h.kvs.push_back(std::move(kv));
     }
+}
 
-    // 13: alignment.
-    if (const Kv* a = h.find("general.alignment")) {
-        if (a->type != GgufType::kUint32)
-            throw InputError(file.name(), a->file_offset, "kv 'general.alignment'",
-                             fmt::format("must be of type u32, found {}", gguf_type_name(a->type)));
-        const uint32_t v = static_cast<uint32_t>(*a->as_uint());
-        if (v == 0 || (v & (v - 1)) != 0)
-            throw InputError(file.name(), a->file_offset, "kv 'general.alignment'",
-                             fmt::format("alignment {} is not a non-zero power of two", v));
-        h.alignment = v;
+// 13: alignment: general.alignment (u32, a non-zero power of two) or the default.
+void read_alignment(const ByteSource& file, Header& h) {
+    const Kv* a = h.find("general.alignment");
+    if (!a) return;
+    if (a->type != GgufType::kUint32)
+        throw InputError(file.name(), a->file_offset, "kv 'general.alignment'",
+                         fmt::format("must be of type u32, found {}", gguf_type_name(a->type)));
+    const uint32_t v = static_cast<uint32_t>(*a->as_uint());
+    if (v == 0 || (v & (v - 1)) != 0)
+        throw InputError(file.name(), a->file_offset, "kv 'general.alignment'",
+                         fmt::format("alignment {} is not a non-zero power of two", v));
+    h.alignment = v;
+}
+
+// 10, one tensor's dimensions: at most kGgmlMaxDims, none negative, the element count within int64.
+// Returns whether one of them is 0 (an empty tensor).
+bool read_dims(Cursor& c, const ByteSource& file, size_t idx, uint64_t dims_at, TensorInfo& t) {
+    t.n_dims = c.read_le<uint32_t>([&] { return tensor_field(idx, t.name, "n_dims"); });
+    if (t.n_dims > static_cast<uint32_t>(kGgmlMaxDims))
+        throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "n_dims"),
+                         fmt::format("{} dimensions (ggml allows at most {})", t.n_dims, kGgmlMaxDims));
+    for (uint32_t d = 0; d < t.n_dims; ++d) {
+        const uint64_t ne_at = c.pos();
+        const auto f = [&] { return tensor_field(idx, t.name, fmt::format("ne[{}]", d)); };
+        t.ne[d] = c.read_le<int64_t>(f);
+        if (t.ne[d] < 0)
+            throw InputError(file.name(), ne_at, f(), fmt::format("negative dimension {}", t.ne[d]));
     }
+    // Element count must fit in int64 (ggml: INT64_MAX/ne[1] <= ne[0] ... checks).
+    uint64_t nel = 1;
+    bool zero = false;
+    for (int64_t d : t.ne) zero |= d == 0;
+    if (zero) return true;
+    for (int64_t d : t.ne) {
+        auto m = checked_mul(nel, static_cast<uint64_t>(d));
+        if (!m || *m > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+            throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "ne"),
+                             "element count overflows int64");
+        nel = *m;
+    }
+    return false;
+}
 
-    // 10: tensor infos.
+// 10, one tensor's type: known, still supported, whole blocks per row; then its byte size.
+void read_type(Cursor& c, const ByteSource& file, size_t idx, uint64_t dims_at, bool zero, TensorInfo& t) {
+    const uint64_t type_at = c.pos();
+    const auto tfield = [&] { return tensor_field(idx, t.name, "type"); };
+    t.type = c.read_le<int32_t>(tfield);
+    const GgmlType* gt = ggml_type(t.type);
+    if (!gt) throw InputError(file.name(), type_at, tfield(), fmt::format("unknown ggml type id {}", t.type));
+    if (gt->block_size == 0)
+        throw InputError(file.name(), type_at, tfield(),
+                         fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
+    if (t.ne[0] % gt->block_size != 0)
+        throw InputError(file.name(), t.n_dims > 0 ? dims_at + 4 : dims_at,
+                         tensor_field(idx, t.name, "ne[0]"),
+                         fmt::format("{} is not a multiple of the {} block size {}", t.ne[0],
+                                     ggml_type_display(t.type), gt->block_size));
+    if (zero) {
+        t.nbytes = 0;
+        return;
+    }
+    auto row = ggml_row_size(t.type, t.ne[0]);
+    std::optional<uint64_t> nb = row;
+    for (int d = 1; d < 4 && nb; ++d) nb = checked_mul(*nb, static_cast<uint64_t>(t.ne[d]));
+    if (!nb || *nb > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "ne"), "byte size overflows");
+    t.nbytes = *nb;
+}
+
+// 10: tensor infos: name (unique, shorter than ggml's limit), dimensions, type, offset.
+void read_tensor_infos(Cursor& c, const ByteSource& file, int64_t n_tensors, Header& h) {
     h.tensors.reserve(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(n_tensors), kMaxReserve)));
     std::unordered_set<std::string> names;
     for (int64_t i = 0; i < n_tensors; ++i) {
@@ -290,71 +360,24 @@ Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
             throw InputError(file.name(), t.info_offset, tensor_field(idx, t.name, "name"),
                              "duplicate tensor name");
         const uint64_t dims_at = c.pos();
-        t.n_dims = c.read_le<uint32_t>([&] { return tensor_field(idx, t.name, "n_dims"); });
-        if (t.n_dims > static_cast<uint32_t>(kGgmlMaxDims))
-            throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "n_dims"),
-                             fmt::format("{} dimensions (ggml allows at most {})", t.n_dims, kGgmlMaxDims));
-        for (uint32_t d = 0; d < t.n_dims; ++d) {
-            const uint64_t ne_at = c.pos();
-            const auto f = [&] { return tensor_field(idx, t.name, fmt::format("ne[{}]", d)); };
-            t.ne[d] = c.read_le<int64_t>(f);
-            if (t.ne[d] < 0)
-                throw InputError(file.name(), ne_at, f(), fmt::format("negative dimension {}", t.ne[d]));
-        }
-        // Element count must fit in int64 (ggml: INT64_MAX/ne[1] <= ne[0] ... checks).
-        uint64_t nel = 1;
-        bool zero = false;
-        for (int64_t d : t.ne) zero |= d == 0;
-        if (!zero) {
-            for (int64_t d : t.ne) {
-                auto m = checked_mul(nel, static_cast<uint64_t>(d));
-                if (!m || *m > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-                    throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "ne"),
-                                     "element count overflows int64");
-                nel = *m;
-            }
-        }
-        const uint64_t type_at = c.pos();
-        const auto tfield = [&] { return tensor_field(idx, t.name, "type"); };
-        t.type = c.read_le<int32_t>(tfield);
-        const GgmlType* gt = ggml_type(t.type);
-        if (!gt)
-            throw InputError(file.name(), type_at, tfield(), fmt::format("unknown ggml type id {}", t.type));
-        if (gt->block_size == 0)
-            throw InputError(
-                file.name(), type_at, tfield(),
-                fmt::format("ggml type id {} is no longer supported: {}", t.type, gt->removed_note));
-        if (t.ne[0] % gt->block_size != 0)
-            throw InputError(file.name(), t.n_dims > 0 ? dims_at + 4 : dims_at,
-                             tensor_field(idx, t.name, "ne[0]"),
-                             fmt::format("{} is not a multiple of the {} block size {}", t.ne[0],
-                                         ggml_type_display(t.type), gt->block_size));
-        if (zero) {
-            t.nbytes = 0;
-        } else {
-            auto row = ggml_row_size(t.type, t.ne[0]);
-            std::optional<uint64_t> nb = row;
-            for (int d = 1; d < 4 && nb; ++d) nb = checked_mul(*nb, static_cast<uint64_t>(t.ne[d]));
-            if (!nb || *nb > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-                throw InputError(file.name(), dims_at, tensor_field(idx, t.name, "ne"),
-                                 "byte size overflows");
-            t.nbytes = *nb;
-        }
+        const bool zero = read_dims(c, file, idx, dims_at, t);
+        read_type(c, file, idx, dims_at, zero, t);
         t.offset = c.read_le<uint64_t>([&] { return tensor_field(idx, t.name, "offset"); });
         h.tensors.push_back(std::move(t));
     }
     h.infos_end = c.pos();
+}
 
-    // 11: the data section starts at the next multiple of the alignment (only when there are tensors).
-    if (n_tensors > 0) {
+// 11: the data section starts at the next multiple of the alignment (only when there are tensors);
+// 14: strictly cumulative offsets; 12: every tensor's data inside the file (with require_data).
+void place_data(const ByteSource& file, const ParseOptions& opts, Header& h) {
+    if (!h.tensors.empty()) {
         auto ds = pad_to(h.infos_end, h.alignment);
         if (!ds) throw InputError(file.name(), h.infos_end, "data start", "overflows");
         h.data_start = *ds;
     } else {
         h.data_start = h.infos_end;
     }
-
-    // 14: strictly cumulative offsets; 12: every tensor's data inside the file.
     uint64_t expected = 0;
     for (size_t i = 0; i < h.tensors.size(); ++i) {
         const TensorInfo& t = h.tensors[i];
@@ -380,6 +403,19 @@ Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
         expected = *next;
     }
     h.data_size = expected;
+}
+
+}  // namespace
+
+Header parse_gguf_header(ByteSource& file, const ParseOptions& opts) {
+    Cursor c(file);
+    Header h;
+    h.version = read_magic_and_version(c, file);  // 1-3
+    const Counts n = read_counts(c, file);        // 4
+    read_kvs(c, file, n.n_kv, h);                 // 5-9
+    read_alignment(file, h);                      // 13
+    read_tensor_infos(c, file, n.n_tensors, h);   // 10
+    place_data(file, opts, h);                    // 11, 12, 14
     return h;
 }
 

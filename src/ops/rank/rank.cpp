@@ -1,4 +1,5 @@
-// rank: the names of criteria and consensus rules, input specs, and ops::rank (read → decide → write).
+// rank: the names of the consensus rules (the criteria are a table: criteria.cpp), input specs, and
+// ops::rank (read → decide → write).
 #include "gguf_reap/rank.h"
 
 #include <charconv>
@@ -12,22 +13,6 @@
 #include "ops/rank/rank_fit.h"
 
 namespace gguf_reap {
-
-const char* criterion_name(Criterion c) {
-    switch (c) {
-        case Criterion::kFrequency:
-            return "frequency";
-        case Criterion::kEnergy:
-            return "energy";
-        case Criterion::kReapMean:
-            return "reap-mean";
-        case Criterion::kWeightedEnergy:
-            return "weighted-energy";
-        case Criterion::kExternal:
-            return "external";
-    }
-    return "?";
-}
 
 const char* consensus_name(Consensus c) {
     switch (c) {
@@ -45,18 +30,23 @@ const char* consensus_name(Consensus c) {
     return "?";
 }
 
-std::optional<Criterion> parse_criterion(std::string_view s) {
-    for (Criterion c : {Criterion::kFrequency, Criterion::kEnergy, Criterion::kReapMean,
-                        Criterion::kWeightedEnergy, Criterion::kExternal})
-        if (s == criterion_name(c)) return c;
+// The consensus rules in the help's order.
+constexpr Consensus kConsensusRules[] = {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum,
+                                         Consensus::kPooled, Consensus::kMaxMin};
+
+std::optional<Consensus> parse_consensus(std::string_view s) {
+    for (Consensus c : kConsensusRules)
+        if (s == consensus_name(c)) return c;
     return std::nullopt;
 }
 
-std::optional<Consensus> parse_consensus(std::string_view s) {
-    for (Consensus c :
-         {Consensus::kMinRank, Consensus::kMeanRank, Consensus::kSum, Consensus::kPooled, Consensus::kMaxMin})
-        if (s == consensus_name(c)) return c;
-    return std::nullopt;
+std::string consensus_choices(std::string_view sep, std::string_view last_sep) {
+    std::string s;
+    for (size_t i = 0; i < std::size(kConsensusRules); ++i) {
+        if (i > 0) s += i + 1 == std::size(kConsensusRules) ? last_sep : sep;
+        s += consensus_name(kConsensusRules[i]);
+    }
+    return s;
 }
 
 DomainSpec parse_domain_spec(const std::string& arg) {

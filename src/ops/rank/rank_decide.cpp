@@ -14,6 +14,7 @@
 #include "gguf_reap/error.h"
 #include "io/parallel.h"
 #include "model/tensor_table.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_fit.h"
 #include "ops/rank/rank_lodo.h"
@@ -28,25 +29,6 @@ std::string join_ids(const std::vector<int64_t>& ids) {
     std::string s;
     for (int64_t i : ids) s += (s.empty() ? "" : ", ") + std::to_string(i);
     return s;
-}
-
-// The score a criterion gives one expert of one domain's block. `full`: ignore the neuron plan.
-double score_of(Criterion c, const BlockStats& s, size_t e, bool full) {
-    switch (c) {
-        case Criterion::kFrequency:
-            return s.count[e];
-        case Criterion::kEnergy:
-            return full && !s.energy_full.empty() ? s.energy_full[e] : s.energy[e];
-        case Criterion::kReapMean:
-            return full && !s.mean_full.empty() ? s.mean_full[e] : s.mean[e];
-        // A width-pruned model has no weights for the dropped channels: the unrestricted comparison is
-        // plain energy.
-        case Criterion::kWeightedEnergy:
-            return full && !s.energy_full.empty() ? s.energy_full[e] : s.weighted[e];
-        case Criterion::kExternal:
-            return s.external[e];
-    }
-    return kNaN;
 }
 
 // Ranks 1..E by score descending; equal scores rank the lower expert id better. NaN ranks last.
@@ -84,38 +66,6 @@ std::vector<int32_t> rank_desc(const std::vector<double>& score) {
 }
 
 }  // namespace
-
-void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
-    for (const auto& d : in.domains) {
-        if (d.format != "dat") continue;
-        if (opts.criterion == Criterion::kFrequency || opts.criterion == Criterion::kEnergy ||
-            opts.criterion == Criterion::kWeightedEnergy)
-            throw UsageError(fmt::format(
-                "{}: a legacy .dat imatrix holds only each expert's mean energy (scaled by one ncall shared "
-                "by all "
-                "experts) and no per-expert routing counts, so --criterion {} cannot be computed from it; "
-                "use the GGUF "
-                "imatrix of the same run (llama-imatrix --output-format gguf, the default since 2025-07) or "
-                "--criterion reap-mean",
-                d.path, criterion_name(opts.criterion)));
-        if (opts.consensus == Consensus::kPooled)
-            throw UsageError(
-                fmt::format("{}: --consensus pooled adds raw counts and sums across domains (as "
-                            "llama-imatrix merges files), which a legacy .dat does not hold; use "
-                            "min-rank, mean-rank or sum",
-                            d.path));
-    }
-    if (opts.criterion == Criterion::kExternal && opts.consensus == Consensus::kPooled)
-        throw UsageError(
-            "--consensus pooled needs raw counts and sums; external scores are already per-block "
-            "results: use min-rank, mean-rank or sum");
-    if (opts.criterion == Criterion::kFrequency)
-        for (const auto& d : in.domains)
-            if (d.format == "json")
-                throw UsageError(
-                    "--criterion frequency reads imatrix counts; use --criterion external --score-field "
-                    "activation_counts");
-}
 
 namespace {
 
@@ -204,38 +154,45 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     return sab / std::sqrt(saa * sbb);
 }
 
-RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
-    check_criterion_inputs(in, opts);
+namespace {
+
+// The decision's frame: what it is for (criterion, consensus, blocks, domains), how many it keeps, and
+// the super-expert thresholds.
+RankDecision start_decision(const RankInput& in, const RankOptions& opts) {
     RankDecision r;
     r.criterion = opts.criterion;
     r.consensus = opts.consensus;
-    const int64_t E = in.expert_count;
-    const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(E);
-    r.expert_count = E;
+    r.expert_count = in.expert_count;
     r.blocks = in.blocks;
     for (const auto& d : in.domains) r.domain_names.push_back(d.name);
     r.n_keep = resolve_n_keep(in, opts, r.rule);
     // Ten times an even share, but at least a quarter and at most half of the block: with hundreds of
     // experts, ordinary routing skew in one domain already gives single experts 10-40× an even share.
-    r.super_share = opts.super_share.value_or(std::clamp(10.0 / static_cast<double>(E), 0.25, 0.5));
+    r.super_share =
+        opts.super_share.value_or(std::clamp(10.0 / static_cast<double>(in.expert_count), 0.25, 0.5));
     r.super_channel_ratio = opts.super_channel_ratio;
+    return r;
+}
 
-    // 1. Scores and per-domain ranks.
+// 1. Every domain's scores and ranks in every block (and, with a neuron plan, the Spearman of the
+//    restricted scores against the full ones). Blocks and domains are independent from here to the
+//    decision: each (domain, block) pair, and then each block, writes only its own slots, so they are
+//    shared among the threads.
+void score_and_rank(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+    const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(in.expert_count);
     r.scores.assign(D * B * NE, kNaN);
     r.ranks.assign(D * B * NE, 0);
     r.counts.assign(D * B * NE, -1);
     r.spearman.assign(D * B, kNaN);
-    // Blocks and domains are independent from here to the decision: each (domain, block) pair, and
-    // then each block, writes only its own slots, so they are shared among the threads.
-    const int threads = resolve_threads(opts.threads);
+    const CriterionSpec& criterion = criterion_spec(opts.criterion);
     parallel_for(D * B, threads, [&](size_t i) {
         const size_t d = i / B, b = i % B;
         const BlockStats& s = in.domains[d].blocks[b];
         if (!s.present) return;
         std::vector<double> sc(NE), full(NE);
         for (size_t e = 0; e < NE; ++e) {
-            sc[e] = score_of(opts.criterion, s, e, false);
-            full[e] = score_of(opts.criterion, s, e, true);
+            sc[e] = criterion.score(s, e, false);
+            full[e] = criterion.score(s, e, true);
             r.scores[r.idx(d, b, e)] = sc[e];
             if (!std::isnan(s.count[e])) r.counts[r.idx(d, b, e)] = std::llround(s.count[e]);
         }
@@ -243,8 +200,11 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
         for (size_t e = 0; e < NE; ++e) r.ranks[r.idx(d, b, e)] = rk[e];
         if (!in.plan_path.empty()) r.spearman[d * B + b] = spearman(sc, full);
     });
+}
 
-    // 2. Dead experts: dead in every domain that holds the block (and at least one domain can tell).
+// 2. Dead experts: dead in every domain that holds the block (and at least one domain can tell).
+void find_dead_experts(const RankInput& in, RankDecision& r) {
+    const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(in.expert_count);
     r.dead.assign(B * NE, 0);
     for (size_t b = 0; b < B; ++b)
         for (size_t e = 0; e < NE; ++e) {
@@ -263,11 +223,15 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
             r.dead_experts.push_back({in.blocks[b], static_cast<int64_t>(e),
                                       fmt::format("never routed in any of the {} domain(s) ({})", D, ev)});
         }
+}
 
-    // 3. Super-experts: share of the block's energy, and the hottest channel against the block's median.
-    r.protect.assign(B * NE, 0);
-    // Blocks are independent: each is searched by one thread (domains in order), then the finds are
-    // merged in block order.
+using SuperExperts = std::map<std::pair<size_t, size_t>, SuperExpert>;  // (block index, expert) → why
+
+// 3a. Super-experts: share of the block's energy, and the hottest channel against the block's median.
+//     Blocks are independent: each is searched by one thread (domains in order), then the finds are
+//     merged in block order.
+SuperExperts find_super_experts(const RankInput& in, const RankDecision& r, int threads) {
+    const size_t B = in.blocks.size(), D = in.domains.size();
     std::vector<std::map<size_t, SuperExpert>> found(B);
     parallel_for(B, threads, [&](size_t b) {
         for (size_t d = 0; d < D; ++d) {
@@ -287,13 +251,17 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
             }
         }
     });
-    std::map<std::pair<size_t, size_t>, SuperExpert> supers;
+    SuperExperts supers;
     for (size_t b = 0; b < B; ++b)
         for (auto& [e, se] : found[b]) supers.emplace(std::pair{b, e}, std::move(se));
-    // Report the share for every super-expert, also one found by the channel test only.
+    return supers;
+}
+
+// 3b. The share and the reason of every super-expert, also one found by the channel test only: its
+//     largest share of the block's (per-token mean) energy in any domain.
+void explain_super_experts(const RankInput& in, const RankDecision& r, SuperExperts& supers) {
     for (auto& [key, se] : supers) {
-        for (size_t d = 0; d < D; ++d) {
-            const DomainData& dom = in.domains[d];
+        for (const DomainData& dom : in.domains) {
             const BlockStats& s = dom.blocks[key.first];
             if (dom.format == "json" || !s.present) continue;
             const std::vector<double>& en = dom.format == "gguf"
@@ -319,6 +287,12 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
                                       se.channel_ratio, r.super_channel_ratio));
         se.reason = "super-expert: " + why[0] + (why.size() > 1 ? "; " + why[1] : "");
     }
+}
+
+// 3c. --protect: checked against the blocks and the dead experts, added to the super-experts.
+void add_protected_option(const RankInput& in, const RankOptions& opts, const RankDecision& r,
+                          SuperExperts& supers) {
+    const int64_t E = in.expert_count;
     for (const auto& p : opts.protect) {
         auto it = std::lower_bound(in.blocks.begin(), in.blocks.end(), p.block);
         if (it == in.blocks.end() || *it != p.block)
@@ -339,12 +313,23 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
         se.by_option = true;
         se.reason = se.reason.empty() ? "--protect" : se.reason + "; --protect";
     }
+}
+
+// 3. The experts always kept: super-experts and --protect.
+void find_protected_experts(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+    r.protect.assign(in.blocks.size() * static_cast<size_t>(in.expert_count), 0);
+    SuperExperts supers = find_super_experts(in, r, threads);
+    explain_super_experts(in, r, supers);
+    add_protected_option(in, opts, r, supers);
     for (auto& [key, se] : supers) {
         r.protect[r.idx(key.first, key.second)] = 1;
         r.protected_experts.push_back(se);
     }
+}
 
-    // 4. Consensus order in every block.
+// 4. The consensus order of every block.
+void order_by_consensus(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+    const size_t B = in.blocks.size(), NE = static_cast<size_t>(in.expert_count);
     r.consensus_rank.assign(B * NE, 0);
     r.consensus_score.assign(B * NE, kNaN);
     parallel_for(B, threads, [&](size_t b) {
@@ -357,86 +342,114 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
             r.consensus_score[r.idx(b, order[i])] = order_of.key(order[i]);
         }
     });
+}
 
-    if (opts.fit) choose_fit_keep(in, r, *opts.fit);
-    // 5. The decision: per block (and per contiguous group), protected experts first, dead experts
-    //    never, then the best consensus ranks until the group's quota is full.
+// One contiguous group of experts of one block (the whole block without expert groups), split into
+// dead, protected and the candidates for the rest of its quota.
+struct ExpertGroup {
+    size_t b = 0;       // block index
+    std::string where;  // "block 3", "block 3 group 1 (experts 8..15)"
+    int64_t first = 0;  // experts [first, end)
+    int64_t end = 0;
+    std::vector<int64_t> dead, prot, candidates;
+};
+
+ExpertGroup expert_group(const RankInput& in, const RankDecision& r, size_t b, int64_t g, int64_t G,
+                         int64_t group_size) {
+    ExpertGroup x;
+    x.b = b;
+    x.first = g * group_size;
+    x.end = (g + 1) * group_size;
+    for (int64_t e = x.first; e < x.end; ++e) {
+        if (r.dead[r.idx(b, static_cast<size_t>(e))])
+            x.dead.push_back(e);
+        else if (r.protect[r.idx(b, static_cast<size_t>(e))])
+            x.prot.push_back(e);
+        else
+            x.candidates.push_back(e);
+    }
+    x.where = G > 1 ? fmt::format("block {} group {} (experts {}..{})", in.blocks[b], g, x.first, x.end - 1)
+                    : fmt::format("block {}", in.blocks[b]);
+    return x;
+}
+
+// --from-plan: the plan decides; what rank would have refused is a warning, and only a plan that
+// llama.cpp could not load (a group short of its quota) is refused.
+void keep_as_planned(const RankInput& in, const ExpertGroup& x, int64_t quota, RankDecision& r) {
+    const int blk = in.blocks[x.b];
+    const std::vector<int64_t>& row = in.imported->plan.keep.at(blk);
+    int64_t held = 0;
+    for (int64_t e : row)
+        if (e >= x.first && e < x.end) {
+            ++held;
+            r.keep[r.idx(x.b, static_cast<size_t>(e))] = 1;
+        }
+    if (held != quota)
+        throw UsageError(
+            fmt::format("{}: the plan keeps {} experts in {}, but routing picks "
+                        "experts group by group, so every group must keep {}",
+                        in.imported->path, held, x.where, quota));
+    for (int64_t e : x.dead)
+        if (r.keep[r.idx(x.b, static_cast<size_t>(e))])
+            r.warnings.push_back(fmt::format("the plan keeps blk.{} expert {}, which is dead here", blk, e));
+    for (int64_t e : x.prot)
+        if (!r.keep[r.idx(x.b, static_cast<size_t>(e))])
+            r.warnings.push_back(fmt::format(
+                "the plan prunes blk.{} expert {}, which is protected here (a super-expert or --protect)",
+                blk, e));
+}
+
+// The protected experts, then the best consensus ranks until the quota is full; dead ones never.
+void keep_best(const ExpertGroup& x, int64_t quota, bool groups, RankDecision& r) {
+    const size_t members = static_cast<size_t>(x.end - x.first);
+    if (static_cast<int64_t>(x.prot.size()) > quota)
+        throw UsageError(
+            fmt::format("{} has {} protected experts ({}) but {} keeps only {}{}: keep more, or "
+                        "protect fewer (--super-share, --super-channel-ratio, --protect)",
+                        x.where, x.prot.size(), join_ids(x.prot), r.rule, quota, groups ? " per group" : ""));
+    if (static_cast<int64_t>(members - x.dead.size()) < quota)
+        throw UsageError(fmt::format(
+            "{} has {} dead experts ({}), which are always pruned, but {} keeps {}{}: "
+            "keep at most {}{}",
+            x.where, x.dead.size(), join_ids(x.dead), r.rule, quota, groups ? " per group" : " per block",
+            members - x.dead.size(), groups ? " per group" : " per block (prune at least the dead ones)"));
+    std::vector<int64_t> candidates = x.candidates;
+    std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t c) {
+        return r.consensus_rank[r.idx(x.b, static_cast<size_t>(a))] <
+               r.consensus_rank[r.idx(x.b, static_cast<size_t>(c))];
+    });
+    for (int64_t e : x.prot) r.keep[r.idx(x.b, static_cast<size_t>(e))] = 1;
+    for (int64_t i = 0; i < quota - static_cast<int64_t>(x.prot.size()); ++i)
+        r.keep[r.idx(x.b, static_cast<size_t>(candidates[static_cast<size_t>(i)]))] = 1;
+}
+
+// 5. The decision: per block (and per contiguous group), protected experts first, dead experts never,
+//    then the best consensus ranks until the group's quota is full; with max-min, its search replaces
+//    the keep mask. Then what every domain retains (rank_domains.h).
+void decide_keep(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+    const int64_t E = in.expert_count;
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
     if (E % G)
         throw UsageError(fmt::format("expert_count {} is not a multiple of expert_group_count {}", E, G));
     const int64_t group_size = E / G, quota = r.n_keep / G;
-    r.keep.assign(B * NE, 0);
-    for (size_t b = 0; b < B; ++b) {
-        const int blk = in.blocks[b];
+    r.keep.assign(in.blocks.size() * static_cast<size_t>(E), 0);
+    for (size_t b = 0; b < in.blocks.size(); ++b)
         for (int64_t g = 0; g < G; ++g) {
-            std::vector<int64_t> members, dead, prot, candidates;
-            for (int64_t e = g * group_size; e < (g + 1) * group_size; ++e) {
-                members.push_back(e);
-                if (r.dead[r.idx(b, static_cast<size_t>(e))])
-                    dead.push_back(e);
-                else if (r.protect[r.idx(b, static_cast<size_t>(e))])
-                    prot.push_back(e);
-                else
-                    candidates.push_back(e);
-            }
-            const std::string where = G > 1 ? fmt::format("block {} group {} (experts {}..{})", blk, g,
-                                                          g * group_size, (g + 1) * group_size - 1)
-                                            : fmt::format("block {}", blk);
-            if (in.imported) {
-                // The plan decides; what rank would have refused is a warning, and only a plan that
-                // llama.cpp could not load (a group short of its quota) is refused.
-                const std::vector<int64_t>& row = in.imported->plan.keep.at(blk);
-                int64_t held = 0;
-                for (int64_t e : row)
-                    if (e >= g * group_size && e < (g + 1) * group_size) {
-                        ++held;
-                        r.keep[r.idx(b, static_cast<size_t>(e))] = 1;
-                    }
-                if (held != quota)
-                    throw UsageError(
-                        fmt::format("{}: the plan keeps {} experts in {}, but routing picks "
-                                    "experts group by group, so every group must keep {}",
-                                    in.imported->path, held, where, quota));
-                for (int64_t e : dead)
-                    if (r.keep[r.idx(b, static_cast<size_t>(e))])
-                        r.warnings.push_back(
-                            fmt::format("the plan keeps blk.{} expert {}, which is dead here", blk, e));
-                for (int64_t e : prot)
-                    if (!r.keep[r.idx(b, static_cast<size_t>(e))])
-                        r.warnings.push_back(fmt::format(
-                            "the plan prunes blk.{} expert {}, which is protected here (a super-expert or "
-                            "--protect)",
-                            blk, e));
-                continue;
-            }
-            if (static_cast<int64_t>(prot.size()) > quota)
-                throw UsageError(fmt::format(
-                    "{} has {} protected experts ({}) but {} keeps only {}{}: keep more, or "
-                    "protect fewer (--super-share, --super-channel-ratio, --protect)",
-                    where, prot.size(), join_ids(prot), r.rule, quota, G > 1 ? " per group" : ""));
-            if (static_cast<int64_t>(members.size() - dead.size()) < quota)
-                throw UsageError(
-                    fmt::format("{} has {} dead experts ({}), which are always pruned, but {} keeps {}{}: "
-                                "keep at most {}{}",
-                                where, dead.size(), join_ids(dead), r.rule, quota,
-                                G > 1 ? " per group" : " per block", members.size() - dead.size(),
-                                G > 1 ? " per group" : " per block (prune at least the dead ones)"));
-            std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t c) {
-                return r.consensus_rank[r.idx(b, static_cast<size_t>(a))] <
-                       r.consensus_rank[r.idx(b, static_cast<size_t>(c))];
-            });
-            for (int64_t e : prot) r.keep[r.idx(b, static_cast<size_t>(e))] = 1;
-            for (int64_t i = 0; i < quota - static_cast<int64_t>(prot.size()); ++i)
-                r.keep[r.idx(b, static_cast<size_t>(candidates[static_cast<size_t>(i)]))] = 1;
+            const ExpertGroup x = expert_group(in, r, b, g, G, group_size);
+            if (in.imported)
+                keep_as_planned(in, x, quota, r);
+            else
+                keep_best(x, quota, G > 1, r);
         }
-    }
-
-    // With max-min, the search replaces the keep mask; then what every domain retains (rank_domains.h).
     if (opts.consensus == Consensus::kMaxMin && !in.imported)
         choose_max_min(in, r, group_size, quota, threads);
     fill_retained_shares(in, r);
+}
 
-    // 6. Safety margin, shares carried by the pruned experts.
+// 6a. The safety margin: per block, the best rank any domain gives a pruned expert; its minimum and
+//     median over the blocks.
+void measure_safety_margin(const RankInput& in, RankDecision& r) {
+    const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(in.expert_count);
     r.best_pruned_rank.assign(B, 0);
     std::vector<double> per_block;
     for (size_t b = 0; b < B; ++b) {
@@ -455,6 +468,11 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
         r.safety_rank = static_cast<int32_t>(*std::min_element(per_block.begin(), per_block.end()));
         r.safety_median = median(per_block);
     }
+}
+
+// 6b. Each domain's routed tokens and energy carried by the pruned experts (NaN where unknown).
+void measure_pruned_shares(const RankInput& in, RankDecision& r) {
+    const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(in.expert_count);
     r.pruned_token_share.assign(D, kNaN);
     r.pruned_energy_share.assign(D, kNaN);
     for (size_t d = 0; d < D; ++d) {
@@ -482,26 +500,25 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
         if (have_counts && ct > 0) r.pruned_token_share[d] = cp / ct;
         if (have_energy && et > 0) r.pruned_energy_share[d] = ep / et;
     }
+}
 
-    // 7. Warnings the receipt repeats (rank_domains.h); what a left-out domain loses (rank_lodo.h).
-    add_input_warnings(in, opts, r);
-    fill_blind_spot(in, opts, r);
-
-    // 8. The keeplist.
+// 8. The keeplist: the model (or the imatrix's expert count), and per block kept, pruned, dead and
+//    protected experts with their reasons.
+void build_keeplist(const RankInput& in, RankDecision& r) {
     KeepList& kl = r.keeplist;
     if (in.source) {
         kl.source = *in.source;
     } else {
         KeepListSource src;
-        src.expert_count = static_cast<uint64_t>(E);
+        src.expert_count = static_cast<uint64_t>(in.expert_count);
         src.from_imatrix_only = true;
         kl.source = src;
     }
     kl.n_keep = static_cast<uint64_t>(r.n_keep);
-    for (size_t b = 0; b < B; ++b) {
+    for (size_t b = 0; b < in.blocks.size(); ++b) {
         KeepBlock kb;
         kb.block = in.blocks[b];
-        for (size_t e = 0; e < NE; ++e)
+        for (size_t e = 0; e < static_cast<size_t>(in.expert_count); ++e)
             (r.keep[r.idx(b, e)] ? kb.keep : kb.prune).push_back(static_cast<int64_t>(e));
         for (const auto& de : r.dead_experts)
             if (de.block == kb.block) {
@@ -513,6 +530,25 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
         kl.blocks.push_back(std::move(kb));
     }
     kl.method = rank_method_json(in, r);
+}
+
+}  // namespace
+
+RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
+    check_criterion_inputs(in, opts);
+    RankDecision r = start_decision(in, opts);
+    const int threads = resolve_threads(opts.threads);
+    score_and_rank(in, opts, threads, r);             // 1. scores and per-domain ranks
+    find_dead_experts(in, r);                         // 2. dead experts
+    find_protected_experts(in, opts, threads, r);     // 3. super-experts and --protect
+    order_by_consensus(in, opts, threads, r);         // 4. consensus order
+    if (opts.fit) choose_fit_keep(in, r, *opts.fit);  //    --fit: the largest K (rank_fit.h)
+    decide_keep(in, opts, threads, r);                // 5. the keep mask, retained shares
+    measure_safety_margin(in, r);                     // 6. safety margin
+    measure_pruned_shares(in, r);                     //    what the pruned experts carried
+    add_input_warnings(in, opts, r);                  // 7. warnings (rank_domains.h)
+    fill_blind_spot(in, opts, r);                     //    what a left-out domain loses (rank_lodo.h)
+    build_keeplist(in, r);                            // 8. the keeplist
     return r;
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "io/parallel.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/max_min.h"
 
 namespace gguf_reap {
@@ -162,11 +163,9 @@ BlockConsensus::BlockConsensus(const RankInput& in, const RankDecision& r, Crite
                     if (!s.weighted.empty()) w[e] += s.weighted[e];
                 }
             }
-            for (size_t e = 0; e < NE; ++e)
-                key_[e] = criterion == Criterion::kFrequency  ? cnt[e]
-                          : criterion == Criterion::kEnergy   ? en[e]
-                          : criterion == Criterion::kReapMean ? (cnt[e] > 0 ? en[e] / cnt[e] : 0)
-                                                              : w[e];
+            const PooledSums sums{cnt, en, w};
+            const auto pooled = criterion_spec(criterion).pooled;  // check_criterion_inputs: not null
+            for (size_t e = 0; e < NE; ++e) key_[e] = pooled(sums, e);
             break;
         }
     }
@@ -267,20 +266,19 @@ void add_input_warnings(const RankInput& in, const RankOptions& opts, RankDecisi
                     fmt::format("domains {} and {} were computed on the same dataset(s)", x.name, y.name));
         }
     // Per-token means at high ratios (docs/method.md, "Per-token means").
-    const bool mean_type =
-        opts.criterion == Criterion::kReapMean ||
-        (opts.criterion == Criterion::kExternal && in.score_is_mean && !in.score_times_counts);
+    const CriterionSpec& criterion = criterion_spec(opts.criterion);
+    const bool mean_type = criterion.per_token_mean ||
+                           (criterion.needs.score_files && in.score_is_mean && !in.score_times_counts);
     if (mean_type && 4 * (E - r.n_keep) > E)
         r.warnings.push_back(fmt::format(
             "{} is a per-token mean and prunes {} of {} experts in every block ({:.0f} %): above 25 % a mean "
             "keeps rarely routed experts and drops busy ones (on the trained fixture, keeping 8 of 16: mean "
             "KLD 1.13–1.23 for reap-mean and 1.19 for the REAP paper's mean, 0.67–0.70 for energy, 0.58 "
             "for the REAP sum); rank by a sum: {}",
-            opts.criterion == Criterion::kReapMean ? std::string("criterion reap-mean")
-                                                   : fmt::format("score field '{}'", in.score_field),
+            criterion.per_token_mean ? fmt::format("criterion {}", criterion.name)
+                                     : fmt::format("score field '{}'", in.score_field),
             E - r.n_keep, E, 100.0 * static_cast<double>(E - r.n_keep) / static_cast<double>(E),
-            opts.criterion == Criterion::kReapMean ? "--criterion energy"
-                                                   : "--score-aggregate sum (the default)"));
+            criterion.per_token_mean ? "--criterion energy" : "--score-aggregate sum (the default)"));
     for (const SanityProblem& p : in.sanity)
         r.warnings.push_back(p.file.empty() ? p.message : fmt::format("{}: {}", p.file, p.message));
     if (!in.source)

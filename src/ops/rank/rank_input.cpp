@@ -20,6 +20,8 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/imatrix_domains.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/down_norms.h"
 #include "ops/rank/imatrix_scan.h"
 #include "ops/rank/score_file.h"
@@ -95,8 +97,12 @@ void import_plan(const RankOptions& opts, const std::string& model_path, bool ex
 
 }  // namespace
 
-RankInput load_rank_input(const RankOptions& opts) {
-    const bool external = opts.criterion == Criterion::kExternal;
+namespace {
+
+// Which inputs the criterion reads, and that they are given (and nothing it does not read).
+void check_rank_options(const RankOptions& opts) {
+    const CriterionSpec& criterion = criterion_spec(opts.criterion);
+    const bool external = criterion.needs.score_files;
     if (external && opts.score_files.empty())
         throw UsageError(
             "--criterion external needs score files: --scores NAME=FILE (JSON, see docs/rank.md)");
@@ -106,269 +112,230 @@ RankInput load_rank_input(const RankOptions& opts) {
     if (!external && !opts.score_files.empty())
         throw UsageError("--scores files are only read with --criterion external");
     if (!external && opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
-    if (opts.criterion == Criterion::kWeightedEnergy && opts.model.empty())
+    if (criterion.needs.down_weights && opts.model.empty())
         throw UsageError(
-            "--criterion weighted-energy needs --model: it weights each channel by the squared norm of "
-            "the matching ffn_down_exps column");
+            fmt::format("--criterion {} needs --model: {}", criterion.name, criterion.model_why));
     if (external && !opts.neuron_plan.empty())
         throw UsageError(
             "--neuron-plan restricts imatrix energies; it does not apply to --criterion external");
-    const auto& specs = external ? opts.score_files : opts.imatrices;
-    {
-        std::set<std::string> names;
-        for (const auto& d : specs) {
-            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
-            if (!names.insert(d.name).second)
-                throw UsageError(
-                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
+}
+
+// deepseek4's hash-routed blocks: how many (token, slot) entries of each one's token → expert table
+// name each expert (ops/hash_routing.h).
+void count_hash_entries(const ModelInfo& model, RankInput& in) {
+    const MoeLayout& L = model.layout;
+    for (const auto& b : L.blocks) {
+        if (!b.hash_table) continue;
+        const TensorRef& r = model.set->tensors()[*b.hash_table];
+        std::vector<int32_t> ids(r.nbytes / 4);
+        model.set->shards()[r.shard].file->read(r.abs_offset, ids.data(), 4 * ids.size());
+        auto& count = in.hash_entries[b.block];
+        count.assign(L.expert_count, 0);
+        for (size_t i = 0; i < ids.size(); ++i) {
+            if (ids[i] < 0 || static_cast<uint64_t>(ids[i]) >= L.expert_count)
+                throw InputError(model.set->shards()[r.shard].path, r.abs_offset + 4 * i,
+                                 fmt::format("tensor '{}' entry {}", model.set->info(r).name, i),
+                                 fmt::format("expert id {} is outside 0..{}", ids[i], L.expert_count - 1));
+            ++count[static_cast<size_t>(ids[i])];
         }
     }
-    const int threads = resolve_threads(opts.threads);
+}
 
-    RankInput in;
+// --model: its MoE blocks, experts and identity, and each block's ffn_down_exps (the tensor whose
+// imatrix entry rank reads; score files need none).
+ModelInfo read_model(const RankOptions& opts, bool external, RankInput& in) {
     ModelInfo model;
-    if (!opts.model.empty()) {
-        model.set.emplace(ShardSet::open(opts.model));
-        model.layout = build_moe_layout(*model.set);
-        const MoeLayout& L = model.layout;
-        if (L.blocks.empty())
+    model.set.emplace(ShardSet::open(opts.model));
+    model.layout = build_moe_layout(*model.set);
+    const MoeLayout& L = model.layout;
+    if (L.blocks.empty())
+        throw UsageError(
+            fmt::format("{}: the model has no MoE blocks (no {}.expert_count or no expert tensors): "
+                        "there are no experts to rank",
+                        opts.model, L.arch.empty() ? "<arch>" : L.arch));
+    in.expert_count = static_cast<int64_t>(L.expert_count);
+    in.expert_used_count = L.expert_used_count;
+    in.block_count = L.block_count;
+    if (const Kv* n = model.set->find_kv("general.name"))
+        if (const auto s = n->as_string()) in.model_name = *s;
+    in.expert_group_count = L.expert_group_count;
+    for (const auto& b : L.blocks) {
+        in.blocks.push_back(b.block);
+        if (L.is_nextn_block(b.block)) in.nextn_blocks.push_back(b.block);
+        for (const auto& t : b.tensors)
+            if (t.kind == &down_projection_kind()) model.down[b.block] = &model.set->tensors()[t.tensor];
+        if (!model.down.count(b.block) && !external)
             throw UsageError(
-                fmt::format("{}: the model has no MoE blocks (no {}.expert_count or no expert tensors): "
-                            "there are no experts to rank",
-                            opts.model, L.arch.empty() ? "<arch>" : L.arch));
-        in.expert_count = static_cast<int64_t>(L.expert_count);
-        in.expert_used_count = L.expert_used_count;
-        in.block_count = L.block_count;
-        if (const Kv* n = model.set->find_kv("general.name"))
-            if (const auto s = n->as_string()) in.model_name = *s;
-        in.expert_group_count = L.expert_group_count;
-        for (const auto& b : L.blocks) {
-            in.blocks.push_back(b.block);
-            if (L.is_nextn_block(b.block)) in.nextn_blocks.push_back(b.block);
-            for (const auto& t : b.tensors)
-                if (t.kind == &down_projection_kind()) model.down[b.block] = &model.set->tensors()[t.tensor];
-            if (!model.down.count(b.block) && !external)
-                throw UsageError(
-                    fmt::format("{}: MoE block {} has no ffn_down_exps.weight, the tensor whose imatrix "
-                                "entry rank reads",
-                                opts.model, b.block));
-        }
-        for (const auto& b : L.blocks) {
-            if (!b.hash_table) continue;
-            const TensorRef& r = model.set->tensors()[*b.hash_table];
-            std::vector<int32_t> ids(r.nbytes / 4);
-            model.set->shards()[r.shard].file->read(r.abs_offset, ids.data(), 4 * ids.size());
-            auto& count = in.hash_entries[b.block];
-            count.assign(L.expert_count, 0);
-            for (size_t i = 0; i < ids.size(); ++i) {
-                if (ids[i] < 0 || static_cast<uint64_t>(ids[i]) >= L.expert_count)
-                    throw InputError(
-                        model.set->shards()[r.shard].path, r.abs_offset + 4 * i,
-                        fmt::format("tensor '{}' entry {}", model.set->info(r).name, i),
-                        fmt::format("expert id {} is outside 0..{}", ids[i], L.expert_count - 1));
-                ++count[static_cast<size_t>(ids[i])];
-            }
-        }
-        KeepListSource src;
-        src.architecture = L.arch;
-        src.expert_count = L.expert_count;
-        src.expert_used_count = L.expert_used_count;
-        src.expert_group_count = L.expert_group_count;
-        src.tensor_count = model.set->tensors().size();
-        for (const Shard& s : model.set->shards()) src.shards.emplace_back(base_name(s.path), s.file->size());
-        in.source = src;
+                fmt::format("{}: MoE block {} has no ffn_down_exps.weight, the tensor whose imatrix "
+                            "entry rank reads",
+                            opts.model, b.block));
     }
+    count_hash_entries(model, in);
+    KeepListSource src;
+    src.architecture = L.arch;
+    src.expert_count = L.expert_count;
+    src.expert_used_count = L.expert_used_count;
+    src.expert_group_count = L.expert_group_count;
+    src.tensor_count = model.set->tensors().size();
+    for (const Shard& s : model.set->shards()) src.shards.emplace_back(base_name(s.path), s.file->size());
+    in.source = src;
+    return model;
+}
 
-    in.domains.resize(specs.size());
-    for (size_t d = 0; d < specs.size(); ++d) {
-        in.domains[d].name = specs[d].name;
-        in.domains[d].path = specs[d].path;
-    }
+// The shape of a block's entry in the first GGUF imatrix that has it.
+struct GgufShape {
+    int64_t n_mat, ne0;
+    size_t domain;
+};
 
-    if (external) {
-        load_score_domains(opts, in, model.set.has_value());
-        for (auto& dom : in.domains) {
-            auto f = InputFile::open(dom.path);
-            dom.file_size = f->size();
-            if (opts.hash_inputs) dom.sha256 = sha256_file(*f);
-        }
-        import_plan(opts, model.set ? opts.model : std::string(), true, in);
-        return in;
+// GGUF imatrices state each entry's shape: they must agree.
+void check_gguf_shapes(const ImatrixFile& im, size_t d, const std::map<int, const ImatrixEntry*>& down,
+                       const std::vector<DomainSpec>& specs, std::map<int, GgufShape>& gguf_shape) {
+    if (im.kind() != ImatrixKind::kGguf) return;
+    for (const auto& [b, e] : down) {
+        auto [it, inserted] = gguf_shape.emplace(b, GgufShape{e->n_mat, e->ne0, d});
+        if (!inserted && (it->second.n_mat != e->n_mat || it->second.ne0 != e->ne0))
+            throw UsageError(
+                fmt::format("{}: {} is [{}, {}] but in {} it is [{}, {}]: the imatrices were made "
+                            "from different models",
+                            specs[d].path, e->name, e->ne0, e->n_mat, specs[it->second.domain].path,
+                            it->second.ne0, it->second.n_mat));
     }
+}
 
-    // Open every imatrix (directory only) and find its ffn_down_exps entries.
-    // Their directories are parsed in parallel (a few ms each for thousands of entries); an error is
-    // the one of the first file in command-line order, as if they were opened one after the other.
-    std::vector<ImatrixFile> ims;
-    {
-        std::vector<std::optional<ImatrixFile>> opened(specs.size());
-        parallel_for(specs.size(), threads,
-                     [&](size_t d) { opened[d].emplace(ImatrixFile::open(specs[d].path)); });
-        for (auto& f : opened) ims.push_back(std::move(*f));
+// The expert count of one entry: a GGUF entry states it; a legacy one takes the model's, a GGUF
+// imatrix's, or what the file's router and gate/up entries imply (noted).
+int64_t entry_expert_count(const ImatrixFile& im, const DomainSpec& spec, size_t bi, int b,
+                           const ImatrixEntry& e, const std::map<int, GgufShape>& gguf_shape, RankInput& in) {
+    if (im.kind() != ImatrixKind::kLegacy) return e.n_mat;
+    if (in.expert_count > 0) return in.expert_count;
+    if (auto g = gguf_shape.find(b); g != gguf_shape.end()) {
+        in.notes.push_back(
+            fmt::format("{}: expert count of blk.{} ({}) taken from a GGUF imatrix of the same model",
+                        spec.name, b, g->second.n_mat));
+        return g->second.n_mat;
     }
-    for (size_t d = 0; d < ims.size(); ++d) in.domains[d].format = imatrix_kind_name(ims[d].kind());
-    check_criterion_inputs(in, opts);
-    std::vector<std::map<int, const ImatrixEntry*>> found(ims.size());
-    struct Shape {
-        int64_t n_mat, ne0;
-        size_t domain;
+    std::string how;
+    auto derived = legacy_expert_count(im, b, how);
+    if (!derived)
+        throw UsageError(
+            fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
+                        "this file has no router and gate/up entries to derive it from: give "
+                        "--model (or a GGUF imatrix of the same model)",
+                        spec.path, e.name));
+    if (bi == 0)
+        in.notes.push_back(fmt::format("{}: expert count {} derived from {}", spec.name, *derived, how));
+    return *derived;
+}
+
+// Per imatrix and block (in.blocks): the ffn_down_exps entry (null: none) and its expert width.
+struct BlockEntries {
+    std::vector<std::vector<const ImatrixEntry*>> entry;
+    std::vector<std::vector<int64_t>> width;  // 0: no entry
+};
+
+// Each imatrix's ffn_down_exps entries (ops/imatrix_domains.h) with the experts of every one, the
+// same everywhere and as in the model; the blocks, when no model gave them.
+BlockEntries match_entries(const RankOptions& opts, const std::vector<DomainSpec>& specs,
+                           const std::vector<ImatrixFile>& ims, const ModelInfo& model, RankInput& in) {
+    std::map<int, GgufShape> gguf_shape;  // block → shape in the first GGUF imatrix that has it
+    ImatrixDomainChecks checks;
+    checks.found = [&](size_t d, const std::map<int, const ImatrixEntry*>& down) {
+        check_gguf_shapes(ims[d], d, down, specs, gguf_shape);
     };
-    std::map<int, Shape> gguf_shape;  // block → shape in the first GGUF imatrix that has it
-    for (size_t d = 0; d < ims.size(); ++d) {
-        for (const auto& e : ims[d].entries())
-            if (auto b = down_projection_block(e.name)) found[d][*b] = &e;
-        if (found[d].empty())
-            throw UsageError(
-                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
-                            "(or was made with a filter that left the experts out)",
-                            specs[d].path));
-        if (ims[d].kind() != ImatrixKind::kGguf) continue;
-        for (const auto& [b, e] : found[d]) {
-            auto [it, inserted] = gguf_shape.emplace(b, Shape{e->n_mat, e->ne0, d});
-            if (!inserted && (it->second.n_mat != e->n_mat || it->second.ne0 != e->ne0))
-                throw UsageError(
-                    fmt::format("{}: {} is [{}, {}] but in {} it is [{}, {}]: the imatrices were made "
-                                "from different models",
-                                specs[d].path, e->name, e->ne0, e->n_mat, specs[it->second.domain].path,
-                                it->second.ne0, it->second.n_mat));
-        }
-    }
-    if (!model.set) {
-        std::set<int> all;
-        for (const auto& f : found)
-            for (const auto& [b, e] : f) all.insert(b);
-        in.blocks.assign(all.begin(), all.end());
-    }
-
-    // Shapes: experts and width of every block's entry, checked against the model.
-    std::vector<std::vector<int64_t>> width(ims.size(), std::vector<int64_t>(in.blocks.size(), 0));
-    std::vector<std::vector<const ImatrixEntry*>> entry(
-        ims.size(), std::vector<const ImatrixEntry*>(in.blocks.size(), nullptr));
-    for (size_t d = 0; d < ims.size(); ++d) {
-        const ImatrixFile& im = ims[d];
-        const bool legacy = im.kind() == ImatrixKind::kLegacy;
-        for (const auto& [b, e] : found[d])
-            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
-                throw UsageError(
-                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
-                                "was the imatrix made for another model?",
-                                specs[d].path, b, e->name, opts.model));
-        std::vector<int> missing;
-        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
-            const int b = in.blocks[bi];
-            auto it = found[d].find(b);
-            if (it == found[d].end()) {
-                missing.push_back(b);
-                continue;
+    checks.entry = [&](size_t d, size_t bi, int b, const ImatrixEntry& e) {
+        const int64_t E = entry_expert_count(ims[d], specs[d], bi, b, e, gguf_shape, in);
+        if (E < 1 || e.nval % E != 0)
+            throw InputError(ims[d].path(), e.entry_offset, fmt::format("entry '{}'", e.name),
+                             fmt::format("{} values cannot be split among {} experts", e.nval, E));
+        if (in.expert_count == 0) in.expert_count = E;
+        if (E != in.expert_count)
+            throw UsageError(fmt::format("{}: {} has {} experts, but {} has {}{}", specs[d].path, e.name, E,
+                                         model.set ? opts.model : "the other entries", in.expert_count,
+                                         model.set ? ": the imatrix was made for another model" : ""));
+    };
+    const std::vector<int> model_blocks = in.blocks;
+    const ImatrixDomains found =
+        match_imatrix_domains(ims, specs, model.set ? &model_blocks : nullptr, opts.model, in.notes, checks);
+    in.blocks = found.blocks;
+    // Every entry holds in.expert_count experts (checked above).
+    BlockEntries x;
+    x.entry.assign(ims.size(), std::vector<const ImatrixEntry*>(in.blocks.size(), nullptr));
+    x.width.assign(ims.size(), std::vector<int64_t>(in.blocks.size(), 0));
+    for (size_t d = 0; d < ims.size(); ++d)
+        for (size_t bi = 0; bi < in.blocks.size(); ++bi)
+            if (const auto it = found.down[d].find(in.blocks[bi]); it != found.down[d].end()) {
+                x.entry[d][bi] = it->second;
+                x.width[d][bi] = it->second->nval / in.expert_count;
             }
-            const ImatrixEntry* e = it->second;
-            int64_t E = 0;
-            if (!legacy) {
-                E = e->n_mat;
-            } else if (in.expert_count > 0) {
-                E = in.expert_count;
-            } else if (auto g = gguf_shape.find(b); g != gguf_shape.end()) {
-                E = g->second.n_mat;
-                in.notes.push_back(
-                    fmt::format("{}: expert count of blk.{} ({}) taken from a GGUF imatrix of the same model",
-                                specs[d].name, b, E));
-            } else {
-                std::string how;
-                auto derived = legacy_expert_count(im, b, how);
-                if (!derived)
-                    throw UsageError(
-                        fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
-                                    "this file has no router and gate/up entries to derive it from: give "
-                                    "--model (or a GGUF imatrix of the same model)",
-                                    specs[d].path, e->name));
-                E = *derived;
-                if (bi == 0)
-                    in.notes.push_back(
-                        fmt::format("{}: expert count {} derived from {}", specs[d].name, E, how));
-            }
-            if (E < 1 || e->nval % E != 0)
-                throw InputError(im.path(), e->entry_offset, fmt::format("entry '{}'", e->name),
-                                 fmt::format("{} values cannot be split among {} experts", e->nval, E));
-            if (in.expert_count == 0) in.expert_count = E;
-            if (E != in.expert_count)
-                throw UsageError(fmt::format("{}: {} has {} experts, but {} has {}{}", specs[d].path, e->name,
-                                             E, model.set ? opts.model : "the other entries", in.expert_count,
-                                             model.set ? ": the imatrix was made for another model" : ""));
-            width[d][bi] = e->nval / E;
-            entry[d][bi] = e;
-        }
-        if (!missing.empty()) {
-            std::string list;
-            for (int b : missing) list += (list.empty() ? "" : ", ") + std::to_string(b);
-            if (!legacy)
-                throw UsageError(fmt::format("{}: has no ffn_down_exps entry for MoE block(s) {}{}",
-                                             specs[d].path, list,
-                                             model.set ? " of the model: was it made for another model?"
-                                                       : " that other imatrices have"));
-            in.notes.push_back(
-                fmt::format("{}: no entry for block(s) {}: the 2024-25 .dat writer skipped every entry in "
-                            "which some expert was never routed, so these blocks hold a dead expert that "
-                            "this file cannot name; they are ranked from the other domains",
-                            specs[d].name, list));
-        }
-    }
+    return x;
+}
 
-    // Widths agree across domains; with a model, they match its ffn_down_exps (or the plan's k).
+// Each block's expert width: the same in every imatrix that has the block.
+std::vector<int64_t> agree_widths(const std::vector<DomainSpec>& specs, const BlockEntries& x,
+                                  RankInput& in) {
     std::vector<int64_t> block_width(in.blocks.size(), 0);
     for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
-        for (size_t d = 0; d < ims.size(); ++d) {
-            if (!width[d][bi]) continue;
-            if (block_width[bi] && block_width[bi] != width[d][bi])
+        for (size_t d = 0; d < specs.size(); ++d) {
+            if (!x.width[d][bi]) continue;
+            if (block_width[bi] && block_width[bi] != x.width[d][bi])
                 throw UsageError(
                     fmt::format("{}: blk.{}.ffn_down_exps has expert width {}, other imatrices have {}",
-                                specs[d].path, in.blocks[bi], width[d][bi], block_width[bi]));
-            block_width[bi] = width[d][bi];
+                                specs[d].path, in.blocks[bi], x.width[d][bi], block_width[bi]));
+            block_width[bi] = x.width[d][bi];
         }
-        if (!block_width[bi])
-            throw UsageError(fmt::format(
-                "no imatrix has data for MoE block {} (legacy files skip entries with never-routed "
-                "experts): add a GGUF imatrix",
-                in.blocks[bi]));
     }
     in.expert_width = block_width.front();
+    return block_width;
+}
 
-    std::optional<NeuronPlan> plan;
-    if (!opts.neuron_plan.empty()) {
-        const int64_t native = *std::max_element(block_width.begin(), block_width.end());
-        plan = read_neuron_plan(opts.neuron_plan, in.blocks, in.expert_count, native);
-        in.plan_path = opts.neuron_plan;
-        in.plan_k = plan->k;
-        if (opts.hash_inputs) in.plan_sha256 = sha256_file(*InputFile::open(opts.neuron_plan));
-    }
-    if (model.set) {
-        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
-            const TensorRef* r = model.down.at(in.blocks[bi]);
-            const TensorInfo& t = model.set->info(*r);
-            const int64_t want = plan ? plan->k : block_width[bi];
-            if (t.ne[0] != want) {
-                if (plan)
-                    throw UsageError(
-                        fmt::format("{}: {} has width {} but the neuron plan keeps {} channels: the model "
-                                    "must be the width-pruned one made with this plan",
-                                    opts.model, t.name, t.ne[0], plan->k));
-                size_t from = 0;  // the first domain with data for the block (all agree)
-                while (from + 1 < ims.size() && !width[from][bi]) ++from;
+// --neuron-plan: the channels each expert keeps, for the blocks and widths found.
+std::optional<NeuronPlan> read_plan(const RankOptions& opts, const std::vector<int64_t>& block_width,
+                                    RankInput& in) {
+    if (opts.neuron_plan.empty()) return std::nullopt;
+    const int64_t native = *std::max_element(block_width.begin(), block_width.end());
+    NeuronPlan plan = read_neuron_plan(opts.neuron_plan, in.blocks, in.expert_count, native);
+    in.plan_path = opts.neuron_plan;
+    in.plan_k = plan.k;
+    if (opts.hash_inputs) in.plan_sha256 = sha256_file(*InputFile::open(opts.neuron_plan));
+    return plan;
+}
+
+// With --model: its ffn_down_exps widths match the imatrices' (or the plan's k), and weighted-energy
+// can read its weights.
+void check_model_widths(const RankOptions& opts, const ModelInfo& model,
+                        const std::optional<NeuronPlan>& plan, const std::vector<DomainSpec>& specs,
+                        const BlockEntries& x, const std::vector<int64_t>& block_width, const RankInput& in) {
+    const CriterionSpec& criterion = criterion_spec(opts.criterion);
+    for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+        const TensorRef* r = model.down.at(in.blocks[bi]);
+        const TensorInfo& t = model.set->info(*r);
+        const int64_t want = plan ? plan->k : block_width[bi];
+        if (t.ne[0] != want) {
+            if (plan)
                 throw UsageError(
-                    fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}{}", opts.model,
-                                t.name, t.ne[0], specs[from].path, block_width[bi],
-                                t.ne[0] < block_width[bi] ? ": a width-pruned model needs its --neuron-plan"
-                                                          : ": the imatrix was made for another model"));
-            }
-            if (opts.criterion == Criterion::kWeightedEnergy && !can_dequantize(t.type))
-                throw UsageError(
-                    fmt::format("{}: {} is {}: weighted-energy reads the down-projection weights and handles "
-                                "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "
-                                "such a down projection",
-                                opts.model, t.name, ggml_type_display(t.type)));
+                    fmt::format("{}: {} has width {} but the neuron plan keeps {} channels: the model "
+                                "must be the width-pruned one made with this plan",
+                                opts.model, t.name, t.ne[0], plan->k));
+            size_t from = 0;  // the first domain with data for the block (all agree)
+            while (from + 1 < specs.size() && !x.width[from][bi]) ++from;
+            throw UsageError(fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}{}",
+                                         opts.model, t.name, t.ne[0], specs[from].path, block_width[bi],
+                                         t.ne[0] < block_width[bi]
+                                             ? ": a width-pruned model needs its --neuron-plan"
+                                             : ": the imatrix was made for another model"));
         }
+        if (criterion.needs.down_weights && !can_dequantize(t.type))
+            throw UsageError(
+                fmt::format("{}: {} is {}: {} reads the down-projection weights and handles "
+                            "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "
+                            "such a down projection",
+                            opts.model, t.name, ggml_type_display(t.type), criterion.name));
     }
+}
 
-    // Per-domain metadata.
+// Each imatrix's metadata: format, size, datasets, chunks and tokens.
+void describe_domains(const std::vector<ImatrixFile>& ims, RankInput& in) {
     for (size_t d = 0; d < ims.size(); ++d) {
         DomainData& dom = in.domains[d];
         dom.format = imatrix_kind_name(ims[d].kind());
@@ -380,39 +347,87 @@ RankInput load_rank_input(const RankOptions& opts) {
         dom.blocks.resize(in.blocks.size());
         if (ims[d].kind() == ImatrixKind::kLegacy)
             in.notes.push_back(
-                fmt::format("{}: legacy .dat: per-expert routing counts and total energies are not stored "
-                            "(only per-token means), so token and energy shares are unknown",
+                fmt::format("{}: legacy .dat: per-expert routing counts and total energies are not "
+                            "stored (only per-token means), so token and energy shares are unknown",
                             dom.name));
     }
+}
 
-    // Read every entry: one pass per file (docs/perf/rank.md).
+// What the counts and metadata contradict: warnings, or with --strict a refusal naming the first.
+void check_sanity(const RankOptions& opts, RankInput& in) {
+    in.sanity = check_imatrix_sanity(in);
+    if (!opts.strict || in.sanity.empty()) return;
+    const SanityProblem& p = in.sanity.front();
+    const std::string more =
+        in.sanity.size() > 1
+            ? fmt::format(" (--strict; {} input problems in all, listed without it)", in.sanity.size())
+            : std::string(" (--strict)");
+    if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, p.message + more);
+    throw UsageError(p.message + more);
+}
+
+// --criterion external: the score files (ops/score_file.h), their sizes and hashes, and --from-plan.
+void load_score_input(const RankOptions& opts, const ModelInfo& model, RankInput& in) {
+    load_score_domains(opts, in, model.set.has_value());
+    for (auto& dom : in.domains) {
+        auto f = InputFile::open(dom.path);
+        dom.file_size = f->size();
+        if (opts.hash_inputs) dom.sha256 = sha256_file(*f);
+    }
+    import_plan(opts, model.set ? opts.model : std::string(), true, in);
+}
+
+// The imatrices: matched to the blocks, checked against each other, the plan and the model, then read
+// in one pass per file (docs/perf/rank.md), and --from-plan.
+void load_imatrix_input(const RankOptions& opts, const ModelInfo& model, RankInput& in) {
+    const std::vector<DomainSpec>& specs = opts.imatrices;
+    const int threads = resolve_threads(opts.threads);
+    const std::vector<ImatrixFile> ims = open_imatrices(specs, threads);
+    for (size_t d = 0; d < ims.size(); ++d) in.domains[d].format = imatrix_kind_name(ims[d].kind());
+    check_criterion_inputs(in, opts);
+    const BlockEntries entries = match_entries(opts, specs, ims, model, in);
+    const std::vector<int64_t> block_width = agree_widths(specs, entries, in);
+    const std::optional<NeuronPlan> plan = read_plan(opts, block_width, in);
+    if (model.set) check_model_widths(opts, model, plan, specs, entries, block_width, in);
+    describe_domains(ims, in);
+
     ImatrixScan scan;
     scan.ims = &ims;
-    scan.entry = entry;
+    scan.entry = entries.entry;
     scan.block_width = block_width;
     scan.expert_count = in.expert_count;
     scan.plan = plan ? &*plan : nullptr;
     scan.hash = opts.hash_inputs;
     scan.threads = threads;
-    if (opts.criterion == Criterion::kWeightedEnergy)
+    if (criterion_spec(opts.criterion).needs.down_weights)
         scan.column_norms = [&](size_t bi) {
             return down_column_norms(*model.set, *model.down.at(in.blocks[bi]));
         };
     scan_imatrices(scan, in);
 
     import_plan(opts, model.set ? opts.model : std::string(), false, in);
+}
 
-    // What the counts and metadata contradict: warnings, or with --strict a refusal naming the first.
-    in.sanity = check_imatrix_sanity(in);
-    if (opts.strict && !in.sanity.empty()) {
-        const SanityProblem& p = in.sanity.front();
-        const std::string more =
-            in.sanity.size() > 1
-                ? fmt::format(" (--strict; {} input problems in all, listed without it)", in.sanity.size())
-                : std::string(" (--strict)");
-        if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, p.message + more);
-        throw UsageError(p.message + more);
+}  // namespace
+
+RankInput load_rank_input(const RankOptions& opts) {
+    check_rank_options(opts);
+    const bool external = criterion_spec(opts.criterion).needs.score_files;
+    const auto& specs = external ? opts.score_files : opts.imatrices;
+    check_domain_names(specs);
+    RankInput in;
+    const ModelInfo model = opts.model.empty() ? ModelInfo{} : read_model(opts, external, in);
+    in.domains.resize(specs.size());
+    for (size_t d = 0; d < specs.size(); ++d) {
+        in.domains[d].name = specs[d].name;
+        in.domains[d].path = specs[d].path;
     }
+    if (external) {
+        load_score_input(opts, model, in);
+        return in;
+    }
+    load_imatrix_input(opts, model, in);
+    check_sanity(opts, in);
     return in;
 }
 

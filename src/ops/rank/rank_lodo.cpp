@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "io/parallel.h"
+#include "ops/rank/criteria.h"
 #include "ops/rank/rank_domains.h"
 
 namespace gguf_reap {
@@ -205,7 +206,7 @@ std::string blind_spot_sentence(double drop, const std::string& domain, bool sco
 
 json blind_spot_json(const RankInput& in, const RankDecision& r) {
     json j;
-    const bool external = r.criterion == Criterion::kExternal;
+    const bool external = criterion_spec(r.criterion).needs.score_files;
     j["measure"] = external ? "score mass" : "routed energy";
     json doms = json::array();
     for (size_t d = 0; d < r.blind_spot.size(); ++d) {
@@ -237,7 +238,7 @@ json blind_spot_json(const RankInput& in, const RankDecision& r) {
 
 std::string blind_spot_receipt(const RankInput& in, const RankDecision& r) {
     std::string s = "## What a kind of text the calibration did not cover would lose (an estimate)\n\n";
-    const bool external = r.criterion == Criterion::kExternal;
+    const bool external = criterion_spec(r.criterion).needs.score_files;
     if (in.domains.size() < 2) {
         s += fmt::format(
             "One calibration domain ({}): there is nothing to leave out, so this is not estimated. Rank "
@@ -288,7 +289,7 @@ std::string blind_spot_summary(const RankInput& in, const RankDecision& r) {
     if (!w) return "blind spot: not estimated (no domain's share could be computed without it)";
     return "blind spot (estimate, leaving each domain out): " +
            blind_spot_sentence(r.blind_spot[*w].seen - r.blind_spot[*w].unseen, in.domains[*w].name,
-                               r.criterion == Criterion::kExternal);
+                               criterion_spec(r.criterion).needs.score_files);
 }
 
 }  // namespace gguf_reap

@@ -26,6 +26,7 @@
 #include "io/signals.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/imatrix_domains.h"
 
 namespace gguf_reap {
 
@@ -36,9 +37,9 @@ constexpr size_t kBufferBytes = size_t{1} << 20;
 constexpr int64_t kMaxWidth = 65536;
 
 struct Domain {
-    DomainSpec spec;
-    ImatrixFile im;
-    std::map<int, const ImatrixEntry*> down;  // block → ffn_down_exps entry
+    const DomainSpec& spec;
+    const ImatrixFile& im;
+    const std::map<int, const ImatrixEntry*>& down;  // block → ffn_down_exps entry
 };
 
 double median_of(std::vector<double> v) {
@@ -169,19 +170,20 @@ std::string default_receipt_path(const std::string& plan_path) {
     return plan_path + ".json";
 }
 
-PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& events) {
-    PlanWidthResult res;
-    // Check the options and the outputs before reading anything.
+namespace {
+
+// --model, when given: its MoE blocks, experts and width rules.
+struct WidthModel {
+    std::optional<ShardSet> set;
+    MoeLayout layout;
+    WidthRules rules;
+};
+
+// The options and the outputs, checked before anything is read: the plan and receipt paths, which
+// must not exist (without --force) or be an input.
+void check_request(const PlanWidthRequest& opts, PlanWidthResult& res) {
     if (opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
-    {
-        std::set<std::string> names;
-        for (const auto& d : opts.imatrices) {
-            if (d.name.empty()) throw UsageError(fmt::format("the domain name for '{}' is empty", d.path));
-            if (!names.insert(d.name).second)
-                throw UsageError(
-                    fmt::format("domain '{}' is given twice: name each input with NAME=FILE", d.name));
-        }
-    }
+    check_domain_names(opts.imatrices);
     if (opts.out.empty()) throw UsageError("give the plan file with -o plan.npz");
     res.plan_path = opts.out;
     res.receipt_path = opts.receipt.empty() ? default_receipt_path(opts.out) : opts.receipt;
@@ -198,203 +200,176 @@ PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& even
         if (!opts.force && path_exists(out))
             throw UsageError(fmt::format("{} exists; use --force to overwrite it", out));
     }
-
-    const bool by_block = opts.granularity == Granularity::kBlock;
-    if (by_block && opts.model.empty())
+    if (opts.granularity == Granularity::kBlock && opts.model.empty())
         throw UsageError(
             "--granularity block needs --model: the block size comes from the model's tensor types");
+}
 
-    // The model, when given: its MoE blocks, experts and width rules.
-    std::optional<ShardSet> model;
-    MoeLayout layout;
-    WidthRules rules;
-    if (!opts.model.empty()) {
-        model.emplace(ShardSet::open(opts.model));
-        layout = build_moe_layout(*model);
-        rules = width_rules(*model, layout);
-        for (const auto& b : layout.blocks) res.blocks.push_back(b.block);
-        res.expert_count = static_cast<int64_t>(layout.expert_count);
-        res.native_width = rules.native_width;
-        for (const Shard& s : model->shards())
-            if (const auto id = file_identity(s.path))
-                for (const std::string& out : {res.plan_path, res.receipt_path})
-                    if (id == file_identity(out))
-                        throw UsageError(
-                            fmt::format("{} is an input ({}): refusing to write over it", out, s.path));
-    }
+WidthModel open_model(const PlanWidthRequest& opts, PlanWidthResult& res) {
+    WidthModel m;
+    if (opts.model.empty()) return m;
+    m.set.emplace(ShardSet::open(opts.model));
+    m.layout = build_moe_layout(*m.set);
+    m.rules = width_rules(*m.set, m.layout);
+    for (const auto& b : m.layout.blocks) res.blocks.push_back(b.block);
+    res.expert_count = static_cast<int64_t>(m.layout.expert_count);
+    res.native_width = m.rules.native_width;
+    for (const Shard& s : m.set->shards())
+        if (const auto id = file_identity(s.path))
+            for (const std::string& out : {res.plan_path, res.receipt_path})
+                if (id == file_identity(out))
+                    throw UsageError(
+                        fmt::format("{} is an input ({}): refusing to write over it", out, s.path));
+    return m;
+}
 
-    // The imatrices: each one's ffn_down_exps entries.
-    std::vector<Domain> doms;
-    for (const auto& spec : opts.imatrices) {
-        Domain d{spec, ImatrixFile::open(spec.path), {}};
-        for (const auto& e : d.im.entries())
-            if (auto b = down_projection_block(e.name)) d.down[*b] = &e;
-        if (d.down.empty())
-            throw UsageError(
-                fmt::format("{}: has no ffn_down_exps entries: it is not an imatrix of an MoE model "
-                            "(or was made with a filter that left the experts out)",
-                            spec.path));
-        doms.push_back(std::move(d));  // the entries live on the heap: the pointers survive the move
-    }
-    if (!model) {
-        std::set<int> all;
-        for (const auto& d : doms)
-            for (const auto& [b, e] : d.down) all.insert(b);
-        res.blocks.assign(all.begin(), all.end());
-    }
-
-    // Shapes: experts and width of every entry, the same everywhere (and as in the model).
+// Each imatrix's ffn_down_exps entries (ops/imatrix_domains.h), and the experts and width of every
+// entry, the same everywhere (and as in the model).
+ImatrixDomains match_domains(const PlanWidthRequest& opts, const std::vector<ImatrixFile>& ims,
+                             const WidthModel& model, PlanWidthResult& res) {
+    const bool with_model = model.set.has_value();
     // "but MODEL has 16" / "but other entries have 16"
     const auto but = [&](int64_t v) {
-        return model ? fmt::format("but {} has {}", opts.model, v)
-                     : fmt::format("but other entries have {}", v);
+        return with_model ? fmt::format("but {} has {}", opts.model, v)
+                          : fmt::format("but other entries have {}", v);
     };
-    for (const auto& d : doms)
-        for (const auto& [b, e] : d.down)
-            if (model && !std::binary_search(res.blocks.begin(), res.blocks.end(), b))
-                throw UsageError(
-                    fmt::format("{}: has expert data for block {} ({}), which is not an MoE block of {}: "
-                                "was the imatrix made for another model?",
-                                d.spec.path, b, e->name, opts.model));
-    for (const auto& d : doms)  // GGUF entries state their expert count; legacy ones do not
-        if (!model && d.im.kind() == ImatrixKind::kGguf && res.expert_count == 0)
-            res.expert_count = d.down.begin()->second->n_mat;
-    for (const auto& d : doms) {
-        const bool legacy = d.im.kind() == ImatrixKind::kLegacy;
-        std::vector<int> missing;
-        for (int b : res.blocks) {
-            auto it = d.down.find(b);
-            if (it == d.down.end()) {
-                missing.push_back(b);
-                continue;
-            }
-            const ImatrixEntry& e = *it->second;
-            if (legacy && res.expert_count == 0)
-                throw UsageError(
-                    fmt::format("{}: the legacy .dat format does not store the expert count of {}: give "
-                                "--model (or a GGUF imatrix of the same model)",
-                                d.spec.path, e.name));
-            const int64_t E = legacy ? res.expert_count : e.n_mat;
-            if (E < 1 || e.nval % E != 0)
-                throw InputError(d.im.path(), e.entry_offset, fmt::format("entry '{}'", e.name),
-                                 fmt::format("{} values cannot be split among {} experts", e.nval, E));
-            if (E != res.expert_count)
-                throw UsageError(fmt::format("{}: {} has {} experts, {}{}", d.spec.path, e.name, E,
-                                             but(res.expert_count),
-                                             model ? ": the imatrix was made for another model" : ""));
-            const int64_t W = e.nval / E;
-            if (res.native_width == 0) res.native_width = W;
-            if (W != res.native_width)
-                throw UsageError(fmt::format(
-                    "{}: {} has expert width {}, {}{}", d.spec.path, e.name, W, but(res.native_width),
-                    model ? (W < res.native_width ? ": was the imatrix made for a width-pruned model?"
-                                                  : ": the imatrix was made for another model")
-                          : ""));
-        }
-        if (!missing.empty()) {
-            if (!legacy)
-                throw UsageError(fmt::format(
-                    "{}: has no ffn_down_exps entry for MoE block(s) {}{}", d.spec.path,
-                    fmt::join(missing, ", "),
-                    model ? " of the model: was it made for another model?" : " that other imatrices have"));
-            res.notes.push_back(fmt::format(
-                "{}: no entry for block(s) {}: the 2024-25 .dat writer skipped entries in which some expert "
-                "was never routed; these blocks are ranked from the other domains",
-                d.spec.name, fmt::join(missing, ", ")));
-        }
-    }
-    for (int b : res.blocks) {
-        bool any = false;
-        for (const auto& d : doms) any |= d.down.count(b) > 0;
-        if (!any)
+    ImatrixDomainChecks checks;
+    checks.found = [&](size_t d, const std::map<int, const ImatrixEntry*>& down) {
+        // GGUF entries state their expert count; legacy ones do not.
+        if (!with_model && ims[d].kind() == ImatrixKind::kGguf && res.expert_count == 0)
+            res.expert_count = down.begin()->second->n_mat;
+    };
+    checks.entry = [&](size_t d, size_t, int, const ImatrixEntry& e) {
+        const DomainSpec& spec = opts.imatrices[d];
+        const bool legacy = ims[d].kind() == ImatrixKind::kLegacy;
+        if (legacy && res.expert_count == 0)
             throw UsageError(
-                fmt::format("no imatrix has data for MoE block {} (legacy files skip entries with "
-                            "never-routed experts): add a GGUF imatrix",
-                            b));
-    }
+                fmt::format("{}: the legacy .dat format does not store the expert count of {}: give "
+                            "--model (or a GGUF imatrix of the same model)",
+                            spec.path, e.name));
+        const int64_t E = legacy ? res.expert_count : e.n_mat;
+        if (E < 1 || e.nval % E != 0)
+            throw InputError(ims[d].path(), e.entry_offset, fmt::format("entry '{}'", e.name),
+                             fmt::format("{} values cannot be split among {} experts", e.nval, E));
+        if (E != res.expert_count)
+            throw UsageError(fmt::format("{}: {} has {} experts, {}{}", spec.path, e.name, E,
+                                         but(res.expert_count),
+                                         with_model ? ": the imatrix was made for another model" : ""));
+        const int64_t W = e.nval / E;
+        if (res.native_width == 0) res.native_width = W;
+        if (W != res.native_width)
+            throw UsageError(fmt::format(
+                "{}: {} has expert width {}, {}{}", spec.path, e.name, W, but(res.native_width),
+                with_model ? (W < res.native_width ? ": was the imatrix made for a width-pruned model?"
+                                                   : ": the imatrix was made for another model")
+                           : ""));
+    };
+    const std::vector<int> model_blocks = res.blocks;
+    ImatrixDomains found = match_imatrix_domains(ims, opts.imatrices, with_model ? &model_blocks : nullptr,
+                                                 opts.model, res.notes, checks);
+    res.blocks = found.blocks;
     if (res.native_width > kMaxWidth)
         throw UsageError(
             fmt::format("the expert width {} is too large for a plan: channel ids are stored as uint16, "
                         "so widths above {} cannot be written",
                         res.native_width, kMaxWidth));
+    return found;
+}
 
-    // K, and with block granularity B: the tensors whose rows lose channels and their block sizes.
+// K, checked against the model's width rules (or, without one, against the imatrices' width), and
+// with block granularity the group B. Returns the tensors whose rows lose channels, with their block
+// sizes ("blk.1.ffn_down_exps.weight Q8_0 (32)", once per type).
+std::vector<std::string> choose_k(const PlanWidthRequest& opts, const WidthModel& model,
+                                  PlanWidthResult& res) {
     res.k = opts.k;
-    std::vector<std::string> block_sources;  // "blk.1.ffn_down_exps.weight Q8_0 (32)", once per type
-    if (by_block) {
-        res.group = rules.block_size;
-        for (const WidthRules::RowType& rt : rules.row_types)
+    std::vector<std::string> block_sources;
+    if (opts.granularity == Granularity::kBlock) {
+        res.group = model.rules.block_size;
+        for (const WidthRules::RowType& rt : model.rules.row_types)
             block_sources.push_back(fmt::format("{} {} ({})", rt.tensor, ggml_type_display(rt.type),
                                                 ggml_type(rt.type)->block_size));
     }
-    if (model) {
-        check_width(rules, opts.k, opts.model);
+    if (model.set) {
+        check_width(model.rules, opts.k, opts.model);
     } else if (opts.k < 1 || opts.k > res.native_width) {
         throw UsageError(fmt::format(
             "K = {} is not a legal expert width for {}: {}; legal widths are 1 to {} (without --model only "
             "this "
             "range is checked; give --model to apply the block-size and shared-expert rules)",
-            opts.k, doms.front().spec.path,
+            opts.k, opts.imatrices.front().path,
             opts.k < 1 ? "an expert keeps at least one channel"
                        : fmt::format("it exceeds the imatrix's expert width {}", res.native_width),
             res.native_width));
     }
+    return block_sources;
+}
 
-    // Rank, block by block.
+// One block: the domains' energies summed, then every expert's top K channels (or groups) and the
+// share of its energy they keep. Returns the block's line of the receipt.
+nlohmann::ordered_json rank_block(const std::vector<Domain>& doms, size_t bi, bool by_block,
+                                  PlanWidthResult& res, std::vector<float>& score) {
     const int64_t E = res.expert_count, W = res.native_width, K = res.k;
-    const size_t pairs = res.blocks.size() * static_cast<size_t>(E);
-    res.channels.reserve(pairs * static_cast<size_t>(K));
+    const int b = res.blocks[bi];
+    score.assign(static_cast<size_t>(E * W), 0.0f);
+    for (const auto& d : doms)  // float32, in the order the domains were given
+        if (auto it = d.down.find(b); it != d.down.end())
+            add_domain_block(d, *it->second, E, W, score, res.notes);
+    std::vector<double> kept_shares, channel_shares;
+    std::vector<int64_t> unrouted;
+    for (int64_t e = 0; e < E; ++e) {
+        const float* s = score.data() + e * W;
+        const size_t pair = bi * static_cast<size_t>(E) + static_cast<size_t>(e);
+        const std::vector<int32_t> by_channel = top_channels(s, W, K);
+        const std::vector<int32_t> top = by_block ? top_channel_groups(s, W, K, res.group) : by_channel;
+        double total = 0, kept = 0, kept_by_channel = 0;
+        for (int64_t c = 0; c < W; ++c) total += s[c];
+        for (int32_t c : top) kept += s[c];
+        for (int32_t c : by_channel) kept_by_channel += s[c];
+        for (int32_t c : top) res.channels.push_back(static_cast<uint16_t>(c));
+        if (total > 0) {
+            res.retained[pair] = kept / total;
+            kept_shares.push_back(kept / total);
+            if (by_block) {
+                res.retained_channel[pair] = kept_by_channel / total;
+                channel_shares.push_back(kept_by_channel / total);
+            }
+        } else {
+            // No energy in any domain: every score ties at 0, so the tie rule keeps channels 0..K-1.
+            res.unrouted[pair] = 1;
+            unrouted.push_back(e);
+        }
+    }
+    nlohmann::ordered_json bj{{"block", b}};
+    bj["energy_retained"] = spread(kept_shares);
+    if (by_block) bj["energy_retained_by_channel"] = spread(channel_shares);
+    bj["unrouted_experts"] = unrouted;
+    return bj;
+}
+
+// Every block in turn (one block's E × width floats at a time). Returns the receipt's blocks.
+nlohmann::ordered_json rank_channels(const std::vector<Domain>& doms, bool by_block, PlanWidthResult& res) {
+    const size_t pairs = res.blocks.size() * static_cast<size_t>(res.expert_count);
+    res.channels.reserve(pairs * static_cast<size_t>(res.k));
     res.retained.assign(pairs, std::numeric_limits<double>::quiet_NaN());
     if (by_block) res.retained_channel.assign(pairs, std::numeric_limits<double>::quiet_NaN());
     res.unrouted.assign(pairs, 0);
     nlohmann::ordered_json blocks_json = nlohmann::ordered_json::array();
     std::vector<float> score;
-    for (size_t bi = 0; bi < res.blocks.size(); ++bi) {
-        const int b = res.blocks[bi];
-        score.assign(static_cast<size_t>(E * W), 0.0f);
-        for (const auto& d : doms)  // float32, in the order the domains were given
-            if (auto it = d.down.find(b); it != d.down.end())
-                add_domain_block(d, *it->second, E, W, score, res.notes);
-        std::vector<double> kept_shares, channel_shares;
-        std::vector<int64_t> unrouted;
-        for (int64_t e = 0; e < E; ++e) {
-            const float* s = score.data() + e * W;
-            const size_t pair = bi * static_cast<size_t>(E) + static_cast<size_t>(e);
-            const std::vector<int32_t> by_channel = top_channels(s, W, K);
-            const std::vector<int32_t> top = by_block ? top_channel_groups(s, W, K, res.group) : by_channel;
-            double total = 0, kept = 0, kept_by_channel = 0;
-            for (int64_t c = 0; c < W; ++c) total += s[c];
-            for (int32_t c : top) kept += s[c];
-            for (int32_t c : by_channel) kept_by_channel += s[c];
-            for (int32_t c : top) res.channels.push_back(static_cast<uint16_t>(c));
-            if (total > 0) {
-                res.retained[pair] = kept / total;
-                kept_shares.push_back(kept / total);
-                if (by_block) {
-                    res.retained_channel[pair] = kept_by_channel / total;
-                    channel_shares.push_back(kept_by_channel / total);
-                }
-            } else {
-                // No energy in any domain: every score ties at 0, so the tie rule keeps channels 0..K-1.
-                res.unrouted[pair] = 1;
-                unrouted.push_back(e);
-            }
-        }
-        nlohmann::ordered_json bj{{"block", b}};
-        bj["energy_retained"] = spread(kept_shares);
-        if (by_block) bj["energy_retained_by_channel"] = spread(channel_shares);
-        bj["unrouted_experts"] = unrouted;
-        blocks_json.push_back(bj);
-    }
+    for (size_t bi = 0; bi < res.blocks.size(); ++bi)
+        blocks_json.push_back(rank_block(doms, bi, by_block, res, score));
+    return blocks_json;
+}
 
-    // Write: the plan, then its receipt (whose presence says the plan is complete).
+// The plan .npz (docs/formats.md).
+void write_plan(bool by_block, const PlanWidthResult& res) {
+    const int64_t E = res.expert_count, K = res.k;
     std::vector<int32_t> block_ids, expert_ids;
     for (int b : res.blocks)
         for (int64_t e = 0; e < E; ++e) {
             block_ids.push_back(b);
             expert_ids.push_back(static_cast<int32_t>(e));
         }
-    const auto P = static_cast<int64_t>(pairs);
+    const auto P = static_cast<int64_t>(res.blocks.size()) * E;
     std::vector<std::pair<std::string, NpyArray>> arrays{
         {"channels", NpyArray::u16({P, K}, res.channels)},
         {"k", NpyArray::i32({1}, {static_cast<int32_t>(K)})},
@@ -406,8 +381,31 @@ PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& even
         arrays.emplace_back("energy_retained_by_channel", NpyArray::f64({P}, res.retained_channel));
     }
     write_npz(res.plan_path, arrays);
-    const auto plan_file = InputFile::open(res.plan_path);
+}
 
+// With block granularity: the receipt's account of the groups, and why B.
+nlohmann::ordered_json granularity_json(const PlanWidthResult& res,
+                                        const std::vector<std::string>& block_sources) {
+    return {
+        {"unit", "block"},
+        {"group", res.group},
+        {"rule", fmt::format("aligned groups of {} channels [g*{}, (g+1)*{}) ranked by their summed score "
+                             "(double, channel order) descending, ties by group index ascending; the "
+                             "best k/{} = {} kept; channels stored ascending",
+                             res.group, res.group, res.group, res.group, res.k / res.group)},
+        {"block_size_from", block_sources},
+        {"why", fmt::format("{} is the least common multiple of the block sizes of the tensors whose "
+                            "rows lose channels: a plan of whole groups keeps whole quant blocks, so "
+                            "splice cuts it without requantising",
+                            res.group)}};
+}
+
+// The JSON receipt, written after the plan: its presence says the plan is complete.
+void write_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms, const WidthModel& model,
+                   const std::vector<std::string>& block_sources, nlohmann::ordered_json blocks_json,
+                   PlanWidthResult& res) {
+    const bool by_block = opts.granularity == Granularity::kBlock;
+    const auto plan_file = InputFile::open(res.plan_path);
     nlohmann::ordered_json ins = nlohmann::ordered_json::array();
     for (const auto& d : doms)
         ins.push_back({{"name", d.spec.name},
@@ -422,38 +420,41 @@ PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& even
     j["version"] = 1;
     j["tool"] = opts.tool_version;
     j["plan"] = {{"path", res.plan_path}, {"bytes", plan_file->size()}, {"sha256", sha256_file(*plan_file)}};
-    j["k"] = K;
-    j["native_width"] = W;
-    j["expert_count"] = E;
-    j["pairs"] = pairs;
+    j["k"] = res.k;
+    j["native_width"] = res.native_width;
+    j["expert_count"] = res.expert_count;
+    j["pairs"] = res.blocks.size() * static_cast<size_t>(res.expert_count);
     j["score"] =
         "ffn_down_exps in_sum2 summed over the domains as float32 in the order given; channels ranked by "
-        "score "
-        "descending, ties by channel id ascending; the top k kept";
-    if (by_block) {
-        j["granularity"] = {
-            {"unit", "block"},
-            {"group", res.group},
-            {"rule",
-             fmt::format("aligned groups of {} channels [g*{}, (g+1)*{}) ranked by their summed score "
-                         "(double, channel order) descending, ties by group index ascending; the "
-                         "best k/{} = {} kept; channels stored ascending",
-                         res.group, res.group, res.group, res.group, K / res.group)},
-            {"block_size_from", block_sources},
-            {"why", fmt::format("{} is the least common multiple of the block sizes of the tensors whose "
-                                "rows lose channels: a plan of whole groups keeps whole quant blocks, so "
-                                "splice cuts it without requantising",
-                                res.group)}};
-    }
+        "score descending, ties by channel id ascending; the top k kept";
+    if (by_block) j["granularity"] = granularity_json(res, block_sources);
     j["inputs"] = ins;
-    j["model"] = model ? model_json(*model, rules, opts.model) : nlohmann::ordered_json(nullptr);
+    j["model"] =
+        model.set ? model_json(*model.set, model.rules, opts.model) : nlohmann::ordered_json(nullptr);
     j["unrouted_pairs"] = n_unrouted;
-    j["blocks"] = blocks_json;
+    j["blocks"] = std::move(blocks_json);
     j["notes"] = res.notes;
     const std::string text = j.dump(2) + "\n";
     OutputFile out(res.receipt_path);
     out.write_at(0, text.data(), text.size());
     out.commit();
+}
+
+}  // namespace
+
+PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& events) {
+    PlanWidthResult res;
+    const bool by_block = opts.granularity == Granularity::kBlock;
+    check_request(opts, res);                        // before anything is read
+    const WidthModel model = open_model(opts, res);  // --model: blocks, experts, width rules
+    const std::vector<ImatrixFile> ims = open_imatrices(opts.imatrices, 0);
+    const ImatrixDomains found = match_domains(opts, ims, model, res);
+    std::vector<Domain> doms;
+    for (size_t d = 0; d < ims.size(); ++d) doms.push_back({opts.imatrices[d], ims[d], found.down[d]});
+    const std::vector<std::string> block_sources = choose_k(opts, model, res);
+    nlohmann::ordered_json blocks_json = rank_channels(doms, by_block, res);       // block by block
+    write_plan(by_block, res);                                                     // the plan, then
+    write_receipt(opts, doms, model, block_sources, std::move(blocks_json), res);  // its receipt
     for (const auto& n : res.notes) events.info(n);
     return res;
 }
