@@ -176,6 +176,12 @@ struct ArchFlag {
     static constexpr uint8_t kChunkExperts = 8;  // grovemoe's ffn_*_chexps, one per group of experts
     // feed_forward_length[i] = 0 makes block i a Mamba block without FFN (nemotron_h, nemotron_h_moe)
     static constexpr uint8_t kFfLayerPattern = 16;
+    // A nextn block that holds trunk tensors must hold MTP tensors (blk.N.nextn.*) too: the loader
+    // does not take a trunk block as an MTP block, so a nextn_predict_layers that counts one is
+    // refused. Where it is not set (the deepseek2 family, glm-dsa, hy_v3, mimo2, mistral4, step35) a
+    // trunk block counted as nextn loads.
+    // Measured with llama.cpp 34af94cd9 (tests/data/loader-verdicts.tsv, the --nextn 1 variants).
+    static constexpr uint8_t kNextnHeadRequired = 32;
 };
 
 // The optional expert tensors a loader creates beside its routed experts' weights (with

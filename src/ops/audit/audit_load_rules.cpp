@@ -77,6 +77,7 @@ class LoadRules {
                         fmt::format("is {} in a model without experts: llama.cpp requires 0", u));
         }
         check_tensors(e);
+        check_nextn_blocks();
     }
 
   private:
@@ -97,14 +98,14 @@ class LoadRules {
         findings_.push_back(std::move(f));
     }
 
-    void tensor_finding(const Located& t, std::string message) {
+    void tensor_finding(const Located& t, std::string message, const char* region = "shape") {
         Finding f;
         f.kind = FindingKind::kLoadRule;
         f.file = t.shard->path;
         f.subject = fmt::format("tensor '{}'", t.info->name);
         f.offset = t.info->info_offset;
         f.tensor = t.info->name;
-        f.region = "shape";
+        f.region = region;
         f.message = std::move(message);
         findings_.push_back(std::move(f));
     }
@@ -165,6 +166,60 @@ class LoadRules {
             }
         }
         if (info) check_ffn(*info, kv);
+    }
+
+    // MTP (nextn) blocks. Every loader that has them reads nextn_predict_layers and creates
+    // blk.N.nextn.* only in the last nextn_predict_layers blocks (N >= n_layer() = block_count -
+    // nextn_predict_layers); one in another block is a tensor llama.cpp never loads, and it refuses the
+    // file ("wrong number of tensors"). An architecture whose loader has no MTP blocks reads no such
+    // key: every nextn tensor is then one it never loads. And where the table says the loader takes
+    // no trunk block as an MTP block (ArchFlag::kNextnHeadRequired), each nextn block must hold MTP
+    // tensors: a block with trunk tensors and no MTP tensor is refused. Measured on every generator preset
+    // with MTP blocks (tests/data/loader-verdicts.tsv).
+    void check_nextn_blocks() {
+        const ArchInfo* info = arch_info(arch_);
+        const bool reads_key = !info || (info->flags & ArchFlag::kNextn);
+        const uint64_t blocks = key_uint(kBlockCountKey).value_or(0);
+        const uint64_t nextn = reads_key ? key_uint(kNextnPredictLayersKey).value_or(0) : 0;
+        const uint64_t first = nextn <= blocks ? blocks - nextn : 0;
+        const std::string range = nextn == 0   ? std::string("none")
+                                  : nextn == 1 ? fmt::format("block {}", first)
+                                               : fmt::format("blocks {}..{}", first, blocks - 1);
+        const std::string why = reads_key ? fmt::format("{} = {} and {} = {} make the nextn blocks {}",
+                                                        arch_key(arch_, kBlockCountKey), blocks,
+                                                        arch_key(arch_, kNextnPredictLayersKey), nextn, range)
+                                          : fmt::format("{}'s loader has no MTP blocks", arch_);
+        std::vector<bool> has_mtp(blocks, false), has_other(blocks, false);
+        for (const Located& t : tensors_) {
+            const auto split = split_block_name(t.info->name);
+            if (!split || split->first < 0) continue;
+            const auto b = static_cast<uint64_t>(split->first);
+            if (!split->second.starts_with("nextn.")) {
+                if (b < blocks) has_other[b] = true;
+                continue;
+            }
+            if (b >= first && b < blocks) {
+                has_mtp[b] = true;
+                continue;
+            }
+            tensor_finding(
+                t,
+                fmt::format("is an MTP (nextn) tensor in block {}, but {}: llama.cpp never loads it, "
+                            "and refuses the file",
+                            b, why),
+                "block");
+        }
+        if (!info || !(info->flags & ArchFlag::kNextnHeadRequired)) return;
+        // A nextn block with no tensors at all is a trunk-only file (its MTP tensors shipped apart),
+        // which several of these loaders accept: only a trunk block counted as nextn is refused.
+        for (uint64_t b = first; b < blocks; ++b)
+            if (!has_mtp[b] && has_other[b])
+                key_finding(
+                    kNextnPredictLayersKey,
+                    fmt::format("is {}, which makes block {} a nextn block, but it holds no MTP tensor "
+                                "(blk.{}.nextn.*): {}'s loader does not take a trunk block as an MTP "
+                                "block, and refuses the file",
+                                nextn, b, b, arch_));
     }
 
     // The dense FFN, shared and chunk experts, hash tables and which blocks are MoE, as the keys make
