@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "io/units.h"
 #include "ops/budget.h"
 #include "test_util.h"
 
@@ -107,6 +108,22 @@ TEST(Budget, FitIsTightAndEqualsSplicePlan) {
     const FitAnswer am = fit_budget(bm, mem, rules);
     EXPECT_EQ(am.at.k, 7);
     EXPECT_EQ(am.at.row.need(), fit_row(bm.figures(7), bm.kv(), 2, 100, 0).need());
+}
+
+}  // namespace
+}  // namespace gguf_reap
+
+namespace gguf_reap {
+namespace {
+
+// The one parser of whole numbers in options (budgets, --chunks).
+TEST(Units, ParseWholeTakesDigitsOnly) {
+    EXPECT_EQ(parse_whole("4096", 65536), 4096u);
+    EXPECT_EQ(parse_whole("0", 10), 0u);
+    EXPECT_EQ(parse_whole("65536", 65536), 65536u);
+    EXPECT_EQ(parse_whole("65537", 65536), std::nullopt);
+    for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1.5", "1e3", "12k", "99999999999999999999999"})
+        EXPECT_EQ(parse_whole(bad, UINT64_MAX), std::nullopt) << bad;
 }
 
 }  // namespace

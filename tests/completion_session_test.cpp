@@ -70,9 +70,15 @@ TEST(CompletionSession, RefusesWhatIsNotASessionOfThisVersion) {
 }
 
 TEST(CompletionSession, PromptTokenCount) {
-    EXPECT_EQ(parse_prompt_token_count("main: prompt: 'def main('\nmain: number of tokens in prompt = 3\n"),
+    EXPECT_EQ(parse_prompt_token_count("0.00.075.698 I llama_completion: prompt: 'def main('\n"
+                                       "0.00.075.698 I llama_completion: number of tokens in prompt = 3\n"),
               3);
-    EXPECT_EQ(parse_prompt_token_count("main: number of tokens in prompt = x\n"), std::nullopt);
+    // A prompt that holds the words is echoed first; its line ends in a quote.
+    EXPECT_EQ(parse_prompt_token_count(
+                  "I llama_completion: prompt: 'llama_completion: number of tokens in prompt = 9'\n"
+                  "I llama_completion: number of tokens in prompt = 12\n"),
+              12);
+    EXPECT_EQ(parse_prompt_token_count("I llama_completion: number of tokens in prompt = x\n"), std::nullopt);
     EXPECT_EQ(parse_prompt_token_count("no such line"), std::nullopt);
 }
 

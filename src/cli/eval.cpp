@@ -144,11 +144,9 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
     if (const char* p = std::getenv("PATH")) q.path_env = p;
     q.ctx = ctx_option(c.ctx);
     if (!c.chunks.empty()) {
-        const bool digits =
-            c.chunks.size() <= 9 && c.chunks.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits)
-            throw UsageError(fmt::format("--chunks '{}' is not a number of chunks (e.g. 100)", c.chunks));
-        q.chunks = std::stoull(c.chunks);
+        const auto n = parse_whole(c.chunks, 999'999'999);
+        if (!n) throw UsageError(fmt::format("--chunks '{}' is not a number of chunks (e.g. 100)", c.chunks));
+        q.chunks = *n;
     }
     q.threads = c.threads;
     q.cache_dir = c.cache_dir;

@@ -42,15 +42,18 @@ std::vector<int32_t> parse_session_tokens(ByteSource& src, uint64_t max_tokens) 
 }
 
 std::optional<int64_t> parse_prompt_token_count(std::string_view log) {
-    constexpr std::string_view kKey = "number of tokens in prompt = ";
-    const size_t at = log.find(kKey);
-    if (at == std::string_view::npos) return std::nullopt;
-    const char* p = log.data() + at + kKey.size();
-    const char* end = log.data() + log.size();
-    int64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(p, end, v);
-    if (ec != std::errc() || ptr == p || v < 0) return std::nullopt;
-    return v;
+    // The first line that ends in the count: the prompt is echoed on the line before ("prompt: '...'"),
+    // and a prompt that holds these words then ends its line in a quote, not in digits.
+    constexpr std::string_view kKey = "llama_completion: number of tokens in prompt = ";
+    for (size_t at = 0; (at = log.find(kKey, at)) != std::string_view::npos; at += kKey.size()) {
+        const char* p = log.data() + at + kKey.size();
+        const size_t eol = log.find('\n', at);
+        const char* end = log.data() + (eol == std::string_view::npos ? log.size() : eol);
+        int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(p, end, v);
+        if (ec == std::errc() && ptr != p && ptr == end && v >= 0) return v;
+    }
+    return std::nullopt;
 }
 
 }  // namespace gguf_reap

@@ -8,7 +8,7 @@
 //   then the context's state (not read).
 // With --prompt-cache-all, llama-completion saves it at exit holding the prompt's tokens followed by
 // every token it generated (an end-of-generation token included, when it stopped at one).
-// The log line, printed with --verbose-prompt: "main: number of tokens in prompt = P".
+// The log line, printed with --verbose-prompt: "... I llama_completion: number of tokens in prompt = P".
 #pragma once
 
 #include <cstdint>

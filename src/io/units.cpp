@@ -1,12 +1,21 @@
 #include "io/units.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <string>
 
 #include <fmt/format.h>
 
 namespace gguf_reap {
+
+std::optional<uint64_t> parse_whole(std::string_view text, uint64_t max) {
+    uint64_t v = 0;
+    if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v > max) return std::nullopt;
+    return v;
+}
 
 std::optional<uint64_t> parse_size(std::string_view text) {
     size_t i = 0;

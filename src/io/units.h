@@ -12,6 +12,9 @@ namespace gguf_reap {
 // them; binary with KiB/MiB/GiB/TiB. nullopt for anything else.
 std::optional<uint64_t> parse_size(std::string_view text);
 
+// "4096" → 4096: decimal digits only (no sign, space or unit), at most `max`; nullopt for anything else.
+std::optional<uint64_t> parse_whole(std::string_view text, uint64_t max);
+
 // 198,543,360,000 → "184.9 GiB"; small values in B/KiB/MiB.
 std::string human_bytes(uint64_t bytes);
 

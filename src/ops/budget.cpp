@@ -17,17 +17,6 @@ namespace {
 
 constexpr const char* kBudgetForm = "size=SIZE, or memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]";
 
-// A whole number of at most `max`, digits only.
-std::optional<uint64_t> whole(std::string_view s, uint64_t max) {
-    if (s.empty() || s.size() > 13) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return std::nullopt;
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    return v <= max ? std::optional(v) : std::nullopt;
-}
-
 // "288GiB" → "288 GiB" (a bare number: "… bytes").
 std::string spaced(const std::string& amount) {
     size_t i = 0;
@@ -91,13 +80,13 @@ Budget parse_budget(std::string_view text) {
                 b.amount = value;
             }
         } else if (key == "ctx") {
-            const auto v = whole(value, uint64_t{1} << 40);
+            const auto v = parse_whole(value, uint64_t{1} << 40);
             if (!v)
                 throw bad(
                     fmt::format("ctx '{}' is not a number of tokens (a whole number, e.g. 8192)", value));
             b.ctx = *v;
         } else if (key == "tp") {
-            const auto v = whole(value, 65536);
+            const auto v = parse_whole(value, 65536);
             if (!v || *v == 0)
                 throw bad(fmt::format(
                     "tp '{}' is not a tensor-parallel degree (a whole number from 1 to 65536)", value));
