@@ -53,8 +53,11 @@ std::string Finding::line() const {
     return where + ": " + message;
 }
 
-AuditReport run_audit(const AuditOptions& o) {
-    using namespace audit_detail;
+namespace audit_detail {
+namespace {
+
+// Options that cannot go together, refused before anything is opened.
+void check_options(const AuditOptions& o) {
     if (o.source && o.source_manifest)
         throw UsageError("--source and --source-manifest: give one (the manifest stands for the source)");
     if (o.keeplist && !o.source && !o.source_manifest)
@@ -68,74 +71,71 @@ AuditReport run_audit(const AuditOptions& o) {
     if (o.neuron_plan && !o.source)
         throw UsageError(
             "--neuron-plan needs --source: the plan says which source channels the output keeps");
-    AuditReport r;
-    if (o.source) r.source = *o.source;
-    if (o.source_manifest) r.source_manifest = *o.source_manifest;
-    if (o.keeplist) r.keeplist = *o.keeplist;
+}
 
-    // 1. Inputs that must be sound before anything is judged: the source (or the manifest standing for
-    //    it), the manifest.
-    std::optional<ShardSet> src;
-    std::optional<Manifest> src_manifest;
+// The source model, or the model its manifest describes, and its experts.
+struct Source {
+    std::optional<ShardSet> model;
+    std::optional<Manifest> manifest;  // --source-manifest, until the byte pass
     MoeLayout layout;
+};
+
+void open_source(const AuditOptions& o, Source& s) {
     if (o.source) {
-        src = ShardSet::open(*o.source);
-        layout = build_moe_layout(*src);
+        s.model = ShardSet::open(*o.source);
+        s.layout = build_moe_layout(*s.model);
     } else if (o.source_manifest) {
-        src_manifest = Manifest::load(*o.source_manifest);
-        src = manifest_model(*src_manifest, *o.source_manifest);
-        layout = build_moe_layout(*src);
-        for (const MoeBlock& b : layout.blocks)
+        s.manifest = Manifest::load(*o.source_manifest);
+        s.model = manifest_model(*s.manifest, *o.source_manifest);
+        s.layout = build_moe_layout(*s.model);
+        for (const MoeBlock& b : s.layout.blocks)
             if (b.hash_table)
                 throw UsageError(fmt::format(
                     "{}: blk.{} routes by a token → expert table, whose values pruning rewrites: only the "
                     "source's own values can check the rewrite, so audit this model with --source",
                     *o.source_manifest, b.block));
     }
-    std::optional<Manifest> manifest;
-    if (o.manifest) manifest = Manifest::load(*o.manifest);
+}
 
-    // 2. The output set, from disk: drop its pages, parse every header.
-    OutputSet out = open_output_set(o.output, o.drop_cache, r.findings);
-
-    // 3. The set's structure: split keys, duplicates, bounds, sizes.
-    check_structure(out, r.findings);
-    // 3b. What llama.cpp's loader checks of the experts: counts, groups, every expert tensor's shape.
-    check_load_rules(out, r.findings);
-
-    // 4. Against the source: kept experts, metadata, tensor infos → what every tensor's bytes must be.
+// What step 4 leaves for the byte pass.
+struct AgainstSource {
     Expectations expect;
     std::vector<Sha256::Digest> source_hashes;  // --source-manifest: what expect's runs point at
     std::vector<std::string> source_paths;
-    if (src) {
-        KeptExperts kept = derive_kept(layout, out, o.keeplist, r);
-        kept.width = derive_width(*src, layout, out, o.neuron_plan, r);
-        check_metadata(*src, kept, out, r);
-        expect = check_tensor_infos(*src, layout, kept, out, r);
-        // A key that differs from the source is reported once, as metadata, not again as a load rule.
-        std::set<std::pair<std::string, std::string>> metadata;
-        for (const Finding& f : r.findings)
-            if (f.kind == FindingKind::kMetadata) metadata.emplace(f.file, f.subject);
-        std::erase_if(r.findings, [&](const Finding& f) {
-            return f.kind == FindingKind::kLoadRule && f.tensor.empty() &&
-                   metadata.count({f.file, f.subject});
-        });
-        if (src_manifest) {
-            source_hashes = attach_source_hashes(expect, *src, *src_manifest, *o.source_manifest);
-            // The manifest (15 MB for a Kimi-K3 shape, in small blocks) goes before the byte pass, with the
-            // hashes of the slabs not kept, and its pages go back to the kernel: free() alone keeps them.
-            src_manifest.reset();
-#ifdef __GLIBC__
-            malloc_trim(0);
-#endif
-        } else
-            for (const auto& s : src->shards()) source_paths.push_back(s.path);
-    }
+};
 
-    // 5. One pass over the bytes of every shard, in parallel.
+// Kept experts, metadata, tensor infos → what every tensor's bytes must be.
+void check_against_source(const AuditOptions& o, Source& src, const OutputSet& out, AuditReport& r,
+                          AgainstSource& a) {
+    KeptExperts kept = derive_kept(src.layout, out, o.keeplist, r);
+    kept.width = derive_width(*src.model, src.layout, out, o.neuron_plan, r);
+    check_metadata(*src.model, kept, out, r);
+    a.expect = check_tensor_infos(*src.model, src.layout, kept, out, r);
+    // A key that differs from the source is reported once, as metadata, not again as a load rule.
+    std::set<std::pair<std::string, std::string>> metadata;
+    for (const Finding& f : r.findings)
+        if (f.kind == FindingKind::kMetadata) metadata.emplace(f.file, f.subject);
+    std::erase_if(r.findings, [&](const Finding& f) {
+        return f.kind == FindingKind::kLoadRule && f.tensor.empty() && metadata.count({f.file, f.subject});
+    });
+    if (src.manifest) {
+        a.source_hashes = attach_source_hashes(a.expect, *src.model, *src.manifest, *o.source_manifest);
+        // The manifest (15 MB for a Kimi-K3 shape, in small blocks) goes before the byte pass, with the
+        // hashes of the slabs not kept, and its pages go back to the kernel: free() alone keeps them.
+        src.manifest.reset();
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
+    } else
+        for (const auto& s : src.model->shards()) a.source_paths.push_back(s.path);
+}
+
+// One pass over the bytes of every shard, in parallel; its findings join the report's.
+std::vector<ShardBytes> byte_pass(const AuditOptions& o, bool with_source, bool hash, const OutputSet& out,
+                                  const AgainstSource& a, AuditReport& r) {
     BytePassOptions bo;
-    bo.read_all = src.has_value();
-    bo.hash = manifest.has_value() || o.compute_manifest;
+    bo.read_all = with_source;
+    bo.hash = hash;
     std::vector<std::vector<uint64_t>> slab_bytes;
     if (o.compute_manifest) {
         slab_bytes = output_slab_bytes(out, r);
@@ -146,25 +146,26 @@ AuditReport run_audit(const AuditOptions& o) {
     // Against a source manifest the pass reads one stream, the output, and hashes it: 4 MiB windows read
     // it as fast as 8 MiB ones and keep the peak near --source's (docs/perf/audit.md, "Memory").
     if (o.source_manifest) bo.buffer_bytes = std::min(bo.buffer_bytes, size_t{4} << 20);
-    std::vector<ShardBytes> bytes = verify_bytes(out, expect, source_paths, bo);
+    std::vector<ShardBytes> bytes = verify_bytes(out, a.expect, a.source_paths, bo);
     for (auto& b : bytes) {
         for (auto& f : b.findings) r.findings.push_back(std::move(f));
         b.findings.clear();
     }
+    return bytes;
+}
 
-    // 6. Manifests: check against the given one, build the output's own.
-    if (manifest) check_manifest(*manifest, out, bytes, r.findings);
-    if (o.compute_manifest) r.manifest = build_manifest(out, bytes);
-
-    // The verdict holds only for files that stayed as they were opened: one truncated or rewritten
-    // during the pass may have been read half old, half new, so the audit stops without one.
-    if (src)
-        for (const auto& s : src->shards())
+// The verdict holds only for files that stayed as they were opened: one truncated or rewritten during
+// the pass may have been read half old, half new, so the audit stops without one.
+void check_unchanged(const Source& src, const OutputSet& out) {
+    if (src.model)
+        for (const auto& s : src.model->shards())
             if (s.file) s.file->check_unchanged();
     for (const OutShard& s : out.shards)
         if (s.file) s.file->check_unchanged();
+}
 
-    // 7. Summary.
+// The shards as found and the byte pass's counters, added up.
+void summarize(const OutputSet& out, const std::vector<ShardBytes>& bytes, AuditReport& r) {
     AuditSummary& sum = r.summary;
     sum.shards = out.shards.size();
     for (size_t i = 0; i < out.shards.size(); ++i) {
@@ -189,6 +190,50 @@ AuditReport run_audit(const AuditOptions& o) {
         sum.source_bytes_read += c.source_bytes_read;
         sum.bytes_hashed += c.bytes_hashed;
     }
+}
+
+}  // namespace
+}  // namespace audit_detail
+
+AuditReport run_audit(const AuditOptions& o) {
+    using namespace audit_detail;
+    check_options(o);
+    AuditReport r;
+    if (o.source) r.source = *o.source;
+    if (o.source_manifest) r.source_manifest = *o.source_manifest;
+    if (o.keeplist) r.keeplist = *o.keeplist;
+
+    // 1. Inputs that must be sound before anything is judged: the source (or the manifest standing for
+    //    it), the manifest.
+    Source src;
+    open_source(o, src);
+    std::optional<Manifest> manifest;
+    if (o.manifest) manifest = Manifest::load(*o.manifest);
+
+    // 2. The output set, from disk: drop its pages, parse every header.
+    OutputSet out = open_output_set(o.output, o.drop_cache, r.findings);
+
+    // 3. The set's structure: split keys, duplicates, bounds, sizes.
+    check_structure(out, r.findings);
+    // 3b. What llama.cpp's loader checks of the experts: counts, groups, every expert tensor's shape.
+    check_load_rules(out, r.findings);
+
+    // 4. Against the source: kept experts, metadata, tensor infos → what every tensor's bytes must be.
+    AgainstSource against;
+    if (src.model) check_against_source(o, src, out, r, against);
+
+    // 5. One pass over the bytes of every shard, in parallel.
+    std::vector<ShardBytes> bytes =
+        byte_pass(o, src.model.has_value(), manifest.has_value() || o.compute_manifest, out, against, r);
+
+    // 6. Manifests: check against the given one, build the output's own.
+    if (manifest) check_manifest(*manifest, out, bytes, r.findings);
+    if (o.compute_manifest) r.manifest = build_manifest(out, bytes);
+    // A file that changed while it was read voids the verdict.
+    check_unchanged(src, out);
+
+    // 7. Summary.
+    summarize(out, bytes, r);
     return r;
 }
 

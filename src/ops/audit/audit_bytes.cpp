@@ -345,12 +345,170 @@ struct ShardJob {
     const std::vector<uint64_t>* slab_bytes = nullptr;
 };
 
+// The first difference of a piece and how many bytes differ.
+struct Diffs {
+    uint64_t count = 0, first = 0;
+};
+
+// One shard's pass over its pieces: the streams, the hashes, the tensor whose data is being read, and
+// what has been found. A step returns false when another shard's error stops the pass.
+struct ShardPass {
+    const OutShard& s;
+    const uint64_t size;
+    const BytePassOptions& o;
+    const std::vector<std::string>& source_paths;
+    const std::atomic<bool>& stop;
+    SequentialReader& out;
+    SourceStreams& src;
+    ShardBytes r{};
+    std::optional<Sha256> file_hash{}, tensor_hash{}, piece_hash{};
+    // The tensor whose data is being read: whether any byte was compared, and every one matched.
+    int32_t cur = -1;
+    bool cur_bad = false, cur_compared = false, cur_expert = false;
+
+    bool stopped() const { return stop.load(std::memory_order_relaxed); }
+    uint64_t fill(const Piece& p) const { return o.read_all ? size : p.offset + p.length; }
+    // A piece with its own hash: a slab of a manifest being made, or bytes a source manifest vouches for.
+    bool own_hash(const Piece& p) const {
+        return p.check == Check::kHash || (o.hash && p.slab >= 0 && !r.slab_sha256.empty());
+    }
+
+    void start_hashes(const std::vector<uint64_t>* slab_bytes) {
+        if (!o.hash) return;
+        file_hash.emplace();
+        tensor_hash.emplace();
+        if (!s.header) return;
+        r.tensor_sha256.assign(s.header->tensors.size(), std::string());
+        if (!slab_bytes) return;
+        r.slab_sha256.resize(s.header->tensors.size());
+        for (size_t t = 0; t < r.slab_sha256.size() && t < slab_bytes->size(); ++t)
+            if (const uint64_t b = (*slab_bytes)[t]; b > 0)
+                r.slab_sha256[t].assign(s.header->tensors[t].nbytes / b, std::string());
+    }
+
+    void finish_tensor() {
+        if (cur < 0) return;
+        if (tensor_hash && s.header) r.tensor_sha256[static_cast<size_t>(cur)] = tensor_hash->finish_hex();
+        if (cur_compared && !cur_bad) ++(cur_expert ? r.counts.expert_tensors : r.counts.tensors_identical);
+        cur = -1;
+    }
+
+    void enter_tensor(const Piece& p) {
+        if (p.tensor != cur) finish_tensor();
+        if (p.tensor >= 0 && p.tensor != cur) {
+            cur = p.tensor;
+            cur_bad = cur_compared = cur_expert = false;
+        }
+    }
+
+    // A run compared with the source (byte for byte, or by its hash): counted, and named by
+    // `finding()` when it differs.
+    template <typename MakeFinding>
+    void compared(const Piece& p, bool differs, MakeFinding finding) {
+        r.counts.bytes_compared += p.length;
+        cur_compared = true;
+        cur_expert = p.run->expert >= 0;
+        if (differs) {
+            cur_bad = true;
+            r.findings.push_back(finding());
+        } else if (p.run->expert >= 0) {
+            ++r.counts.slabs;
+        }
+    }
+
+    // A width-cut expert (always an expert's run), gathered from its source slab as the plan says.
+    bool gathered(const Piece& p, bool own) {
+        const GatherResult g = compare_gather(
+            p, out, src.get(p.run->src_shard), fill(p),
+            [&](const uint8_t* d, size_t n) {
+                if (file_hash) {
+                    file_hash->update(d, n);
+                    tensor_hash->update(d, n);
+                }
+                if (own) piece_hash->update(d, n);
+            },
+            stop);
+        if (stopped()) return false;
+        compared(p, g.diffs > 0, [&] { return gather_finding(s, p, source_paths[p.run->src_shard], g); });
+        return true;
+    }
+
+    // Any other piece, read through the output stream: compared with its source run or with zeros, and
+    // fed to the hashes.
+    bool streamed(const Piece& p, bool own, Diffs& d) {
+        uint64_t off = p.offset, left = p.length;
+        uint64_t src_off = p.run ? p.run->src_offset : 0;
+        while (left > 0) {
+            if (stopped()) return false;
+            check_interrupted();
+            const auto a = out.view(off, left, fill(p));
+            size_t n = a.size();
+            if (p.check == Check::kSource) {
+                const auto b = src.get(p.run->src_shard).view(src_off, n, p.src_limit);
+                n = std::min(n, b.size());
+                if (std::memcmp(a.data(), b.data(), n) != 0)
+                    for (size_t j = 0; j < n; ++j)
+                        if (a[j] != b[j] && d.count++ == 0) d.first = off + j;
+                src_off += n;
+            } else if (p.check == Check::kZero && !all_zero(a.data(), n)) {
+                for (size_t j = 0; j < n; ++j)
+                    if (a[j] != 0 && d.count++ == 0) d.first = off + j;
+            }
+            if (file_hash) {
+                file_hash->update(a.data(), n);
+                if (p.tensor >= 0) tensor_hash->update(a.data(), n);
+                if (p.header) r.header.insert(r.header.end(), a.data(), a.data() + n);
+            }
+            if (own) piece_hash->update(a.data(), n);
+            off += n;
+            left -= n;
+        }
+        return true;
+    }
+
+    void tally(const Piece& p, const Diffs& d) {
+        if (p.check == Check::kSource) {
+            compared(p, d.count > 0,
+                     [&] { return data_finding(s, p, source_paths[p.run->src_shard], d.first, d.count); });
+        } else if (p.check == Check::kZero) {
+            r.counts.padding_bytes += p.length;
+            if (d.count) r.findings.push_back(padding_finding(s, p, d.first, d.count));
+        }
+    }
+
+    // The piece's own hash: checked against the source manifest's, and/or recorded as its slab's.
+    void finish_piece(const Piece& p, bool own) {
+        if (!own) return;
+        const Sha256::Digest digest = piece_hash->finish();
+        if (p.check == Check::kHash)
+            compared(p, digest != *p.run->sha256, [&] { return hash_finding(s, p, to_hex(digest)); });
+        if (o.hash && p.slab >= 0 && !r.slab_sha256.empty()) {
+            auto& slabs = r.slab_sha256[static_cast<size_t>(p.tensor)];
+            if (static_cast<size_t>(p.slab) < slabs.size())
+                slabs[static_cast<size_t>(p.slab)] = to_hex(digest);
+        }
+    }
+
+    void finish_shard() {
+        finish_tensor();
+        if (file_hash) {
+            r.sha256 = file_hash->finish_hex();
+            r.counts.bytes_hashed = size;
+            // Tensors without a byte in the file (empty, or cut off by truncation) hash as empty.
+            for (auto& h : r.tensor_sha256)
+                if (h.empty()) h = sha256_hex(nullptr, 0);
+            r.counts.tensors_hashed = r.tensor_sha256.size();
+        }
+        r.counts.bytes_read = out.bytes_read();
+        r.counts.source_bytes_read = src.bytes_read();
+    }
+};
+
 ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<InputFile>>& sources,
                         const std::vector<std::string>& source_paths, const BytePassOptions& o,
                         const std::atomic<bool>& stop) {
-    ShardBytes r;
     const OutShard& s = *job.shard;
-    if (!s.file) return r;
+    if (!s.file) return {};
     const uint64_t size = s.file->size();
     if (o.read_all) s.file->advise_sequential(0, size);
     SequentialReader out(*s.file, o.buffer_bytes, /*prefetch=*/o.read_all);
@@ -359,147 +517,29 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
     for (const Piece& p : job.pieces)
         if (p.check == Check::kSource)
             prefetch.add(sources[p.run->src_shard]->fd(), p.run->src_offset, p.length);
+    ShardPass pass{s, size, o, source_paths, stop, out, src};
+    pass.start_hashes(job.slab_bytes);
+
     uint64_t source_consumed = 0;  // source bytes of the runs compared so far
-    std::optional<Sha256> file_hash, tensor_hash, piece_hash;
-    if (o.hash) {
-        file_hash.emplace();
-        tensor_hash.emplace();
-        if (s.header) {
-            r.tensor_sha256.assign(s.header->tensors.size(), std::string());
-            if (job.slab_bytes) {
-                r.slab_sha256.resize(s.header->tensors.size());
-                for (size_t t = 0; t < r.slab_sha256.size() && t < job.slab_bytes->size(); ++t)
-                    if (const uint64_t b = (*job.slab_bytes)[t]; b > 0)
-                        r.slab_sha256[t].assign(s.header->tensors[t].nbytes / b, std::string());
-            }
-        }
-    }
-
-    // The tensor whose data is being read: its hash, and whether every byte matched the source.
-    int32_t cur = -1;
-    bool cur_bad = false, cur_compared = false, cur_expert = false;
-    auto finish_tensor = [&] {
-        if (cur < 0) return;
-        if (tensor_hash && s.header) r.tensor_sha256[static_cast<size_t>(cur)] = tensor_hash->finish_hex();
-        if (cur_compared && !cur_bad) ++(cur_expert ? r.counts.expert_tensors : r.counts.tensors_identical);
-        cur = -1;
-    };
-
-    for (size_t pi = 0; pi < job.pieces.size(); ++pi) {
-        const Piece& p = job.pieces[pi];
+    for (const Piece& p : job.pieces) {
         if (p.check == Check::kSource) {
             prefetch.advance(source_consumed);
             source_consumed += p.length;
         }
-        if (p.tensor != cur) finish_tensor();
-        if (p.tensor >= 0 && p.tensor != cur) {
-            cur = p.tensor;
-            cur_bad = cur_compared = cur_expert = false;
-        }
-        // A piece with its own hash: a slab of a manifest being made, or bytes a source manifest vouches for.
-        const bool own_hash = p.check == Check::kHash || (o.hash && p.slab >= 0 && !r.slab_sha256.empty());
-        if (own_hash && !piece_hash) piece_hash.emplace();
-        auto finish_piece = [&] {
-            if (!own_hash) return;
-            const Sha256::Digest digest = piece_hash->finish();
-            if (p.check == Check::kHash) {
-                r.counts.bytes_compared += p.length;
-                cur_compared = true;
-                cur_expert = p.run->expert >= 0;
-                if (digest != *p.run->sha256) {
-                    cur_bad = true;
-                    r.findings.push_back(hash_finding(s, p, to_hex(digest)));
-                } else if (p.run->expert >= 0) {
-                    ++r.counts.slabs;
-                }
-            }
-            if (o.hash && p.slab >= 0 && !r.slab_sha256.empty()) {
-                auto& slabs = r.slab_sha256[static_cast<size_t>(p.tensor)];
-                if (static_cast<size_t>(p.slab) < slabs.size())
-                    slabs[static_cast<size_t>(p.slab)] = to_hex(digest);
-            }
-        };
+        pass.enter_tensor(p);
+        const bool own = pass.own_hash(p);
+        if (own && !pass.piece_hash) pass.piece_hash.emplace();
         if (p.check == Check::kSource && p.run->gather) {
-            const uint64_t fill = o.read_all ? size : p.offset + p.length;
-            const GatherResult g = compare_gather(
-                p, out, src.get(p.run->src_shard), fill,
-                [&](const uint8_t* d, size_t n) {
-                    if (file_hash) {
-                        file_hash->update(d, n);
-                        tensor_hash->update(d, n);
-                    }
-                    if (own_hash) piece_hash->update(d, n);
-                },
-                stop);
-            if (stop.load(std::memory_order_relaxed)) return r;
-            r.counts.bytes_compared += p.length;
-            cur_compared = cur_expert = true;
-            if (g.diffs) {
-                cur_bad = true;
-                r.findings.push_back(gather_finding(s, p, source_paths[p.run->src_shard], g));
-            } else {
-                ++r.counts.slabs;
-            }
-            finish_piece();
-            continue;
+            if (!pass.gathered(p, own)) return std::move(pass.r);
+        } else {
+            Diffs d;
+            if (!pass.streamed(p, own, d)) return std::move(pass.r);
+            pass.tally(p, d);
         }
-        uint64_t off = p.offset, left = p.length;
-        uint64_t src_off = p.run ? p.run->src_offset : 0;
-        uint64_t diffs = 0, first = 0;
-        const uint64_t fill = o.read_all ? size : p.offset + p.length;
-        while (left > 0) {
-            if (stop.load(std::memory_order_relaxed)) return r;
-            check_interrupted();
-            const auto a = out.view(off, left, fill);
-            size_t n = a.size();
-            if (p.check == Check::kSource) {
-                const auto b = src.get(p.run->src_shard).view(src_off, n, p.src_limit);
-                n = std::min(n, b.size());
-                if (std::memcmp(a.data(), b.data(), n) != 0)
-                    for (size_t j = 0; j < n; ++j)
-                        if (a[j] != b[j] && diffs++ == 0) first = off + j;
-                src_off += n;
-            } else if (p.check == Check::kZero && !all_zero(a.data(), n)) {
-                for (size_t j = 0; j < n; ++j)
-                    if (a[j] != 0 && diffs++ == 0) first = off + j;
-            }
-            if (file_hash) {
-                file_hash->update(a.data(), n);
-                if (p.tensor >= 0) tensor_hash->update(a.data(), n);
-                if (p.header) r.header.insert(r.header.end(), a.data(), a.data() + n);
-            }
-            if (own_hash) piece_hash->update(a.data(), n);
-            off += n;
-            left -= n;
-        }
-        if (p.check == Check::kSource) {
-            r.counts.bytes_compared += p.length;
-            cur_compared = true;
-            cur_expert = p.run->expert >= 0;
-            if (diffs) {
-                cur_bad = true;
-                r.findings.push_back(data_finding(s, p, source_paths[p.run->src_shard], first, diffs));
-            } else if (p.run->expert >= 0) {
-                ++r.counts.slabs;
-            }
-        } else if (p.check == Check::kZero) {
-            r.counts.padding_bytes += p.length;
-            if (diffs) r.findings.push_back(padding_finding(s, p, first, diffs));
-        }
-        finish_piece();
+        pass.finish_piece(p, own);
     }
-    finish_tensor();
-    if (file_hash) {
-        r.sha256 = file_hash->finish_hex();
-        r.counts.bytes_hashed = size;
-        // Tensors without a byte in the file (empty, or cut off by truncation) hash as empty.
-        for (auto& h : r.tensor_sha256)
-            if (h.empty()) h = sha256_hex(nullptr, 0);
-        r.counts.tensors_hashed = r.tensor_sha256.size();
-    }
-    r.counts.bytes_read = out.bytes_read();
-    r.counts.source_bytes_read = src.bytes_read();
-    return r;
+    pass.finish_shard();
+    return std::move(pass.r);
 }
 
 }  // namespace
