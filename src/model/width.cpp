@@ -36,10 +36,15 @@ std::string legal_list(const WidthRules& r) {
     return s + ")";
 }
 
-}  // namespace
+// Refuses a width cut for what the tensor at `tensor` (an index into model.tensors()) says.
+[[noreturn]] void refuse(const ShardSet& model, size_t tensor, const std::string& msg) {
+    const TensorRef& ref = model.tensors()[tensor];
+    throw InputError(model.shards()[ref.shard].path, model.info(ref).info_offset,
+                     fmt::format("tensor '{}'", model.info(ref).name), msg);
+}
 
-WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
-    WidthRules r;
+// The architecture, if llama.cpp's loader lets its expert width be cut alone; refuses it otherwise.
+const ArchInfo& cuttable_arch(const ShardSet& model, const MoeLayout& layout) {
     const std::string& arch = layout.arch;
     const std::string& path = model.shards().front().path;
     if (layout.blocks.empty())
@@ -67,28 +72,26 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
             fmt::format("{}: gguf-reap does not know how llama.cpp reads the expert FFN width of "
                         "architecture '{}', so it cannot cut it",
                         path, arch));
+    return *info;
+}
 
-    // The native width from every expert tensor with a width axis (tensor_table.h): ffn_down_exps rows
-    // are n_ff long, gate/up have n_ff rows per expert (a fused gate_up 2·n_ff), gpt-oss gate/up biases
-    // n_ff elements per expert (fused: 2·n_ff).
-    auto refuse = [&](size_t tensor, const std::string& msg) {
-        const TensorRef& ref = model.tensors()[tensor];
-        throw InputError(model.shards()[ref.shard].path, model.info(ref).info_offset,
-                         fmt::format("tensor '{}'", model.info(ref).name), msg);
-    };
+// The native width from every expert tensor with a width axis (tensor_table.h): ffn_down_exps rows
+// are n_ff long, gate/up have n_ff rows per expert (a fused gate_up 2·n_ff), gpt-oss gate/up biases
+// n_ff elements per expert (fused: 2·n_ff). Sets native_width, block_size and row_types.
+void read_expert_widths(const ShardSet& model, const MoeLayout& layout, WidthRules& r) {
     int64_t lcm = 1;
     for (const MoeBlock& b : layout.blocks) {
         const ExpertTensor* down = nullptr;
         for (const auto& et : b.tensors)
             if (et.kind == &down_projection_kind()) down = &et;
         if (!down)
-            refuse(b.tensors.front().tensor,
+            refuse(model, b.tensors.front().tensor,
                    fmt::format("block {} has no ffn_down_exps.weight, so its expert FFN width is unknown",
                                b.block));
         const TensorInfo& dt = model.info(model.tensors()[down->tensor]);
         if (r.native_width == 0) r.native_width = dt.ne[0];
         if (dt.ne[0] != r.native_width)
-            refuse(down->tensor,
+            refuse(model, down->tensor,
                    fmt::format("rows of {} elements, but the expert FFN width of block {} is {}: "
                                "every MoE block must have the same width",
                                dt.ne[0], layout.blocks.front().block, r.native_width));
@@ -111,14 +114,21 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
                     ? (kind.width_factor == 2 ? "rows per expert (gate then up)" : "rows per expert")
                     : "elements per expert";
             if (got != want)
-                refuse(et.tensor, fmt::format("has {} {}, but ffn_down_exps of block {} says the expert FFN "
-                                              "width is {} (expected {})",
-                                              got, what, b.block, r.native_width, want));
+                refuse(model, et.tensor,
+                       fmt::format("has {} {}, but ffn_down_exps of block {} says the expert FFN "
+                                   "width is {} (expected {})",
+                                   got, what, b.block, r.native_width, want));
         }
     }
     r.block_size = lcm;
+}
 
-    const bool ff_key = width_key == ExpertWidthKey::kFfKey;
+// The key llama.cpp reads the width from, which must say the native width where it is present. Sets
+// width_key, width_key_present and unused_width_key.
+void read_width_key(const ShardSet& model, const ArchInfo& info, WidthRules& r) {
+    const std::string arch(info.name);
+    const std::string& path = model.shards().front().path;
+    const bool ff_key = info.width_key == ExpertWidthKey::kFfKey;
     r.width_key = arch_key(arch, ff_key ? kDenseWidthKey : kExpertWidthKey);
     const Kv* width_kv = model.find_kv(r.width_key);
     if (ff_key && !width_kv)
@@ -144,8 +154,11 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
                              fmt::format("says {} but ffn_down_exps rows are {} wide", *v, r.native_width));
         r.width_key_present = true;
     }
+}
 
-    // The shared experts' actual width W, from ffn_down_shexp (ne0) of the MoE blocks.
+// The shared experts' actual width W, from ffn_down_shexp (ne0) of the MoE blocks. Sets shared_width;
+// returns the first such tensor (an index into model.tensors()), nullopt without shared experts.
+std::optional<size_t> read_shared_width(const ShardSet& model, const MoeLayout& layout, WidthRules& r) {
     std::optional<size_t> w_from;
     for (const MoeBlock& b : layout.blocks) {
         const TensorRef* ref = model.find_tensor(shared_expert_down_name(b.block));
@@ -153,12 +166,24 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
         const int64_t w = model.info(*ref).ne[0];
         const size_t idx = static_cast<size_t>(ref - model.tensors().data());
         if (r.shared_width != 0 && w != r.shared_width)
-            refuse(idx,
+            refuse(model, idx,
                    fmt::format("rows of {} elements, but the shared experts of an earlier block are {} wide",
                                w, r.shared_width));
         r.shared_width = w;
         if (!w_from) w_from = idx;
     }
+    return w_from;
+}
+
+// How the cut keeps the shared experts W wide: by the shared count (shared_derived) or by the own
+// shared-width key, where the loader falls back to a width the cut changes. `w_from` is the first
+// ffn_down_shexp (read_shared_width). Sets shared_derived, shared_count_key, shared_width_key and
+// shared_width_value.
+void plan_shared_width(const ShardSet& model, const MoeLayout& layout, const ArchInfo& info,
+                       std::optional<size_t> w_from, WidthRules& r) {
+    const std::string arch(info.name);
+    const std::string& path = model.shards().front().path;
+    const SharedWidthRule shared_rule = info.shared_width;
     r.shared_derived = shared_rule == SharedWidthRule::kWidthTimesCount ||
                        shared_rule == SharedWidthRule::kWidthTimesMaxCount;
     if (r.shared_derived) r.shared_count_key = arch_key(arch, kExpertSharedCountKey);
@@ -167,7 +192,7 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
     const bool own_key_needed =
         shared_rule == SharedWidthRule::kOwnKeyElseWidthTimesCount || times_count ||
         shared_rule == SharedWidthRule::kOwnKeyElseWidth ||
-        (shared_rule == SharedWidthRule::kOwnKeyElseFf && width_key == ExpertWidthKey::kFfKey);
+        (shared_rule == SharedWidthRule::kOwnKeyElseFf && info.width_key == ExpertWidthKey::kFfKey);
     const std::string own_key = arch_key(arch, kSharedWidthKey);
     const Kv* own = model.find_kv(own_key);
     // The loader's shared width (model/loader_ffn.h, the evaluator audit uses too) must be the tensors'
@@ -176,14 +201,15 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
         const KvLookup kv = [&](const std::string& key) { return model.find_kv(key); };
         const Derived routed{static_cast<uint64_t>(r.native_width),
                              fmt::format("{} = {}", r.width_key, r.native_width)};
-        const auto want = shared_width(*info, kv, routed, layout.blocks.front().block);
+        const auto want = shared_width(info, kv, routed, layout.blocks.front().block);
         if (want && want->value != static_cast<uint64_t>(r.shared_width)) {
             if (!r.shared_derived)
                 throw InputError(path, own->file_offset, fmt::format("kv '{}'", own_key),
                                  fmt::format("says {} but ffn_down_shexp rows are {} wide ({} = {})",
                                              own->display(), r.shared_width, want->why, want->value));
-            refuse(*w_from, fmt::format("shared experts are {} wide, but the loader sizes them as {} = {}",
-                                        r.shared_width, want->why, want->value));
+            refuse(model, *w_from,
+                   fmt::format("shared experts are {} wide, but the loader sizes them as {} = {}",
+                               r.shared_width, want->why, want->value));
         }
     }
     if (own_key_needed && r.shared_width > 0 && !own) {
@@ -193,12 +219,28 @@ WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
             count = c && c->as_uint() ? *c->as_uint() : 0;
         }
         if (count == 0 || static_cast<uint64_t>(r.shared_width) % count != 0)
-            refuse(*w_from, fmt::format("shared experts are {} wide, not a multiple of {} = {}",
-                                        r.shared_width, arch_key(arch, kExpertSharedCountKey), count));
+            refuse(model, *w_from,
+                   fmt::format("shared experts are {} wide, not a multiple of {} = {}", r.shared_width,
+                               arch_key(arch, kExpertSharedCountKey), count));
         r.shared_width_key = own_key;
         r.shared_width_value = r.shared_width / static_cast<int64_t>(count);
     }
+}
 
+}  // namespace
+
+WidthRules width_rules(const ShardSet& model, const MoeLayout& layout) {
+    // Refuse the architectures whose expert width llama.cpp does not let a cut change alone.
+    const ArchInfo& info = cuttable_arch(model, layout);
+    WidthRules r;
+    // The native width and the block size its rows are cut in, from the expert tensors.
+    read_expert_widths(model, layout, r);
+    // The key llama.cpp reads it from.
+    read_width_key(model, info, r);
+    // The shared experts' width, and how the cut keeps it.
+    const std::optional<size_t> w_from = read_shared_width(model, layout, r);
+    plan_shared_width(model, layout, info, w_from, r);
+    // Every K that keeps the rows whole blocks (and, where derived, the shared width a multiple of K).
     for (int64_t k = r.block_size; k <= r.native_width; k += r.block_size)
         if (!r.shared_derived || r.shared_width == 0 || r.shared_width % k == 0) r.legal.push_back(k);
     return r;

@@ -388,87 +388,71 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
     return v;
 }
 
-}  // namespace
+// The rank directory's keeplist, as read (its sha256 is of these bytes).
+struct RankKeeplist {
+    std::string path;
+    std::string text;
+    KeepList kl;
+    std::string sha256;
+};
 
-namespace ops {
-
-CardResult card(const CardRequest& q, const Events& events) {
-    // Open both models: shapes, sizes, decode figures and the hardware table (inspect + estimate).
-    EstimateRequest est;
-    est.tp = q.tp;
-    est.gpu_mem = q.gpu_mem;
-    est.overhead = q.overhead;
-    est.ctx = q.ctx;
-    est.tool_version = q.tool_version;
-    if (!q.out_path.empty() && fs::is_directory(q.out_path))
-        throw UsageError(
-            fmt::format("-o {} is a directory: give the card's file name (README.md)", q.out_path));
-    const OpenedModel src = open_model(q.source, "source", est);
-    const OpenedModel out = open_model(q.output, "pruned", est);
-
-    // The rank directory: the keeplist must be for this source, and the output made from it.
+// The rank directory: the keeplist must be for this source, and the output made from it.
+RankKeeplist read_rank_keeplist(const std::string& rank_dir, const OpenedModel& src, const OpenedModel& out) {
     std::error_code ec;
-    if (!fs::is_directory(q.rank_dir, ec))
-        throw InputError(q.rank_dir, std::nullopt, "",
+    if (!fs::is_directory(rank_dir, ec))
+        throw InputError(rank_dir, std::nullopt, "",
                          "not a directory (give the directory `gguf-reap rank -o` wrote)");
-    const std::string kl_path = (fs::path(q.rank_dir) / kKeeplistFile).string();
-    if (!fs::exists(kl_path, ec))
-        throw InputError(q.rank_dir, std::nullopt, kKeeplistFile,
+    RankKeeplist k;
+    k.path = (fs::path(rank_dir) / kKeeplistFile).string();
+    if (!fs::exists(k.path, ec))
+        throw InputError(rank_dir, std::nullopt, kKeeplistFile,
                          "missing (give the directory `gguf-reap rank -o` wrote)");
-    const std::string kl_text = read_small_file(kl_path, uint64_t{64} << 20, "keeplist");
-    KeepList kl = KeepList::parse(kl_text, kl_path);
-    check_keeplist_source(kl, kl_path, src);
-    {
-        const MoeLayout layout = build_moe_layout(src.set);
-        validate_keeplist(kl, layout, kl_path);
-    }
-    if (out.estimate.before.expert_count != kl.n_keep)
-        throw InputError(kl_path, std::nullopt, "n_keep",
+    k.text = read_small_file(k.path, uint64_t{64} << 20, "keeplist");
+    k.kl = KeepList::parse(k.text, k.path);
+    check_keeplist_source(k.kl, k.path, src);
+    validate_keeplist(k.kl, build_moe_layout(src.set), k.path);
+    if (out.estimate.before.expert_count != k.kl.n_keep)
+        throw InputError(k.path, std::nullopt, "n_keep",
                          fmt::format("{} experts kept per block, but {} has {}: the output was not spliced "
                                      "with this keeplist",
-                                     kl.n_keep, out.path, out.estimate.before.expert_count));
-    const std::string kl_sha = sha256_hex(kl_text.data(), kl_text.size());
+                                     k.kl.n_keep, out.path, out.estimate.before.expert_count));
+    k.sha256 = sha256_hex(k.text.data(), k.text.size());
     if (const std::string recorded = kv_string(out.set, kProvenanceKeeplistShaKey);
-        !recorded.empty() && recorded != kl_sha)
+        !recorded.empty() && recorded != k.sha256)
         throw InputError(out.path, std::nullopt, kProvenanceKeeplistShaKey,
                          fmt::format("{}, but {} hashes to {}: the output was spliced from another keeplist",
-                                     recorded, kl_path, kl_sha));
-    if (!q.out_path.empty()) check_destination(q, src, out, kl_path);
+                                     recorded, k.path, k.sha256));
+    return k;
+}
 
+// The two models side by side, the method, and the width provenance (splice --neuron-plan writes it
+// into shard 1).
+CardFacts model_facts(const CardRequest& q, const OpenedModel& src, const OpenedModel& out,
+                      const RankKeeplist& k) {
     CardFacts f;
     f.tool = q.tool_version;
     f.arch = src.set.architecture();
     f.source = column(src);
     f.build = column(out);
     f.experts_removed = f.source.expert_count - f.build.expert_count;
-    f.method = method_of(kl, kl_path, kl_text, q.rank_dir);
-    f.method.output_names_keeplist = kv_string(out.set, kProvenanceKeeplistShaKey) == kl_sha;
-
-    // Width provenance (splice --neuron-plan writes it into shard 1).
+    f.method = method_of(k.kl, k.path, k.text, q.rank_dir);
+    f.method.output_names_keeplist = kv_string(out.set, kProvenanceKeeplistShaKey) == k.sha256;
     if (const std::string plan_sha = kv_string(out.set, kProvenanceNeuronPlanShaKey); !plan_sha.empty()) {
         CardWidth w;
         w.plan_sha256 = plan_sha;
         w.source_width = f.source.expert_width;
         w.width = f.build.expert_width;
-        if (kl.method.contains("neuron_plan"))
-            w.plan_file = base_name(opt_string(kl.method["neuron_plan"], "file"));
+        if (k.kl.method.contains("neuron_plan"))
+            w.plan_file = base_name(opt_string(k.kl.method["neuron_plan"], "file"));
         f.width = w;
     }
+    return f;
+}
 
-    // The audit: a pass of exactly these files.
-    std::vector<std::string> audit_sha;
-    if (!q.audit_json.empty()) {
-        AuditRead a = read_audit(q.audit_json, out, src);
-        f.audit = a.facts;
-        if (a.facts.hashed) audit_sha = a.sha256;
-        if (f.width && f.width->plan_file.empty()) f.width->plan_file = a.neuron_plan;
-    }
-
-    // The measurement: an eval of exactly this build, against this source.
-    if (!q.eval_json.empty())
-        f.eval = read_card_eval(q.eval_json, out.set, eval_detail::source_identity(src.set));
-
-    // The files, with their sha256 from the manifest or the hashing audit (never hashed here).
+// The files, with their sha256 from the manifest or the hashing audit (never hashed here). `audit_sha`
+// is the audit's, per shard, empty when it did not hash.
+void add_files(const CardRequest& q, const OpenedModel& out, const std::vector<std::string>& audit_sha,
+               CardFacts& f) {
     for (const auto& [name, size] : shard_names(out.set)) f.files.push_back({name, size, ""});
     if (!q.manifest.empty()) {
         const Manifest man = Manifest::load(q.manifest);
@@ -492,8 +476,10 @@ CardResult card(const CardRequest& q, const Events& events) {
         for (size_t i = 0; i < audit_sha.size(); ++i) f.files[i].sha256 = audit_sha[i];
         f.hashes_from = "audit";
     }
+}
 
-    // Front matter.
+// Front matter: base model, license and tags.
+void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events& events, CardFacts& f) {
     if (!q.base_model.empty()) {
         f.base_model = q.base_model;
         f.base_model_from = "--base-model";
@@ -513,8 +499,10 @@ CardResult card(const CardRequest& q, const Events& events) {
     f.tags.push_back("expert-pruning");
     f.tags.push_back("reap");
     for (const auto& [type, n] : f.build.tensor_types) f.tags.push_back(type);
+}
 
-    // The hardware table: estimate of the build itself.
+// The hardware table: estimate of the build itself.
+void add_hardware(const CardRequest& q, const OpenedModel& out, CardFacts& f) {
     f.gpu_mem = q.gpu_mem;
     f.overhead = q.overhead;
     f.ctx = q.ctx;
@@ -531,6 +519,47 @@ CardResult card(const CardRequest& q, const Events& events) {
         if (q.gpu_mem) row.fits = r.fits(q.gpu_mem);
         f.fits.push_back(row);
     }
+}
+
+}  // namespace
+
+namespace ops {
+
+CardResult card(const CardRequest& q, const Events& events) {
+    // Open both models: shapes, sizes, decode figures and the hardware table (inspect + estimate).
+    EstimateRequest est;
+    est.tp = q.tp;
+    est.gpu_mem = q.gpu_mem;
+    est.overhead = q.overhead;
+    est.ctx = q.ctx;
+    est.tool_version = q.tool_version;
+    if (!q.out_path.empty() && fs::is_directory(q.out_path))
+        throw UsageError(
+            fmt::format("-o {} is a directory: give the card's file name (README.md)", q.out_path));
+    const OpenedModel src = open_model(q.source, "source", est);
+    const OpenedModel out = open_model(q.output, "pruned", est);
+
+    // The rank directory's keeplist, and where the card goes.
+    const RankKeeplist k = read_rank_keeplist(q.rank_dir, src, out);
+    if (!q.out_path.empty()) check_destination(q, src, out, k.path);
+    CardFacts f = model_facts(q, src, out, k);
+
+    // The audit: a pass of exactly these files.
+    std::vector<std::string> audit_sha;
+    if (!q.audit_json.empty()) {
+        AuditRead a = read_audit(q.audit_json, out, src);
+        f.audit = a.facts;
+        if (a.facts.hashed) audit_sha = a.sha256;
+        if (f.width && f.width->plan_file.empty()) f.width->plan_file = a.neuron_plan;
+    }
+
+    // The measurement: an eval of exactly this build, against this source.
+    if (!q.eval_json.empty())
+        f.eval = read_card_eval(q.eval_json, out.set, eval_detail::source_identity(src.set));
+
+    add_files(q, out, audit_sha, f);
+    add_front_matter(q, src, events, f);
+    add_hardware(q, out, f);
     f.not_verified = not_verified(f, q);
 
     // Render once; write under a temporary name and rename.

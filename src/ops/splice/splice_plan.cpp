@@ -1,6 +1,7 @@
 // plan_splice: every byte of every output shard, decided before anything is written.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -293,6 +294,157 @@ Cuts max_size_cuts(const std::vector<TensorInfo>& infos, uint64_t first_kv_bytes
     return cuts;
 }
 
+// The output tensor sequence and how each tensor is made.
+struct OutputTensors {
+    std::vector<TensorSource> how;            // by source tensor: which are sliced, with which ids
+    std::map<size_t, HashRewrite> rewritten;  // by source tensor: token → expert tables, rewritten
+    std::vector<size_t> source;               // source tensor index of each output tensor
+    std::vector<TensorInfo> infos;            // each output tensor's info (offsets not yet assigned)
+};
+
+// The plan's sources and the counts its summary reports.
+SplicePlan start_plan(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
+                      const SpliceOptions& o) {
+    SplicePlan plan;
+    for (const Shard& s : model.shards()) plan.sources.push_back(s.file.get());
+    plan.source_path = model.shards().front().path;
+    plan.source_expert_count = layout.expert_count;
+    plan.kept_expert_count = kl.blocks.front().keep.size();
+    plan.moe_blocks = layout.blocks.size();
+    if (o.width) {
+        plan.native_width = o.width->rules.native_width;
+        plan.width = o.width->plan.k;
+    }
+    plan.tensor_count = model.tensors().size();
+    if (model.tensors().empty())
+        throw UsageError(fmt::format("{}: the model has no tensors", plan.source_path));
+    return plan;
+}
+
+// The tensors written, in source order, with how each is made; records the hash rewrites and the
+// dropped MTP blocks in `plan`.
+OutputTensors output_tensors(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
+                             const SpliceOptions& o, SplicePlan& plan) {
+    const auto& refs = model.tensors();
+    OutputTensors out;
+    // Which tensors are sliced, and with which ids.
+    out.how.resize(refs.size());
+    for (size_t bi = 0; bi < layout.blocks.size(); ++bi) {
+        const MoeBlock& b = layout.blocks[bi];
+        const KeepBlock* kb = kl.find_block(b.block);
+        if (!kb) throw std::logic_error(fmt::format("keeplist lacks block {}", b.block));
+        for (const ExpertTensor& et : b.tensors) out.how[et.tensor] = {&et, &kb->keep, o.width, bi};
+    }
+    // Hash-routed blocks: their token → expert tables are written rewritten (ops/hash_routing.h).
+    for (const MoeBlock& b : layout.blocks)
+        if (b.hash_table && !(o.drop_mtp && layout.is_nextn_block(b.block))) {
+            HashRewrite h = rewrite_hash_table(model, b, kl.find_block(b.block)->keep);
+            plan.hash_rewrites.push_back({h.block, h.entries, h.redirected});
+            out.rewritten.emplace(*b.hash_table, std::move(h));
+        }
+    // The tensors written, in source order (--drop-mtp leaves out the nextn blocks').
+    if (o.drop_mtp) {
+        if (layout.nextn_predict_layers == 0)
+            throw UsageError(
+                fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 or "
+                            "absent)",
+                            plan.source_path, layout.arch));
+        plan.dropped_blocks = layout.nextn_predict_layers;
+    }
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const auto split = split_block_name(model.info(refs[i]).name);
+        if (o.drop_mtp && split && layout.is_nextn_block(split->first)) continue;
+        out.source.push_back(i);
+    }
+    plan.tensor_count = out.source.size();
+    out.infos.reserve(out.source.size());
+    for (size_t i : out.source) out.infos.push_back(output_info(model.info(refs[i]), out.how[i]));
+    return out;
+}
+
+// Cuts the tensor sequence into shards, as the split options ask. Shard 1's header is sized with
+// split.* present; when the result is a single file they are dropped, which only makes it smaller.
+Cuts shard_cuts(const ShardSet& model, const MoeLayout& layout, const KeepList& kl, const SpliceOptions& o,
+                const std::vector<TensorInfo>& infos) {
+    uint64_t first_kv_bytes = 0, other_kv_bytes = 0;
+    uint32_t first_alignment = kGgufDefaultAlignment;
+    {
+        const std::vector<Kv> kvs_multi =
+            first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, infos.size()));
+        for (const Kv& kv : kvs_multi) first_kv_bytes += kv_bytes(kv);
+        first_alignment = header_alignment(kvs_multi);
+    }
+    for (const Kv& kv : split_kvs(1, 2, infos.size())) other_kv_bytes += kv_bytes(kv);
+    std::vector<uint64_t> weight;
+    for (const TensorInfo& t : infos)
+        weight.push_back(info_bytes(t) + padded(t.nbytes, kGgufDefaultAlignment));
+    Cuts cuts;
+    switch (o.split_mode) {
+        case SplitMode::kAsSource:
+            cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size());
+            break;
+        case SplitMode::kCount:
+            if (o.split_value == 0) throw UsageError("--split-count must be at least 1");
+            if (o.split_value > kMaxShards)
+                throw UsageError(fmt::format(
+                    "--split-count {} is more than the 65535 shards split.count can number", o.split_value));
+            cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
+            break;
+        case SplitMode::kMaxTensors:
+            cuts = max_tensor_cuts(infos.size(), o.split_value);
+            break;
+        case SplitMode::kMaxSize:
+            cuts = max_size_cuts(infos, first_kv_bytes, first_alignment, other_kv_bytes, o.split_value);
+            break;
+    }
+    if (cuts.size() - 1 > kMaxShards)
+        throw UsageError(fmt::format(
+            "the split options ask for {} shards; split.count can number at most 65535", cuts.size() - 1));
+    return cuts;
+}
+
+// One output shard at `path`: its header with `kvs`, then output tensors [begin, end), each padded to
+// the shard's alignment.
+PlannedFile plan_shard(const ShardSet& model, const std::vector<Kv>& kvs, size_t begin, size_t end,
+                       const std::string& path, OutputTensors& out) {
+    const auto& refs = model.tensors();
+    PlannedFile f;
+    f.version = model.metadata().version;
+    f.kv_count = kvs.size();
+    f.alignment = header_alignment(kvs);
+    std::vector<TensorInfo> shard_infos(out.infos.begin() + static_cast<ptrdiff_t>(begin),
+                                        out.infos.begin() + static_cast<ptrdiff_t>(end));
+    assign_offsets(shard_infos, f.alignment);
+    std::vector<uint8_t> header = serialize_header(f.version, kvs, shard_infos, f.alignment);
+    f.header_bytes = header.size();
+    f.job.path = path;
+    f.job.append_literal(std::move(header));
+    for (size_t w = begin; w < end; ++w) {
+        const size_t i = out.source[w];
+        const TensorSource& how = out.how[i];
+        PlannedTensor pt;
+        pt.source_tensor = i;
+        pt.info = shard_infos[w - begin];
+        pt.data_offset = f.job.size;
+        if (pt.data_offset != f.header_bytes + pt.info.offset)
+            throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}", pt.info.name,
+                                               pt.data_offset, f.header_bytes + pt.info.offset));
+        if (auto h = out.rewritten.find(i); h != out.rewritten.end())
+            f.job.append_literal(std::move(h->second.bytes));
+        else
+            pt.extents = append_tensor_data(f.job, refs[i], model.info(refs[i]), how);
+        f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
+        if (how.expert) {
+            pt.expert_axis = how.expert->axis();
+            pt.slabs = how.keep->size();
+            ++f.sliced_tensors;
+            f.slabs += pt.slabs;
+        }
+        f.tensors.push_back(std::move(pt));
+    }
+    return f;
+}
+
 }  // namespace
 
 uint64_t PlannedFile::bytes_read() const {
@@ -354,138 +506,25 @@ SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const Kee
                        const SpliceOptions& o, const ImatrixFile* imatrix) {
     if (kl.blocks.empty() || layout.blocks.empty())
         throw std::logic_error("plan_splice needs a keeplist validated against an MoE layout");
-    SplicePlan plan;
-    for (const Shard& s : model.shards()) plan.sources.push_back(s.file.get());
-    plan.source_path = model.shards().front().path;
-    plan.source_expert_count = layout.expert_count;
-    plan.kept_expert_count = kl.blocks.front().keep.size();
-    plan.moe_blocks = layout.blocks.size();
-    if (o.width) {
-        plan.native_width = o.width->rules.native_width;
-        plan.width = o.width->plan.k;
-    }
-    const auto& refs = model.tensors();
-    plan.tensor_count = refs.size();
-    if (refs.empty()) throw UsageError(fmt::format("{}: the model has no tensors", plan.source_path));
+    SplicePlan plan = start_plan(model, layout, kl, o);
 
-    // Which tensors are sliced, and with which ids.
-    std::vector<TensorSource> how(refs.size());
-    for (size_t bi = 0; bi < layout.blocks.size(); ++bi) {
-        const MoeBlock& b = layout.blocks[bi];
-        const KeepBlock* kb = kl.find_block(b.block);
-        if (!kb) throw std::logic_error(fmt::format("keeplist lacks block {}", b.block));
-        for (const ExpertTensor& et : b.tensors) how[et.tensor] = {&et, &kb->keep, o.width, bi};
-    }
-    // Hash-routed blocks: their token → expert tables are written rewritten (ops/hash_routing.h).
-    std::map<size_t, HashRewrite> rewritten;
-    for (const MoeBlock& b : layout.blocks)
-        if (b.hash_table && !(o.drop_mtp && layout.is_nextn_block(b.block))) {
-            HashRewrite h = rewrite_hash_table(model, b, kl.find_block(b.block)->keep);
-            plan.hash_rewrites.push_back({h.block, h.entries, h.redirected});
-            rewritten.emplace(*b.hash_table, std::move(h));
-        }
-    // The tensors written, in source order (--drop-mtp leaves out the nextn blocks').
-    if (o.drop_mtp) {
-        if (layout.nextn_predict_layers == 0)
-            throw UsageError(
-                fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 or "
-                            "absent)",
-                            plan.source_path, layout.arch));
-        plan.dropped_blocks = layout.nextn_predict_layers;
-    }
-    std::vector<size_t> written;  // source tensor index of each output tensor
-    for (size_t i = 0; i < refs.size(); ++i) {
-        const auto split = split_block_name(model.info(refs[i]).name);
-        if (o.drop_mtp && split && layout.is_nextn_block(split->first)) continue;
-        written.push_back(i);
-    }
-    plan.tensor_count = written.size();
-    std::vector<TensorInfo> infos;
-    infos.reserve(written.size());
-    for (size_t i : written) infos.push_back(output_info(model.info(refs[i]), how[i]));
+    // The tensors written, each with how it is made: copied, sliced, or a rewritten table.
+    OutputTensors out = output_tensors(model, layout, kl, o, plan);
 
-    // Cut the tensor sequence into shards. Shard 1's header is sized with split.* present; when the
-    // result is a single file they are dropped, which only makes it smaller.
-    uint64_t first_kv_bytes = 0, other_kv_bytes = 0;
-    uint32_t first_alignment = kGgufDefaultAlignment;
-    {
-        const std::vector<Kv> kvs_multi =
-            first_shard_kvs(model, layout, kl, o, split_kvs(0, 2, infos.size()));
-        for (const Kv& kv : kvs_multi) first_kv_bytes += kv_bytes(kv);
-        first_alignment = header_alignment(kvs_multi);
-    }
-    for (const Kv& kv : split_kvs(1, 2, infos.size())) other_kv_bytes += kv_bytes(kv);
-    std::vector<uint64_t> weight;
-    for (const TensorInfo& t : infos)
-        weight.push_back(info_bytes(t) + padded(t.nbytes, kGgufDefaultAlignment));
-    Cuts cuts;
-    switch (o.split_mode) {
-        case SplitMode::kAsSource:
-            cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size());
-            break;
-        case SplitMode::kCount:
-            if (o.split_value == 0) throw UsageError("--split-count must be at least 1");
-            if (o.split_value > kMaxShards)
-                throw UsageError(fmt::format(
-                    "--split-count {} is more than the 65535 shards split.count can number", o.split_value));
-            cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
-            break;
-        case SplitMode::kMaxTensors:
-            cuts = max_tensor_cuts(infos.size(), o.split_value);
-            break;
-        case SplitMode::kMaxSize:
-            cuts = max_size_cuts(infos, first_kv_bytes, first_alignment, other_kv_bytes, o.split_value);
-            break;
-    }
+    // Cut them into shards, then lay out each shard: header, then tensor data.
+    const Cuts cuts = shard_cuts(model, layout, kl, o, out.infos);
     const size_t n_shards = cuts.size() - 1;
-    if (n_shards > kMaxShards)
-        throw UsageError(fmt::format(
-            "the split options ask for {} shards; split.count can number at most 65535", n_shards));
     const std::vector<std::string> paths = splice_output_paths(o.out_prefix, n_shards);
-
-    const uint32_t version = model.metadata().version;
     for (size_t s = 0; s < n_shards; ++s) {
-        PlannedFile f;
-        f.version = version;
         const std::vector<Kv> kvs =
-            s == 0 ? first_shard_kvs(model, layout, kl, o,
-                                     n_shards > 1 ? split_kvs(0, n_shards, infos.size()) : std::vector<Kv>{})
-                   : split_kvs(s, n_shards, infos.size());
-        f.kv_count = kvs.size();
-        f.alignment = header_alignment(kvs);
-        std::vector<TensorInfo> shard_infos(infos.begin() + static_cast<ptrdiff_t>(cuts[s]),
-                                            infos.begin() + static_cast<ptrdiff_t>(cuts[s + 1]));
-        assign_offsets(shard_infos, f.alignment);
-        std::vector<uint8_t> header = serialize_header(version, kvs, shard_infos, f.alignment);
-        f.header_bytes = header.size();
-        f.job.path = paths[s];
-        f.job.append_literal(std::move(header));
-        for (size_t w = cuts[s]; w < cuts[s + 1]; ++w) {
-            const size_t i = written[w];
-            PlannedTensor pt;
-            pt.source_tensor = i;
-            pt.info = shard_infos[w - cuts[s]];
-            pt.data_offset = f.job.size;
-            if (pt.data_offset != f.header_bytes + pt.info.offset)
-                throw std::logic_error(fmt::format("tensor '{}' lands at {}, its header says {}",
-                                                   pt.info.name, pt.data_offset,
-                                                   f.header_bytes + pt.info.offset));
-            if (auto h = rewritten.find(i); h != rewritten.end())
-                f.job.append_literal(std::move(h->second.bytes));
-            else
-                pt.extents = append_tensor_data(f.job, refs[i], model.info(refs[i]), how[i]);
-            f.job.append_zeros(padded(pt.info.nbytes, f.alignment) - pt.info.nbytes);
-            if (how[i].expert) {
-                pt.expert_axis = how[i].expert->axis();
-                pt.slabs = how[i].keep->size();
-                ++f.sliced_tensors;
-                f.slabs += pt.slabs;
-            }
-            f.tensors.push_back(std::move(pt));
-        }
-        plan.shards.push_back(std::move(f));
+            s == 0
+                ? first_shard_kvs(model, layout, kl, o,
+                                  n_shards > 1 ? split_kvs(0, n_shards, out.infos.size()) : std::vector<Kv>{})
+                : split_kvs(s, n_shards, out.infos.size());
+        plan.shards.push_back(plan_shard(model, kvs, cuts[s], cuts[s + 1], paths[s], out));
     }
 
+    // The pruned imatrix, when asked for.
     if (imatrix) {
         const auto index = static_cast<uint32_t>(plan.sources.size());
         plan.sources.push_back(&imatrix->file());
