@@ -22,6 +22,10 @@ inline constexpr const char* kSplitNo = "split.no";                       // u16
 inline constexpr const char* kSplitCount = "split.count";                 // u16: shards in the set
 inline constexpr const char* kSplitTensorsCount = "split.tensors.count";  // i32: tensors in the set
 inline constexpr std::array<const char*, 3> kSplitKeys = {kSplitNo, kSplitCount, kSplitTensorsCount};
+// Whether `key` is one of them (splice writes them anew for each shard; audit checks them apart).
+inline bool is_split_key(std::string_view key) {
+    return key == kSplitNo || key == kSplitCount || key == kSplitTensorsCount;
+}
 
 struct Shard {
     std::string path;

@@ -97,10 +97,6 @@ struct KeptExperts {
 KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
                         const std::optional<std::string>& keeplist_path, AuditReport& report);
 
-inline bool is_split_key(std::string_view k) {
-    return k == kSplitNo || k == kSplitCount || k == kSplitTensorsCount;
-}
-
 inline Finding make_finding(FindingKind kind, const std::string& file, std::string subject,
                             std::optional<uint64_t> offset, std::string message) {
     Finding f;

@@ -18,10 +18,6 @@ namespace {
 // split.count is a u16 in every llama.cpp reader.
 constexpr size_t kMaxShards = 65535;
 
-bool is_split_key(const std::string& k) {
-    return k == kSplitNo || k == kSplitCount || k == kSplitTensorsCount;
-}
-
 uint64_t padded(uint64_t n, uint32_t alignment) {
     auto p = pad_to(n, alignment);
     if (!p) throw std::overflow_error("tensor size overflows when padded");
