@@ -101,6 +101,12 @@ EvalSmoke run_smoke(Ctx& c, const EvalModel& src, const std::vector<EvalModel>& 
         so.output = o.path;
         int64_t prompt_tokens = 0;
         so.generation = generate(c, o.path, vocab, prompt_tokens);
+        // One vocabulary (check_same_source), so one tokenization of the prompt: were it not, the
+        // generated tokens would be compared from different starting points.
+        if (prompt_tokens != s.prompt_tokens)
+            throw IoError(c.tools.completion,
+                          fmt::format("smoke test on {}: the prompt is {} tokens, but {} on the source",
+                                      base_name(o.path), prompt_tokens, s.prompt_tokens));
         const auto& a = s.source.tokens;
         const auto& b = so.generation.tokens;
         const size_t common = std::min(a.size(), b.size());
