@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 
-PACKAGES=(cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libspdlog-dev
+PACKAGES=(libcurl4-openssl-dev cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libspdlog-dev
           libgtest-dev libzip-dev libssl-dev python3 python3-numpy clang libclang-rt-14-dev clang-format)
 
 install_missing() {

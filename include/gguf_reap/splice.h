@@ -191,6 +191,14 @@ struct SpliceResult {
     std::vector<std::string> removed_temporaries;  // left by an interrupted run, removed
     unsigned threads = 0;
     std::optional<CopyReport> copy;  // absent for a dry run
+    // A source read over HTTP (docs/remote.md): body bytes received and requests sent by this splice,
+    // headers included. Absent for a local source.
+    struct Fetched {
+        uint64_t bytes = 0;
+        uint64_t requests = 0;
+        uint64_t retries = 0;
+    };
+    std::optional<Fetched> fetched;
 };
 
 // open → validate → plan → lock → preflight → (dry run stops here) → copy → read back. Throws

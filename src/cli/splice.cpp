@@ -76,7 +76,8 @@ nlohmann::ordered_json file_json(const PlannedFile& f) {
             {"file_size", f.job.size}};
 }
 
-nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
+nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const CopyReport* r,
+                                   const std::optional<ops::SpliceResult::Fetched>& fetched) {
     nlohmann::ordered_json j;
     j["command"] = "splice";
     j["dry_run"] = dry_run;
@@ -105,6 +106,11 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
     j["extents"] = plan.extents();
     j["bytes_read"] = plan.bytes_read();
     j["bytes_written"] = plan.bytes_written();
+    if (fetched) {
+        j["bytes_fetched"] = fetched->bytes;
+        j["http_requests"] = fetched->requests;
+        j["http_retries"] = fetched->retries;
+    }
     if (r) {
         j["seconds"] = r->seconds;
         j["gb_per_s"] = r->seconds > 0 ? static_cast<double>(r->bytes_written()) / r->seconds / 1e9 : 0.0;
@@ -115,7 +121,8 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
     return j;
 }
 
-void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
+void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r,
+                const std::optional<ops::SpliceResult::Fetched>& fetched) {
     std::cout << fmt::format("{} {}: {} MoE blocks, {} → {} experts per block\n",
                              dry_run ? "plan (dry run, nothing written) for" : "spliced", plan.source_path,
                              plan.moe_blocks, plan.source_expert_count, plan.kept_expert_count);
@@ -144,6 +151,10 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r) {
                              with_commas(plan.bytes_read()));
     std::cout << fmt::format("{} {} ({} bytes)\n", dry_run ? "to write" : "written ",
                              human_bytes(plan.bytes_written()), with_commas(plan.bytes_written()));
+    if (fetched)
+        std::cout << fmt::format("fetched  {} ({} bytes, {} HTTP requests{})\n", human_bytes(fetched->bytes),
+                                 with_commas(fetched->bytes), with_commas(fetched->requests),
+                                 fetched->retries ? fmt::format(", {} retried", fetched->retries) : "");
     if (r)
         std::cout << fmt::format(
             "time     {:.3f} s ({:.2f} GB/s)\n", r->seconds,
@@ -166,9 +177,9 @@ int run_splice(const SpliceCli& c) {
     const auto r = ops::splice(q, cli_events(!c.quiet));
     const CopyReport* copy = r->copy ? &*r->copy : nullptr;
     if (c.json)
-        print_json(report_json(r->plan, c.dry_run, copy));
+        print_json(report_json(r->plan, c.dry_run, copy, r->fetched));
     else
-        print_text(r->plan, c.dry_run, copy);
+        print_text(r->plan, c.dry_run, copy, r->fetched);
     return kExitOk;
 }
 

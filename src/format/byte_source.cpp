@@ -7,11 +7,11 @@
 namespace gguf_reap {
 
 FileSource::FileSource(const InputFile& file) : ByteSource(file.path(), file.size()), file_(file) {
-    ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_RANDOM);
+    if (file_.fd() >= 0) ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_RANDOM);
 }
 
 FileSource::~FileSource() {
-    ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_NORMAL);
+    if (file_.fd() >= 0) ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_NORMAL);
 }
 
 void FileSource::read(uint64_t offset, void* dst, size_t n) {

@@ -295,6 +295,12 @@ class Writer {
     static inline const uint8_t kZeros[64 << 10] = {};
 
     void read_all(const InputFile& src, uint64_t off, uint8_t* p, size_t n) {
+        if (src.remote()) {
+            s_.calls.fetch_add(1, std::memory_order_relaxed);
+            src.read(off, p, n);
+            check_interrupted();
+            return;
+        }
         while (n > 0) {
             const ssize_t got = ::pread(src.fd(), p, n, static_cast<off_t>(off));
             s_.calls.fetch_add(1, std::memory_order_relaxed);
@@ -396,12 +402,23 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
     // The item's source extents, in copy order (nothing past the item: another one reads beyond it).
     Prefetcher prefetch(kPrefetchBytes, kPrefetchGap);
     if (s.options.prefetch)
-        for (auto c = it; c != segs.end() && c->dst_offset < item.hi; ++c)
+        for (auto c = it; c != segs.end() && c->dst_offset < item.hi; ++c) {
             if (is_extent(*c)) {
                 const uint64_t lo = std::max(item.lo, c->dst_offset);
-                prefetch.add(s.sources[c->src]->fd(), c->src_offset + (lo - c->dst_offset),
+                prefetch.add(*s.sources[c->src], c->src_offset + (lo - c->dst_offset),
                              std::min(item.hi, c->dst_offset + c->length) - lo);
+            } else if (c->gather != kNoGather && s.sources[c->src]->remote()) {
+                // Over HTTP nothing reads ahead but the prefetcher: a gather's whole rows are announced.
+                const CopyGather& g = job.gathers[c->gather];
+                const uint64_t out_row = g.index->size() * uint64_t{g.elem_bytes};
+                const uint64_t lo = std::max(item.lo, c->dst_offset) - c->dst_offset;
+                const uint64_t hi = std::min(item.hi, c->dst_offset + c->length) - c->dst_offset;
+                const uint64_t first = lo / out_row, last = (hi + out_row - 1) / out_row;
+                prefetch.add(*s.sources[c->src], c->src_offset + first * g.row_bytes,
+                             (last - first) * g.row_bytes);
             }
+        }
+    if (s.options.prefetch) prefetch.advance(0);
     uint64_t consumed = 0;  // source bytes of the extents copied so far
     for (; it != segs.end() && it->dst_offset < item.hi; ++it) {
         if (s.stop) return;
@@ -426,9 +443,10 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
             const InputFile& src = *s.sources[it->src];
             const uint64_t from = it->src_offset + skip;
             uint64_t left = n;
-            const bool kernel = s.options.method == CopyMethod::kKernel ||
-                                (s.options.method == CopyMethod::kAuto && s.kernel_ok &&
-                                 it->length >= s.options.kernel_min_bytes);
+            // A remote source has no descriptor: its bytes always come through the buffer.
+            const bool kernel = !src.remote() && (s.options.method == CopyMethod::kKernel ||
+                                                  (s.options.method == CopyMethod::kAuto && s.kernel_ok &&
+                                                   it->length >= s.options.kernel_min_bytes));
             if (kernel) {
                 w.sync();
                 left = kernel_copy(s, src, out, from, lo, n);

@@ -11,12 +11,19 @@
 
 #include "gguf_reap/error.h"
 #include "io/checked.h"
+#include "io/remote_file.h"
+#include "io/remote_url.h"
 
 namespace gguf_reap {
 
 std::shared_ptr<InputFile> InputFile::open(const std::string& path) {
     std::shared_ptr<InputFile> f(new InputFile());
     f->path_ = path;
+    if (is_remote_path(path)) {
+        f->remote_ = RemoteFile::open(path);
+        f->size_ = f->remote_->size();
+        return f;
+    }
     f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (f->fd_ < 0) throw IoError(path, "open", errno);
     struct stat st {};
@@ -38,6 +45,7 @@ void InputFile::read(uint64_t offset, void* dst, size_t n) const {
     if (!range_inside(offset, n, size_))
         throw IoError(path_, "read past the end of the file (was it truncated?)");
     if (n == 0) return;  // dst may be the null data() of an empty vector
+    if (remote_) return remote_->read(offset, dst, n);
     auto* out = static_cast<uint8_t*>(dst);
     while (n > 0) {
         ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
@@ -53,6 +61,7 @@ void InputFile::read(uint64_t offset, void* dst, size_t n) const {
 }
 
 void InputFile::check_unchanged() const {
+    if (remote_) return remote_->check_unchanged();
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw IoError(path_, "stat", errno);
     auto same = [](const timespec& a, const timespec& b) {
@@ -74,6 +83,7 @@ void InputFile::check_unchanged() const {
 }
 
 void InputFile::advise_sequential(uint64_t offset, uint64_t len) const {
+    if (remote_) return;
     ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_SEQUENTIAL);
 }
 

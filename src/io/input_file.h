@@ -2,6 +2,10 @@
 // ranges they have already bounds-checked against size(). It is never mapped: a mapped file that
 // shrinks under the process (llama-imatrix rewrites its output every --output-frequency chunks; a
 // download is replaced) kills it with SIGBUS, where a read returns an error that names the file.
+//
+// A path that is a URL (https://, http://, hf://) opens a RemoteFile (io/remote_file.h) instead: the
+// same reads, over HTTP range requests, and no descriptor (fd() is -1, so there is nothing for the
+// kernel to copy or read ahead; callers that would use it ask remote() first).
 #pragma once
 
 #include <sys/types.h>
@@ -14,9 +18,12 @@
 
 namespace gguf_reap {
 
+class RemoteFile;
+
 class InputFile {
   public:
-    // Opens `path` read-only. Throws IoError when it cannot be opened or is not a regular file.
+    // Opens `path` read-only. Throws IoError when it cannot be opened or is not a regular file. A URL
+    // is pinned (RemoteFile::open; Error exit 2 for 404, 401, 403).
     static std::shared_ptr<InputFile> open(const std::string& path);
 
     ~InputFile();
@@ -26,6 +33,8 @@ class InputFile {
     const std::string& path() const { return path_; }
     uint64_t size() const { return size_; }
     int fd() const { return fd_; }
+    // The remote file behind a URL, or null for a local file.
+    RemoteFile* remote() const { return remote_.get(); }
     dev_t device() const { return dev_; }
     ino_t inode() const { return ino_; }
 
@@ -45,6 +54,7 @@ class InputFile {
   private:
     InputFile() = default;
     std::string path_;
+    std::shared_ptr<RemoteFile> remote_;
     int fd_ = -1;
     uint64_t size_ = 0;
     dev_t dev_ = 0;

@@ -4,16 +4,34 @@
 
 #include <algorithm>
 
+#include "io/remote_file.h"
+
 namespace gguf_reap {
 
-void Prefetcher::add(int fd, uint64_t offset, uint64_t length) {
+Prefetcher::~Prefetcher() {
+    for (const RemoteRanges& r : remote_) r.file->close_stream(r.stream);
+}
+
+void Prefetcher::add(const InputFile& file, uint64_t offset, uint64_t length) {
     if (length == 0) return;
     std::lock_guard<std::mutex> lock(mu_);
-    ranges_.push_back({fd, offset, length});
+    if (RemoteFile* remote = file.remote()) {
+        auto it =
+            std::find_if(remote_.begin(), remote_.end(), [&](const auto& r) { return r.file == remote; });
+        if (it == remote_.end()) it = remote_.insert(remote_.end(), {remote, remote->open_stream(), {}});
+        it->pending.emplace_back(offset, length);
+        return;
+    }
+    ranges_.push_back({file.fd(), offset, length});
 }
 
 void Prefetcher::advance(uint64_t consumed) {
     std::lock_guard<std::mutex> lock(mu_);
+    for (RemoteRanges& r : remote_)
+        if (!r.pending.empty()) {
+            r.file->announce(r.stream, r.pending);
+            r.pending = {};
+        }
     consumed_ = std::max(consumed_, consumed);
     if (issued_ >= consumed_ + horizon_ / 2 && issued_ > 0) return;
     const uint64_t target = consumed_ + horizon_;

@@ -4,22 +4,33 @@
 // Kimi-K3-shaped splice ran 4× slower than cp from a cold cache without it, docs/perf/splice.md). The
 // next `horizon` bytes of the queued ranges are announced with POSIX_FADV_WILLNEED, again when half of
 // that window is used; ranges of one file closer than `merge_gap` are announced as one request.
+//
+// A remote file (io/remote_file.h) has no kernel to ask: its ranges go to the file's own read-ahead,
+// all at once at the first advance(), which fetches them over HTTP within its memory budget and its
+// gap policy (all at once, so that the ranges are merged the same way whatever the timing).
 #pragma once
 
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
+
+#include "io/input_file.h"
 
 namespace gguf_reap {
 
 class Prefetcher {
   public:
     Prefetcher(uint64_t horizon, uint64_t merge_gap) : horizon_(horizon), merge_gap_(merge_gap) {}
+    ~Prefetcher();
+    Prefetcher(const Prefetcher&) = delete;
+    Prefetcher& operator=(const Prefetcher&) = delete;
 
     // Queues a range the pass will read after those queued before it.
-    void add(int fd, uint64_t offset, uint64_t length);
+    void add(const InputFile& file, uint64_t offset, uint64_t length);
     // The pass has read `consumed` bytes of the queued ranges, counted in queue order. Thread-safe:
-    // threads sharing one queue may report out of order (the largest count so far counts).
+    // threads sharing one queue may report out of order (the largest count so far counts). Call it
+    // with 0 before the first read.
     void advance(uint64_t consumed);
 
   private:
@@ -39,6 +50,12 @@ class Prefetcher {
     uint64_t consumed_ = 0;
     int pending_fd_ = -1;  // the merged request being built
     uint64_t pending_lo_ = 0, pending_hi_ = 0;
+    struct RemoteRanges {
+        RemoteFile* file;
+        uint64_t stream;
+        std::vector<std::pair<uint64_t, uint64_t>> pending;  // (offset, length) not announced yet
+    };
+    std::vector<RemoteRanges> remote_;
 };
 
 }  // namespace gguf_reap

@@ -23,7 +23,7 @@ void SequentialReader::refill(uint64_t off, uint64_t limit, uint64_t need) {
     }
     const uint64_t stop = std::min<uint64_t>(std::max(limit, off + need), file_.size());
     const uint64_t n = std::min<uint64_t>(cap_, stop > off ? stop - off : need);
-    if (prefetch_ && off + n < stop)
+    if (prefetch_ && file_.fd() >= 0 && off + n < stop)
         ::posix_fadvise(file_.fd(), static_cast<off_t>(off + n),
                         static_cast<off_t>(std::min<uint64_t>(cap_, stop - off - n)), POSIX_FADV_WILLNEED);
     file_.read(off, buf_, static_cast<size_t>(n));  // IoError if the file shrank meanwhile

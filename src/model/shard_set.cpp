@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "io/remote_url.h"
 
 namespace gguf_reap {
 
@@ -82,7 +83,10 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
     ShardSet set;
     Shard given = open_shard(path, opts);
     const SplitKeys gk = read_split_keys(given);
-    const auto name = parse_split_name(path);
+    // A URL's shards are named by the same rule; an hf:// path's "@REVISION" stays on every sibling.
+    const bool remote = is_remote_path(path);
+    const auto [named, revision] = split_revision_suffix(path);
+    const auto name = parse_split_name(named);
 
     // An unsplit file: no split.count, or split.count <= 1 (gguf-split --merge writes 0).
     if (!gk.count || *gk.count <= 1) {
@@ -106,17 +110,33 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
                 fmt::format("{} is {} but the file name says -of-{:05d}", kSplitCount, count, name->count));
         set.split_ = true;
         for (int i = 1; i <= count; ++i) {
-            const std::string p = split_path(name->prefix, i, count);
+            const std::string p = split_path(name->prefix, i, count) + revision;
             if (i == name->number) {
                 set.shards_.push_back(std::move(given));
                 continue;
             }
+            auto missing = [&] {
+                return InputError(p, std::nullopt, "shard",
+                                  fmt::format("missing shard {} of {} (the set {} needs every shard)", i,
+                                              count, split_path(name->prefix, 1, count) + revision));
+            };
             std::error_code ec;
-            if (!std::filesystem::exists(p, ec))
-                throw InputError(p, std::nullopt, "shard",
-                                 fmt::format("missing shard {} of {} (the set {} needs every shard)", i,
-                                             count, split_path(name->prefix, 1, count)));
-            set.shards_.push_back(open_shard(p, opts));
+            if (!remote && !std::filesystem::exists(p, ec)) throw missing();
+            try {
+                set.shards_.push_back(open_shard(p, opts));
+            } catch (const Error& e) {
+                // A server says "missing" with a 404 (Error, exit 2, "... not found (HTTP 404)").
+                if (remote && e.exit_code() == kExitBadInput &&
+                    std::string_view(e.what()).find("(HTTP 404)") != std::string_view::npos)
+                    throw missing();
+                throw;
+            }
+        }
+        // Extra shards cannot be listed on a server: only local sets are checked for them.
+        if (remote) {
+            set.index();
+            set.check_split();
+            return set;
         }
         // Extra shards: same prefix with another -of- count or a number past the count.
         const std::filesystem::path prefix_path(name->prefix);

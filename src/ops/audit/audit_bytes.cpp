@@ -515,8 +515,8 @@ ShardBytes verify_shard(const ShardJob& job, const std::vector<std::shared_ptr<I
     SourceStreams src(sources, o.buffer_bytes);
     Prefetcher prefetch(8 * static_cast<uint64_t>(o.buffer_bytes), kSourcePrefetchGap);
     for (const Piece& p : job.pieces)
-        if (p.check == Check::kSource)
-            prefetch.add(sources[p.run->src_shard]->fd(), p.run->src_offset, p.length);
+        if (p.check == Check::kSource) prefetch.add(*sources[p.run->src_shard], p.run->src_offset, p.length);
+    prefetch.advance(0);
     ShardPass pass{s, size, o, source_paths, stop, out, src};
     pass.start_hashes(job.slab_bytes);
 

@@ -10,8 +10,10 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "io/http_client.h"
 #include "io/output_lock.h"
 #include "io/preflight.h"
+#include "io/remote_url.h"
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/llama_limits.h"
@@ -95,7 +97,15 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
         throw UsageError("splice needs --keeplist, --neuron-plan or both: nothing to prune");
 
     // Open the source, the keeplist and the neuron plan, and check that they fit each other.
+    const HttpCounts http_before = http_counts();
     auto r = std::make_unique<SpliceResult>(ShardSet::open(q.model));
+    const bool remote = is_remote_path(q.model);
+    const auto count_fetched = [&] {
+        if (!remote) return;
+        const HttpCounts now = http_counts();
+        r->fetched = SpliceResult::Fetched{now.bytes - http_before.bytes, now.requests - http_before.requests,
+                                           now.retries - http_before.retries};
+    };
     r->layout = build_moe_layout(r->model);
     if (!q.keeplist.empty()) {
         r->keeplist = KeepList::load(q.keeplist);
@@ -127,7 +137,10 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     for (const std::string* p : {&q.keeplist, &q.neuron_plan, &q.imatrix_in})
         if (!p->empty()) inputs.push_back(*p);
     preflight(*r, inputs, so.out_prefix, q.force);
-    if (q.dry_run) return r;
+    if (q.dry_run) {
+        count_fetched();
+        return r;
+    }
 
     // A crashed earlier run may have left temporaries; they are garbage once their writer is gone.
     for (const CopyJob* job : r->plan.jobs())
@@ -149,11 +162,22 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     r->threads = co.threads;
     events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(r->plan.bytes_written()),
                              co.threads, copy_method_name(q.method)));
-    {
+    if (!remote) {
         ProgressScope progress(events, "splice", r->plan.bytes_written());
         co.on_progress = progress.sink();
         r->copy = run_copy_jobs(r->plan.jobs(), r->plan.sources, co);
+    } else {  // from a URL the network is the pace: the line counts bytes fetched against bytes to read
+        ProgressScope progress(events, "fetch", r->plan.bytes_read());
+        set_http_progress(progress.sink());
+        try {
+            r->copy = run_copy_jobs(r->plan.jobs(), r->plan.sources, co);
+        } catch (...) {
+            set_http_progress({});
+            throw;
+        }
+        set_http_progress({});
     }
+    count_fetched();
     for (const std::string& p : r->stale_siblings) {
         ::unlink(p.c_str());
         events.info(fmt::format("removed {} (a shard of the previous set)", p));

@@ -1,0 +1,454 @@
+#include "io/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "io/remote_url.h"
+#include "io/signals.h"
+
+namespace gguf_reap {
+
+namespace {
+
+std::atomic<uint64_t> g_bytes{0}, g_requests{0}, g_retries{0};
+std::mutex g_progress_mu;
+std::function<void(uint64_t)> g_progress;
+
+// Knobs for tests and slow links (docs/remote.md): attempts, the first backoff, the stall timeout.
+uint64_t env_number(const char* name, uint64_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    uint64_t n = 0;
+    const auto [p, ec] = std::from_chars(v, v + std::strlen(v), n);
+    if (ec != std::errc() || *p) throw UsageError(fmt::format("{}={}: not a number", name, v));
+    return n;
+}
+uint64_t max_attempts() {
+    static const uint64_t n = std::max<uint64_t>(1, env_number("GGUF_REAP_HTTP_RETRIES", 6) + 1);
+    return n;
+}
+uint64_t first_backoff_ms() {
+    static const uint64_t n = env_number("GGUF_REAP_HTTP_BACKOFF_MS", 500);
+    return n;
+}
+long stall_seconds() {
+    static const long n = static_cast<long>(std::max<uint64_t>(1, env_number("GGUF_REAP_HTTP_TIMEOUT", 30)));
+    return n;
+}
+constexpr int kMaxRedirects = 10;
+constexpr uint64_t kMaxBackoffMs = 30'000;
+constexpr uint64_t kMaxRetryAfterMs = 120'000;
+
+void global_init() {
+    static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK)
+        throw IoError("libcurl", fmt::format("initialisation failed: {}", curl_easy_strerror(rc)));
+}
+
+// One easy handle per thread, reset for each request: its connection stays open for the next one.
+struct Handle {
+    CURL* h = nullptr;
+    Handle() {
+        global_init();
+        h = curl_easy_init();
+    }
+    ~Handle() {
+        if (h) curl_easy_cleanup(h);
+    }
+};
+CURL* thread_handle() {
+    thread_local Handle handle;
+    if (!handle.h) throw IoError("libcurl", "cannot create a handle");
+    return handle.h;
+}
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// What one request (one hop) got back.
+struct Reply {
+    CURLcode code = CURLE_OK;
+    long status = 0;
+    std::map<std::string, std::string> headers;  // names lower-case, of the last response
+    std::string location;                        // absolute, for a redirect
+    uint64_t received = 0;                       // body bytes stored
+    std::string refused;                         // a check failed: this says which (exit 3)
+    std::string curl_error;
+    std::optional<std::string> header(const char* name) const {
+        auto it = headers.find(name);
+        if (it == headers.end()) return std::nullopt;
+        return it->second;
+    }
+};
+
+// What a ranged body must be, checked when its first byte arrives.
+struct BodyCheck {
+    const HttpPin* pin = nullptr;
+    uint64_t from = 0, to = 0;  // inclusive, as asked
+    uint8_t* dst = nullptr;
+    bool checked = false;
+};
+
+struct Transfer {
+    Reply* reply;
+    BodyCheck* body;  // null for HEAD
+    CURL* h;
+};
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    std::string line(data, size * n);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (line.starts_with("HTTP/")) {
+        t->reply->headers.clear();
+        return size * n;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) return size * n;
+    std::string value = line.substr(colon + 1);
+    const auto first = value.find_first_not_of(" \t");
+    value = first == std::string::npos ? std::string() : value.substr(first);
+    t->reply->headers[lower(line.substr(0, colon))] = value;
+    return size * n;
+}
+
+std::string what_pinned(const HttpPin& pin) {
+    return fmt::format("{} bytes, ETag {}", pin.size, pin.etag.empty() ? "none" : pin.etag);
+}
+
+// The checks on a 206 before its first byte is stored; "" when it is what was asked.
+std::string check_partial(const Reply& r, const BodyCheck& b) {
+    const HttpPin& pin = *b.pin;
+    const std::string want = fmt::format("bytes {}-{}/{}", b.from, b.to, pin.size);
+    const auto cr = r.header("content-range");
+    if (!cr) return fmt::format("asked for bytes {}-{}, the answer has no Content-Range", b.from, b.to);
+    if (*cr != want)
+        return fmt::format("asked for bytes {}-{} of {}, the server answered Content-Range '{}'", b.from,
+                           b.to, pin.size, *cr);
+    if (!pin.etag.empty()) {
+        const auto etag = r.header("etag");
+        if (!etag || *etag != pin.etag)
+            return fmt::format(
+                "changed on the server while gguf-reap was reading it: ETag {} at the start, "
+                "now {}; nothing made from it is kept, run again",
+                pin.etag, etag ? *etag : "absent");
+    }
+    if (const auto len = r.header("content-length"); len && *len != std::to_string(b.to - b.from + 1))
+        return fmt::format("asked for {} bytes, the server announced Content-Length {}", b.to - b.from + 1,
+                           *len);
+    return {};
+}
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    Reply& r = *t->reply;
+    const size_t len = size * n;
+    if (!t->body) return len;
+    long status = 0;
+    curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 206 && status != 200) return len;  // an error page or a redirect body: not ours
+    BodyCheck& b = *t->body;
+    if (status == 200) {
+        r.refused = fmt::format(
+            "asked for bytes {}-{}, the server answered 200 with the whole file: it does not serve ranges "
+            "(gguf-reap never downloads a whole file to use a part of it)",
+            b.from, b.to);
+        return 0;
+    }
+    if (!b.checked) {
+        r.refused = check_partial(r, b);
+        if (!r.refused.empty()) return 0;
+        b.checked = true;
+    }
+    const uint64_t want = b.to - b.from + 1;
+    if (len > want - r.received) {
+        r.refused = fmt::format("asked for {} bytes, the server sent more", want);
+        return 0;
+    }
+    std::memcpy(b.dst + r.received, data, len);
+    r.received += len;
+    return len;
+}
+
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return interrupted() ? 1 : 0;
+}
+
+// One request to `url`, no redirect followed. `body` null: HEAD.
+Reply send(const std::string& url, BodyCheck* body, bool with_token) {
+    CURL* h = thread_handle();
+    curl_easy_reset(h);
+    Reply r;
+    Transfer t{&r, body, h};
+    curl_slist* headers = nullptr;
+    std::string range;
+    std::string auth;
+    if (with_token)
+        if (const auto token = hub_token()) {
+            auth = "Authorization: Bearer " + *token;
+            headers = curl_slist_append(headers, auth.c_str());
+        }
+    char errbuf[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);  // hop by hop, for the token rule
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "gguf-reap/" GGUF_REAP_VERSION);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, stall_seconds());
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_seconds());
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    if (body) {
+        range = fmt::format("{}-{}", body->from, body->to);
+        curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    } else {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    }
+    if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    g_requests.fetch_add(1, std::memory_order_relaxed);
+    r.code = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+    if (r.status >= 300 && r.status < 400) {
+        char* loc = nullptr;
+        if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc) == CURLE_OK && loc) r.location = loc;
+    }
+    if (r.code != CURLE_OK) r.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(r.code);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+    curl_slist_free_all(headers);
+    std::fill(auth.begin(), auth.end(), '\0');
+    return r;
+}
+
+bool transient_curl_error(CURLcode c) {
+    switch (c) {
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_OPERATION_TIMEDOUT:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_SSL_CONNECT_ERROR:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// A failure worth another attempt, and how long to wait first (0: the backoff decides).
+struct Retry {
+    std::string why;
+    uint64_t after_ms = 0;
+};
+
+std::optional<uint64_t> retry_after_ms(const Reply& r) {
+    const auto v = r.header("retry-after");
+    if (!v) return std::nullopt;
+    uint64_t s = 0;
+    const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
+    if (ec != std::errc() || p != v->data() + v->size()) return std::nullopt;  // an HTTP date: back off
+    return std::min(s * 1000, kMaxRetryAfterMs);
+}
+
+bool token_goes_to(const std::string& url) {
+    const std::string o = url_origin(url);
+    return !o.empty() && o == url_origin(hub_endpoint());
+}
+
+// The outcome of a whole request with its redirects: done, or a transient failure to retry. Anything
+// else is thrown from here.
+struct Walk {
+    Reply reply;  // of the final hop
+    std::optional<Retry> retry;
+    std::string final_url;
+    std::string repo_commit;  // X-Repo-Commit of the first hop
+};
+
+[[noreturn]] void refuse_status(const std::string& display, const Reply& r, bool token_sent) {
+    if (r.status == 404 || r.status == 410)
+        throw Error(kExitBadInput, fmt::format("{}: not found (HTTP {})", display, r.status));
+    if (r.status == 401 || r.status == 403)
+        throw Error(kExitBadInput,
+                    fmt::format("{}: access refused (HTTP {}{}): {}", display, r.status,
+                                token_sent ? ", with the token given" : ", no token given", token_hint()));
+    throw IoError(display, fmt::format("the server answered HTTP {}", r.status));
+}
+
+// Sends a request to `start` and follows its redirects. On 404/401/403 from a remembered redirect
+// target (a signed URL that expired), the caller walks again from the origin.
+Walk walk(const std::string& display, const std::string& start, BodyCheck* body, bool* token_sent) {
+    Walk w;
+    std::string url = start;
+    for (int hop = 0;; ++hop) {
+        const bool token = token_goes_to(url);
+        *token_sent = *token_sent || (token && hub_token().has_value());
+        w.reply = send(url, body, token);
+        const Reply& r = w.reply;
+        if (hop == 0) w.repo_commit = r.header("x-repo-commit").value_or("");
+        if (r.code == CURLE_ABORTED_BY_CALLBACK) {
+            if (!r.refused.empty()) throw IoError(display, r.refused);
+            throw Interrupted();
+        }
+        if (r.code == CURLE_WRITE_ERROR && !r.refused.empty()) throw IoError(display, r.refused);
+        if (r.code != CURLE_OK) {
+            if (transient_curl_error(r.code)) {
+                w.retry = Retry{r.curl_error};
+                return w;
+            }
+            throw IoError(display, r.curl_error);
+        }
+        if (r.status >= 300 && r.status < 400 && r.status != 304) {
+            if (r.location.empty())
+                throw IoError(display, fmt::format("HTTP {} without a Location", r.status));
+            if (hop + 1 >= kMaxRedirects)
+                throw IoError(display, fmt::format("more than {} redirects", kMaxRedirects));
+            url = r.location;
+            continue;
+        }
+        w.final_url = url;
+        if (r.status == 429 || r.status == 503) {
+            w.retry = Retry{fmt::format("HTTP {}", r.status), retry_after_ms(r).value_or(0)};
+            return w;
+        }
+        if (r.status >= 500 || r.status == 408) {
+            w.retry = Retry{fmt::format("HTTP {}", r.status)};
+            return w;
+        }
+        return w;
+    }
+}
+
+void pause_before(uint64_t attempt, const Retry& retry) {
+    uint64_t ms = retry.after_ms;
+    if (ms == 0) ms = std::min(kMaxBackoffMs, first_backoff_ms() << std::min<uint64_t>(attempt, 16));
+    g_retries.fetch_add(1, std::memory_order_relaxed);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+        check_interrupted();
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min<uint64_t>(ms, 50)));
+    }
+}
+
+[[noreturn]] void give_up(const std::string& display, const Retry& r) {
+    throw IoError(display, fmt::format("gave up after {} attempts: {}", max_attempts(), r.why));
+}
+
+}  // namespace
+
+std::string RedirectCache::get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return url_;
+}
+void RedirectCache::set(std::string url) {
+    std::lock_guard<std::mutex> lock(mu_);
+    url_ = std::move(url);
+}
+
+HttpPin http_pin(const std::string& display, const std::string& url, RedirectCache& cache) {
+    for (uint64_t attempt = 0;; ++attempt) {
+        bool token_sent = false;
+        Walk w = walk(display, url, nullptr, &token_sent);
+        if (w.retry) {
+            if (attempt + 1 >= max_attempts()) give_up(display, *w.retry);
+            pause_before(attempt, *w.retry);
+            continue;
+        }
+        const Reply& r = w.reply;
+        if (r.status != 200) refuse_status(display, r, token_sent);
+        HttpPin pin;
+        pin.display = display;
+        pin.origin_url = url;
+        const auto len = r.header("content-length");
+        uint64_t size = 0;
+        if (!len || std::from_chars(len->data(), len->data() + len->size(), size).ec != std::errc())
+            throw IoError(display, "the server gave no Content-Length, so the file's size cannot be pinned");
+        pin.size = size;
+        pin.etag = r.header("etag").value_or("");
+        pin.repo_commit = w.repo_commit;
+        cache.set(w.final_url);
+        return pin;
+    }
+}
+
+void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n, uint8_t* dst) {
+    if (n == 0) return;
+    if (offset > pin.size || n > pin.size - offset)
+        throw IoError(pin.display, fmt::format("read of bytes {}-{} past the end of the {}-byte file", offset,
+                                               offset + n - 1, pin.size));
+    uint64_t done = 0;
+    bool from_origin = false;
+    for (uint64_t attempt = 0;;) {
+        BodyCheck body{&pin, offset + done, offset + n - 1, dst + done};
+        const std::string start = from_origin ? pin.origin_url : cache.get();
+        bool token_sent = false;
+        Walk w = walk(pin.display, start, &body, &token_sent);
+        done += w.reply.received;
+        g_bytes.fetch_add(w.reply.received, std::memory_order_relaxed);
+        if (done == n && w.reply.status == 206 && !w.retry) break;
+        if (w.reply.received > 0) attempt = 0;  // a cut body that made progress resumes without penalty
+        if (!w.retry && w.reply.status == 206) w.retry = Retry{"the body ended early"};
+        if (!w.retry) {
+            const long st = w.reply.status;
+            if ((st == 404 || st == 410 || st == 401 || st == 403) && !from_origin &&
+                start != pin.origin_url) {
+                from_origin = true;  // the remembered redirect target expired: ask the origin again
+                continue;
+            }
+            if (st == 416)
+                throw IoError(pin.display,
+                              fmt::format("the server refused bytes {}-{} (HTTP 416): the file is "
+                                          "no longer the {} pinned at the start",
+                                          offset + done, offset + n - 1, what_pinned(pin)));
+            if (st == 200)
+                throw IoError(pin.display,
+                              fmt::format("asked for bytes {}-{}, the server answered 200 with the "
+                                          "whole file: it does not serve ranges",
+                                          offset + done, offset + n - 1));
+            refuse_status(pin.display, w.reply, token_sent);
+        }
+        if (!w.final_url.empty()) cache.set(w.final_url);
+        if (attempt + 1 >= max_attempts()) give_up(pin.display, *w.retry);
+        pause_before(attempt, *w.retry);
+        ++attempt;
+    }
+    std::function<void(uint64_t)> sink;
+    {
+        std::lock_guard<std::mutex> lock(g_progress_mu);
+        sink = g_progress;
+    }
+    if (sink) sink(n);
+}
+
+HttpCounts http_counts() {
+    return {g_bytes.load(), g_requests.load(), g_retries.load()};
+}
+
+void set_http_progress(std::function<void(uint64_t)> sink) {
+    std::lock_guard<std::mutex> lock(g_progress_mu);
+    g_progress = std::move(sink);
+}
+
+}  // namespace gguf_reap

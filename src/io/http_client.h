@@ -1,0 +1,59 @@
+// HTTP for remote models (docs/remote.md), on libcurl: a HEAD that pins a file's size and ETag, and
+// ranged GETs that are checked byte for byte against that pin. Redirects are followed here, hop by
+// hop, so that the Hub token goes only to $HF_ENDPOINT's origin and never to the host a redirect
+// leads to. Every response is checked (status 206, Content-Range exactly as asked with the pinned
+// size, the pinned ETag, the length); what fails a check is refused (IoError, exit 3) rather than
+// retried. 5xx, 429 (after its Retry-After), 408, timeouts and dropped connections are retried with
+// exponential backoff, and a body cut short resumes at the byte where it stopped. 404 and 401/403
+// are bad input (exit 2). TLS is always verified.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+
+namespace gguf_reap {
+
+// A remote file as pinned at the start: its name for messages (the user's URL), where requests go
+// first, and what every response must agree with.
+struct HttpPin {
+    std::string display;     // the path the user gave (hf://… or the URL); never a redirect target
+    std::string origin_url;  // the first URL asked (hf:// resolved to its pinned commit)
+    uint64_t size = 0;
+    std::string etag;         // "" when the server sent none (then nothing to compare)
+    std::string repo_commit;  // X-Repo-Commit of the first response, "" without one
+};
+
+// The final URL a pin's requests were last redirected to, remembered so that ranges do not walk the
+// redirect chain each time (a signed CDN URL that expires is walked again from the origin).
+class RedirectCache {
+  public:
+    std::string get() const;
+    void set(std::string url);
+
+  private:
+    mutable std::mutex mu_;
+    std::string url_;
+};
+
+// HEAD of `url`, redirects followed; size (Content-Length) and ETag of the final response and the
+// first X-Repo-Commit seen. `display` names the file in errors. Throws Error (exit 2: 404, 401, 403),
+// IoError (exit 3), Interrupted.
+HttpPin http_pin(const std::string& display, const std::string& url, RedirectCache& cache);
+
+// Bytes [offset, offset + n) of the pinned file into dst, checked against the pin.
+void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n, uint8_t* dst);
+
+// Process-wide counts: bytes of ranged bodies received, requests sent (HEADs, GETs, redirects,
+// retries), retries.
+struct HttpCounts {
+    uint64_t bytes = 0;
+    uint64_t requests = 0;
+    uint64_t retries = 0;
+};
+HttpCounts http_counts();
+// Called with the body bytes of each completed range (a progress line), or cleared with {}.
+void set_http_progress(std::function<void(uint64_t)> sink);
+
+}  // namespace gguf_reap

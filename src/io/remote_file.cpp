@@ -1,0 +1,453 @@
+#include "io/remote_file.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gguf_reap/error.h"
+#include "io/remote_url.h"
+#include "io/signals.h"
+
+namespace gguf_reap {
+
+namespace {
+
+// Requests of at most 4 MiB: large enough that a request's round trip is small against its transfer
+// on a fast link, small enough that eight of them in flight and two more fetched ahead stay in the
+// budget.
+constexpr uint64_t kChunkMax = uint64_t{4} << 20;
+// Bytes fetched ahead and not yet read, all files and passes together (plus one chunk per reading
+// thread that fetches for itself): the copy engine's buffers and this stay under 64 MiB.
+constexpr uint64_t kBudget = uint64_t{40} << 20;
+// Gap policy (docs/remote.md, measured in docs/performance.md): two announced ranges of one stream
+// become one request when the gap between them is at most 256 KiB and the unread bytes of the request
+// stay within 1/16 of the bytes it is for. Fewer, larger requests cost less in round trips; the 1/16
+// keeps what is fetched within 1.07x of what is kept, whatever the slab size.
+constexpr uint64_t kMaxGap = uint64_t{256} << 10;
+constexpr uint64_t kWasteShare = 16;
+// Unannounced reads: windows from 256 KiB, doubling while sequential, up to 2 MiB; at most 8 MiB held.
+constexpr uint64_t kWindowMin = uint64_t{256} << 10;
+constexpr uint64_t kWindowMax = uint64_t{2} << 20;
+constexpr uint64_t kWindowBudget = uint64_t{8} << 20;
+
+unsigned connections() {
+    static const unsigned n = [] {
+        const char* v = std::getenv("GGUF_REAP_HTTP_CONNECTIONS");
+        unsigned c = 8;
+        if (v && *v) {
+            const auto [p, ec] = std::from_chars(v, v + std::strlen(v), c);
+            if (ec != std::errc() || *p || c == 0 || c > 64)
+                throw UsageError(fmt::format("GGUF_REAP_HTTP_CONNECTIONS={}: 1 to 64", v));
+        }
+        return c;
+    }();
+    return n;
+}
+
+enum class ChunkState { kQueued, kFetching, kDone, kFailed, kFreed };
+
+struct Chunk {
+    RemoteFile* file = nullptr;
+    uint64_t stream = 0;
+    uint64_t off = 0, len = 0;
+    uint64_t needed = 0;  // announced bytes not read yet
+    ChunkState state = ChunkState::kQueued;
+    std::unique_ptr<uint8_t[]> data;
+    std::exception_ptr error;
+    bool orphan = false;  // its stream closed while it was being fetched
+};
+using ChunkPtr = std::shared_ptr<Chunk>;
+
+struct Stream {
+    std::deque<ChunkPtr> chunks;  // announcement order, unread ones only
+    uint64_t ahead = 0;           // bytes fetched or being fetched, not freed
+};
+
+struct Window {
+    RemoteFile* file = nullptr;
+    uint64_t off = 0;
+    std::vector<uint8_t> bytes;
+};
+
+}  // namespace
+
+struct RemoteEngine {
+    std::mutex mu;
+    std::condition_variable work_cv, done_cv;
+    std::map<uint64_t, Stream> streams;
+    uint64_t next_stream = 1;
+    uint64_t held = 0;
+    std::map<RemoteFile*, std::multimap<uint64_t, ChunkPtr>> index;  // live chunks by file and offset
+    std::list<Window> windows;                                       // most recently used first
+    uint64_t window_bytes = 0;
+    std::map<RemoteFile*, uint64_t> next_window;  // where a sequential read would continue, its size
+    std::map<RemoteFile*, uint64_t> window_size;
+    std::vector<std::thread> threads;
+    bool stop = false;
+
+    static RemoteEngine& get() {
+        static RemoteEngine e;
+        return e;
+    }
+    ~RemoteEngine() {
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            stop = true;
+        }
+        work_cv.notify_all();
+        for (auto& t : threads) t.join();
+    }
+
+    void start_threads() {  // under mu
+        if (!threads.empty()) return;
+        for (unsigned i = 0; i < connections(); ++i) threads.emplace_back([this] { work(); });
+    }
+
+    void free_chunk(const ChunkPtr& c) {  // under mu
+        if (c->state == ChunkState::kFetching) {
+            c->orphan = true;
+            return;
+        }
+        if (c->data) held -= c->len;
+        if (c->state != ChunkState::kQueued) {
+            auto s = streams.find(c->stream);
+            if (s != streams.end()) s->second.ahead -= std::min(s->second.ahead, c->len);
+        }
+        c->data.reset();
+        c->state = ChunkState::kFreed;
+        auto& idx = index[c->file];
+        for (auto [it, end] = idx.equal_range(c->off); it != end; ++it)
+            if (it->second == c) {
+                idx.erase(it);
+                break;
+            }
+        work_cv.notify_all();
+    }
+
+    // The next chunk to fetch: the first queued one of the stream with the least fetched ahead.
+    ChunkPtr pick() {  // under mu
+        ChunkPtr best;
+        uint64_t best_ahead = UINT64_MAX;
+        for (auto& [id, s] : streams) {
+            if (s.ahead >= best_ahead) continue;
+            for (const ChunkPtr& c : s.chunks)
+                if (c->state == ChunkState::kQueued) {
+                    best = c;
+                    best_ahead = s.ahead;
+                    break;
+                }
+        }
+        if (best && held > 0 && held + best->len > kBudget) return nullptr;
+        return best;
+    }
+
+    void claim(const ChunkPtr& c) {  // under mu
+        c->state = ChunkState::kFetching;
+        c->data = std::make_unique_for_overwrite<uint8_t[]>(c->len);
+        held += c->len;
+        streams[c->stream].ahead += c->len;
+    }
+
+    // Fetches a claimed chunk; called without the lock.
+    void fetch(const ChunkPtr& c) {
+        std::exception_ptr err;
+        try {
+            http_get_range(c->file->pin_, c->file->redirect_, c->off, c->len, c->data.get());
+        } catch (...) {
+            err = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        c->state = err ? ChunkState::kFailed : ChunkState::kDone;
+        c->error = err;
+        if (c->orphan) free_chunk(c);
+        done_cv.notify_all();
+    }
+
+    void work() {
+        std::unique_lock<std::mutex> lock(mu);
+        for (;;) {
+            ChunkPtr c;
+            work_cv.wait(lock, [&] { return stop || (c = pick()) != nullptr; });
+            if (stop) return;
+            claim(c);
+            lock.unlock();
+            fetch(c);
+            lock.lock();
+        }
+    }
+
+    // A live chunk of `f` holding `offset`, a finished one first.
+    ChunkPtr find(RemoteFile* f, uint64_t offset) {  // under mu
+        auto fi = index.find(f);
+        if (fi == index.end()) return nullptr;
+        auto& idx = fi->second;
+        ChunkPtr found;
+        for (auto it = idx.lower_bound(offset > kChunkMax ? offset - kChunkMax : 0);
+             it != idx.end() && it->first <= offset; ++it) {
+            const ChunkPtr& c = it->second;
+            if (offset >= c->off + c->len) continue;
+            if (!found || (c->state == ChunkState::kDone && found->state != ChunkState::kDone)) found = c;
+        }
+        return found;
+    }
+    // The first chunk start of `f` after `offset` (a direct read stops there), or UINT64_MAX.
+    uint64_t next_start(RemoteFile* f, uint64_t offset) {  // under mu
+        auto fi = index.find(f);
+        if (fi == index.end()) return UINT64_MAX;
+        auto it = fi->second.upper_bound(offset);
+        return it == fi->second.end() ? UINT64_MAX : it->first;
+    }
+
+    // The reader of `c`'s stream has moved on to `c`: chunks announced before it are behind it.
+    void passed(const ChunkPtr& c) {  // under mu
+        auto s = streams.find(c->stream);
+        if (s == streams.end()) return;
+        auto& q = s->second.chunks;
+        if (std::find(q.begin(), q.end(), c) == q.end()) return;
+        while (!q.empty() && q.front() != c) {
+            free_chunk(q.front());
+            q.pop_front();
+        }
+    }
+    void consumed(const ChunkPtr& c, uint64_t n) {  // under mu
+        c->needed -= std::min(c->needed, n);
+        if (c->needed > 0) return;
+        auto s = streams.find(c->stream);
+        if (s != streams.end()) {
+            auto& q = s->second.chunks;
+            if (auto it = std::find(q.begin(), q.end(), c); it != q.end()) q.erase(it);
+        }
+        free_chunk(c);
+    }
+
+    // Bytes at `offset` from a window, or 0.
+    size_t from_window(RemoteFile* f, uint64_t offset, uint8_t* dst, size_t n) {  // under mu
+        for (auto it = windows.begin(); it != windows.end(); ++it)
+            if (it->file == f && offset >= it->off && offset - it->off < it->bytes.size()) {
+                const size_t take =
+                    static_cast<size_t>(std::min<uint64_t>(n, it->bytes.size() - (offset - it->off)));
+                std::memcpy(dst, it->bytes.data() + (offset - it->off), take);
+                windows.splice(windows.begin(), windows, it);
+                return take;
+            }
+        return 0;
+    }
+    void add_window(Window w) {  // under mu
+        window_bytes += w.bytes.size();
+        windows.push_front(std::move(w));
+        while (window_bytes > kWindowBudget && windows.size() > 1) {
+            window_bytes -= windows.back().bytes.size();
+            windows.pop_back();
+        }
+    }
+    void drop_file(RemoteFile* f) {
+        std::lock_guard<std::mutex> lock(mu);
+        for (auto it = windows.begin(); it != windows.end();)
+            if (it->file == f) {
+                window_bytes -= it->bytes.size();
+                it = windows.erase(it);
+            } else {
+                ++it;
+            }
+        next_window.erase(f);
+        window_size.erase(f);
+        index.erase(f);
+    }
+};
+
+namespace {
+
+std::mutex g_open_mu;
+std::map<std::string, std::shared_ptr<RemoteFile>>& opened() {
+    static std::map<std::string, std::shared_ptr<RemoteFile>> m;
+    return m;
+}
+// hf:// revisions pinned so far: "ENDPOINT ORG/REPO REVISION" → commit.
+std::map<std::string, std::string>& pinned_commits() {
+    static std::map<std::string, std::string> m;
+    return m;
+}
+
+}  // namespace
+
+std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
+    RemoteEngine::get();  // constructed before the files it serves, so destroyed after them
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    if (auto it = opened().find(path); it != opened().end()) return it->second;
+    std::shared_ptr<RemoteFile> f(new RemoteFile());
+    if (const auto hub = parse_hub_path(path)) {
+        const std::string key = fmt::format("{} {} {}", hub_endpoint(), hub->repo, hub->revision);
+        auto known = pinned_commits().find(key);
+        if (known != pinned_commits().end()) {
+            f->pin_ = http_pin(path, hub_resolve_url(*hub, known->second), f->redirect_);
+            f->hub_revision_ = hub->repo + "@" + known->second;
+        } else {
+            f->pin_ = http_pin(path, hub_resolve_url(*hub, hub->revision), f->redirect_);
+            const std::string commit = f->pin_.repo_commit.empty() ? hub->revision : f->pin_.repo_commit;
+            if (commit != hub->revision)  // from here on, ask for the commit, never the moving name
+                f->pin_ = http_pin(path, hub_resolve_url(*hub, commit), f->redirect_);
+            pinned_commits()[key] = commit;
+            f->hub_revision_ = hub->repo + "@" + commit;
+        }
+    } else {
+        f->pin_ = http_pin(path, path, f->redirect_);
+    }
+    opened()[path] = f;
+    return f;
+}
+
+RemoteFile::~RemoteFile() {
+    RemoteEngine::get().drop_file(this);
+}
+
+void RemoteFile::check_unchanged() {
+    RedirectCache scratch;
+    const HttpPin now = http_pin(pin_.display, pin_.origin_url, scratch);
+    std::string what;
+    if (now.size != pin_.size)
+        what = fmt::format("its size went from {} to {} bytes", pin_.size, now.size);
+    else if (now.etag != pin_.etag)
+        what = fmt::format("its ETag went from {} to {}", pin_.etag.empty() ? "none" : pin_.etag,
+                           now.etag.empty() ? "none" : now.etag);
+    if (!what.empty())
+        throw IoError(pin_.display, fmt::format("changed on the server while gguf-reap was reading it ({}); "
+                                                "nothing made from it is kept: run again",
+                                                what));
+}
+
+uint64_t RemoteFile::open_stream() {
+    RemoteEngine& e = RemoteEngine::get();
+    std::lock_guard<std::mutex> lock(e.mu);
+    const uint64_t id = e.next_stream++;
+    e.streams[id];
+    return id;
+}
+
+void RemoteFile::announce(uint64_t stream, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    RemoteEngine& e = RemoteEngine::get();
+    std::lock_guard<std::mutex> lock(e.mu);
+    auto si = e.streams.find(stream);
+    if (si == e.streams.end()) return;
+    auto& q = si->second.chunks;
+    auto& idx = e.index[this];
+    for (auto [offset, length] : ranges) {
+        if (length == 0 || offset >= size()) continue;
+        length = std::min(length, size() - offset);
+        if (!q.empty()) {  // the gap policy: into the last request when it is close and little is wasted
+            Chunk& last = *q.back();
+            const uint64_t end = last.off + last.len;
+            if (last.file == this && last.state == ChunkState::kQueued && offset >= end) {
+                const uint64_t gap = offset - end;
+                const uint64_t waste = last.len - last.needed + gap;
+                const uint64_t take = std::min(length, kChunkMax - std::min(kChunkMax, last.len + gap));
+                if (gap <= kMaxGap && take > 0 && waste * kWasteShare <= last.needed + take) {
+                    last.len += gap + take;
+                    last.needed += take;
+                    offset += take;
+                    length -= take;
+                }
+            }
+        }
+        while (length > 0) {
+            auto c = std::make_shared<Chunk>();
+            c->file = this;
+            c->stream = stream;
+            c->off = offset;
+            c->len = c->needed = std::min(length, kChunkMax);
+            idx.emplace(c->off, c);
+            q.push_back(c);
+            offset += c->len;
+            length -= c->len;
+        }
+    }
+    e.start_threads();
+    e.work_cv.notify_all();
+}
+
+void RemoteFile::close_stream(uint64_t stream) {
+    RemoteEngine& e = RemoteEngine::get();
+    std::lock_guard<std::mutex> lock(e.mu);
+    auto si = e.streams.find(stream);
+    if (si == e.streams.end()) return;
+    for (const ChunkPtr& c : si->second.chunks) e.free_chunk(c);
+    e.streams.erase(si);
+}
+
+void RemoteFile::read(uint64_t offset, void* dst_, size_t n) {
+    if (offset > size() || n > size() - offset)
+        throw IoError(path(), "read past the end of the file (was it truncated?)");
+    auto* dst = static_cast<uint8_t*>(dst_);
+    RemoteEngine& e = RemoteEngine::get();
+    std::unique_lock<std::mutex> lock(e.mu);
+    while (n > 0) {
+        if (const size_t got = e.from_window(this, offset, dst, n)) {
+            offset += got;
+            dst += got;
+            n -= got;
+            continue;
+        }
+        ChunkPtr c = e.find(this, offset);
+        if (!c) {
+            // Not announced: a direct request, up to the next announced chunk.
+            const uint64_t stop = std::min<uint64_t>(offset + n, e.next_start(this, offset));
+            const uint64_t piece = stop - offset;
+            if (piece >= kWindowMin) {
+                lock.unlock();
+                http_get_range(pin_, redirect_, offset, piece, dst);
+                lock.lock();
+                offset += piece;
+                dst += piece;
+                n -= static_cast<size_t>(piece);
+                continue;
+            }
+            uint64_t w = kWindowMin;
+            if (auto it = e.next_window.find(this); it != e.next_window.end() && it->second == offset)
+                w = std::min(kWindowMax, e.window_size[this] * 2);
+            w = std::min(w, size() - offset);
+            Window win{this, offset, std::vector<uint8_t>(static_cast<size_t>(w))};
+            lock.unlock();
+            http_get_range(pin_, redirect_, offset, w, win.bytes.data());
+            lock.lock();
+            e.next_window[this] = offset + w;
+            e.window_size[this] = w;
+            e.add_window(std::move(win));
+            continue;
+        }
+        if (c->state == ChunkState::kQueued) {  // the pool has not reached it: fetch it here
+            e.claim(c);
+            lock.unlock();
+            e.fetch(c);
+            lock.lock();
+            continue;
+        }
+        if (c->state == ChunkState::kFetching) {
+            e.done_cv.wait_for(lock, std::chrono::milliseconds(100));
+            if (interrupted()) {
+                lock.unlock();
+                check_interrupted();
+            }
+            continue;
+        }
+        if (c->state == ChunkState::kFailed) std::rethrow_exception(c->error);
+        const uint64_t take = std::min<uint64_t>(n, c->off + c->len - offset);
+        std::memcpy(dst, c->data.get() + (offset - c->off), static_cast<size_t>(take));
+        offset += take;
+        dst += take;
+        n -= static_cast<size_t>(take);
+        e.passed(c);
+        e.consumed(c, take);
+    }
+}
+
+}  // namespace gguf_reap

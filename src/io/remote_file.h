@@ -1,0 +1,63 @@
+// A file read over HTTP range requests (docs/remote.md): the remote twin of InputFile, which holds one
+// when its path is a URL, so that every layer above reads a remote model as it reads a local one.
+//
+// Opening pins the file: its size and ETag (io/http_client.h), and for hf:// paths the revision,
+// resolved once per repository and revision to the commit the Hub names in X-Repo-Commit, so that a push
+// during a run cannot mix two versions. Every later response is checked against the pin.
+//
+// Reads come two ways. Passes over many ranges (splice's kept slabs, audit's source runs) announce
+// them first through io/prefetcher.h: each announcement is cut into requests of at most 4 MiB, ranges
+// closer than the gap policy allows are merged into one request, and a pool of connections fetches
+// them ahead of the reader, in parallel, into memory bounded by a budget (40 MiB in all, whatever the
+// number of files, passes or threads). A read takes its bytes from there and frees them. Anything not
+// announced (a header being parsed) is read through a small window that doubles while the reads stay
+// sequential (256 KiB up to 2 MiB), so a header costs a few requests and little more than its size.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/http_client.h"
+
+namespace gguf_reap {
+
+class RemoteFile {
+  public:
+    // Pins `path` (https://, http:// or hf://). The same path opened again in this process gives the
+    // same pinned file. Throws Error (exit 2: malformed, 404, 401/403), IoError, Interrupted.
+    static std::shared_ptr<RemoteFile> open(const std::string& path);
+
+    const std::string& path() const { return pin_.display; }
+    uint64_t size() const { return pin_.size; }
+    const std::string& etag() const { return pin_.etag; }
+    // hf:// only: "ORG/REPO@COMMIT", the pinned revision (or REVISION when the server named no commit).
+    const std::string& hub_revision() const { return hub_revision_; }
+
+    // [offset, offset + n) into dst. Thread-safe. Throws IoError, Interrupted.
+    void read(uint64_t offset, void* dst, size_t n);
+    // Asks the server again: IoError when the size or ETag is no longer what was pinned.
+    void check_unchanged();
+
+    // Read-ahead (used by io/prefetcher.h): a stream is a sequence of ranges one reader will read in
+    // this order. Closing it frees whatever it still holds.
+    uint64_t open_stream();
+    // Ranges (offset, length) the stream will read, in order, after those announced before.
+    void announce(uint64_t stream, const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+    void close_stream(uint64_t stream);
+
+    ~RemoteFile();
+    RemoteFile(const RemoteFile&) = delete;
+    RemoteFile& operator=(const RemoteFile&) = delete;
+
+  private:
+    RemoteFile() = default;
+    friend struct RemoteEngine;
+    HttpPin pin_;
+    RedirectCache redirect_;
+    std::string hub_revision_;
+};
+
+}  // namespace gguf_reap
