@@ -1,0 +1,86 @@
+# hf:// paths and the Hub's token (issue 34, docs/remote.md "Credentials"), against the test server in
+# the Hub's layout: /ORG/REPO/resolve/REV/PATH with X-Repo-Commit, a 302 to a CDN on another host name
+# (localhost, where the endpoint is 127.0.0.1), and a token required on the endpoint.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/http_lib.sh"
+
+mkdir -p "$WORK/srv/org/repo/q8"
+"$GEN" model --skeleton --preset tiny --shards 3 -o "$WORK/srv/org/repo/q8/model" >/dev/null || { echo "gen failed"; exit 1; }
+printf '{"drop": {"1": [0, 1], "2": [2, 3], "3": [14, 15]}}' >"$WORK/drop.json"
+"$BIN" splice "$WORK/srv/org/repo/q8/model-00002-of-00003.gguf" --keeplist "$WORK/drop.json" -o "$WORK/local" -q >/dev/null ||
+    { echo "local splice failed"; exit 1; }
+SECRET=hf_test_secret_4b1d
+COMMIT=0123456789abcdef0123456789abcdef01234567
+start_server "$WORK/srv" --require-token "$SECRET" --cdn-host localhost --hub-commit "$COMMIT"
+export HF_ENDPOINT=$URL HF_HOME=$WORK/hf-home GGUF_REAP_HTTP_BACKOFF_MS=20
+unset HF_TOKEN HF_TOKEN_PATH XDG_CACHE_HOME
+mkdir -p "$HF_HOME"
+H=hf://org/repo/q8/model-00002-of-00003.gguf
+py() { /usr/bin/python3 -c "import json, sys; rows = [json.loads(l) for l in open('$SLOG')]; $1"; }
+
+case_ "no token: exit 2, one line saying how to give one"
+run "$BIN" inspect "$H"
+expect_code 2
+expect_err "gguf-reap: error: $H: access refused (HTTP 401, no token given): give a token with access: set HF_TOKEN"
+expect_err "$HF_HOME/token"
+expect_err_lines 1
+
+case_ "a token without access: 403, exit 2"
+HF_TOKEN=hf_wrong run "$BIN" inspect "$H"
+expect_code 2
+expect_err "access refused (HTTP 403, with the token given)"
+grep -qF hf_wrong "$ERR" && _fail "the token was printed" || _pass
+
+case_ "HF_TOKEN: the endpoint sees it, the CDN it redirects to never does"
+clear_log
+HF_TOKEN=$SECRET run "$BIN" inspect --json "$H"
+expect_code 0
+expect_json "len(d['shards']) == 3 and d['expert_count'] == 16"
+py "
+hub = [r for r in rows if r['host'].startswith('127.0.0.1:')]
+cdn = [r for r in rows if r['host'].startswith('localhost:')]
+assert hub and cdn, rows
+assert all(r['auth'] == 'Bearer $SECRET' for r in hub), hub
+assert all(r['auth'] is None for r in cdn), cdn
+assert all(r['status'] == 302 for r in hub), hub
+" && _pass || _fail "the token went where it must not, or not where it must"
+
+case_ "the revision is pinned once from X-Repo-Commit: every later request names the commit"
+py "
+hub = [r['path'] for r in rows if r['host'].startswith('127.0.0.1:')]
+assert hub[0] == '/org/repo/resolve/main/q8/model-00002-of-00003.gguf', hub
+assert all('/resolve/$COMMIT/' in p for p in hub[1:]) and len(hub) >= 4, hub
+" && _pass || _fail "a request after the first named the branch"
+
+case_ "the token file of the Hub's clients"
+printf '%s\n' "$SECRET" >"$HF_HOME/token"
+run "$BIN" inspect "$H"
+expect_code 0
+case_ "a URL on another origin never gets the token"
+clear_log
+run "$BIN" inspect "http://localhost:$PORT/org/repo/resolve/main/q8/model-00002-of-00003.gguf"
+expect_code 2
+expect_err "access refused (HTTP 401, no token given)"
+py "assert rows and all(r['auth'] is None for r in rows), rows" && _pass || _fail "the token went to localhost"
+
+case_ "splice from hf://: the local splice's bytes, and the token nowhere in what it wrote or said"
+run "$BIN" splice "$H" --keeplist "$WORK/drop.json" -o "$WORK/h" --json
+expect_code 0
+for i in 1 2 3; do cmp -s "$WORK/local-0000$i-of-00003.gguf" "$WORK/h-0000$i-of-00003.gguf" && _pass || _fail "shard $i differs"; done
+grep -qF "$SECRET" "$OUT" "$ERR" "$WORK"/h-0000* && _fail "the token is in an output" || _pass
+expect_json "d['bytes_fetched'] > 0"
+run "$BIN" audit "$WORK/h-00001-of-00003.gguf" --source "$H" --keeplist "$WORK/drop.json" --json
+expect_code 0
+grep -qF "$SECRET" "$OUT" "$ERR" && _fail "the token is in audit's report" || _pass
+
+case_ "an explicit revision: the commit works, an unknown one is 404"
+run "$BIN" inspect "$H@$COMMIT"
+expect_code 0
+run "$BIN" inspect "$H@nope"
+expect_code 2
+expect_err "$H@nope: not found (HTTP 404)"
+run "$BIN" inspect "hf://org/q8.gguf"
+expect_code 2
+expect_err "hf://org/q8.gguf: a Hub path is hf://ORG/REPO/PATH[@REVISION]"
+
+finish
