@@ -175,6 +175,9 @@ struct SpliceRequest {
     bool durable = true;    // fsync before and after the rename (--no-fsync: false)
     CopyMethod method = CopyMethod::kAuto;
     unsigned threads = 0;  // 0: one per output file, at most 4 and the cores
+    // From a URL: continue an interrupted run into the same prefix (docs/splice.md "Resume"); false
+    // (--no-resume) starts over.
+    bool resume = true;
 };
 
 // Everything a splice decided and did. It owns what the plan borrows.
@@ -199,6 +202,7 @@ struct SpliceResult {
         uint64_t retries = 0;
     };
     std::optional<Fetched> fetched;
+    uint64_t resumed_bytes = 0;  // output bytes an interrupted run had written, not written again
 };
 
 // open → validate → plan → lock → preflight → (dry run stops here) → copy → read back. Throws

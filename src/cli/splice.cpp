@@ -31,6 +31,7 @@ struct SpliceCli {
     bool no_provenance = false;
     bool drop_mtp = false;
     bool no_fsync = false;
+    bool no_resume = false;
     std::string imatrix_in;
     std::string imatrix_out;
     std::string copy_method = "auto";
@@ -77,7 +78,8 @@ nlohmann::ordered_json file_json(const PlannedFile& f) {
 }
 
 nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const CopyReport* r,
-                                   const std::optional<ops::SpliceResult::Fetched>& fetched) {
+                                   const std::optional<ops::SpliceResult::Fetched>& fetched,
+                                   uint64_t resumed) {
     nlohmann::ordered_json j;
     j["command"] = "splice";
     j["dry_run"] = dry_run;
@@ -110,6 +112,7 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
         j["bytes_fetched"] = fetched->bytes;
         j["http_requests"] = fetched->requests;
         j["http_retries"] = fetched->retries;
+        j["resumed_bytes"] = resumed;
     }
     if (r) {
         j["seconds"] = r->seconds;
@@ -122,7 +125,7 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
 }
 
 void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r,
-                const std::optional<ops::SpliceResult::Fetched>& fetched) {
+                const std::optional<ops::SpliceResult::Fetched>& fetched, uint64_t resumed) {
     std::cout << fmt::format("{} {}: {} MoE blocks, {} → {} experts per block\n",
                              dry_run ? "plan (dry run, nothing written) for" : "spliced", plan.source_path,
                              plan.moe_blocks, plan.source_expert_count, plan.kept_expert_count);
@@ -155,6 +158,9 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r,
         std::cout << fmt::format("fetched  {} ({} bytes, {} HTTP requests{})\n", human_bytes(fetched->bytes),
                                  with_commas(fetched->bytes), with_commas(fetched->requests),
                                  fetched->retries ? fmt::format(", {} retried", fetched->retries) : "");
+    if (resumed)
+        std::cout << fmt::format("resumed  {} ({} bytes) written by an interrupted run\n",
+                                 human_bytes(resumed), with_commas(resumed));
     if (r)
         std::cout << fmt::format(
             "time     {:.3f} s ({:.2f} GB/s)\n", r->seconds,
@@ -172,14 +178,15 @@ int run_splice(const SpliceCli& c) {
     q.dry_run = c.dry_run;
     q.force = c.force;
     q.durable = !c.no_fsync;
+    q.resume = !c.no_resume;
     q.method = parse_method(c.copy_method);
     q.threads = c.threads;
     const auto r = ops::splice(q, cli_events(!c.quiet));
     const CopyReport* copy = r->copy ? &*r->copy : nullptr;
     if (c.json)
-        print_json(report_json(r->plan, c.dry_run, copy, r->fetched));
+        print_json(report_json(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes));
     else
-        print_text(r->plan, c.dry_run, copy, r->fetched);
+        print_text(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes);
     return kExitOk;
 }
 
@@ -213,6 +220,8 @@ Command add_splice(CLI::App& app, const GlobalOptions&) {
     sub->add_flag("--drop-mtp", o->drop_mtp,
                   "Leave out the nextn (MTP) blocks: block_count and nextn_predict_layers shrink (for those "
                   "who do not use speculative decoding)");
+    sub->add_flag("--no-resume", o->no_resume,
+                  "From a URL: start over instead of continuing an interrupted run into the same prefix");
     sub->add_flag("--no-fsync", o->no_fsync,
                   "Do not wait for the disk: outputs are complete before they are renamed into place, but "
                   "may be lost on a power failure before the kernel writes them (run sync before relying on "

@@ -108,6 +108,8 @@ class Writer {
     }
     // Writes everything gathered so far.
     void sync() { flush(); }
+    // Where the next byte of the current item goes (after sync(): everything before it is written).
+    uint64_t position() const { return dst_ + pending_; }
 
     void put_memory(const uint8_t* p, uint64_t n) {
         while (n > 0) {
@@ -420,9 +422,20 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
         }
     if (s.options.prefetch) prefetch.advance(0);
     uint64_t consumed = 0;  // source bytes of the extents copied so far
+    uint64_t checkpoint = item.lo;
+    // A resumable run: every checkpoint_bytes, the bytes so far are made durable, then reported for the
+    // journal (data first, then the journal that says it is there: docs/splice.md "Resume").
+    const auto maybe_checkpoint = [&] {
+        if (!s.options.on_durable || w.position() < checkpoint + s.options.checkpoint_bytes) return;
+        w.sync();
+        checkpoint = w.position();
+        if (::fdatasync(out.fd()) != 0) throw IoError(out.final_path(), "fsync", errno);
+        s.options.on_durable(item.job, checkpoint);
+    };
     for (; it != segs.end() && it->dst_offset < item.hi; ++it) {
         if (s.stop) return;
         check_interrupted();
+        maybe_checkpoint();
         const uint64_t lo = std::max(item.lo, it->dst_offset);
         const uint64_t hi = std::min(item.hi, it->dst_offset + it->length);
         if (s.options.prefetch && is_extent(*it)) {
@@ -452,7 +465,15 @@ void run_item(Shared& s, Writer& w, const WorkItem& item) {
                 left = kernel_copy(s, src, out, from, lo, n);
                 w.resume(hi - left);
             }
-            if (left > 0) w.put_read(src, from + (n - left), left);
+            // In pieces of at most a checkpoint when resumable: an extent may be hundreds of MiB.
+            for (uint64_t at = from + (n - left); left > 0;) {
+                const uint64_t piece =
+                    s.options.on_durable ? std::min(left, s.options.checkpoint_bytes) : left;
+                w.put_read(src, at, piece);
+                at += piece;
+                left -= piece;
+                if (left > 0) maybe_checkpoint();
+            }
         }
     }
     if (!s.stop) w.sync();
@@ -508,17 +529,23 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     check_interrupted();
 
     // Temporaries first: they exist (and are removed again by their destructors) from here on.
+    const bool resumable = !options.partial_paths.empty();
+    if (resumable &&
+        (options.partial_paths.size() != jobs.size() || options.resume_from.size() != jobs.size()))
+        throw std::logic_error("run_copy_jobs: one partial path and resume offset per job");
     std::vector<std::unique_ptr<OutputFile>> outputs;
-    for (const CopyJob* job : jobs) {
-        outputs.push_back(std::make_unique<OutputFile>(job->path));
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const CopyJob* job = jobs[j];
+        outputs.push_back(resumable ? std::make_unique<OutputFile>(job->path, options.partial_paths[j])
+                                    : std::make_unique<OutputFile>(job->path));
         if (options.preallocate) preallocate(*outputs.back(), job->size);
     }
     for (const InputFile* src : sources) src->advise_sequential(0, src->size());
 
     Shared s(jobs, sources, options, outputs);
-    const uint64_t item_bytes = options.work_item_bytes ? options.work_item_bytes : UINT64_MAX;
+    const uint64_t item_bytes = options.work_item_bytes && !resumable ? options.work_item_bytes : UINT64_MAX;
     for (size_t j = 0; j < jobs.size(); ++j)
-        for (uint64_t lo = 0;
+        for (uint64_t lo = resumable ? std::min(options.resume_from[j], jobs[j]->size) : 0;
              lo<jobs[j]->size; lo = jobs[j]->size - lo> item_bytes ? lo + item_bytes : jobs[j]->size)
             s.items.push_back({j, lo, std::min(jobs[j]->size - lo, item_bytes) + lo});
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "io/copy_job.h"
@@ -56,6 +57,16 @@ struct CopyOptions {
     bool durable = true;
     // Called from worker threads with the number of output bytes just finished; must be thread-safe.
     std::function<void(uint64_t)> on_progress;
+
+    // Resumable runs (splice from a URL, docs/splice.md "Resume"). When partial_paths is not empty
+    // (one per job), each job is written into that file, which is kept on failure, starting at
+    // resume_from[job] (the bytes before it are already there and durable); each file is one work
+    // item written front to back; and every checkpoint_bytes its bytes so far are made durable
+    // (fdatasync) and on_durable(job, bytes) is called, from the worker, for the caller's journal.
+    std::vector<std::string> partial_paths;
+    std::vector<uint64_t> resume_from;
+    uint64_t checkpoint_bytes = uint64_t{64} << 20;
+    std::function<void(size_t, uint64_t)> on_durable;
 };
 
 struct CopyReport {

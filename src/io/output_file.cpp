@@ -29,6 +29,12 @@ OutputFile::OutputFile(std::string final_path) : final_path_(std::move(final_pat
     if (fd_ < 0) throw IoError(final_path_, "create", errno);
 }
 
+OutputFile::OutputFile(std::string final_path, std::string temp_path)
+    : final_path_(std::move(final_path)), temp_path_(std::move(temp_path)), keep_(true) {
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw IoError(final_path_, "create", errno);
+}
+
 OutputFile::~OutputFile() {
     discard();
 }
@@ -78,7 +84,7 @@ void OutputFile::discard() {
         ::close(fd_);
         fd_ = -1;
     }
-    if (!committed_ && !temp_path_.empty()) {
+    if (!committed_ && !keep_ && !temp_path_.empty()) {
         ::unlink(temp_path_.c_str());
         temp_path_.clear();
     }

@@ -13,6 +13,10 @@ class OutputFile {
   public:
     // Creates "<dir>/.<name>.gguf-reap-tmp.<pid>.<n>" (exclusive). Throws IoError.
     explicit OutputFile(std::string final_path);
+    // A resumable temporary (splice from a URL, docs/splice.md "Resume"): `temp_path` is opened as it
+    // is, or created, and is left in place when the file is destroyed without commit(), for the next
+    // run to continue. Throws IoError.
+    OutputFile(std::string final_path, std::string temp_path);
     ~OutputFile();
     OutputFile(const OutputFile&) = delete;
     OutputFile& operator=(const OutputFile&) = delete;
@@ -41,6 +45,7 @@ class OutputFile {
     std::string temp_path_;
     int fd_ = -1;
     bool committed_ = false;
+    bool keep_ = false;  // a resumable temporary: never removed here
 };
 
 }  // namespace gguf_reap

@@ -9,17 +9,15 @@
 namespace gguf_reap {
 
 Prefetcher::~Prefetcher() {
-    for (const RemoteRanges& r : remote_) r.file->close_stream(r.stream);
+    if (stream_) RemoteFile::close_stream(stream_);
 }
 
 void Prefetcher::add(const InputFile& file, uint64_t offset, uint64_t length) {
     if (length == 0) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (RemoteFile* remote = file.remote()) {
-        auto it =
-            std::find_if(remote_.begin(), remote_.end(), [&](const auto& r) { return r.file == remote; });
-        if (it == remote_.end()) it = remote_.insert(remote_.end(), {remote, remote->open_stream(), {}});
-        it->pending.emplace_back(offset, length);
+        if (!stream_) stream_ = RemoteFile::open_stream();
+        remote_.push_back({remote, offset, length});
         return;
     }
     ranges_.push_back({file.fd(), offset, length});
@@ -27,11 +25,16 @@ void Prefetcher::add(const InputFile& file, uint64_t offset, uint64_t length) {
 
 void Prefetcher::advance(uint64_t consumed) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (RemoteRanges& r : remote_)
-        if (!r.pending.empty()) {
-            r.file->announce(r.stream, r.pending);
-            r.pending = {};
-        }
+    // Runs of one file's ranges, in the order the pass reads them.
+    for (size_t i = 0; i < remote_.size();) {
+        std::vector<std::pair<uint64_t, uint64_t>> run;
+        size_t j = i;
+        for (; j < remote_.size() && remote_[j].file == remote_[i].file; ++j)
+            run.emplace_back(remote_[j].offset, remote_[j].length);
+        remote_[i].file->announce(stream_, run);
+        i = j;
+    }
+    remote_.clear();
     consumed_ = std::max(consumed_, consumed);
     if (issued_ >= consumed_ + horizon_ / 2 && issued_ > 0) return;
     const uint64_t target = consumed_ + horizon_;

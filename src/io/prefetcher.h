@@ -50,12 +50,12 @@ class Prefetcher {
     uint64_t consumed_ = 0;
     int pending_fd_ = -1;  // the merged request being built
     uint64_t pending_lo_ = 0, pending_hi_ = 0;
-    struct RemoteRanges {
+    struct RemoteRange {
         RemoteFile* file;
-        uint64_t stream;
-        std::vector<std::pair<uint64_t, uint64_t>> pending;  // (offset, length) not announced yet
+        uint64_t offset, length;
     };
-    std::vector<RemoteRanges> remote_;
+    uint64_t stream_ = 0;              // the remote read-ahead stream of this pass, 0 before any
+    std::vector<RemoteRange> remote_;  // not announced yet
 };
 
 }  // namespace gguf_reap

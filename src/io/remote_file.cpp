@@ -326,7 +326,7 @@ void RemoteFile::check_unchanged() {
                                                 what));
 }
 
-uint64_t RemoteFile::open_stream() {
+uint64_t RemoteFile::open_stream() {  // static
     RemoteEngine& e = RemoteEngine::get();
     std::lock_guard<std::mutex> lock(e.mu);
     const uint64_t id = e.next_stream++;
@@ -375,7 +375,7 @@ void RemoteFile::announce(uint64_t stream, const std::vector<std::pair<uint64_t,
     e.work_cv.notify_all();
 }
 
-void RemoteFile::close_stream(uint64_t stream) {
+void RemoteFile::close_stream(uint64_t stream) {  // static
     RemoteEngine& e = RemoteEngine::get();
     std::lock_guard<std::mutex> lock(e.mu);
     auto si = e.streams.find(stream);

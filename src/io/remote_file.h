@@ -41,12 +41,13 @@ class RemoteFile {
     // Asks the server again: IoError when the size or ETag is no longer what was pinned.
     void check_unchanged();
 
-    // Read-ahead (used by io/prefetcher.h): a stream is a sequence of ranges one reader will read in
-    // this order. Closing it frees whatever it still holds.
-    uint64_t open_stream();
+    // Read-ahead (used by io/prefetcher.h): a stream is a sequence of ranges, of any remote files, that
+    // one reader will read in this order; the pool fetches each stream in its order and the streams in
+    // turn. Closing it frees whatever it still holds.
+    static uint64_t open_stream();
+    static void close_stream(uint64_t stream);
     // Ranges (offset, length) the stream will read, in order, after those announced before.
     void announce(uint64_t stream, const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
-    void close_stream(uint64_t stream);
 
     ~RemoteFile();
     RemoteFile(const RemoteFile&) = delete;

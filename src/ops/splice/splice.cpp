@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,7 +16,9 @@
 #include "io/http_client.h"
 #include "io/output_lock.h"
 #include "io/preflight.h"
+#include "io/remote_file.h"
 #include "io/remote_url.h"
+#include "io/resume_journal.h"
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/llama_limits.h"
@@ -88,6 +93,83 @@ void read_back(const SplicePlan& plan) {
     if (plan.imatrix) ImatrixFile::open(plan.imatrix->job.path);
 }
 
+// What the output is made from, as one hash: every source's pin, the keeplist, and every segment and
+// literal byte of the plan (which carries the neuron plan, the split and the provenance).
+std::string plan_identity(const SplicePlan& plan, const std::string& keeplist_sha256) {
+    Sha256 h;
+    const auto put = [&](std::string_view s) {
+        const uint64_t n = s.size();
+        h.update(&n, sizeof n);
+        h.update(s.data(), s.size());
+    };
+    put(keeplist_sha256);
+    for (const InputFile* src : plan.sources) {
+        put(src->path());
+        put(std::to_string(src->size()));
+        if (RemoteFile* rf = src->remote()) put(rf->etag());
+    }
+    for (const CopyJob* job : plan.jobs()) {
+        put(job->path);
+        put(std::to_string(job->size));
+        for (const CopySegment& c : job->segments) {
+            const uint64_t f[5] = {c.dst_offset, c.length, c.src_offset, c.src, c.gather};
+            h.update(f, sizeof f);
+        }
+        for (const auto& lit : job->literals)
+            put(std::string_view(reinterpret_cast<const char*>(lit.data()), lit.size()));
+    }
+    return h.finish_hex();
+}
+
+// Why a journal left by an interrupted run does not describe this run.
+std::string journal_mismatch(const ResumeJournal& old, const ResumeJournal& now) {
+    if (old.keeplist_sha256 != now.keeplist_sha256) return "the keeplist is not the one it was made with";
+    for (const auto& s : now.sources)
+        for (const auto& o : old.sources)
+            if (o.path == s.path && (o.etag != s.etag || o.size != s.size))
+                return fmt::format("{} changed on the server (ETag {} then, {} now)", s.path, o.etag, s.etag);
+    return "the plan differs (another source, split or option)";
+}
+
+// Sets up a resumable copy from a URL (docs/splice.md "Resume"): the journal read and checked, the
+// bytes already on the disk taken, the journal written before the first byte.
+ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std::string& keeplist_sha256,
+                             const std::string& journal_path, const Events& events) {
+    ResumeJournal now;
+    now.keeplist_sha256 = keeplist_sha256;
+    now.identity = plan_identity(r.plan, now.keeplist_sha256);
+    for (const Shard& s : r.model.shards())
+        now.sources.push_back({s.path, s.file->size(), s.file->remote() ? s.file->remote()->etag() : ""});
+    for (const CopyJob* job : r.plan.jobs())
+        now.files.push_back({job->path, partial_path(job->path), job->size, 0});
+
+    const auto old = ResumeJournal::load(journal_path);
+    const auto discard = [&] {
+        for (const auto& f : old->files) ::unlink(f.partial.c_str());
+    };
+    if (old && !q.resume) {
+        discard();
+        events.info(
+            fmt::format("starting over (--no-resume): removed the partial output of an interrupted run"));
+    } else if (old && old->identity != now.identity) {
+        discard();
+        events.info(fmt::format("starting over: an interrupted run left a partial output, but {}",
+                                journal_mismatch(*old, now)));
+    } else if (old) {
+        for (size_t i = 0; i < now.files.size() && i < old->files.size(); ++i) {
+            struct stat st {};
+            if (::stat(now.files[i].partial.c_str(), &st) == 0 &&
+                static_cast<uint64_t>(st.st_size) >= old->files[i].done)
+                now.files[i].done = std::min(old->files[i].done, now.files[i].size);
+            r.resumed_bytes += now.files[i].done;
+        }
+        events.info(fmt::format("resuming an interrupted run: {} of {} already written",
+                                human_bytes(r.resumed_bytes), human_bytes(r.plan.bytes_written())));
+    }
+    now.save(journal_path);
+    return now;
+}
+
 }  // namespace
 
 std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& events) {
@@ -160,6 +242,25 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
         q.threads ? q.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
     if (co.threads > files) co.work_item_bytes = uint64_t{256} << 20;
     r->threads = co.threads;
+    // From a URL the copy is resumable: each file front to back into a partial file that outlives a
+    // failure, a checkpoint every 1/256 of the output (256 KiB to 64 MiB), the journal after each.
+    const std::string journal_path = resume_journal_path(so.out_prefix);
+    std::mutex journal_mu;
+    ResumeJournal journal;
+    if (remote) {
+        journal = prepare_resume(*r, q, so.keeplist_sha256, journal_path, events);
+        for (const auto& f : journal.files) {
+            co.partial_paths.push_back(f.partial);
+            co.resume_from.push_back(f.done);
+        }
+        co.checkpoint_bytes =
+            std::clamp<uint64_t>(r->plan.bytes_written() / 64, 256 << 10, uint64_t{64} << 20);
+        co.on_durable = [&](size_t job, uint64_t bytes) {
+            std::lock_guard<std::mutex> lock(journal_mu);
+            journal.files[job].done = bytes;
+            journal.save(journal_path);
+        };
+    }
     events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(r->plan.bytes_written()),
                              co.threads, copy_method_name(q.method)));
     if (!remote) {
@@ -176,6 +277,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
             throw;
         }
         set_http_progress({});
+        ::unlink(journal_path.c_str());  // complete: nothing to resume
     }
     count_fetched();
     for (const std::string& p : r->stale_siblings) {
