@@ -8,7 +8,7 @@
 // Reads come two ways. Passes over many ranges (splice's kept slabs, audit's source runs) announce
 // them first through io/prefetcher.h: each announcement is cut into requests of at most 4 MiB, ranges
 // closer than the gap policy allows are merged into one request, and a pool of connections fetches
-// them ahead of the reader, in parallel, into memory bounded by a budget (40 MiB in all, whatever the
+// them ahead of the reader, in parallel, into memory bounded by a budget (24 MiB in all, whatever the
 // number of files, passes or threads). A read takes its bytes from there and frees them. Anything not
 // announced (a header being parsed) is read through a small window that doubles while the reads stay
 // sequential (256 KiB up to 2 MiB), so a header costs a few requests and little more than its size.

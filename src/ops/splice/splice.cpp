@@ -243,7 +243,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     if (co.threads > files) co.work_item_bytes = uint64_t{256} << 20;
     r->threads = co.threads;
     // From a URL the copy is resumable: each file front to back into a partial file that outlives a
-    // failure, a checkpoint every 1/256 of the output (256 KiB to 64 MiB), the journal after each.
+    // failure, a checkpoint every 1/64 of the output (256 KiB to 64 MiB), the journal after each.
     const std::string journal_path = resume_journal_path(so.out_prefix);
     std::mutex journal_mu;
     ResumeJournal journal;
