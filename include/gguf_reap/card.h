@@ -163,6 +163,8 @@ struct CardEval {
 struct CardFacts {
     std::string tool;
     std::string base_model, base_model_from;  // "" when unknown
+    // An hf:// source: "ORG/REPO@COMMIT", the revision pinned when it was read (docs/remote.md); else "".
+    std::string source_revision;
     std::vector<std::string> tags;
     std::string license, license_name, license_link;
     std::string arch;

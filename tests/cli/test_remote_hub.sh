@@ -73,6 +73,23 @@ run "$BIN" audit "$WORK/h-00001-of-00003.gguf" --source "$H" --keeplist "$WORK/d
 expect_code 0
 grep -qF "$SECRET" "$OUT" "$ERR" && _fail "the token is in audit's report" || _pass
 
+case_ "rank --model, splice, audit and card from hf://: the card records ORG/REPO@COMMIT"
+"$GEN" imatrix --model "$WORK/srv/org/repo/q8/model-00001-of-00003.gguf" -o "$WORK/im.gguf" >/dev/null
+run "$BIN" rank --model "$H" --imatrix wiki="$WORK/im.gguf" --prune 2 -o "$WORK/rank"
+expect_code 0
+run "$BIN" splice "$H" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/c" -q
+expect_code 0
+run "$BIN" audit "$WORK/c-00001-of-00003.gguf" --source "$H" --keeplist "$WORK/rank/keeplist.json" --json
+expect_code 0
+cp "$OUT" "$WORK/audit.json"
+run "$BIN" card "$WORK/c-00001-of-00003.gguf" --source "$H" --rank "$WORK/rank" --audit "$WORK/audit.json" --json
+expect_code 0
+expect_json "d['source_revision'] == 'org/repo@$COMMIT' and d['base_model'] == 'org/repo' and d['base_model_from'] == 'the hf:// source'"
+run "$BIN" card "$WORK/c-00001-of-00003.gguf" --source "$H" --rank "$WORK/rank" --audit "$WORK/audit.json"
+expect_code 0
+expect_out "Pruned from \`org/repo@$COMMIT\` (the Hub revision pinned when the source was read)."
+grep -qF "$SECRET" "$OUT" "$WORK/rank"/* && _fail "the token is in the card or rank's outputs" || _pass
+
 case_ "an explicit revision: the commit works, an unknown one is 404"
 run "$BIN" inspect "$H@$COMMIT"
 expect_code 0

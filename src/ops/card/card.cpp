@@ -19,6 +19,7 @@
 #include "io/output_file.h"
 #include "io/paths.h"
 #include "io/preflight.h"
+#include "io/remote_file.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/units.h"
@@ -480,11 +481,17 @@ void add_files(const CardRequest& q, const OpenedModel& out, const std::vector<s
 
 // Front matter: base model, license and tags.
 void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events& events, CardFacts& f) {
+    const InputFile* first = src.set.shards().front().file.get();
+    if (first && first->remote()) f.source_revision = first->remote()->hub_revision();
     if (!q.base_model.empty()) {
         f.base_model = q.base_model;
         f.base_model_from = "--base-model";
     } else {
         std::tie(f.base_model, f.base_model_from) = base_model_of(src.set);
+        if (f.base_model.empty() && !f.source_revision.empty()) {  // the repository it was read from
+            f.base_model = f.source_revision.substr(0, f.source_revision.find('@'));
+            f.base_model_from = "the hf:// source";
+        }
         if (f.base_model.empty())
             events.warn(fmt::format(
                 "{} names no Hugging Face repository (general.source.huggingface.repository, "

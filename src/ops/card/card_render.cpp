@@ -233,6 +233,9 @@ void files_section(std::string& s, const CardFacts& f) {
     if (f.eval && !f.eval->svg.empty())
         s += fmt::format("Plot: `{}` ({} bytes), mean KLD against size per text, from `{}`.\n\n", f.eval->svg,
                          with_commas(f.eval->svg_bytes), f.eval->file);
+    if (!f.source_revision.empty())
+        s += fmt::format("Pruned from `{}` (the Hub revision pinned when the source was read).\n\n",
+                         f.source_revision);
     if (f.hashes_from == "manifest")
         s += fmt::format("sha256 from the manifest `{}`.\n\n", f.manifest_name);
     else if (f.hashes_from == "audit")
@@ -311,6 +314,7 @@ json card_json(const CardFacts& f) {
     j["tool"] = f.tool;
     j["base_model"] = str_or_null(f.base_model);
     j["base_model_from"] = str_or_null(f.base_model_from);
+    j["source_revision"] = str_or_null(f.source_revision);
     j["library_name"] = "gguf";
     j["tags"] = f.tags;
     j["license"] = {{"license", str_or_null(f.license)},
