@@ -73,9 +73,11 @@ run "$BIN" audit "$WORK/h-00001-of-00003.gguf" --source "$H" --keeplist "$WORK/d
 expect_code 0
 grep -qF "$SECRET" "$OUT" "$ERR" && _fail "the token is in audit's report" || _pass
 
-case_ "rank --model, splice, audit and card from hf://: the card records ORG/REPO@COMMIT"
+case_ "rank --model, plan-width --model, splice, audit and card from hf://: the card records ORG/REPO@COMMIT"
 "$GEN" imatrix --model "$WORK/srv/org/repo/q8/model-00001-of-00003.gguf" -o "$WORK/im.gguf" >/dev/null
 run "$BIN" rank --model "$H" --imatrix wiki="$WORK/im.gguf" --prune 2 -o "$WORK/rank"
+expect_code 0
+run "$BIN" plan-width --model "$H" --imatrix wiki="$WORK/im.gguf" --k 32 -o "$WORK/plan.npz"
 expect_code 0
 run "$BIN" splice "$H" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/c" -q
 expect_code 0
