@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -233,6 +235,15 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     // Options and tools first, so that a typo fails before any model is opened.
     check_request(q);
     Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir};
+    // The outputs before any work: locked against a second eval writing them, and created under their
+    // temporary names, so that an unwritable or missing directory fails now, not after every run.
+    std::optional<OutputLock> out_lock;
+    std::unique_ptr<OutputFile> json_file, svg_file;
+    if (!q.json_out.empty()) {
+        out_lock.emplace(q.json_out);
+        json_file = std::make_unique<OutputFile>(q.json_out);
+        svg_file = std::make_unique<OutputFile>(svg_path_for(q.json_out));
+    }
     std::error_code ec;
     fs::create_directories(c.cache_dir, ec);
     if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
@@ -292,18 +303,24 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
         for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
     if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
 
-    // The report, written only when every run succeeded.
+    // The report, written only when every run succeeded. Should that fail, the figures are still
+    // returned (write_error), for the caller to show before it fails.
     if (!q.json_out.empty()) {
-        const std::string svg_path = svg_path_for(q.json_out);
-        r.json_written = q.json_out;
-        r.svg_written = svg_path;
-        const std::string json = eval_json(r).dump(2) + "\n";
-        const std::string svg = eval_svg(r);
-        OutputFile jf(q.json_out), sf(svg_path);
-        jf.write_at(0, json.data(), json.size());
-        sf.write_at(0, svg.data(), svg.size());
-        sf.commit();
-        jf.commit();
+        try {
+            const std::string svg = eval_svg(r);
+            r.svg_sha256 = sha256_hex(svg.data(), svg.size());
+            r.json_written = q.json_out;
+            r.svg_written = svg_file->final_path();
+            const std::string json = eval_json(r).dump(2) + "\n";
+            json_file->write_at(0, json.data(), json.size());
+            svg_file->write_at(0, svg.data(), svg.size());
+            svg_file->commit();
+            json_file->commit();
+        } catch (const IoError& e) {
+            r.json_written.clear();
+            r.svg_written.clear();
+            r.write_error = e.what();
+        }
     }
     return r;
 }
