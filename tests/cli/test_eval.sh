@@ -49,6 +49,16 @@ expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$M"'", "--stdin"
 expect_json '"--no-escape" in d["runs"][0]["command"] and d["runs"][0]["command"][d["runs"][0]["command"].index("-c")+1] == "128"'
 expect_out "keep8.gguf"
 
+case_ "on a terminal: run i of n and an ETA (a pty from script(1)); cached base runs are not counted"
+mkdir -p "$WORK/tty"
+script -qec "$(printf '%q ' "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 \
+    --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/tty/cache") >/dev/null" /dev/null | tr '\r' '\n' >"$WORK/tty/first"
+script -qec "$(printf '%q ' "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 \
+    --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/tty/cache") >/dev/null" /dev/null | tr '\r' '\n' >"$WORK/tty/again"
+grep -aq '^run 1/6: base run on python (tiny-qwen3moe-trained-A-Q8_0.gguf): chunk 0/8' "$WORK/tty/first" && _pass || _fail "no 'run 1/6' line: $(grep -a run "$WORK/tty/first" | head -3)"
+grep -aq '^run 6/6, ETA [0-9]*:[0-9][0-9]: keep8.gguf on c: chunk 0/8' "$WORK/tty/first" && _pass || _fail "no 'run 6/6, ETA' line: $(grep -a run "$WORK/tty/first" | tail -3)"
+grep -aq '^run 1/2: keep8.gguf on python' "$WORK/tty/again" && grep -aq '^run 2/2, ETA' "$WORK/tty/again" && _pass || _fail "cached bases counted: $(grep -a run "$WORK/tty/again")"
+
 case_ "a second eval reuses the cached base logits"
 : >"$WORK/calls"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \

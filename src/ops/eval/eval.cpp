@@ -142,6 +142,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             OutputFile log(entry + ".log");
             auto argv = t.base_command;
             argv.push_back(logits.temp_path());
+            begin_run(c);
             const std::string text = run_tool(
                 c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(src.path)), t.chunks,
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
@@ -164,6 +165,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             logits.commit(false);
         }
     } else {
+        --c.runs_total;  // counted as a run in eval()
         t.base_cached = true;
         c.ev.info(fmt::format("base logits of {}: cached, {}", t.name, t.base_file));
     }
@@ -190,6 +192,8 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
     std::optional<KldLog> log;
     std::string text;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+        if (attempt > 1) ++c.runs_total;
+        begin_run(c);
         text = run_tool(c, r.command, "", label, t.chunks, count_rows);
         log = parse_kld_log(text);
         check_run_shape(c, label, log->shape, log->figures.has_value(), t.chunks, text);
@@ -234,7 +238,7 @@ namespace ops {
 EvalResult eval(const EvalRequest& q, const Events& ev) {
     // Options and tools first, so that a typo fails before any model is opened.
     check_request(q);
-    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir};
+    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir, 0, 0, {}, {}};
     // The outputs before any work: locked against a second eval writing them, and created under their
     // temporary names, so that an unwritable or missing directory fails now, not after every run.
     std::optional<OutputLock> out_lock;
@@ -298,6 +302,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     }
 
     // Per text, the source's logits once; then every OUT against them.
+    c.runs_total = static_cast<int64_t>(r.texts.size() * (1 + outs.size()));
     for (EvalTextFacts& t : r.texts) base_run(c, src, r.source_identity, t);
     for (const EvalModel& o : outs)
         for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
