@@ -22,6 +22,7 @@ namespace gguf_reap {
 namespace {
 
 std::atomic<uint64_t> g_bytes{0}, g_requests{0}, g_retries{0};
+std::atomic<bool> g_cancel{false};
 std::mutex g_progress_mu;
 std::function<void(uint64_t)> g_progress;
 
@@ -184,7 +185,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
 }
 
 int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    return interrupted() ? 1 : 0;
+    return interrupted() || g_cancel.load() ? 1 : 0;
 }
 
 // One request to `url`, no redirect followed. `body` null: HEAD.
@@ -348,6 +349,7 @@ void pause_before(uint64_t attempt, const Retry& retry) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < until) {
         check_interrupted();
+        if (g_cancel.load()) throw Interrupted();
         std::this_thread::sleep_for(std::chrono::milliseconds(std::min<uint64_t>(ms, 50)));
     }
 }
@@ -440,6 +442,10 @@ void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, u
         sink = g_progress;
     }
     if (sink) sink(n);
+}
+
+void cancel_http() {
+    g_cancel = true;
 }
 
 HttpCounts http_counts() {

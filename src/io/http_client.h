@@ -53,6 +53,10 @@ struct HttpCounts {
     uint64_t retries = 0;
 };
 HttpCounts http_counts();
+// Stops every transfer and retry wait at once (they throw Interrupted): the read-ahead pool's threads
+// at exit, so that a run that failed does not wait for fetches nobody will read.
+void cancel_http();
+
 // Called with the body bytes of each completed range (a progress line), or cleared with {}.
 void set_http_progress(std::function<void(uint64_t)> sink);
 

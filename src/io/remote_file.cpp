@@ -119,6 +119,7 @@ struct RemoteEngine {
             std::lock_guard<std::mutex> lock(mu);
             stop = true;
         }
+        cancel_http();  // at exit nobody reads what is still being fetched
         work_cv.notify_all();
         for (auto& t : threads) t.join();
     }
