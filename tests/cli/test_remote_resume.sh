@@ -25,7 +25,7 @@ cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "differs from the loc
 [ ! -e "$WORK/.r.gguf-reap-resume.json" ] && _pass || _fail "a finished run left its journal"
 rm -f "$WORK/r.gguf"
 
-# kill_at FRACTION: starts the splice and SIGKILLs it once the server has sent FRACTION of WHOLE; KILLED
+# kill_at FRACTION [SIGNAL]: starts the splice and SIGKILLs it (or sends SIGNAL) once the server has sent FRACTION of WHOLE; KILLED
 # is what it had sent by then.
 kill_at() {
     fault '{"delay_ms": 300}'
@@ -39,8 +39,9 @@ for _ in range(3000):
         break
     time.sleep(0.005)
 PY
-    kill -9 $pid 2>/dev/null
-    wait $pid 2>/dev/null
+    kill -"${2:-9}" $pid 2>/dev/null
+    KILL_CODE=0
+    wait $pid 2>/dev/null || KILL_CODE=$?
     KILLED=$(served_bytes)
     no_fault
 }
@@ -56,8 +57,20 @@ expect_code 0
 expect_err "resuming an interrupted run: "
 cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "the resumed output differs from the local splice"
 expect_json "d['bytes_fetched'] <= 0.7 * $WHOLE and d['resumed_bytes'] > 0"
-[ ! -e "$WORK/.r.gguf-reap-partial" ] && [ ! -e "$WORK/.r.gguf-reap-resume.json" ] && _pass ||
+[ ! -e "$WORK/.r.gguf.gguf-reap-partial" ] && [ ! -e "$WORK/.r.gguf-reap-resume.json" ] && _pass ||
     _fail "the partial file or the journal is left after the resumed run"
+rm -f "$WORK/r.gguf"
+
+case_ "SIGTERM (as Ctrl-C): exit 130, the partial file and the journal kept, the next run resumes"
+kill_at 0.3 TERM
+[ "$KILL_CODE" -eq 130 ] && _pass || _fail "exit $KILL_CODE after SIGTERM, expected 130"
+[ ! -e "$WORK/r.gguf" ] && [ -e "$WORK/.r.gguf.gguf-reap-partial" ] && [ -e "$WORK/.r.gguf-reap-resume.json" ] && _pass ||
+    _fail "after SIGTERM: an output under its name, or no partial file or journal: $(ls -a "$WORK" | tr "\n" " ")"
+run "${SPLICE[@]}"
+expect_code 0
+expect_err "resuming an interrupted run: "
+expect_json "d['resumed_bytes'] > 0"
+cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "the resumed output differs from the local splice"
 rm -f "$WORK/r.gguf"
 
 case_ "another keeplist starts over and says why"
