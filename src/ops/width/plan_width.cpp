@@ -21,6 +21,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/width.h"
 #include "io/output_file.h"
+#include "io/output_lock.h"
 #include "io/preflight.h"
 #include "io/sha256.h"
 #include "io/signals.h"
@@ -445,7 +446,11 @@ void write_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms
 PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& events) {
     PlanWidthResult res;
     const bool by_block = opts.granularity == Granularity::kBlock;
-    check_request(opts, res);                        // before anything is read
+    check_request(opts, res);  // before anything is read
+    // Both outputs locked, and a temporary of each made and removed: a directory nobody can write to
+    // fails now, before the imatrices are read.
+    for (const std::string& p : {res.plan_path, res.receipt_path}) OutputFile(p).discard();
+    const OutputLock lock(res.plan_path);
     const WidthModel model = open_model(opts, res);  // --model: blocks, experts, width rules
     const std::vector<ImatrixFile> ims = open_imatrices(opts.imatrices, 0);
     const ImatrixDomains found = match_domains(opts, ims, model, res);
