@@ -1,7 +1,7 @@
 # The publisher's path (issue 33): one ranking for a family of quants, every output checked before the
 # work, audit's progress, and the wording a first real run met. The family cases run on the trained
 # fixture (an f16 model and its Q8_0, ../shared/fixtures/trained); the rest on generated models.
-# ctest-parts: fixtures
+# ctest-parts: fixtures proc
 source "$(dirname "$0")/lib.sh"
 expect_not_out() { grep -qF -- "$1" "$OUT" && _fail "stdout has: $1" || _pass; }
 
@@ -93,7 +93,8 @@ expect_code 0
 # ---- outputs checked before the work (item 3) ------------------------------------------------------
 # /proc is a directory where nobody can create a file (root included, which a read-only chmod is not).
 
-if [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; then
+proc_refuses() { [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; }
+if part proc "the unwritable-directory cases: /proc is missing or writable here" proc_refuses; then
     "$BIN" -q splice "$WORK/m.gguf" --keeplist "$WORK/drop.json" -o "$WORK/bad" >/dev/null
     # A byte of a kept expert changed: the audit would report a finding (exit 1) after reading it all.
     printf '\x55' | dd of="$WORK/bad.gguf" bs=1 seek=$(($(stat -c %s "$WORK/bad.gguf") - 100)) conv=notrunc 2>/dev/null
@@ -123,8 +124,6 @@ if [ -d /proc/self ] && ! touch /proc/gguf-reap-probe 2>/dev/null; then
     run "$BIN" estimate "$WORK/nope.gguf" --sweep --svg /proc/s.svg
     expect_code 3
     expect_err "gguf-reap: error: /proc/s.svg: create: "
-else
-    echo "note: /proc is missing or writable here: the unwritable-directory cases did not run"
 fi
 
 # A write that fails after the work (a file size limit of 2 KiB, as a full disk; stdout stays below it):
