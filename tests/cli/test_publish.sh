@@ -147,6 +147,14 @@ expect_out "not written: $WORK/rfull/keeplist.json"
 expect_err "File too large"
 [ ! -e "$WORK/rfull/keeplist.json" ] && _pass || _fail "a keeplist was left under its final name"
 
+case_ "plan-width: the plan cannot be written, its figures are still printed (exit 3)"
+nowrite "$BIN" plan-width --imatrix "chat=$WORK/m.chat.gguf" --k 8 -o "$WORK/pw.npz"
+expect_code 3
+expect_out "kept 8 of 64 channels for 8 experts in each of 4 MoE blocks"
+expect_out "not written: $WORK/pw.npz, $WORK/pw.json"
+expect_err "File too large"
+[ ! -e "$WORK/pw.npz" ] && [ ! -e "$WORK/pw.json" ] && _pass || _fail "a plan or receipt under its final name"
+
 case_ "estimate --svg: the plot cannot be written, the sweep is still printed (exit 3)"
 nowrite "$BIN" estimate "$WORK/m.gguf" --sweep --svg "$WORK/s.svg"
 expect_code 3
