@@ -29,6 +29,29 @@ namespace fs = std::filesystem;
 // Texts are read whole to be hashed.
 constexpr uint64_t kTextLimit = uint64_t{1} << 30;
 constexpr int kAttempts = 3;
+// llama-perplexity prints a KLD run's summary only when it scored at least this many tokens
+// (tools/perplexity/perplexity.cpp, kl_divergence: "if (kld.count < 100) return").
+constexpr int64_t kSummaryTokens = 100;
+
+// IoError unless llama-perplexity says it computes exactly the `chunks` chunks of ctx tokens asked for
+// ("computing over N chunks, n_ctx=C"): figures over other chunks are not the ones asked for.
+// A run that printed no figures at all failed, and is reported as such by the caller.
+void check_run_shape(const Ctx& c, const std::string& label, const std::optional<PerplexityRunShape>& shape,
+                     bool has_figures, int64_t chunks, std::string_view text) {
+    if (!shape) {
+        if (!has_figures) return;
+        throw IoError(
+            c.tools.perplexity,
+            fmt::format("{}: printed figures but no \"computing over N chunks\" line; its last lines:\n{}",
+                        label, last_lines(text, kErrorLines)));
+    }
+    if (shape->chunks != chunks || shape->n_ctx != static_cast<int64_t>(c.q.ctx))
+        throw IoError(c.tools.perplexity,
+                      fmt::format("{}: computed {} chunks of {} tokens where {} chunks of {} were asked for "
+                                  "(--chunks {} -c {}); its last lines:\n{}",
+                                  label, shape->chunks, shape->n_ctx, chunks, c.q.ctx, chunks, c.q.ctx,
+                                  last_lines(text, kErrorLines)));
+}
 
 int64_t count_rows(std::string_view log) {
     return static_cast<int64_t>(parse_kld_log(log).rows.size());
@@ -156,20 +179,28 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
     r.command.insert(r.command.end(), {"--kl-divergence-base", t.base_file, "--kl-divergence"});
     const std::string label = fmt::format("{} on {}", base_name(out.path), t.name);
     // llama.cpp's logger thread is leaked at exit (common/log.cpp, common_log_main), so the last lines
-    // it queued may never be written: here some runs lost their last chunk row and the summary. The run
-    // is deterministic, so it is run again, up to kAttempts times in all.
+    // it queued may never be written: here some runs lost their last chunk rows or the summary's last
+    // lines (the percentiles). The run is deterministic, so it is run again, up to kAttempts times in
+    // all, until its summary is complete; after that, a run with every chunk row is taken from its last
+    // row (its percentiles then stay unknown). A run too short for a summary (under kSummaryTokens
+    // scored tokens) is complete with its rows.
+    const bool summary_expected = t.scored_tokens >= kSummaryTokens;
     std::optional<KldLog> log;
     std::string text;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
         text = run_tool(c, r.command, "", label, t.chunks, count_rows);
         log = parse_kld_log(text);
-        if (log->figures && (log->summary_complete || log->figures->chunks == t.chunks)) break;
+        check_run_shape(c, label, log->shape, log->figures.has_value(), t.chunks, text);
+        if (log->summary_complete) break;
+        const bool all_rows = log->figures && log->figures->chunks == t.chunks;
+        if (all_rows && !summary_expected) break;
         if (log->rows.empty()) break;  // it failed, rather than losing its tail
         if (attempt < kAttempts)
             c.ev.warn(
-                fmt::format("{}: llama-perplexity's output lost its last lines ({} of {} chunk rows, no "
-                            "summary); running it again ({} of {})",
-                            label, log->rows.size(), t.chunks, attempt + 1, kAttempts));
+                fmt::format("{}: llama-perplexity's output lost its last lines ({} of {} chunk rows, {}); "
+                            "running it again ({} of {})",
+                            label, log->rows.size(), t.chunks, all_rows ? "summary incomplete" : "no summary",
+                            attempt + 1, kAttempts));
     }
     const bool all_chunks = log->figures && (log->summary_complete || log->figures->chunks == t.chunks);
     if (!all_chunks)
@@ -177,6 +208,11 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
             c.tools.perplexity,
             fmt::format("{}: printed {} of {} chunk rows and no complete summary; its last lines:\n{}", label,
                         log->rows.size(), t.chunks, last_lines(text, kErrorLines)));
+    if (!log->summary_complete && summary_expected)
+        c.ev.warn(
+            fmt::format("{}: llama-perplexity's summary was incomplete in all {} runs; the figures are its "
+                        "last chunk row's, and the percentiles it lost are unknown",
+                        label, kAttempts));
     r.figures = *log->figures;
     r.figures.chunks = t.chunks;
     if (!r.figures.ppl_source && t.source_ppl) r.figures.ppl_source = t.source_ppl;
@@ -203,9 +239,16 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
 
     // The models: every OUT must be a build of the source.
     const EvalModel src = open_eval_model(q.source);
+    const std::string identity = source_identity(src.set);
     std::vector<EvalModel> outs;
     for (const std::string& o : q.outputs) {
         outs.push_back(open_eval_model(o));
+        // The source given again (or a copy of it) would measure KLD 0 against itself: not a build.
+        if (source_identity(outs.back().set) == identity)
+            throw UsageError(
+                fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
+                            "it; give the pruned builds as OUT",
+                            o, q.source));
         check_same_source(src, outs.back());
     }
     EvalResult r;
@@ -216,7 +259,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     r.source_shards = src.shard_names;
     r.source_bytes = src.bytes;
     r.source_expert_count = src.expert_count;
-    r.source_identity = source_identity(src.set);
+    r.source_identity = identity;
     r.ctx = q.ctx;
     r.batch = kBatch;
     r.chunks_requested = q.chunks;
