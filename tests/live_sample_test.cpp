@@ -1,9 +1,9 @@
-// The sample of architectures whose loader verdicts CI asks llama.cpp about again (tests/data/live-sample.txt,
-// test_loader_verdicts), unless GGUF_REAP_LIVE_FULL=1 asks about every row (docs/reliability.md, "Live
-// tests"). The sample must hold an architecture of every loader family: for
-// every column of the architecture table (model/architectures.cpp), every value some architecture has,
-// and every flag and optional-tensor bit. A new row with a value no sampled architecture has fails here,
-// naming the value and an architecture that has it.
+// The sample of architectures whose loader verdicts CI asks llama.cpp about again
+// (tests/data/live-sample.txt, test_loader_verdicts), unless GGUF_REAP_LIVE_FULL=1 asks about every row
+// (docs/reliability.md, "Live tests"). The sample must hold an architecture of every loader family: for every
+// column of the architecture table (model/architectures.cpp), every value some architecture has, and every
+// flag and optional-tensor bit. A new row with a value no sampled architecture has fails here, naming the
+// value and an architecture that has it.
 #include <gtest/gtest.h>
 
 #include <fstream>

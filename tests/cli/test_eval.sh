@@ -51,6 +51,16 @@ expect_json '"\"/" not in json.dumps(d) and d["texts"][0]["base_file"].startswit
 expect_json '"--no-escape" in d["runs"][0]["command"] and d["runs"][0]["command"][d["runs"][0]["command"].index("-c")+1] == "128"'
 expect_out "keep8.gguf"
 
+case_ "on a terminal: run i of n and an ETA (a pty from script(1)); cached base runs are not counted"
+mkdir -p "$WORK/tty"
+script -qec "$(printf '%q ' "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 \
+    --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/tty/cache") >/dev/null" /dev/null | tr '\r' '\n' >"$WORK/tty/first"
+script -qec "$(printf '%q ' "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 \
+    --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/tty/cache") >/dev/null" /dev/null | tr '\r' '\n' >"$WORK/tty/again"
+grep -aq '^run 1/6: base run on python (tiny-qwen3moe-trained-A-Q8_0.gguf): chunk 0/8' "$WORK/tty/first" && _pass || _fail "no 'run 1/6' line: $(grep -a run "$WORK/tty/first" | head -3)"
+grep -aq '^run 6/6, ETA [0-9]*:[0-9][0-9]: keep8.gguf on c: chunk 0/8' "$WORK/tty/first" && _pass || _fail "no 'run 6/6, ETA' line: $(grep -a run "$WORK/tty/first" | tail -3)"
+grep -aq '^run 1/2: keep8.gguf on python' "$WORK/tty/again" && grep -aq '^run 2/2, ETA' "$WORK/tty/again" && _pass || _fail "cached bases counted: $(grep -a run "$WORK/tty/again")"
+
 case_ "a second eval reuses the cached base logits"
 : >"$WORK/calls"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
@@ -241,11 +251,17 @@ expect_code 2
 expect_err_lines 1
 expect_err "--text short=$WORK/short.txt: 94 tokens, too short for one chunk at --ctx 128 (llama-perplexity needs at least 2 x ctx = 256)"
 
-case_ "an output path that is an input"
-run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" -o "$WORK/python.heldout.txt"
+case_ "an output path that is an input (the JSON, or its plot)"
+cp "$WORK/python.heldout.txt" "$WORK/held.json"
+cp "$WORK/c.heldout.txt" "$WORK/plot.svg"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/held.json" --llama-bin "$FAKE" -o "$WORK/held.json"
 expect_code 2
 expect_err_lines 1
-expect_err "is an input of this eval"
+expect_err "-o $WORK/held.json: $WORK/held.json is an input of this eval"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text c="$WORK/plot.svg" --llama-bin "$FAKE" -o "$WORK/plot.json"
+expect_code 2
+expect_err "-o $WORK/plot.json: $WORK/plot.svg is an input of this eval"
+rm -f "$WORK/held.json" "$WORK/plot.svg"
 
 case_ "an OUT that is the source itself (or a copy): refused, it would measure KLD 0"
 cp "$M" "$WORK/copy-of-source.gguf"
@@ -256,6 +272,37 @@ for o in "$M" "$WORK/copy-of-source.gguf"; do
     expect_err "$o: this is the source $M itself (the same header bytes), not a build of it; give the pruned builds as OUT"
 done
 rm -f "$WORK/copy-of-source.gguf"
+
+case_ "-o names a .json file, so its plot (FILE.svg) belongs to no other -o"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" -o "$WORK/eval.txt"
+expect_code 2
+expect_err_lines 1
+expect_err "-o $WORK/eval.txt: name a .json file, e.g. eval.json (its plot is written beside it, eval.svg)"
+
+case_ "-o in a directory that cannot be written: exit 3 before any llama.cpp run"
+: >"$WORK/calls"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" -o "$WORK/no-such-dir/eval.json"
+expect_code 3
+expect_err "$WORK/no-such-dir"
+! grep -q '^base\|^kld' "$WORK/calls" && _pass || _fail "llama-perplexity ran before the output was checked: $(cat "$WORK/calls")"
+
+case_ "card --eval refuses a plot that is not the eval's (eval.json records its sha256)"
+cp "$WORK/eval.json" "$WORK/svgcheck.json"
+cp "$WORK/eval.svg" "$WORK/svgcheck.svg"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/svgcheck.json"
+expect_code 0
+echo '<svg xmlns="http://www.w3.org/2000/svg"/>' >"$WORK/eval.svg.other"
+sed -i 's/"svg": "eval.svg"/"svg": "svgcheck.svg"/' "$WORK/svgcheck.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/svgcheck.json"
+expect_code 0
+cp "$WORK/eval.svg.other" "$WORK/svgcheck.svg"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/svgcheck.json"
+expect_code 2
+expect_err_lines 1
+expect_err "svgcheck.svg: files.svg_sha256: the plot's sha256 is not the"
+expect_err "that svgcheck.json records: it is not this eval's plot"
 
 case_ "an OUT of another source"
 "$GEN" model --skeleton --preset demo -o "$WORK/other.gguf" >/dev/null
@@ -292,6 +339,17 @@ if part shim "the disk-full refusal (needs the fault shim, GGUF_REAP_FAULT_SHIM,
     faulty FAULT_FREE_BYTES=4136960 FAULT_PATH="$WORK/cache-full" "$BIN" eval --source "$M" "$WORK/keep8.gguf" \
         --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache-full"
     expect_code 0
+    case_ "the report cannot be written after every run: exit 3, the figures still on stdout, no eval.json"
+    faulty FAULT_OP=write FAULT_PATH=".late.json.gguf-reap-tmp" FAULT_ERRNO=ENOSPC "$BIN" eval --source "$M" \
+        "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+        --cache-dir "$WORK/cache" -o "$WORK/late.json"
+    expect_code 3
+    expect_out "keep8.gguf"
+    expect_out "0.8657"
+    expect_err "$WORK/late.json: not written ("
+    expect_err "No space left on device); the figures on stdout are this eval's"
+    [ ! -e "$WORK/late.json" ] && [ ! -e "$WORK/late.svg" ] && _pass || _fail "late.json or late.svg written"
+    [ -z "$(ls -A "$WORK" | grep 'gguf-reap-tmp')" ] && _pass || _fail "temporaries left: $(ls -A "$WORK")"
 fi
 
 case_ "interrupted: 130, the child ended, no eval.json and no base file under its final name"

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -140,6 +142,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             OutputFile log(entry + ".log");
             auto argv = t.base_command;
             argv.push_back(logits.temp_path());
+            begin_run(c);
             const std::string text = run_tool(
                 c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(src.path)), t.chunks,
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
@@ -162,6 +165,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             logits.commit(false);
         }
     } else {
+        --c.runs_total;  // counted as a run in eval()
         t.base_cached = true;
         c.ev.info(fmt::format("base logits of {}: cached, {}", t.name, t.base_file));
     }
@@ -188,6 +192,8 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
     std::optional<KldLog> log;
     std::string text;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+        if (attempt > 1) ++c.runs_total;
+        begin_run(c);
         text = run_tool(c, r.command, "", label, t.chunks, count_rows);
         log = parse_kld_log(text);
         check_run_shape(c, label, log->shape, log->figures.has_value(), t.chunks, text);
@@ -232,7 +238,16 @@ namespace ops {
 EvalResult eval(const EvalRequest& q, const Events& ev) {
     // Options and tools first, so that a typo fails before any model is opened.
     check_request(q);
-    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir};
+    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir, 0, 0, {}, {}};
+    // The outputs before any work: locked against a second eval writing them, and created under their
+    // temporary names, so that an unwritable or missing directory fails now, not after every run.
+    std::optional<OutputLock> out_lock;
+    std::unique_ptr<OutputFile> json_file, svg_file;
+    if (!q.json_out.empty()) {
+        out_lock.emplace(q.json_out);
+        json_file = std::make_unique<OutputFile>(q.json_out);
+        svg_file = std::make_unique<OutputFile>(svg_path_for(q.json_out));
+    }
     std::error_code ec;
     fs::create_directories(c.cache_dir, ec);
     if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
@@ -287,23 +302,30 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     }
 
     // Per text, the source's logits once; then every OUT against them.
+    c.runs_total = static_cast<int64_t>(r.texts.size() * (1 + outs.size()));
     for (EvalTextFacts& t : r.texts) base_run(c, src, r.source_identity, t);
     for (const EvalModel& o : outs)
         for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
     if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
 
-    // The report, written only when every run succeeded.
+    // The report, written only when every run succeeded. Should that fail, the figures are still
+    // returned (write_error), for the caller to show before it fails.
     if (!q.json_out.empty()) {
-        const std::string svg_path = svg_path_for(q.json_out);
-        r.json_written = q.json_out;
-        r.svg_written = svg_path;
-        const std::string json = eval_json(r).dump(2) + "\n";
-        const std::string svg = eval_svg(r);
-        OutputFile jf(q.json_out), sf(svg_path);
-        jf.write_at(0, json.data(), json.size());
-        sf.write_at(0, svg.data(), svg.size());
-        sf.commit();
-        jf.commit();
+        try {
+            const std::string svg = eval_svg(r);
+            r.svg_sha256 = sha256_hex(svg.data(), svg.size());
+            r.json_written = q.json_out;
+            r.svg_written = svg_file->final_path();
+            const std::string json = eval_json(r).dump(2) + "\n";
+            json_file->write_at(0, json.data(), json.size());
+            svg_file->write_at(0, svg.data(), svg.size());
+            svg_file->commit();
+            json_file->commit();
+        } catch (const IoError& e) {
+            r.json_written.clear();
+            r.svg_written.clear();
+            r.write_error = e.what();
+        }
     }
     return r;
 }

@@ -147,7 +147,8 @@ json eval_json(const EvalResult& r) {
     j["runs"] = runs;
     if (r.smoke) j["smoke"] = smoke_json(*r.smoke);  // absent without --smoke-prompt
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
-                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))}};
+                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))},
+                  {"svg_sha256", r.svg_sha256.empty() ? json(nullptr) : json(r.svg_sha256)}};
     if (!r.json_written.empty())
         drop_local_paths(j, std::filesystem::absolute(r.json_written).parent_path().lexically_normal());
     return j;
