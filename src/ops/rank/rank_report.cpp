@@ -527,25 +527,26 @@ void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::s
         if (!force && fs::exists(base / f))
             throw UsageError(fmt::format("{} exists; use --force to overwrite it", (base / f).string()));
 
-    // The three files are built and written in parallel (the ranking's arrays are most of the bytes);
-    // the receipt is committed last: its presence says the other two are complete.
+    // The three files are built and written in parallel (the ranking's arrays are most of the bytes),
+    // each under its temporary name; they are renamed into place only when all three are written, the
+    // receipt last: its presence says the other two are complete, and a failed write leaves none.
+    OutputFile ranking_out((base / kRankingFile).string());
+    OutputFile keeplist_out((base / kKeeplistFile).string());
     std::string receipt;
     parallel_for(3, resolve_threads(threads), [&](size_t i) {
         if (i == 0) {
-            OutputFile out((base / kRankingFile).string());
-            write_npz_to(out, ranking_arrays(in, r));
-            out.commit();
+            write_npz_to(ranking_out, ranking_arrays(in, r));
         } else if (i == 1) {
             const std::string keeplist = r.keeplist.text();
-            OutputFile out((base / kKeeplistFile).string());
-            out.write_at(0, keeplist.data(), keeplist.size());
-            out.commit();
+            keeplist_out.write_at(0, keeplist.data(), keeplist.size());
         } else {
             receipt = render_receipt(in, r);
         }
     });
     OutputFile out((base / kReceiptFile).string());
     out.write_at(0, receipt.data(), receipt.size());
+    ranking_out.commit();
+    keeplist_out.commit();
     out.commit();
 }
 
