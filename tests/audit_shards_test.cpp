@@ -3,6 +3,9 @@
 // manifests. The outputs come from audit_test_support.h's independent writer.
 #include "audit_test_support.h"
 
+#include <atomic>
+#include <mutex>
+
 namespace gguf_reap {
 namespace {
 
@@ -149,12 +152,13 @@ TEST_F(AuditTest, KeeplistForAnotherModelIsBadInput) {
                    {"block": 3, "keep": [0, 1]}]})";
     try {
         audit(shards[0], fixture(kQ8), kl);
-        FAIL() << "expected UsageError";
-    } catch (const UsageError& e) {
-        EXPECT_NE(
-            std::string(e.what()).find("made for a model with 8 experts per block, but this model has 16"),
-            std::string::npos)
-            << e.what();
+        FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  kl + ": source.expert_count: ranked on a model with 8 experts per block, but " +
+                      fixture(kQ8) +
+                      " has 16: a keeplist applies only to a model with the same architecture, expert layout "
+                      "and tensor names (another model, or an already pruned one?)");
     }
 }
 
@@ -259,6 +263,35 @@ TEST_F(AuditTest, ManifestOfAnotherModelNamesEveryShard) {
     }
     EXPECT_EQ(not_listed, 3u) << all_lines(bad);
     EXPECT_EQ(foreign, 3u) << all_lines(bad);
+}
+
+// audit reports its byte pass as progress (issue 33 item 9): one pass, labelled "audit", whose bytes add
+// up to its total, which is every byte of the output read against the source.
+TEST_F(AuditTest, ByteProgressAddsUpToItsTotal) {
+    const auto shards = pruned();
+    AuditOptions o;
+    o.output = shards[0];
+    o.source = fixture(kQ8);
+    std::mutex m;
+    std::vector<std::pair<std::string, uint64_t>> begun;
+    std::atomic<uint64_t> done{0};
+    int ended = 0;
+    Events e;
+    e.on_progress_begin = [&](std::string_view label, uint64_t total) {
+        std::lock_guard<std::mutex> lock(m);
+        begun.emplace_back(std::string(label), total);
+    };
+    e.on_progress = [&](uint64_t n) { done += n; };
+    e.on_progress_end = [&] { ++ended; };
+    const AuditReport r = run_audit(o, e);
+    ASSERT_TRUE(r.passed()) << all_lines(r);
+    ASSERT_EQ(begun.size(), 1u);
+    EXPECT_EQ(begun[0].first, "audit");
+    uint64_t size = 0;
+    for (const auto& s : shards) size += fs::file_size(s);
+    EXPECT_EQ(begun[0].second, size);
+    EXPECT_EQ(done.load(), size);
+    EXPECT_EQ(ended, 1);
 }
 
 }  // namespace

@@ -221,7 +221,7 @@ TEST_F(AuditTest, FlippedByteInAHeaderValueNamesTheKeyAndTheByte) {
     EXPECT_EQ(r.findings[0].subject, "kv 'general.name'");
     EXPECT_EQ(r.findings[0].offset, at);
     EXPECT_NE(r.findings[0].message.find(
-                  "copied unchanged from the source; first difference at byte 12 of the value"),
+                  "the source's name with the experts kept; first difference at byte 12 of the value"),
               std::string::npos)
         << r.findings[0].message;
 }

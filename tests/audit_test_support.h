@@ -100,8 +100,19 @@ inline std::vector<std::string> build_output(const BuildSpec& spec, const std::s
     if (spec.swap_tensors) std::swap(tensors[5], tensors[6]);
 
     std::vector<Kv> meta;
-    for (const Kv& kv : src.metadata().kvs)
+    for (const Kv& kv : src.metadata().kvs) {
+        // With provenance, docs/splice.md "Name and base model": the name says what the build is, and the
+        // source is its one base model (these fixtures name no organization or repository).
+        if (spec.provenance && kv.key == "general.name") {
+            const std::string name = *kv.as_string();
+            meta.push_back(
+                Kv::make_string("general.name", fmt::format("{} ({} of {} routed experts)", name, N, E)));
+            meta.push_back(Kv::make_u32("general.base_model.count", 1));
+            meta.push_back(Kv::make_string("general.base_model.0.name", name));
+            continue;
+        }
         meta.push_back(kv.key == arch + ".expert_count" ? *Kv::make_int_like(kv, N) : kv);
+    }
     if (spec.provenance) {
         meta.push_back(Kv::make_string("gguf_reap.version", "gguf-reap 0.1.0"));
         meta.push_back(Kv::make_u32("gguf_reap.source_expert_count", static_cast<uint32_t>(E)));

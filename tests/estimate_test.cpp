@@ -215,6 +215,13 @@ TEST_F(EstimateGenerated, PlanOnAQuantizedDownProjectionIsEstimatedAsRequantised
         prov += test::encoded_kv_size(kv);
     for (const char* key : {"gguf_reap.kept.1", "gguf_reap.kept.2"})
         prov += 8 + std::strlen(key) + 4 + 12 + 8 * 4;
+    // general.name says what the build is, and the source becomes its base model (docs/splice.md).
+    if (const Kv* name = m.find_kv("general.name")) {
+        const std::string was = *name->as_string();
+        prov += std::string(" (8 of 8 routed experts, expert FFN 32 of 64)").size();
+        prov += test::encoded_kv_size(Kv::make_u32("general.base_model.count", 1)) +
+                test::encoded_kv_size(Kv::make_string("general.base_model.0.name", was));
+    }
     const uint64_t expect = e.before.file_bytes - lost + prov;
     EXPECT_LE(e.after->file_bytes, expect + 32);
     EXPECT_GE(e.after->file_bytes + 32, expect);

@@ -119,7 +119,7 @@ TEST(Keeplist, ValidationNamesTheProblem) {
         KeepList k = KeepList::parse(text, "k.json");
         try {
             validate_keeplist(k, L, "k.json");
-        } catch (const UsageError& e) {
+        } catch (const Error& e) {
             return std::string(e.what());
         }
         return std::string("(no error)");
@@ -134,9 +134,9 @@ TEST(Keeplist, ValidationNamesTheProblem) {
               "block");
     EXPECT_EQ(
         usage(R"({"version": 1, "source": {"expert_count": 8, "derived_from": "imatrix"}, "blocks": []})"),
-        "k.json: made for a model with 8 experts per block, but this model has 16 (was it made for another "
-        "model, "
-        "or for an already pruned one?)");
+        "k.json: source.expert_count: ranked on a model with 8 experts per block, but the model has 16: a "
+        "keeplist applies only to a model with the same architecture, expert layout and tensor names "
+        "(another model, or an already pruned one?)");
 }
 
 }  // namespace

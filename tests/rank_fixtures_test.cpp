@@ -155,7 +155,8 @@ TEST(RankFixtures, PruneThreeGivesTheDropDeadSpecOnEveryModel) {
         }
         EXPECT_EQ(
             safety_margin_sentence(r),
-            "no pruned expert ranks better than 14 of 16 in any domain, in any layer (median layer: 14)");
+            "no pruned expert ranks better than 14 of 16 in any domain, in any layer (median layer: 14); "
+            "the closest to being kept is blk.1 expert 3, ranked 14 in chat");
         for (size_t d = 0; d < 5; ++d) {
             EXPECT_EQ(r.pruned_token_share[d], 0.0);
             EXPECT_EQ(r.pruned_energy_share[d], 0.0);

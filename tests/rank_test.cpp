@@ -101,7 +101,8 @@ TEST(RankRules, KeepsTheHighestEnergyExperts) {
     EXPECT_EQ(r.ranks[r.idx(0, 0, 7)], 1);
     EXPECT_EQ(r.ranks[r.idx(0, 0, 0)], 8);
     EXPECT_EQ(safety_margin_sentence(r),
-              "no pruned expert ranks better than 6 of 8 in any domain, in any layer (median layer: 6)");
+              "no pruned expert ranks better than 6 of 8 in any domain, in any layer (median layer: 6); the "
+              "closest to being kept is blk.1 expert 2, ranked 6 in chat");
     EXPECT_TRUE(r.warnings.size() >= 1);  // no --model
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "gguf_reap/error.h"
@@ -156,15 +157,24 @@ TEST(SpliceRun, ShardedSourceMatchesOracle) {
                 EXPECT_EQ(h.kvs[2].key, "split.count");
             }
         }
-        // Shard 1: source KVs in source order (split.* replaced in place), then provenance.
+        // Shard 1: source KVs in source order (split.* replaced in place; general.name says what the build
+        // is, followed by the two base-model keys), then provenance.
         const auto& src_kvs = s->model.metadata().kvs;
-        const auto& out_kvs = out.metadata().kvs;
-        ASSERT_EQ(out_kvs.size(), src_kvs.size() + 3 + 3);
+        const auto& all_kvs = out.metadata().kvs;
+        ASSERT_EQ(all_kvs.size(), src_kvs.size() + 2 + 3 + 3);
+        std::vector<Kv> out_kvs;
+        for (const Kv& kv : all_kvs)
+            if (kv.key.rfind("general.base_model.", 0) != 0) out_kvs.push_back(kv);
         for (size_t i = 0; i < src_kvs.size(); ++i) {
             EXPECT_EQ(out_kvs[i].key, src_kvs[i].key);
             EXPECT_EQ(out_kvs[i].type, src_kvs[i].type);
             if (src_kvs[i].key == "deepseek2.expert_count") {
                 EXPECT_EQ(*out_kvs[i].as_uint(), 13u);
+            } else if (src_kvs[i].key == "general.name") {
+                EXPECT_EQ(*out_kvs[i].as_string(), *src_kvs[i].as_string() + " (13 of 16 routed experts)");
+                EXPECT_EQ(all_kvs[i + 1].key, "general.base_model.count");
+                EXPECT_EQ(all_kvs[i + 2].key, "general.base_model.0.name");
+                EXPECT_EQ(all_kvs[i + 2].as_string(), src_kvs[i].as_string());
             } else if (src_kvs[i].key.rfind("split.", 0) != 0) {
                 EXPECT_EQ(out_kvs[i].raw, src_kvs[i].raw) << src_kvs[i].key;
             }
@@ -182,7 +192,8 @@ TEST(SpliceRun, ProvenanceKeys) {
         splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("p"), o);
     ShardSet out = ShardSet::open(dir.file("p.gguf"));
     const auto& kvs = out.metadata().kvs;
-    const size_t n_src = s->model.metadata().kvs.size();
+    // The source's keys, general.base_model.count and .0.name after general.name, then provenance.
+    const size_t n_src = s->model.metadata().kvs.size() + 2;
     ASSERT_EQ(kvs.size(), n_src + 6);
     EXPECT_EQ(kvs[n_src].key, "gguf_reap.version");
     EXPECT_EQ(kvs[n_src].as_string(), "gguf-reap 9.9.9");
@@ -210,7 +221,7 @@ TEST(SpliceRun, ProvenanceKeys) {
     auto s2 =
         splice_api(fixture("models/tiny-deepseek2-Q4_K_M.gguf"), drop_spec("drop-live"), dir.file("q"), o);
     ShardSet out2 = ShardSet::open(dir.file("q.gguf"));
-    EXPECT_EQ(out2.metadata().kvs.size(), n_src);
+    EXPECT_EQ(out2.metadata().kvs.size(), n_src - 2);
 }
 
 TEST(SpliceRun, ResplicingReplacesOldProvenance) {
@@ -393,14 +404,18 @@ TEST(SplicePreflight, FreeSpaceIsChecked) {
         << msg;
 }
 
-TEST(SplicePreflight, MissingOutputDirectory) {
+TEST(SplicePreflight, MissingOutputDirectoryIsCreated) {
     REQUIRE_FIXTURES();
     TempDir dir;
-    EXPECT_EQ(error_of<IoError>([&] {
+    splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("nope/deeper/o"));
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir.file("nope/deeper/o.gguf")));
+    // Where a directory cannot be made (a file stands in its way), nothing else is tried.
+    std::ofstream(dir.file("file")) << "x";
+    EXPECT_NE(error_of<IoError>([&] {
                   splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"),
-                             dir.file("nope/o"));
-              }),
-              dir.file("nope") + ": output directory: No such file or directory");
+                             dir.file("file/o"));
+              }).find(dir.file("file") + ": create directory: "),
+              std::string::npos);
 }
 
 // ---- atomic and interruptible ----------------------------------------------------------------------

@@ -229,7 +229,10 @@ TEST(SpliceWidthKvs, MissingWidthKeyIsAddedAfterExpertCount) {
     EXPECT_EQ((at + 1)->key, "qwen3moe.expert_feed_forward_length");
     EXPECT_EQ((at + 1)->type, GgufType::kUint32);
     EXPECT_EQ((at + 1)->as_uint(), 24u);
-    EXPECT_EQ(kvs.size(), src.metadata().kvs.size() + 1 + 3 + moe_blocks(src).size() + 2);
+    // + the width key, 3 provenance keys, one kept list per MoE block, the plan's 2, and with a name the
+    // two base-model keys (docs/splice.md, "Name and base model").
+    EXPECT_EQ(kvs.size(), src.metadata().kvs.size() + 1 + 3 + moe_blocks(src).size() + 2 +
+                              (src.find_kv("general.name") ? 2 : 0));
     check_width_output(src, o, plan, all_experts(src), 64);
 }
 

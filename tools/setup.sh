@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 
-PACKAGES=(libcurl4-openssl-dev cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libspdlog-dev
-          libgtest-dev libzip-dev libssl-dev python3 python3-numpy clang libclang-rt-14-dev clang-format)
+PACKAGES=(cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libspdlog-dev
+          libgtest-dev libzip-dev libssl-dev python3 python3-numpy clang libclang-rt-14-dev clang-format
+          librsvg2-bin libcurl4-openssl-dev)
 
 install_missing() {
     local missing=()

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -130,7 +131,8 @@ struct AuditReport {
 
 // Runs the audit. Throws InputError/UsageError (bad source, keeplist, manifest, or an OUTPUT that is
 // not a GGUF file at all), IoError, Interrupted.
-AuditReport run_audit(const AuditOptions& opts);
+// `events` gets the byte pass's progress (bytes of the output read, all shards together).
+AuditReport run_audit(const AuditOptions& opts, const Events& events = {});
 
 namespace ops {
 
@@ -144,6 +146,9 @@ struct AuditRequest {
 struct AuditResult {
     AuditReport report;
     bool manifest_written = false;
+    // The audit ran but its manifest could not be written (a full disk): the report is still printed,
+    // then this is rethrown (exit 3).
+    std::exception_ptr write_error;
 };
 AuditResult audit(const AuditRequest& request, const Events& events = {});
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/estimate.h"
 #include "gguf_reap/events.h"
 
 namespace gguf_reap {
@@ -35,6 +37,9 @@ struct CardRequest {
     uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
     uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache
     uint64_t ctx = 0;                   // tokens of KV cache budgeted per GPU
+    KvCacheTypes cache_types;           // -ctk / -ctv, as estimate
+    Offload offload;                    // --cpu-moe / --n-cpu-moe N, as estimate
+    std::string hf_repo;                // --hf-repo ORG/REPO: the `llama-server -hf ORG/REPO:QUANT` lines
     std::vector<std::string> notes;     // --note lines, added to "Not verified"
     std::string out_path;               // "" = the caller prints the Markdown
     bool force = false;                 // replace an existing out_path
@@ -95,7 +100,10 @@ struct CardMethod {
     std::string keeplist_sha256;
     std::string receipt_name, receipt_sha256;  // "" when RANK_DIR has no receipt
     bool source_identified = true;             // false: the keeplist records only the expert count
-    bool output_names_keeplist = false;        // the output's gguf_reap.keeplist_sha256 is the keeplist's
+    // The keeplist was ranked on another model of the same architecture, expert layout and tensor names
+    // (another quantisation of it): "ranked on A-f16.gguf, applied to A-Q8_0.gguf (...)"; "" otherwise.
+    std::string ranked_on_other;
+    bool output_names_keeplist = false;  // the output's gguf_reap.keeplist_sha256 is the keeplist's
 };
 
 struct CardAudit {
@@ -121,6 +129,19 @@ struct CardFitRow {
     uint64_t weights = 0, kv_cache = 0, overhead = 0, need = 0;
     std::optional<bool> fits;  // null without --gpu-mem
     uint64_t kv_bytes_per_token = 0;
+};
+
+// The hardware table's first row: one GPU and the host's RAM, as llama.cpp places the build.
+struct CardHostRow {
+    HostSplit split;
+    std::optional<bool> fits;  // GPU total against --gpu-mem; null without it
+};
+
+// The headline's verdict on one text of the eval: its mean KLD and the words docs/eval.md gives it.
+struct CardQuality {
+    std::string text;
+    double kld_mean = 0;
+    std::string verdict;  // "close", "often predicts something else", ...
 };
 
 struct CardFile {
@@ -177,7 +198,12 @@ struct CardFacts {
     uint64_t gpu_mem = 0, overhead = 0, ctx = 0;
     uint64_t kv_bytes_per_token = 0;
     std::string kv_kind;
+    std::string cache_type_k = "f16", cache_type_v = "f16";
+    std::string offload_flag;  // "" | "--cpu-moe" | "--n-cpu-moe N"
+    CardHostRow host;
     std::vector<CardFitRow> fits;
+    std::string hf_repo, quant;        // the -hf lines; quant "" when the build's name names none
+    std::vector<CardQuality> quality;  // from the eval; empty without one
     std::vector<CardFile> files;
     std::string hashes_from;  // "manifest", "audit" or "" (not recorded)
     std::string manifest_name, manifest_sha256;
@@ -188,6 +214,9 @@ struct CardResult {
     CardFacts facts;
     std::string markdown;
     bool written = false;  // request.out_path written
+    // The card was made but could not be written (a full disk): the caller prints it on stdout, then
+    // rethrows this (exit 3).
+    std::exception_ptr write_error;
 };
 
 // The card's Markdown and JSON, both from the same facts.

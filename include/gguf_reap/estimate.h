@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,30 @@
 
 namespace gguf_reap {
 
+// Where llama.cpp puts the weights when one GPU runs the model with the host's RAM beside it
+// (docs/estimate.md, "One GPU and RAM"): everything on the GPU (-ngl 99), or the routed experts in RAM,
+// every block's (--cpu-moe, which is -ot exps=CPU) or the first N blocks' (--n-cpu-moe N).
+struct Offload {
+    bool all_experts = false;   // --cpu-moe / -ot exps=CPU
+    uint64_t first_layers = 0;  // --n-cpu-moe N; 0 = none
+    bool any() const { return all_experts || first_layers > 0; }
+    bool offloads(int block) const {
+        return all_experts || (block >= 0 && static_cast<uint64_t>(block) < first_layers);
+    }
+    std::string flag() const;  // "" | "--cpu-moe" | "--n-cpu-moe N": as llama.cpp spells it
+};
+
+// llama.cpp's KV cache types (-ctk, -ctv): ggml type ids. F16 is llama.cpp's default.
+struct KvCacheTypes {
+    int32_t k = 1, v = 1;  // GGML_TYPE_F16
+    bool default_types() const { return k == 1 && v == 1; }
+};
+// "f16", "q8_0", ... → the ggml type id, for the types llama.cpp's -ctk/-ctv accept (f32, f16, bf16,
+// q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1); nullopt otherwise.
+std::optional<int32_t> parse_kv_cache_type(std::string_view name);
+const char* kv_cache_type_name(int32_t type);  // "q8_0"
+std::string kv_cache_type_choices();           // "f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1"
+
 struct EstimateRequest {
     std::string model;                  // any shard (ops::estimate opens it)
     std::string keeplist_path;          // "" = keep every expert
@@ -31,6 +56,8 @@ struct EstimateRequest {
     uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache (activations, buffers)
     uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
     uint64_t ctx = 0;                   // tokens of KV cache to budget per GPU; 0 = none
+    KvCacheTypes cache_types;           // -ctk / -ctv
+    Offload offload;                    // --cpu-moe / --n-cpu-moe N: the one-GPU figures
     std::string tool_version;           // for the keeplist-only exact file size (splice's provenance key)
 };
 
@@ -50,6 +77,11 @@ struct ModelFigures {
     uint64_t decode_total() const { return decode_dense + decode_router + decode_experts; }
     uint64_t replicated_bytes = 0;  // routers, norms and 1-D tensors: every TP rank holds them whole
     uint64_t nextn_bytes = 0;       // tensors of MTP blocks (loaded, not used in decode)
+    uint64_t token_embd_bytes = 0;  // llama.cpp keeps the input embedding in host RAM
+    bool tied = false;              // token_embd is also the output projection (a copy goes to the GPU)
+    // The routed-expert tensors of each block (weights, biases, scales; not routers): what --cpu-moe and
+    // --n-cpu-moe move to RAM.
+    std::map<int, uint64_t> expert_bytes_by_block;
     // Weight bytes one rank holds at tensor parallel N: ceil((tensor_bytes − replicated)/N) + replicated.
     uint64_t residency(uint64_t n) const;
 };
@@ -57,13 +89,16 @@ struct ModelFigures {
 enum class KvKind { kNone, kMla, kStandard };
 const char* kv_kind_name(KvKind k);
 
-// Per-token KV cache in F16 (llama.cpp's default cache type), over the decode blocks (nextn excluded).
+// Per-token KV cache in llama.cpp's cache types (F16 by default; -ctk/-ctv), over the decode blocks
+// (nextn excluded).
 struct KvFigures {
+    KvCacheTypes types;
     KvKind kind = KvKind::kNone;
     uint64_t attention_layers = 0;  // decode blocks with a KV cache
     uint64_t stateful_layers = 0;   // decode blocks without one (head_count_kv 0, recurrent layers)
     uint64_t bytes_per_token = 0;   // one device
-    // MLA: (kv_lora_rank + rope dims) × layers × 2; standard: Σ heads_kv × (key + value length) × 2.
+    // MLA: row(type_k, kv_lora_rank + rope dims) × layers; standard: Σ row(type_k, heads_kv × key length)
+    // + row(type_v, heads_kv × value length), with ggml's row size (F16: 2 bytes an element).
     uint64_t kv_lora_rank = 0, rope_dims = 0;                 // MLA
     uint64_t heads_kv = 0, key_length = 0, value_length = 0;  // standard (first attention layer)
     // One TP rank: MLA's latent has no head axis, so every rank caches all of it; standard attention
@@ -71,6 +106,18 @@ struct KvFigures {
     uint64_t bytes_per_token_per_rank(uint64_t n) const;
     std::vector<uint64_t> heads_kv_per_layer;  // standard: per decode block (0 = no KV cache)
 };
+
+// One GPU and the host's RAM, as llama.cpp places the model (-ngl 99 with the Offload): the GPU holds
+// every weight not in RAM, the KV cache and the overhead; RAM holds token_embd and the offloaded experts.
+struct HostSplit {
+    uint64_t gpu_weights = 0, gpu_kv = 0, gpu_overhead = 0;
+    uint64_t ram_weights = 0;  // token_embd + ram_experts
+    uint64_t ram_experts = 0;  // routed experts the Offload moves to RAM
+    uint64_t gpu_total() const { return gpu_weights + gpu_kv + gpu_overhead; }
+};
+// Throws UsageError on a 64-bit overflow of ctx × the KV bytes per token.
+HostSplit host_split(const ModelFigures& f, const KvFigures& kv, const Offload& offload, uint64_t ctx,
+                     uint64_t overhead);
 
 struct FitRow {
     uint64_t tp = 1;
@@ -91,6 +138,8 @@ struct EstimateResult {
     bool tied_embeddings = false;
     ModelFigures before;
     std::optional<ModelFigures> after;  // with --keeplist and/or --neuron-plan
+    // The keeplist was ranked on another model of the same layout: "ranked on A, applied to B (...)".
+    std::string keeplist_note;
     // The width plan cuts a quantized ffn_down_exps in other than whole quant blocks, which splice
     // refuses (requantisation needed): the after figures assume the same types, as after
     // width-splicing a BF16/F16 copy and llama-quantize.
@@ -99,6 +148,9 @@ struct EstimateResult {
     std::vector<uint64_t> tp;  // 1, then the requested degrees (deduplicated, ascending)
     std::vector<FitRow> fits_before, fits_after;
     uint64_t overhead = 0, gpu_mem = 0, ctx = 0;
+    Offload offload;
+    HostSplit split_before;                // one GPU and RAM, the first case
+    std::optional<HostSplit> split_after;  // with after
 };
 
 // What the after figures need besides the keeplist: the width plan, read and checked once as
@@ -131,8 +183,9 @@ namespace ops {
 EstimateResult estimate(const EstimateRequest& inputs);
 }  // namespace ops
 
-// The per-token KV cache of `model` (exposed for tests).
-KvFigures kv_cache_figures(const ShardSet& model);
+// The per-token KV cache of `model` (exposed for tests). A quantized cache type needs rows that are
+// whole quant blocks (llama.cpp's own rule): UsageError naming the option otherwise.
+KvFigures kv_cache_figures(const ShardSet& model, const KvCacheTypes& types = {});
 
 // "2,4,8" → {2, 4, 8}. Throws UsageError naming the bad item: "--tp: '0' is not a positive integer ...".
 std::vector<uint64_t> parse_tp_list(std::string_view text);

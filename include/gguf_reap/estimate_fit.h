@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct EstimateFitResult {
     std::optional<FitAnswer> fit;
     std::vector<uint64_t> tp;
     std::vector<SweepRow> sweep;
+    // The answer is made but --svg could not be written (a full disk): the caller prints the answer,
+    // then rethrows this (exit 3).
+    std::exception_ptr write_error;
 };
 
 namespace ops {

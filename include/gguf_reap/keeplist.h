@@ -2,7 +2,7 @@
 // `audit` consume it. Schema (docs/keeplist.md), version 1:
 //   { "format": "gguf-reap.keeplist", "version": 1,
 //     "source": { "architecture", "expert_count", "expert_used_count", "expert_group_count",
-//                 "tensor_count", "shards": [{"name", "size"}] },
+//                 "tensor_count", "tensor_names_sha256", "shards": [{"name", "size"}] },
 //     "n_keep": N,
 //     "method": { ... free-form provenance written by rank ... },
 //     "blocks": [ { "block": B, "keep": [ids ascending], "prune": [ids ascending],
@@ -24,6 +24,7 @@
 namespace gguf_reap {
 
 struct MoeLayout;
+class ShardSet;
 
 struct KeepListSource {
     std::string architecture;
@@ -31,6 +32,8 @@ struct KeepListSource {
     uint64_t expert_used_count = 0;
     uint64_t expert_group_count = 0;
     uint64_t tensor_count = 0;
+    // sha256 of the model's tensor names, sorted, each followed by '\n'; "" in keeplists of an older rank.
+    std::string tensor_names_sha256;
     std::vector<std::pair<std::string, uint64_t>> shards;  // file name, size
     // Written by `rank` without --model: only expert_count is known (from the imatrix entries); the
     // other identity fields are left out of the JSON rather than written as zeros.
@@ -70,6 +73,21 @@ struct KeepList {
     std::string text() const;                  // the file's contents, as save writes them
     void save(const std::string& path) const;  // atomic: temp + rename
 };
+
+// The identity `rank --model` records as the keeplist's `source`: the layout's architecture and expert
+// counts, the tensor count and names, and the shards (file names; sizes from the files, 0 without one).
+KeepListSource keeplist_source_of(const ShardSet& set, const MoeLayout& layout);
+
+// One ranking, a family of quants (docs/keeplist.md): a keeplist applies to any model with the same
+// architecture, expert layout (expert count, experts used per token, groups) and tensor names as the
+// model it was ranked on, such as every quantisation of the F16 it was ranked on. Returns "" when
+// `model` is that model (the same shard names and sizes) or the keeplist cannot say (a drop spec, a
+// ranking without --model), else the sentence each command says once:
+//   "ranked on A-f16.gguf, applied to A-Q8_0.gguf (the same architecture, expert layout and tensor names)"
+// A model of another layout is refused, in every command with the same wording: InputError naming the
+// keeplist, the `source.*` field and both values.
+std::string keeplist_applies_to(const KeepList& kl, const std::string& keeplist_path,
+                                const KeepListSource& model, const std::string& model_name);
 
 // Checks a keeplist against a model's MoE layout before any byte is written: architecture and
 // expert_count match the source identity (when present), the set of blocks equals the layout's MoE

@@ -78,5 +78,9 @@ void check_manifest_destination(const std::string& path, const std::vector<std::
 // Writes the JSON to `path` and the sha256sum text to manifest_sums_path(path), each through a temporary
 // file renamed into place. Throws IoError.
 void save_manifest(const Manifest& m, const std::string& path);
+class OutputFile;
+// The same into files reserved before the work (OutputFile(path), OutputFile(manifest_sums_path(path))),
+// so that an unwritable destination is refused before the audit reads a byte.
+void save_manifest(const Manifest& m, OutputFile& json_out, OutputFile& sums_out);
 
 }  // namespace gguf_reap

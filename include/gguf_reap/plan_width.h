@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct PlanWidthResult {
     std::string plan_path, receipt_path;
     nlohmann::ordered_json receipt;  // what was written to receipt_path
     std::vector<std::string> notes;  // what was derived or skipped, and why
+    // The plan is made but it or its receipt could not be written (a full disk): the caller prints the
+    // results, then rethrows this (exit 3).
+    std::exception_ptr write_error;
 };
 
 namespace ops {

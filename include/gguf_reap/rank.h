@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
@@ -210,6 +211,11 @@ struct RankDecision {
     std::vector<int32_t> best_pruned_rank;  // per block: best rank of a pruned expert in any domain (0: none)
     int32_t safety_rank = 0;                // min over blocks (0: nothing pruned)
     double safety_median = 0;               // median over blocks
+    // Where safety_rank is reached (the first block, expert and domain, in that order): the pruned expert
+    // closest to being kept, and the domain that ranks it so.
+    int safety_block = -1;
+    int64_t safety_expert = -1;
+    std::string safety_domain;
     std::vector<double> pruned_token_share;   // per domain; NaN = unknown
     std::vector<double> pruned_energy_share;  // per domain; NaN = unknown
     // [domain][block]: the kept set's share of the domain's criterion mass in the block (Σ kept
@@ -243,10 +249,12 @@ nlohmann::ordered_json rank_method_json(const RankInput& in, const RankDecision&
 // The receipt's Markdown text.
 std::string render_receipt(const RankInput& in, const RankDecision& r);
 // The sentence the seed's model card states: "no pruned expert ranks better than R of N in any domain,
-// in any layer (median layer: M)".
+// in any layer (median layer: M); the closest to being kept is blk.B expert E, ranked R in DOMAIN".
 std::string safety_margin_sentence(const RankDecision& r);
-// The same sentence from the keeplist's method.safety_margin fields (what `card` reads back).
-std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer);
+// The same sentence from the keeplist's method.safety_margin fields (what `card` reads back); the last
+// clause only when `block`, `expert` and `domain` are known (a keeplist of an older rank has none).
+std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer,
+                                   int block = -1, int64_t expert = -1, const std::string& domain = "");
 // The criterion's formula and the consensus rule in words, as the receipt and the model card state them.
 const char* criterion_formula(Criterion c);
 const char* consensus_text(Consensus c);
@@ -272,6 +280,9 @@ struct RankResult {
     std::string keeplist_path, ranking_path, receipt_path;
     std::string exported_path;  // --export, else ""
     std::optional<PlanFormat> exported_format;
+    // The ranking is done but its files could not be written (a full disk): the caller prints the
+    // summary, then rethrows this (exit 3).
+    std::exception_ptr write_error;
 };
 // Reports each input note (info), the time of each step (debug) and the result's warnings (warn).
 RankResult rank(const RankRequest& request, const Events& events = {});

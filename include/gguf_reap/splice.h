@@ -186,6 +186,9 @@ struct SpliceResult {
     ShardSet model;
     MoeLayout layout;
     KeepList keeplist;
+    // "ranked on A-f16.gguf, applied to A-Q8_0.gguf (...)" when the keeplist was ranked on another model
+    // of the same layout (keeplist_applies_to); "" when it was ranked on this one.
+    std::string keeplist_note;
     std::optional<WidthCut> width;
     std::optional<ImatrixFile> imatrix;
     SplicePlan plan;

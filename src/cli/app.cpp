@@ -1,5 +1,6 @@
 #include "cli/app.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -42,6 +43,60 @@ uint64_t ctx_option(const std::string& text) {
         throw UsageError(
             fmt::format("--ctx '{}' is not a number of tokens (a whole number, e.g. 131072)", text));
     return v;
+}
+
+void add_llama_cpp_options(CLI::App& sub, LlamaCppOptions& o) {
+    sub.add_flag("--cpu-moe", o.cpu_moe,
+                 "llama.cpp's --cpu-moe (-ot exps=CPU): every routed expert in RAM, the rest on one GPU");
+    sub.add_option("--n-cpu-moe", o.n_cpu_moe,
+                   "llama.cpp's --n-cpu-moe N: the routed experts of blocks 0..N-1 in RAM")
+        ->type_name("N");
+    sub.add_option("--cache-type-k", o.cache_type_k,
+                   "-ctk: the KV cache type of K, as llama.cpp: " + kv_cache_type_choices())
+        ->capture_default_str();
+    sub.add_option("--cache-type-v", o.cache_type_v, "-ctv: the KV cache type of V")->capture_default_str();
+}
+
+Offload offload_option(const LlamaCppOptions& o) {
+    Offload r;
+    r.all_experts = o.cpu_moe;
+    if (!o.n_cpu_moe.empty()) {
+        if (o.cpu_moe) throw UsageError("--cpu-moe and --n-cpu-moe: give one (--cpu-moe is every block)");
+        uint64_t v = 0;
+        bool ok = o.n_cpu_moe.size() <= 6;
+        for (char c : o.n_cpu_moe) ok = ok && c >= '0' && c <= '9';
+        if (ok)
+            for (char c : o.n_cpu_moe) v = v * 10 + static_cast<uint64_t>(c - '0');
+        if (!ok || v == 0)
+            throw UsageError(fmt::format(
+                "--n-cpu-moe '{}' is not a number of blocks (a whole number from 1, e.g. --n-cpu-moe 20)",
+                o.n_cpu_moe));
+        r.first_layers = v;
+    }
+    return r;
+}
+
+KvCacheTypes cache_types_option(const LlamaCppOptions& o) {
+    KvCacheTypes t;
+    const auto one = [](const char* option, const std::string& name) {
+        const auto v = parse_kv_cache_type(name);
+        if (!v)
+            throw UsageError(fmt::format("{} '{}' is not a KV cache type llama.cpp accepts ({})", option,
+                                         name, kv_cache_type_choices()));
+        return *v;
+    };
+    t.k = one("-ctk", o.cache_type_k);
+    t.v = one("-ctv", o.cache_type_v);
+    return t;
+}
+
+std::vector<std::string> llama_cpp_spellings(int argc, char** argv) {
+    std::vector<std::string> args;
+    for (int i = 0; i < argc; ++i) {
+        const std::string a = argv[i];
+        args.push_back(i > 0 && a == "-ctk" ? "--cache-type-k" : i > 0 && a == "-ctv" ? "--cache-type-v" : a);
+    }
+    return args;
 }
 
 void print_json(const nlohmann::ordered_json& doc) {
@@ -101,7 +156,11 @@ int run(int argc, char** argv) {
     commands.push_back(add_eval(app, g));
 
     try {
-        app.parse(argc, argv);
+        // -ctk and -ctv as llama.cpp spells them. CLI11 takes the arguments in reverse, program name last.
+        std::vector<std::string> args = llama_cpp_spellings(argc, argv);
+        args.erase(args.begin());
+        std::reverse(args.begin(), args.end());
+        app.parse(args);
     } catch (const CLI::CallForHelp& e) {
         std::cout << app.help();
         return 0;

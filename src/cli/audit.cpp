@@ -109,11 +109,12 @@ int run_audit_cli(const AuditCli& c) {
     q.options.threads = c.threads;
     q.manifest_out = c.manifest_out;
     q.force = c.force;
-    const ops::AuditResult o = ops::audit(q, cli_events(false));
+    const ops::AuditResult o = ops::audit(q, cli_events(true));
     if (c.json)
         print_json(ops::audit_report_json(q, o));
     else
         report_text(c, o.report, o.manifest_written);
+    if (o.write_error) std::rethrow_exception(o.write_error);  // the report first, then exit 3
     return o.report.passed() ? kExitOk : kExitFindings;
 }
 
@@ -124,7 +125,7 @@ Command add_audit(CLI::App& app, const GlobalOptions&) {
     CLI::App* sub = app.add_subcommand("audit",
                                        "Verify a pruned model from disk: structure, against its source byte "
                                        "for byte, or against a manifest");
-    sub->add_option("output", c->output, "Any shard of the output (or the single output file)")->required();
+    sub->add_option("OUTPUT", c->output, "Any shard of the output (or the single output file)")->required();
     sub->add_option("--source", c->source, "Any shard of the source model: verify every byte against it");
     sub->add_option("--source-manifest", c->source_manifest,
                     "A manifest of the source (audit SOURCE --manifest-out): verify every byte against its "

@@ -34,6 +34,8 @@ struct CardCli {
     std::string out;
     bool force = false;
     bool json = false;
+    std::string hf_repo;
+    LlamaCppOptions llama;
 };
 
 int run_card(const CardCli& c) {
@@ -50,6 +52,16 @@ int run_card(const CardCli& c) {
     q.overhead = size_option("--overhead", c.overhead);
     q.gpu_mem = gpu_mem_option(c.gpu_mem);
     q.ctx = ctx_option(c.ctx);
+    q.offload = offload_option(c.llama);
+    q.cache_types = cache_types_option(c.llama);
+    if (!c.hf_repo.empty()) {
+        const size_t slash = c.hf_repo.find('/');
+        if (slash == std::string::npos || slash == 0 || slash + 1 == c.hf_repo.size() ||
+            c.hf_repo.find_first_of(" :/", slash + 1) != std::string::npos)
+            throw UsageError(
+                fmt::format("--hf-repo '{}' is not a Hugging Face repository (write ORG/REPO)", c.hf_repo));
+    }
+    q.hf_repo = c.hf_repo;
     for (const auto& n : c.notes)
         if (n.empty() || n.find('\n') != std::string::npos)
             throw UsageError("--note: give one non-empty line of text");
@@ -60,6 +72,14 @@ int run_card(const CardCli& c) {
 
     // Read and cross-check every input, compute the facts once, render (and write) the card.
     const CardResult o = ops::card(q, cli_events(false));
+    if (o.write_error) {
+        // The card is made: print it rather than lose it, then say why it was not written (exit 3).
+        if (c.json)
+            print_json(card_json(o.facts));
+        else
+            std::cout << o.markdown;
+        std::rethrow_exception(o.write_error);
+    }
     if (c.json) {
         nlohmann::ordered_json j = card_json(o.facts);
         j["written"] = o.written ? nlohmann::ordered_json(c.out) : nlohmann::ordered_json(nullptr);
@@ -78,7 +98,7 @@ Command add_card(CLI::App& app, const GlobalOptions&) {
     auto o = std::make_shared<CardCli>();
     CLI::App* sub =
         app.add_subcommand("card", "Write a Hugging Face model card (README.md) for a pruned build");
-    sub->add_option("output", o->output, "Any shard of the pruned output set")->required();
+    sub->add_option("OUTPUT", o->output, "Any shard of the pruned output set")->required();
     sub->add_option("--source", o->source, "Any shard of the source model it was pruned from")->required();
     sub->add_option("--rank", o->rank_dir, "The directory `rank -o` wrote (keeplist.json, the receipt)")
         ->required();
@@ -96,6 +116,11 @@ Command add_card(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--overhead", o->overhead, "Memory per GPU besides weights and KV cache")
         ->capture_default_str();
     sub->add_option("--ctx", o->ctx, "Tokens of KV cache to budget per GPU")->capture_default_str();
+    add_llama_cpp_options(*sub, o->llama);
+    sub->add_option(
+        "--hf-repo", o->hf_repo,
+        "The repository the build is uploaded to, ORG/REPO: the `llama-server -hf ORG/REPO:QUANT` "
+        "lines of \"How to run\"");
     sub->add_option("--note", o->notes, "A line for the card's \"Not verified\" section (repeatable)");
     sub->add_option("-o,--out", o->out, "Write the card to this file (default: print it)");
     sub->add_flag("--force", o->force, "Replace an existing -o file");

@@ -6,9 +6,11 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/estimate.h"
 #include "gguf_reap/events.h"
 
 namespace CLI {
@@ -41,6 +43,21 @@ uint64_t size_option(const char* option, const std::string& text);
 uint64_t gpu_mem_option(const std::string& text);
 // --ctx: a token count, digits only (CLI11 would wrap "-1" into 2^64 − 1), at most 2^40.
 uint64_t ctx_option(const std::string& text);
+
+// llama.cpp's placement options, which estimate and card share (docs/estimate.md, "One GPU and RAM"):
+// --cpu-moe, --n-cpu-moe N, -ctk/--cache-type-k TYPE, -ctv/--cache-type-v TYPE.
+struct LlamaCppOptions {
+    bool cpu_moe = false;
+    std::string n_cpu_moe;  // "" = not given
+    std::string cache_type_k = "f16", cache_type_v = "f16";
+};
+void add_llama_cpp_options(CLI::App& sub, LlamaCppOptions& o);
+// Throw UsageError naming the option and its value.
+Offload offload_option(const LlamaCppOptions& o);
+KvCacheTypes cache_types_option(const LlamaCppOptions& o);
+// llama.cpp spells -ctk and -ctv with one dash, which CLI11 reads as three short flags: argv with those
+// two words written as --cache-type-k and --cache-type-v.
+std::vector<std::string> llama_cpp_spellings(int argc, char** argv);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);

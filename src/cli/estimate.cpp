@@ -30,6 +30,7 @@ struct EstimateCli {
     std::string fit, svg;
     bool sweep = false;
     std::vector<std::string> imatrices;
+    LlamaCppOptions llama;
 };
 
 nlohmann::ordered_json figures_json(const ModelFigures& f) {
@@ -71,6 +72,7 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
     j["expert_used_count"] = e.expert_used_count;
     j["tied_embeddings"] = e.tied_embeddings;
     j["keeplist"] = c.keeplist.empty() ? ordered_json(nullptr) : ordered_json(c.keeplist);
+    j["keeplist_note"] = e.keeplist_note.empty() ? ordered_json(nullptr) : ordered_json(e.keeplist_note);
     j["neuron_plan"] = c.neuron_plan.empty() ? ordered_json(nullptr) : ordered_json(c.neuron_plan);
     j["overhead"] = e.overhead;
     j["gpu_mem"] = e.gpu_mem ? ordered_json(e.gpu_mem) : ordered_json(nullptr);
@@ -82,7 +84,9 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
                        {"bytes_per_token", e.kv.bytes_per_token},
                        {"attention_layers", e.kv.attention_layers},
                        {"stateful_layers", e.kv.stateful_layers},
-                       {"cache_type", "F16"}};
+                       {"cache_type", e.kv.types.default_types() ? "F16" : "per type"},
+                       {"cache_type_k", kv_cache_type_name(e.kv.types.k)},
+                       {"cache_type_v", kv_cache_type_name(e.kv.types.v)}};
     if (e.kv.kind == KvKind::kMla) {
         kv["kv_lora_rank"] = e.kv.kv_lora_rank;
         kv["rope_dims"] = e.kv.rope_dims;
@@ -100,6 +104,19 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
         tp.push_back(row);
     }
     j["tensor_parallel"] = tp;
+    const auto split_json = [&](const HostSplit& h) {
+        return ordered_json{
+            {"gpu",
+             {{"weights", h.gpu_weights},
+              {"kv_cache", h.gpu_kv},
+              {"overhead", h.gpu_overhead},
+              {"total", h.gpu_total()},
+              {"fits", e.gpu_mem ? ordered_json(h.gpu_total() <= e.gpu_mem) : ordered_json(nullptr)}}},
+            {"ram", {{"weights", h.ram_weights}, {"experts", h.ram_experts}}}};
+    };
+    j["one_gpu"] = {{"offload", e.offload.any() ? ordered_json(e.offload.flag()) : ordered_json(nullptr)},
+                    {"before", split_json(e.split_before)},
+                    {"after", e.split_after ? split_json(*e.split_after) : ordered_json(nullptr)}};
     return j;
 }
 
@@ -117,6 +134,7 @@ void print_text(const EstimateResult& e) {
     if (a)
         std::cout << fmt::format("pruned to    {} experts per block, expert width {}\n",
                                  e.after->expert_count, e.after->expert_width);
+    if (!e.keeplist_note.empty()) std::cout << fmt::format("keeplist     {}\n", e.keeplist_note);
 
     const auto line = [&](const std::string& what, const std::string& before, const std::string& after) {
         std::cout << fmt::format("  {:<24} {:>22}", what, before);
@@ -142,20 +160,24 @@ void print_text(const EstimateResult& e) {
     line("replicated per rank", human_bytes(b.replicated_bytes),
          a ? human_bytes(e.after->replicated_bytes) : "");
 
-    std::cout << "\nKV cache per token (F16): ";
+    const bool f16 = e.kv.types.default_types();
+    std::cout << fmt::format("\nKV cache per token ({}): ",
+                             f16 ? std::string("F16")
+                                 : fmt::format("-ctk {} -ctv {}", kv_cache_type_name(e.kv.types.k),
+                                               kv_cache_type_name(e.kv.types.v)));
     switch (e.kv.kind) {
         case KvKind::kMla:
             std::cout << fmt::format(
-                "{} = (kv_lora_rank {} + rope {}) × {} MLA layers × 2 bytes; every TP rank "
+                "{} = (kv_lora_rank {} + rope {}) × {} MLA layers{}; every TP rank "
                 "holds all of it\n",
-                human_bytes(e.kv.bytes_per_token), e.kv.kv_lora_rank, e.kv.rope_dims, e.kv.attention_layers);
+                human_bytes(e.kv.bytes_per_token), e.kv.kv_lora_rank, e.kv.rope_dims, e.kv.attention_layers,
+                f16 ? " × 2 bytes" : fmt::format(" in {}", kv_cache_type_name(e.kv.types.k)));
             break;
         case KvKind::kStandard:
             std::cout << fmt::format(
-                "{} over {} attention layers ({} KV heads × (key {} + value {}) × 2 bytes "
-                "in the first)\n",
+                "{} over {} attention layers ({} KV heads × (key {} + value {}){} in the first)\n",
                 human_bytes(e.kv.bytes_per_token), e.kv.attention_layers, e.kv.heads_kv, e.kv.key_length,
-                e.kv.value_length);
+                e.kv.value_length, f16 ? " × 2 bytes" : " elements in the cache types");
             break;
         case KvKind::kNone:
             std::cout << "none found (no attention keys)\n";
@@ -166,6 +188,37 @@ void print_text(const EstimateResult& e) {
             "  {} layer(s) without a KV cache: their recurrent state is constant per "
             "sequence and not counted\n",
             e.kv.stateful_layers);
+
+    // The first case: one GPU and the host's RAM, as llama.cpp places the model.
+    const auto split_cell = [&](const HostSplit& h) {
+        std::string s = human_bytes(h.gpu_total());
+        if (e.gpu_mem)
+            s += h.gpu_total() <= e.gpu_mem
+                     ? fmt::format(" fits, {} free", human_bytes(e.gpu_mem - h.gpu_total()))
+                     : fmt::format(" NO, {} short", human_bytes(h.gpu_total() - e.gpu_mem));
+        return s;
+    };
+    std::cout << fmt::format(
+        "\none GPU and RAM, as llama.cpp places it (-ngl 99{}): GPU = weights + KV cache "
+        "({} tokens) + overhead {}{}\n",
+        e.offload.any() ? " " + e.offload.flag() : "", with_commas(e.ctx), human_bytes(e.overhead),
+        e.gpu_mem ? fmt::format(", against {}", human_bytes(e.gpu_mem)) : "");
+    std::cout << fmt::format("  {:<10} {:>34}", "", "before");
+    if (a) std::cout << fmt::format(" {:>34}", "after");
+    std::cout << "\n";
+    const auto split_row = [&](const char* what, const std::string& before, const std::string& after) {
+        std::cout << fmt::format("  {:<10} {:>34}", what, before);
+        if (a) std::cout << fmt::format(" {:>34}", after);
+        std::cout << "\n";
+    };
+    split_row("GPU", split_cell(e.split_before), a ? split_cell(*e.split_after) : "");
+    split_row("  weights", human_bytes(e.split_before.gpu_weights),
+              a ? human_bytes(e.split_after->gpu_weights) : "");
+    split_row("  KV cache", human_bytes(e.split_before.gpu_kv), a ? human_bytes(e.split_after->gpu_kv) : "");
+    split_row("RAM", human_bytes(e.split_before.ram_weights),
+              a ? human_bytes(e.split_after->ram_weights) : "");
+    split_row("  experts", human_bytes(e.split_before.ram_experts),
+              a ? human_bytes(e.split_after->ram_experts) : "");
 
     std::cout << fmt::format(
         "\nper GPU at tensor parallel N: weights + KV cache ({} tokens) + overhead {}{}\n",
@@ -250,6 +303,10 @@ void print_fit_text(const EstimateFitResult& e, const EstimateFitRequest& q) {
 // --fit / --sweep: which K a budget allows, and the table over K.
 int run_estimate_fit(const EstimateCli& c) {
     if (!c.keeplist.empty()) throw UsageError("--fit and --sweep choose K themselves: give no --keeplist");
+    if (offload_option(c.llama).any() || !cache_types_option(c.llama).default_types())
+        throw UsageError(
+            "--fit and --sweep count memory per GPU at tensor parallel N with an F16 cache: --cpu-moe, "
+            "--n-cpu-moe, -ctk and -ctv are for the before/after tables");
     if (!c.svg.empty() && !c.sweep) throw UsageError("--svg draws the sweep: give --sweep too");
     EstimateFitRequest q;
     q.model = c.model;
@@ -262,13 +319,29 @@ int run_estimate_fit(const EstimateCli& c) {
     q.overhead = size_option("--overhead", c.overhead);
     q.gpu_mem = gpu_mem_option(c.gpu_mem);
     q.ctx = ctx_option(c.ctx);
+    // A memory budget counts the KV cache and the overhead as the sweep does: --ctx and --overhead
+    // apply to it unless the budget names its own (and the two must then agree).
+    if (q.fit && q.fit->kind == BudgetKind::kMemory) {
+        const auto take = [&](const char* key, uint64_t& budget_value, uint64_t option_value,
+                              const char* option) {
+            if (q.fit->text.find(std::string(key) + "=") == std::string::npos)
+                budget_value = option_value;
+            else if (option_value && option_value != budget_value)
+                throw UsageError(fmt::format("--fit '{}' says {}={}, but {} says {}: give it once",
+                                             q.fit->text, key, budget_value, option, option_value));
+        };
+        take("ctx", q.fit->ctx, q.ctx, "--ctx");
+        take("overhead", q.fit->overhead, q.overhead, "--overhead");
+    }
     q.svg = c.svg;
     q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
     const EstimateFitResult e = ops::estimate_fit(q);
+    if (e.write_error) q.svg.clear();  // not "wrote FILE": the error below says why
     if (c.json)
         print_json(estimate_fit_json(e));
     else
         print_fit_text(e, q);
+    if (e.write_error) std::rethrow_exception(e.write_error);
     return kExitOk;
 }
 
@@ -286,6 +359,8 @@ int run_estimate(const EstimateCli& c) {
     in.overhead = size_option("--overhead", c.overhead);
     in.gpu_mem = gpu_mem_option(c.gpu_mem);
     in.ctx = ctx_option(c.ctx);
+    in.offload = offload_option(c.llama);
+    in.cache_types = cache_types_option(c.llama);
     in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
 
     // Open, read the keeplist / plan as splice would, compute, report.
@@ -303,7 +378,7 @@ Command add_estimate(CLI::App& app, const GlobalOptions&) {
     auto o = std::make_shared<EstimateCli>();
     CLI::App* sub = app.add_subcommand(
         "estimate", "Size, parameters, decode bytes, per-GPU memory and KV cache, before and after pruning");
-    sub->add_option("model", o->model, "The model: an unsplit GGUF or any shard of a split set")->required();
+    sub->add_option("MODEL", o->model, "The model: an unsplit GGUF or any shard of a split set")->required();
     sub->add_option("--keeplist", o->keeplist, "keeplist.json (or a {\"drop\": ...} spec): experts kept");
     sub->add_option("--neuron-plan", o->neuron_plan, "plan.npz from `plan-width`: expert FFN channels kept");
     sub->add_flag("--drop-mtp", o->drop_mtp, "The after figures of `splice --drop-mtp` (no nextn blocks)");
@@ -323,6 +398,7 @@ Command add_estimate(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--imatrix", o->imatrices,
                     "NAME=FILE or FILE, repeatable: dead experts (rank's rule) bound K for --fit and --sweep")
         ->type_name("FILE");
+    add_llama_cpp_options(*sub, o->llama);
     sub->add_flag("--json", o->json, "Print one JSON document on stdout");
     return {sub, [o] { return run_estimate(*o); }};
 }

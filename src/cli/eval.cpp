@@ -175,7 +175,7 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
         "eval",
         "Measure each pruned build against its source with llama.cpp: KL divergence, same top token, PPL");
     sub->add_option("--source", o->source, "Any shard of the source model")->required();
-    sub->add_option("outputs", o->outputs, "Any shard of each pruned build of that source")->required();
+    sub->add_option("OUT", o->outputs, "Any shard of each pruned build of that source")->required();
     sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)")->required();
     sub->add_option("--llama-bin", o->llama_bin,
                     "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");

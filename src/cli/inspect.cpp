@@ -225,7 +225,7 @@ int run_inspect(const InspectOptions& o) {
 Command add_inspect(CLI::App& app, const GlobalOptions&) {
     auto opts = std::make_shared<InspectOptions>();
     CLI::App* sub = app.add_subcommand("inspect", "Show what a model (any shard) or an imatrix file holds");
-    sub->add_option("path", opts->path,
+    sub->add_option("PATH", opts->path,
                     "A GGUF model, any shard of a split model, or an imatrix (.gguf or .dat)")
         ->required();
     sub->add_flag("--json", opts->json, "Print one JSON document on stdout");

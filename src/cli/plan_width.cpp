@@ -48,7 +48,10 @@ void print_text(const PlanWidthResult& r) {
                                 fmt::join(b["unrouted_experts"].get<std::vector<int64_t>>(), ", "));
         std::cout << line << "\n";
     }
-    std::cout << fmt::format("wrote {}, {}\n", r.plan_path, r.receipt_path);
+    if (r.write_error)
+        std::cout << fmt::format("not written: {}, {} (below, why)\n", r.plan_path, r.receipt_path);
+    else
+        std::cout << fmt::format("wrote {}, {}\n", r.plan_path, r.receipt_path);
 }
 
 int run_plan_width(const PlanWidthCli& c) {
@@ -69,6 +72,7 @@ int run_plan_width(const PlanWidthCli& c) {
     } else {
         print_text(r);
     }
+    if (r.write_error) std::rethrow_exception(r.write_error);
     return kExitOk;
 }
 

@@ -62,7 +62,14 @@ RankOptions to_options(const RankCli& c) {
     o.consensus = *cs;
     o.keep = c.keep;
     o.prune = c.prune;
-    if (!c.ratio.empty()) o.ratio = parse_fraction(c.ratio, "--ratio");
+    if (!c.ratio.empty()) {
+        o.ratio = parse_fraction(c.ratio, "--ratio");
+        // Echoed as given: "--ratio 150%", not the 1.5 it was read as.
+        if (!(*o.ratio > 0 && *o.ratio < 1))
+            throw UsageError(fmt::format(
+                "--ratio {}: must be a fraction of experts to prune, above 0 and below 1 (e.g. 0.25 or 25%)",
+                c.ratio));
+    }
     if (!c.fit.empty()) o.fit = parse_budget(c.fit);
     if (!c.super_share.empty()) {
         const double v = parse_fraction(c.super_share, "--super-share");
@@ -141,8 +148,12 @@ void print_text(const ops::RankResult& o) {
             ps.size() > named.size() ? fmt::format("; {} more", ps.size() - named.size()) : "");
     std::cout << "safety margin: " << safety_margin_sentence(r) << "\n";
     std::cout << blind_spot_summary(in, r) << "\n";
-    std::cout << fmt::format("wrote {}, {}, {} (per-block lists in the receipt)\n", o.keeplist_path,
-                             o.ranking_path, o.receipt_path);
+    if (o.write_error)
+        std::cout << fmt::format("not written: {}, {}, {} (below, why)\n", o.keeplist_path, o.ranking_path,
+                                 o.receipt_path);
+    else
+        std::cout << fmt::format("wrote {}, {}, {} (per-block lists in the receipt)\n", o.keeplist_path,
+                                 o.ranking_path, o.receipt_path);
     if (!o.exported_path.empty())
         std::cout << fmt::format("exported {} ({} format)\n", o.exported_path,
                                  plan_format_name(*o.exported_format));
@@ -163,6 +174,7 @@ int run_rank(const RankCli& c) {
     } else {
         print_text(o);
     }
+    if (o.write_error) std::rethrow_exception(o.write_error);
     return kExitOk;
 }
 

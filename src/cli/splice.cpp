@@ -78,14 +78,16 @@ nlohmann::ordered_json file_json(const PlannedFile& f) {
 }
 
 nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const CopyReport* r,
-                                   const std::optional<ops::SpliceResult::Fetched>& fetched,
-                                   uint64_t resumed) {
+                                   const std::optional<ops::SpliceResult::Fetched>& fetched, uint64_t resumed,
+                                   const std::string& keeplist_note) {
     nlohmann::ordered_json j;
     j["command"] = "splice";
     j["dry_run"] = dry_run;
     j["source"] = {{"path", plan.source_path},
                    {"shards", plan.sources.size() - (plan.imatrix ? 1 : 0)},
                    {"expert_count", plan.source_expert_count}};
+    j["keeplist_note"] =
+        keeplist_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(keeplist_note);
     j["expert_count"] = plan.kept_expert_count;
     j["moe_blocks"] = plan.moe_blocks;
     j["expert_width"] = plan.width ? nlohmann::ordered_json{{"native", plan.native_width}, {"k", plan.width}}
@@ -125,10 +127,12 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
 }
 
 void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r,
-                const std::optional<ops::SpliceResult::Fetched>& fetched, uint64_t resumed) {
+                const std::optional<ops::SpliceResult::Fetched>& fetched, uint64_t resumed,
+                const std::string& keeplist_note) {
     std::cout << fmt::format("{} {}: {} MoE blocks, {} → {} experts per block\n",
                              dry_run ? "plan (dry run, nothing written) for" : "spliced", plan.source_path,
                              plan.moe_blocks, plan.source_expert_count, plan.kept_expert_count);
+    if (!keeplist_note.empty()) std::cout << fmt::format("keeplist {}\n", keeplist_note);
     if (plan.width)
         std::cout << fmt::format("expert FFN width {} → {} channels per expert (neuron plan)\n",
                                  plan.native_width, plan.width);
@@ -184,9 +188,9 @@ int run_splice(const SpliceCli& c) {
     const auto r = ops::splice(q, cli_events(!c.quiet));
     const CopyReport* copy = r->copy ? &*r->copy : nullptr;
     if (c.json)
-        print_json(report_json(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes));
+        print_json(report_json(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note));
     else
-        print_text(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes);
+        print_text(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note);
     return kExitOk;
 }
 
@@ -195,7 +199,7 @@ int run_splice(const SpliceCli& c) {
 Command add_splice(CLI::App& app, const GlobalOptions&) {
     auto o = std::make_shared<SpliceCli>();
     CLI::App* sub = app.add_subcommand("splice", "Write the pruned model as new shards, byte-exact");
-    sub->add_option("model", o->model, "The source model: an unsplit GGUF or any shard of a split set")
+    sub->add_option("MODEL", o->model, "The source model: an unsplit GGUF or any shard of a split set")
         ->required();
     sub->add_option("--keeplist", o->keeplist,
                     "keeplist.json from `rank` (or a {\"drop\": ...} spec); optional with --neuron-plan");

@@ -13,6 +13,7 @@
 
 #include "gguf_reap/error.h"
 #include "io/checked.h"
+#include "io/input_file.h"
 #include "io/output_file.h"
 
 namespace gguf_reap {
@@ -444,7 +445,7 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_b
         // libzip's code does not tell a missing file from a damaged archive (a forged directory gives
         // ZIP_ER_NOENT too): ask the file system, so that only an unreadable file is an I/O error.
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw IoError(path, "open", errno);
+        if (fd < 0) throw_open_error(path, errno);
         ::close(fd);
         // (libzip's own words for ZIP_ER_NOENT, "No such file", would send the user looking for a file.)
         throw InputError(path, 0, "zip",

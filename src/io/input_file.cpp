@@ -16,6 +16,13 @@
 
 namespace gguf_reap {
 
+void throw_open_error(const std::string& path, int errno_value) {
+    if (errno_value == ENOENT || errno_value == ENOTDIR)
+        throw InputError(path, std::nullopt, "", kMissingPathWords);
+    if (errno_value == EISDIR) throw InputError(path, std::nullopt, "", "is a directory, not a file");
+    throw IoError(path, "open", errno_value);
+}
+
 std::shared_ptr<InputFile> InputFile::open(const std::string& path) {
     std::shared_ptr<InputFile> f(new InputFile());
     f->path_ = path;
@@ -25,10 +32,11 @@ std::shared_ptr<InputFile> InputFile::open(const std::string& path) {
         return f;
     }
     f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (f->fd_ < 0) throw IoError(path, "open", errno);
+    if (f->fd_ < 0) throw_open_error(path, errno);
     struct stat st {};
     if (::fstat(f->fd_, &st) != 0) throw IoError(path, "stat", errno);
-    if (!S_ISREG(st.st_mode)) throw IoError(path, "not a regular file");
+    if (S_ISDIR(st.st_mode)) throw_open_error(path, EISDIR);
+    if (!S_ISREG(st.st_mode)) throw InputError(path, std::nullopt, "", "not a regular file");
     f->size_ = static_cast<uint64_t>(st.st_size);
     f->dev_ = st.st_dev;
     f->ino_ = st.st_ino;

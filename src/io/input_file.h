@@ -18,12 +18,20 @@
 
 namespace gguf_reap {
 
+// The one wording of a path that does not exist, in every command (exit 2): "PATH: does not exist".
+inline constexpr const char* kMissingPathWords = "does not exist";
+
+// What an input that cannot be opened (errno from open(2)) is: a path that does not exist or a directory
+// is bad input (InputError, exit 2, "PATH: does not exist"); anything else is an I/O error (exit 3).
+[[noreturn]] void throw_open_error(const std::string& path, int errno_value);
+
 class RemoteFile;
 
 class InputFile {
   public:
-    // Opens `path` read-only. Throws IoError when it cannot be opened or is not a regular file. A URL
-    // is pinned (RemoteFile::open; Error exit 2 for 404, 401, 403).
+    // Opens `path` read-only. Throws InputError when it does not exist or is not a regular file (exit
+    // 2), IoError when it cannot be opened (exit 3). A URL is pinned (RemoteFile::open; Error exit 2 for
+    // 404, 401, 403).
     static std::shared_ptr<InputFile> open(const std::string& path);
 
     ~InputFile();

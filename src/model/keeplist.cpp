@@ -9,8 +9,11 @@
 #include "format/json_input.h"
 #include "gguf_reap/error.h"
 #include "io/output_file.h"
+#include "io/paths.h"
 #include "io/sequential_reader.h"
+#include "io/sha256.h"
 #include "model/moe_layout.h"
+#include "model/shard_set.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {
@@ -147,6 +150,12 @@ KeepList KeepList::parse(const std::string& text, const std::string& path) {
             src.expert_group_count = get_uint(s["expert_group_count"], path, "source.expert_group_count");
         if (s.contains("tensor_count"))
             src.tensor_count = get_uint(s["tensor_count"], path, "source.tensor_count");
+        if (s.contains("tensor_names_sha256")) {
+            const json& h = s["tensor_names_sha256"];
+            if (!h.is_string() || !is_sha256_hex(h.get<std::string>()))
+                bad(path, "source.tensor_names_sha256", "must be a sha256 in 64 lowercase hex digits");
+            src.tensor_names_sha256 = h.get<std::string>();
+        }
         if (s.contains("shards") && s["shards"].is_array())
             for (const auto& sh : s["shards"])
                 if (sh.is_object() && sh.contains("name") && sh["name"].is_string())
@@ -202,6 +211,7 @@ json KeepList::to_json() const {
         s["expert_used_count"] = source->expert_used_count;
         s["expert_group_count"] = source->expert_group_count;
         s["tensor_count"] = source->tensor_count;
+        if (!source->tensor_names_sha256.empty()) s["tensor_names_sha256"] = source->tensor_names_sha256;
         json sh = json::array();
         for (const auto& [name, size] : source->shards) sh.push_back({{"name", name}, {"size", size}});
         s["shards"] = sh;
@@ -242,20 +252,99 @@ void KeepList::save(const std::string& path) const {
     out.commit();
 }
 
+namespace {
+
+// The one wording of a keeplist refused for a model of another layout, in every command.
+[[noreturn]] void refuse_layout(const std::string& path, const std::string& field, const std::string& ranked,
+                                const std::string& model_name, const std::string& has) {
+    throw InputError(
+        path, std::nullopt, "source." + field,
+        fmt::format("ranked on a model with {}, but {} has {}: a keeplist applies only to a model "
+                    "with the same architecture, expert layout and tensor names (another model, "
+                    "or an already pruned one?)",
+                    ranked, model_name, has));
+}
+
+void check_arch_and_experts(const KeepListSource& s, const std::string& path, const std::string& arch,
+                            uint64_t expert_count, const std::string& model_name) {
+    if (!s.from_imatrix_only && !s.architecture.empty() && s.architecture != arch)
+        refuse_layout(path, "architecture", fmt::format("architecture '{}'", s.architecture), model_name,
+                      fmt::format("architecture '{}'", arch));
+    if (s.expert_count != expert_count)
+        refuse_layout(path, "expert_count", fmt::format("{} experts per block", s.expert_count), model_name,
+                      fmt::format("{}", expert_count));
+}
+
+}  // namespace
+
+KeepListSource keeplist_source_of(const ShardSet& set, const MoeLayout& layout) {
+    KeepListSource src;
+    src.architecture = layout.arch;
+    src.expert_count = layout.expert_count;
+    src.expert_used_count = layout.expert_used_count;
+    src.expert_group_count = layout.expert_group_count;
+    src.tensor_count = set.tensors().size();
+    std::vector<std::string> names;
+    names.reserve(set.tensors().size());
+    for (const TensorRef& t : set.tensors()) names.push_back(set.info(t).name);
+    std::sort(names.begin(), names.end());
+    Sha256 h;
+    for (const std::string& n : names) {
+        h.update(n.data(), n.size());
+        h.update("\n", 1);
+    }
+    src.tensor_names_sha256 = h.finish_hex();
+    for (const Shard& s : set.shards())
+        src.shards.emplace_back(base_name(s.path), s.file ? s.file->size() : 0);
+    return src;
+}
+
+std::string keeplist_applies_to(const KeepList& kl, const std::string& path, const KeepListSource& m,
+                                const std::string& model_name) {
+    if (!kl.source) return "";
+    const KeepListSource& s = *kl.source;
+    check_arch_and_experts(s, path, m.architecture, m.expert_count, model_name);
+    if (s.from_imatrix_only) return "";
+    // Fields an older or hand-made keeplist may lack (read as 0 or "") are not compared.
+    if (s.expert_used_count != 0) {
+        if (s.expert_used_count != m.expert_used_count)
+            refuse_layout(path, "expert_used_count",
+                          fmt::format("{} experts used per token", s.expert_used_count), model_name,
+                          fmt::format("{}", m.expert_used_count));
+        if (std::max<uint64_t>(1, s.expert_group_count) != std::max<uint64_t>(1, m.expert_group_count))
+            refuse_layout(path, "expert_group_count",
+                          fmt::format("{} expert group(s)", std::max<uint64_t>(1, s.expert_group_count)),
+                          model_name, fmt::format("{}", std::max<uint64_t>(1, m.expert_group_count)));
+    }
+    if (s.tensor_count != 0 && s.tensor_count != m.tensor_count)
+        refuse_layout(path, "tensor_count", fmt::format("{} tensors", s.tensor_count), model_name,
+                      fmt::format("{}", m.tensor_count));
+    if (!s.tensor_names_sha256.empty() && !m.tensor_names_sha256.empty() &&
+        s.tensor_names_sha256 != m.tensor_names_sha256)
+        refuse_layout(path, "tensor_names_sha256",
+                      fmt::format("tensor names of sha256 {}", s.tensor_names_sha256.substr(0, 16)),
+                      model_name,
+                      fmt::format("other tensor names (sha256 {})", m.tensor_names_sha256.substr(0, 16)));
+    bool same = s.shards.size() == m.shards.size();
+    for (size_t i = 0; same && i < s.shards.size(); ++i)
+        same =
+            s.shards[i].first == m.shards[i].first &&
+            (s.shards[i].second == 0 || m.shards[i].second == 0 || s.shards[i].second == m.shards[i].second);
+    if (same) return "";
+    const std::string ranked =
+        s.shards.empty() ? std::string("a model the keeplist does not name") : s.shards.front().first;
+    const std::string applied = m.shards.empty() ? model_name : m.shards.front().first;
+    return fmt::format("ranked on {}, applied to {} (the same architecture, expert layout and tensor names)",
+                       ranked, applied);
+}
+
 void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string& path) {
     auto fail = [&](const std::string& msg) { throw UsageError(fmt::format("{}: {}", path, msg)); };
     const int64_t E = static_cast<int64_t>(layout.expert_count);
     if (layout.blocks.empty()) fail("the model has no MoE blocks: there are no experts to remove");
-    if (kl.source) {
-        if (!kl.source->architecture.empty() && kl.source->architecture != layout.arch)
-            fail(fmt::format("made for architecture '{}', but the model is '{}'", kl.source->architecture,
-                             layout.arch));
-        if (kl.source->expert_count != layout.expert_count)
-            fail(fmt::format(
-                "made for a model with {} experts per block, but this model has {} (was it made for "
-                "another model, or for an already pruned one?)",
-                kl.source->expert_count, layout.expert_count));
-    }
+    // Every command calls keeplist_applies_to first, with the model's name; this is the same check for
+    // callers that have only the layout.
+    if (kl.source) check_arch_and_experts(*kl.source, path, layout.arch, layout.expert_count, "the model");
     std::set<int> model_blocks, list_blocks;
     for (const auto& b : layout.blocks) model_blocks.insert(b.block);
     for (const auto& b : kl.blocks)

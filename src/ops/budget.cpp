@@ -150,6 +150,7 @@ void apply_dead_rule(KeepRules& rules, const std::vector<int>& blocks,
     const int64_t G = rules.groups, group_size = rules.expert_count / G;
     for (size_t b = 0; b < dead.size() && b < blocks.size(); ++b)
         for (size_t g = 0; g < dead[b].size(); ++g) {
+            if (dead[b][g] <= 0) continue;  // no bound: never "blk.0 has 0 dead experts"
             const int64_t k = G * (group_size - dead[b][g]);
             if (rules.max_keep == 0 || k < rules.max_keep) {
                 rules.max_keep = k;

@@ -527,12 +527,16 @@ void check_manifest_destination(const std::string& path, const std::vector<std::
 }
 
 void save_manifest(const Manifest& m, const std::string& path) {
+    OutputFile json_out(path);
+    OutputFile sums_out(manifest_sums_path(path));
+    save_manifest(m, json_out, sums_out);
+}
+
+void save_manifest(const Manifest& m, OutputFile& json_out, OutputFile& sums_out) {
     // Both files are complete under temporary names before either is renamed into place.
     const std::string text = m.to_json().dump(1) + "\n";
     const std::string sums = m.sha256sum_text();
-    OutputFile json_out(path);
     json_out.write_at(0, text.data(), text.size());
-    OutputFile sums_out(manifest_sums_path(path));
     sums_out.write_at(0, sums.data(), sums.size());
     json_out.commit();
     sums_out.commit();

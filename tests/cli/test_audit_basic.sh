@@ -10,7 +10,7 @@ expect_out "--manifest-out"
 case_ "OUTPUT is required"
 run "$BIN" audit
 expect_code 2
-expect_err "gguf-reap: error: output is required"
+expect_err "gguf-reap: error: OUTPUT is required"
 
 case_ "--keeplist needs --source"
 printf '{}' >"$WORK/k.json"
@@ -19,10 +19,10 @@ expect_code 2
 expect_err "gguf-reap: error: --keeplist needs --source"
 expect_err_lines 1
 
-case_ "missing OUTPUT is an I/O error"
+case_ "missing OUTPUT is bad input"
 run "$BIN" audit "$WORK/nope.gguf"
-expect_code 3
-expect_err "nope.gguf: open: No such file or directory"
+expect_code 2
+expect_err "nope.gguf: does not exist"
 
 case_ "an OUTPUT that is not GGUF is bad input, one line"
 printf 'hello world, not gguf' >"$WORK/x.gguf"

@@ -70,7 +70,8 @@ check("headline.file_bytes", h["file_bytes"], iout["file_size"])
 check("headline.file_gb", h["file_gb"], f"{iout['file_size'] / 1e6:.1f} MB")
 check("headline.shards", h["shards"], 2)
 check("base_model", [card["base_model"], card["base_model_from"]], ["org/Kimi-K3", "--base-model"])
-check("tags", card["tags"], [isrc["arch"], "expert-pruning", "reap"] + sorted(iout["tensor_type_histogram"]))
+# `reap` only for the REAP criterion: this keeplist's criterion is energy.
+check("tags", card["tags"], [isrc["arch"], "expert-pruning"] + sorted(iout["tensor_type_histogram"]))
 
 m, km = card["method"], kl["method"]
 check("criterion", m["criterion"], km["criterion"])
@@ -123,7 +124,13 @@ for r, e in zip(hw["tensor_parallel"], eout["tensor_parallel"]):
           [b["weights"], b["kv_cache"], b["overhead"], b["need"], b["fits"], e["kv_bytes_per_token"]])
 check("fits differ by TP in this fixture", sorted({r["fits"] for r in hw["tensor_parallel"]}), [False, True])
 check("run", card["run"], {"llama_cli": "llama-cli -m p-00001-of-00002.gguf -c 1000",
-                           "llama_server": "llama-server -m p-00001-of-00002.gguf -c 1000 --port 8080"})
+                           "llama_server": "llama-server -m p-00001-of-00002.gguf -c 1000 --port 8080",
+                           "llama_server_hf": None, "llama_cli_hf": None})
+one = hw["one_gpu"]
+check("one GPU and RAM = estimate's", one, {"offload": None, "gpu_weights": eout["one_gpu"]["before"]["gpu"]["weights"],
+      "gpu_kv_cache": eout["one_gpu"]["before"]["gpu"]["kv_cache"], "gpu_overhead": eout["one_gpu"]["before"]["gpu"]["overhead"],
+      "gpu_total": eout["one_gpu"]["before"]["gpu"]["total"], "fits": eout["one_gpu"]["before"]["gpu"]["fits"],
+      "ram_weights": eout["one_gpu"]["before"]["ram"]["weights"], "ram_experts": 0})
 check("the note is under Not verified", card["not_verified"][-1], "Tested only on synthetic weights.")
 check("calibration line", any("chat (16,384 tokens), code (16,384 tokens)" in n for n in card["not_verified"]), True)
 check("no task benchmark line", card["not_verified"][0].startswith("No task benchmark"), True)
@@ -176,7 +183,7 @@ expect_code 0
 expect_out "## Verified
 
 Not audited."
-expect_out "| \`p-00001-of-00002.gguf\` | 2,122,816 | not recorded |"
+expect_out "| \`p-00001-of-00002.gguf\` | 2,122,976 | not recorded |"
 expect_out "The sha256 of the shards is not recorded: run \`gguf-reap audit p-00001-of-00002.gguf --source m-00001-of-00002.gguf --manifest-out MANIFEST.json\`"
 
 case_ "a hashing audit without --manifest gives the sha256"
@@ -265,7 +272,7 @@ a = json.load(open(f"{w}/audit.json"))
 a["result"], a["summary"]["findings"] = "fail", 3
 json.dump(a, open(f"{w}/audit-fail.json", "w"))
 kl = json.load(open(f"{w}/rank/keeplist.json"))
-kl["source"]["shards"][1]["size"] += 1
+kl["source"]["tensor_count"] += 1  # another layout (other shard sizes alone are another quant: accepted)
 import os
 os.makedirs(f"{w}/rank-other", exist_ok=True)
 json.dump(kl, open(f"{w}/rank-other/keeplist.json", "w"))
@@ -281,7 +288,7 @@ mkdir -p "$WORK/out2"
 "$BIN" -q audit "$WORK/out2/q-00001-of-00002.gguf" --source "$M" --manifest-out "$WORK/out2/man.json" --json \
     >"$WORK/audit-q.json"
 refuse "an audit of another output" \
-    "$WORK/audit-q.json: shards: the audit is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has p-00001-of-00002.gguf (2122816 bytes)" \
+    "$WORK/audit-q.json: shards: the audit is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122976 bytes) where the set on disk has p-00001-of-00002.gguf (2122976 bytes)" \
     "${CARD[@]}" --audit "$WORK/audit-q.json"
 # The output audited against a manifest of another model's files (the q set stands in for a source).
 "$BIN" -q audit "$WORK/out2/q-00001-of-00002.gguf" --manifest-out "$WORK/q-man.json"
@@ -293,7 +300,7 @@ a["source_manifest"] = f"{w}/q-man.json"
 json.dump(a, open(f"{w}/audit-sm-other.json", "w"))
 PY
 refuse "an audit against a manifest of another source" \
-    "$WORK/audit-sm-other.json: source_manifest: the audit verified against $WORK/q-man.json, a manifest of other files than $M: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has m-00001-of-00002.gguf (4185088 bytes)" \
+    "$WORK/audit-sm-other.json: source_manifest: the audit verified against $WORK/q-man.json, a manifest of other files than $M: it lists shard 1 as q-00001-of-00002.gguf (2122976 bytes) where the set on disk has m-00001-of-00002.gguf (4185088 bytes)" \
     "${CARD[@]}" --audit "$WORK/audit-sm-other.json"
 case_ "an output without provenance keys: Not verified says what was not checked"
 "$BIN" -q splice "$M" --keeplist "$WORK/rank/keeplist.json" -o "$WORK/out2/np" --no-provenance >/dev/null
@@ -302,11 +309,12 @@ expect_code 0
 expect_json "d['method']['output_names_keeplist'] is False"
 expect_json "'The output carries no gguf_reap.keeplist_sha256 (spliced with --no-provenance?): that it was made with this keeplist is checked only by its expert count.' in d['not_verified']"
 refuse "a manifest of another set" \
-    "$WORK/out2/man.json: shards: the manifest is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122816 bytes) where the set on disk has p-00001-of-00002.gguf (2122816 bytes)" \
+    "$WORK/out2/man.json: shards: the manifest is of other files than $P: it lists shard 1 as q-00001-of-00002.gguf (2122976 bytes) where the set on disk has p-00001-of-00002.gguf (2122976 bytes)" \
     "${CARD[@]}" --manifest "$WORK/out2/man.json"
 SIZE2=$(stat -c %s "$WORK/m-00002-of-00002.gguf")
+TC=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["source"]["tensor_count"])' "$WORK/rank/keeplist.json")
 refuse "a keeplist of another model" \
-    "$WORK/rank-other/keeplist.json: source.shards: the keeplist was made for another model than $M: it lists shard 2 as m-00002-of-00002.gguf ($((SIZE2 + 1)) bytes) where the set on disk has m-00002-of-00002.gguf ($SIZE2 bytes)" \
+    "$WORK/rank-other/keeplist.json: source.tensor_count: ranked on a model with $((TC + 1)) tensors, but $M has $TC: a keeplist applies only to a model with the same architecture, expert layout and tensor names (another model, or an already pruned one?)" \
     "$BIN" card "$P" --source "$M" --rank "$WORK/rank-other"
 "$BIN" -q rank --model "$M" --imatrix chat="$WORK/chat.imatrix.gguf" --imatrix code="$WORK/code.imatrix.gguf" \
     --ratio 25% -o "$WORK/rank25" >/dev/null
@@ -352,7 +360,7 @@ refuse "an audit report with a bad field: its JSON path" \
     "$WORK/audit-field.json: summary.tensors: missing or not a non-negative integer" \
     "${CARD[@]}" --audit "$WORK/audit-field.json"
 refuse "a missing rank directory" \
-    "$WORK/no-such-dir: not a directory (give the directory \`gguf-reap rank -o\` wrote)" \
+    "$WORK/no-such-dir: does not exist" \
     "$BIN" card "$P" --source "$M" --rank "$WORK/no-such-dir"
 mkdir -p "$WORK/empty"
 refuse "a rank directory without keeplist.json" \

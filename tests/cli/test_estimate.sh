@@ -34,7 +34,7 @@ expect_json "[r['tp'] for r in d['tensor_parallel']] == [1, 2, 8]"
 # F16 down slab (32 × 64 × 2), in 2 MoE blocks.
 expect_json "d['before']['decode_bytes_per_token']['experts'] == 2 * 2 * (2 * 32 * 68 + 32 * 64 * 2)"
 expect_json "d['after']['decode_bytes_per_token']['router'] == 2 * 64 * 4 * 4"
-expect_json "d['kv_cache'] == {'kind': 'standard', 'bytes_per_token': 768, 'attention_layers': 3, 'stateful_layers': 0, 'cache_type': 'F16', 'heads_kv': 4, 'key_length': 16, 'value_length': 16}"
+expect_json "d['kv_cache'] == {'kind': 'standard', 'bytes_per_token': 768, 'attention_layers': 3, 'stateful_layers': 0, 'cache_type': 'F16', 'cache_type_k': 'f16', 'cache_type_v': 'f16', 'heads_kv': 4, 'key_length': 16, 'value_length': 16}"
 expect_json "d['tensor_parallel'][2]['kv_bytes_per_token'] == 3 * 1 * 32 * 2"
 expect_json "d['tensor_parallel'][0]['before']['fits'] is None and d['gpu_mem'] is None"
 
@@ -117,10 +117,10 @@ expect_code 2
 expect_err "gguf-reap: error: $WORK/other.json: block 3 is in the keeplist but is not an MoE block of the model"
 expect_no_out
 
-case_ "a missing model is an I/O error"
+case_ "a missing model is bad input"
 run "$BIN" estimate "$WORK/nope.gguf"
-expect_code 3
-expect_err "nope.gguf: open: No such file or directory"
+expect_code 2
+expect_err "nope.gguf: does not exist"
 
 case_ "a dense model cannot take a keeplist"
 "$GEN" model --skeleton --experts 0 -o "$WORK/dense.gguf" >/dev/null

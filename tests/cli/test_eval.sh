@@ -45,7 +45,9 @@ expect_json 'd["runs"][0]["tokens"] == 504 and d["texts"][0]["tokens"] == 19133 
 expect_json 'd["texts"][0]["base_bytes"] == 4136916 and d["texts"][0]["sha256"] == "'"$(sha256sum "$WORK/python.heldout.txt" | cut -d" " -f1)"'"'
 expect_json '[o["expert_count"] for o in d["outputs"]] == [12, 8] and d["outputs"][1]["shards"] == ["keep8.gguf"] and d["source"]["expert_count"] == 16'
 expect_json 'd["llama_cpp"]["build"].startswith("version: 0.1.1-dev") and d["runs"][0]["command"][-3:-1] == ["--kl-divergence-base", d["texts"][0]["base_file"]]'
-expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$M"'", "--stdin", "--no-escape", "--ids", "--show-count", "--log-disable"] and d["texts"][0]["tokenize_command"][0].endswith("/llama-tokenize")'
+# eval.json is meant for upload: no absolute local path, names relative to it or base names (issue 33).
+expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$(basename "$M")"'", "--stdin", "--no-escape", "--ids", "--show-count", "--log-disable"] and d["texts"][0]["tokenize_command"][0] == "llama-tokenize"'
+expect_json '"\"/" not in json.dumps(d) and d["texts"][0]["base_file"].startswith("cache/")'
 expect_json '"--no-escape" in d["runs"][0]["command"] and d["runs"][0]["command"][d["runs"][0]["command"].index("-c")+1] == "128"'
 expect_out "keep8.gguf"
 
@@ -171,7 +173,7 @@ expect_json "d['smoke']['source']['text'] == $(printed_text source)"
 expect_json "d['outputs'][1]['smoke']['text'] == $(printed_text keep8)"
 expect_json 'd["smoke"]["prompt"] == "def main(" and d["smoke"]["tokens_requested"] == 16 and d["smoke"]["prompt_tokens"] == '"$(prompt_tokens source)"
 expect_json 'd["outputs"][0]["smoke"]["identical"] == 7 and d["outputs"][1]["smoke"]["identical"] == 6'
-expect_json 'd["outputs"][1]["smoke"]["first_diff"] == {"index": 6, "source": {"id": 11, "text": ","}, "output": {"id": 62, "text": "_"}}'
+expect_json 'd["outputs"][1]["smoke"]["first_diff"] == {"index": 7, "source": {"id": 11, "text": ","}, "output": {"id": 62, "text": "_"}}'
 expect_json '"SESSION" in d["smoke"]["source"]["command"] and "--no-escape" in d["smoke"]["source"]["command"] and d["smoke"]["source"]["command"][d["smoke"]["source"]["command"].index("-p")+1] == "def main("'
 
 case_ "card --eval: the smoke line"

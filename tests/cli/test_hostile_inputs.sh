@@ -27,7 +27,7 @@ refused() {  # refused "case" 'keeplist text' "expected stderr after the path"
 refused "an expert id of 10^12" '{"drop": {"1": [1000000000000], "2": [0], "3": [0]}}' \
     "block 1: dropped id 1000000000000 is out of range (the model has experts 0..15)"
 refused "expert_count 2^40" '{"version": 1, "source": {"architecture": "deepseek2", "expert_count": 1099511627776}, "blocks": []}' \
-    "made for a model with 1099511627776 experts per block, but this model has 16 (was it made for another model, or for an already pruned one?)"
+    "source.expert_count: ranked on a model with 1099511627776 experts per block, but $M has 16: a keeplist applies only to a model with the same architecture, expert layout and tensor names (another model, or an already pruned one?)"
 refused "n_keep 10^12" '{"version": 1, "n_keep": 1000000000000, "blocks": [{"block": 1, "keep": [0,1,2,3]}, {"block": 2, "keep": [0,1,2,3]}, {"block": 3, "keep": [0,1,2,3]}]}' \
     "n_keep is 1000000000000 but the blocks keep 4 experts each"
 refused "a negative id" '{"drop": {"1": [-1], "2": [0], "3": [0]}}' \
@@ -37,7 +37,7 @@ refused "a duplicate id" '{"drop": {"1": [4, 4], "2": [0, 1], "3": [0, 1]}}' \
 refused "a non-integer id" '{"drop": {"1": [1.5], "2": [0], "3": [0]}}' \
     "drop.1[0]: expert id must be an integer, found 1.5"
 refused "another architecture" '{"version": 1, "source": {"architecture": "qwen3moe", "expert_count": 16}, "blocks": []}' \
-    "made for architecture 'qwen3moe', but the model is 'deepseek2'"
+    "source.architecture: ranked on a model with architecture 'qwen3moe', but $M has architecture 'deepseek2'"
 
 case_ "100,000 levels of nesting: refused on a scan of the text, no stack overflow"
 /usr/bin/python3 -c "import sys; sys.stdout.write('[' * 100000 + ']' * 100000)" >"$WORK/deep.json"
@@ -133,7 +133,7 @@ touch "$WORK/file"
 case_ "splice into a 'directory' that is a regular file: exit 3"
 run "$BIN" splice "$M" --keeplist "$DROP" -o "$WORK/file/o"
 expect_code 3
-expect_err "gguf-reap: error: $WORK/file: output directory: Not a directory"
+expect_err "gguf-reap: error: $WORK/file: create directory: Not a directory"
 expect_err_lines 1
 case_ "rank -o under a regular file: exit 3"
 run "$BIN" rank --imatrix "$WORK/m.imatrix.gguf" --prune 1 -o "$WORK/file/r"

@@ -29,18 +29,18 @@ expect_err "gguf-reap: error:"
 case_ "inspect without a path is a usage error"
 run "$BIN" inspect
 expect_code 2
-expect_err "path is required"
+expect_err "PATH is required"
 expect_no_out
 
-case_ "missing file is an I/O error"
+case_ "missing file is bad input"
 run "$BIN" inspect "$WORK/nope.gguf"
-expect_code 3
-expect_err "nope.gguf: open: No such file or directory"
+expect_code 2
+expect_err "nope.gguf: does not exist"
 
-case_ "a directory is an I/O error"
+case_ "a directory is bad input"
 run "$BIN" inspect "$WORK"
-expect_code 3
-expect_err "gguf-reap: error: $WORK: not a regular file"
+expect_code 2
+expect_err "gguf-reap: error: $WORK: is a directory, not a file"
 
 case_ "not a GGUF file"
 printf 'hello world, not gguf' >"$WORK/x.gguf"

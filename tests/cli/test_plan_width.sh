@@ -47,8 +47,8 @@ expect_err "gguf-reap: error: K = 48 is not a legal expert width for m.gguf: the
 
 case_ "missing imatrix"
 run "$BIN" plan-width --imatrix chat=nope.gguf --k 32 -o p3.npz
-expect_code 3
-expect_err "gguf-reap: error: nope.gguf: open: No such file or directory"
+expect_code 2
+expect_err "gguf-reap: error: nope.gguf: does not exist"
 
 case_ "wrong model"
 run "$BIN" plan-width --imatrix chat=chat.imatrix.gguf --k 32 -o p4.npz --model other.gguf

@@ -18,23 +18,23 @@ if fixtures "the cases on the llama.cpp-made fixtures"; then
     expect_code 0
     expect_out "plan (dry run, nothing written)"
     expect_out "3 MoE blocks, 16 → 13 experts per block"
-    expect_out "13,454,336"
+    expect_out "13,454,496"
     expect_out "tensors  70 (15 sliced, 195 expert slabs in 47 extents)"
     [ ! -e "$WORK/p.gguf" ] && _pass || _fail "dry run wrote a file"
 
     case_ "dry run --json is one document"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/p" --dry-run --json
     expect_code 0
-    expect_json "d['dry_run'] and d['outputs'][0]['file_size'] == 13454336 and d['expert_count'] == 13 and 'seconds' not in d"
+    expect_json "d['dry_run'] and d['outputs'][0]['file_size'] == 13454496 and d['expert_count'] == 13 and 'seconds' not in d"
 
     case_ "real run: summary on stdout, nothing on stderr when it is not a terminal"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/p"
     expect_code 0
     expect_out "spliced $M: 3 MoE blocks, 16 → 13 experts per block"
-    expect_out "written  12.8 MiB (13,454,336 bytes)"
+    expect_out "written  12.8 MiB (13,454,496 bytes)"
     expect_out "GB/s"
     [ ! -s "$ERR" ] && _pass || _fail "stderr not empty"
-    [ "$(stat -c %s "$WORK/p.gguf")" -eq 13454336 ] && _pass || _fail "size differs from the dry run"
+    [ "$(stat -c %s "$WORK/p.gguf")" -eq 13454496 ] && _pass || _fail "size differs from the dry run"
 
     case_ "the output reads back: 13 experts, provenance keys"
     run "$BIN" inspect --json "$WORK/p.gguf"

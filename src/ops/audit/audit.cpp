@@ -8,11 +8,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "gguf_reap/error.h"
+#include "io/output_file.h"
+#include "io/output_lock.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/audit/audit_internal.h"
@@ -107,7 +110,8 @@ struct AgainstSource {
 // Kept experts, metadata, tensor infos → what every tensor's bytes must be.
 void check_against_source(const AuditOptions& o, Source& src, const OutputSet& out, AuditReport& r,
                           AgainstSource& a) {
-    KeptExperts kept = derive_kept(src.layout, out, o.keeplist, r);
+    KeptExperts kept = derive_kept(*src.model, o.source ? *o.source : o.source_manifest.value_or(""),
+                                   src.layout, out, o.keeplist, r);
     kept.width = derive_width(*src.model, src.layout, out, o.neuron_plan, r);
     check_metadata(*src.model, kept, out, r);
     a.expect = check_tensor_infos(*src.model, src.layout, kept, out, r);
@@ -132,8 +136,9 @@ void check_against_source(const AuditOptions& o, Source& src, const OutputSet& o
 
 // One pass over the bytes of every shard, in parallel; its findings join the report's.
 std::vector<ShardBytes> byte_pass(const AuditOptions& o, bool with_source, bool hash, const OutputSet& out,
-                                  const AgainstSource& a, AuditReport& r) {
+                                  const AgainstSource& a, AuditReport& r, const Events& events) {
     BytePassOptions bo;
+    bo.events = &events;
     bo.read_all = with_source;
     bo.hash = hash;
     std::vector<std::vector<uint64_t>> slab_bytes;
@@ -195,7 +200,7 @@ void summarize(const OutputSet& out, const std::vector<ShardBytes>& bytes, Audit
 }  // namespace
 }  // namespace audit_detail
 
-AuditReport run_audit(const AuditOptions& o) {
+AuditReport run_audit(const AuditOptions& o, const Events& events) {
     using namespace audit_detail;
     check_options(o);
     AuditReport r;
@@ -223,8 +228,8 @@ AuditReport run_audit(const AuditOptions& o) {
     if (src.model) check_against_source(o, src, out, r, against);
 
     // 5. One pass over the bytes of every shard, in parallel.
-    std::vector<ShardBytes> bytes =
-        byte_pass(o, src.model.has_value(), manifest.has_value() || o.compute_manifest, out, against, r);
+    std::vector<ShardBytes> bytes = byte_pass(
+        o, src.model.has_value(), manifest.has_value() || o.compute_manifest, out, against, r, events);
 
     // 6. Manifests: check against the given one, build the output's own.
     if (manifest) check_manifest(*manifest, out, bytes, r.findings);
@@ -245,15 +250,28 @@ AuditResult audit(const AuditRequest& q, const Events& events) {
     std::vector<std::string> inputs{o.output};
     for (const auto* p : {&o.source, &o.keeplist, &o.neuron_plan, &o.manifest, &o.source_manifest})
         if (*p) inputs.push_back(**p);
-    // Refuse an unusable destination now rather than after reading the whole model.
-    if (o.compute_manifest) check_manifest_destination(q.manifest_out, inputs, q.force);
+    // Refuse an unusable destination now rather than after reading the whole model: the lock taken and
+    // both files created under their temporary names (removed again when no manifest is written).
+    std::optional<OutputLock> lock;
+    std::optional<OutputFile> json_out, sums_out;
+    if (o.compute_manifest) {
+        check_manifest_destination(q.manifest_out, inputs, q.force);
+        json_out.emplace(q.manifest_out);  // first: its error names the path as given
+        sums_out.emplace(manifest_sums_path(q.manifest_out));
+        lock.emplace(q.manifest_out);
+    }
 
-    AuditResult r{run_audit(o), false};
+    AuditResult r{run_audit(o, events), false, nullptr};
     if (r.report.manifest && r.report.passed()) {
         for (const auto& s : r.report.shards) inputs.push_back(s.path);
-        check_manifest_destination(q.manifest_out, inputs, q.force);
-        save_manifest(*r.report.manifest, q.manifest_out);
-        r.manifest_written = true;
+        // The work is done: a failure to write its manifest still leaves the report to print.
+        try {
+            check_manifest_destination(q.manifest_out, inputs, q.force);
+            save_manifest(*r.report.manifest, *json_out, *sums_out);
+            r.manifest_written = true;
+        } catch (const Error&) {
+            r.write_error = std::current_exception();
+        }
     } else if (r.report.manifest) {
         events.warn(
             fmt::format("manifest not written: the audit found {} finding(s)", r.report.findings.size()));

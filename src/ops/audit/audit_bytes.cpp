@@ -367,6 +367,9 @@ struct ShardPass {
     bool cur_bad = false, cur_compared = false, cur_expert = false;
 
     bool stopped() const { return stop.load(std::memory_order_relaxed); }
+    void advance(uint64_t n) const {
+        if (o.events && o.events->on_progress) o.events->on_progress(n);
+    }
     uint64_t fill(const Piece& p) const { return o.read_all ? size : p.offset + p.length; }
     // A piece with its own hash: a slab of a manifest being made, or bytes a source manifest vouches for.
     bool own_hash(const Piece& p) const {
@@ -429,6 +432,7 @@ struct ShardPass {
             },
             stop);
         if (stopped()) return false;
+        advance(p.length);
         compared(p, g.diffs > 0, [&] { return gather_finding(s, p, source_paths[p.run->src_shard], g); });
         return true;
     }
@@ -460,6 +464,7 @@ struct ShardPass {
                 if (p.header) r.header.insert(r.header.end(), a.data(), a.data() + n);
             }
             if (own) piece_hash->update(a.data(), n);
+            advance(n);
             off += n;
             left -= n;
         }
@@ -566,6 +571,11 @@ std::vector<ShardBytes> verify_bytes(const OutputSet& out, const Expectations& e
             sources.back()->advise_sequential(0, sources.back()->size());
         }
 
+    uint64_t total = 0;
+    for (const ShardJob& j : jobs)
+        for (const Piece& p : j.pieces) total += p.length;
+    const Events none;
+    ProgressScope progress(o.events ? *o.events : none, "audit", total);
     std::vector<ShardBytes> results(jobs.size());
     std::atomic<bool> stop{false};  // an error in one shard stops the others mid-shard
     parallel_for(jobs.size(), resolve_threads(o.threads), [&](size_t i) {

@@ -94,8 +94,11 @@ struct KeptExperts {
     uint64_t dropped_nextn = 0;
 };
 
-KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
-                        const std::optional<std::string>& keeplist_path, AuditReport& report);
+// `source` and `source_name` (the path the user gave, --source or --source-manifest) say, in a note,
+// when the keeplist was ranked on another model of the same layout (keeplist_applies_to).
+KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, const MoeLayout& layout,
+                        const OutputSet& out, const std::optional<std::string>& keeplist_path,
+                        AuditReport& report);
 
 inline Finding make_finding(FindingKind kind, const std::string& file, std::string subject,
                             std::optional<uint64_t> offset, std::string message) {
@@ -167,6 +170,7 @@ struct BytePassOptions {
     const std::vector<std::vector<uint64_t>>* slab_bytes = nullptr;
     int threads = 0;
     size_t buffer_bytes = 8u << 20;
+    const Events* events = nullptr;  // progress: output bytes passed, all shards together
 };
 
 struct ShardBytes {

@@ -122,6 +122,40 @@ void check_version(const OutShard& s, const Header& src_meta, AuditReport& r) {
 
 }  // namespace
 
+// general.name: the source's name with the experts kept (and the width cut); then the source as the
+// base model: count 1, its name, organization and repository (general.repo_url, else the Hugging Face
+// repository the source names), each when the source has it.
+void expect_name_and_base(const ShardSet& src, const KeptExperts& kept, const std::string& name,
+                          std::deque<Kv>& owned, std::vector<ExpectedKv>& exp) {
+    const auto add = [&](Kv kv, std::string why) {
+        owned.push_back(std::move(kv));
+        exp.push_back({owned.back().key, Match::kExact, &owned.back(), std::move(why)});
+    };
+    if (kept.valid) {
+        const uint64_t width = kept.width ? static_cast<uint64_t>(kept.width->plan.k) : 0;
+        const uint64_t native = kept.width ? static_cast<uint64_t>(kept.width->native_width) : 0;
+        add(Kv::make_string(
+                kGeneralNameKey,
+                pruned_model_name(name, kept.n, src.arch_uint("expert_count").value_or(0), width, native)),
+            "the source's name with the experts kept");
+    } else {
+        exp.push_back({kGeneralNameKey, Match::kPresence, nullptr, "the source has it"});
+    }
+    add(Kv::make_u32(kBaseModelCountKey, 1), "the source is the build's one base model");
+    add(Kv::make_string(kBaseModel0NameKey, name), "the source's general.name");
+    const auto str = [&](const char* key) -> std::string {
+        const Kv* kv = src.find_kv(key);
+        return kv ? kv->as_string().value_or("") : "";
+    };
+    if (const std::string org = str(kGeneralOrganizationKey); !org.empty())
+        add(Kv::make_string(kBaseModel0OrganizationKey, org), "the source's general.organization");
+    std::string url = str(kGeneralRepoUrlKey);
+    if (url.empty())
+        if (const std::string repo = str(kSourceHfRepositoryKey); !repo.empty())
+            url = "https://huggingface.co/" + repo;
+    if (!url.empty()) add(Kv::make_string(kBaseModel0RepoUrlKey, url), "the source's repository");
+}
+
 void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report) {
     const Header& meta = src.metadata();
     const std::string ec_key = src.architecture() + ".expert_count";
@@ -137,6 +171,13 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
             src_split.insert(kv.key);
             // A split source's split.* keys are replaced in place; a single output drops them.
             if (out.multi()) exp.push_back({kv.key, Match::kSplit, nullptr, ""});
+            continue;
+        }
+        // With provenance the build names itself, and its base model is the source (docs/splice.md, "Name
+        // and base model"): the source's own base-model keys are not expected.
+        if (kept.provenance && kv.key.starts_with(kBaseModelPrefix)) continue;
+        if (kept.provenance && kv.key == kGeneralNameKey && kv.as_string()) {
+            expect_name_and_base(src, kept, *kv.as_string(), owned, exp);
             continue;
         }
         // --drop-mtp: the nextn blocks are left out (docs/splice.md).

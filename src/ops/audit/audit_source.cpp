@@ -145,8 +145,9 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     return w;
 }
 
-KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
-                        const std::optional<std::string>& keeplist_path, AuditReport& report) {
+KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, const MoeLayout& layout,
+                        const OutputSet& out, const std::optional<std::string>& keeplist_path,
+                        AuditReport& report) {
     KeptExperts k;
     const OutShard& first = out.meta();
     Provenance prov;
@@ -158,6 +159,10 @@ KeptExperts derive_kept(const MoeLayout& layout, const OutputSet& out,
     if (keeplist_path) {
         // The user's claim: the output is exactly this keeplist applied to this source.
         KeepList kl = KeepList::load(*keeplist_path);
+        if (std::string note =
+                keeplist_applies_to(kl, *keeplist_path, keeplist_source_of(source, layout), source_name);
+            !note.empty())
+            report.notes.push_back("keeplist " + note);
         validate_keeplist(kl, layout, *keeplist_path);
         fill_from(kl, k);
         k.from = "keeplist";

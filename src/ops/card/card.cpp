@@ -2,7 +2,10 @@
 #include "gguf_reap/card.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -16,7 +19,9 @@
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/manifest.h"
 #include "gguf_reap/rank.h"
+#include "io/input_file.h"
 #include "io/output_file.h"
+#include "io/output_lock.h"
 #include "io/paths.h"
 #include "io/preflight.h"
 #include "io/remote_file.h"
@@ -123,29 +128,15 @@ std::pair<std::string, std::string> base_model_of(const ShardSet& source) {
 
 // --- the keeplist -------------------------------------------------------------------------------
 
-void check_keeplist_source(const KeepList& kl, const std::string& kl_path, const OpenedModel& src) {
+// The keeplist must apply to MODEL (keeplist_applies_to: the same architecture, expert layout and
+// tensor names); returns "ranked on X, applied to Y (...)" when it was ranked on another model of them.
+std::string check_keeplist_source(const KeepList& kl, const std::string& kl_path, const OpenedModel& src,
+                                  const MoeLayout& layout) {
     if (!kl.source)
         throw InputError(kl_path, std::nullopt, "source",
                          "missing: a hand-written drop spec says nothing of its model; give the directory "
                          "`gguf-reap rank --model` wrote");
-    const KeepListSource& s = *kl.source;
-    if (s.expert_count != src.estimate.before.expert_count)
-        throw InputError(kl_path, std::nullopt, "source.expert_count",
-                         fmt::format("{} experts per block, but {} has {}: the keeplist is for another model",
-                                     s.expert_count, src.path, src.estimate.before.expert_count));
-    if (s.from_imatrix_only) return;
-    if (s.architecture != src.set.architecture())
-        throw InputError(kl_path, std::nullopt, "source.architecture",
-                         fmt::format("'{}', but {} is '{}': the keeplist is for another model",
-                                     s.architecture, src.path, src.set.architecture()));
-    if (const std::string d = first_difference(s.shards, shard_names(src.set)); !d.empty())
-        throw InputError(
-            kl_path, std::nullopt, "source.shards",
-            fmt::format("the keeplist was made for another model than {}: it lists {}", src.path, d));
-    if (s.tensor_count != src.set.tensors().size())
-        throw InputError(kl_path, std::nullopt, "source.tensor_count",
-                         fmt::format("{}, but {} has {} tensors: the keeplist is for another model",
-                                     s.tensor_count, src.path, src.set.tensors().size()));
+    return keeplist_applies_to(kl, kl_path, keeplist_source_of(src.set, layout), src.path);
 }
 
 // "super-expert: carries 41.2 % of the block's energy in chat ..." → 41.2
@@ -210,8 +201,12 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
         m.best_pruned_rank = opt_number<int64_t>(s, "best_pruned_rank");
         m.rank_of = opt_number<int64_t>(s, "of");
         m.median_layer = opt_number<double>(s, "median_layer");
+        const auto block = opt_number<int64_t>(s, "block");
+        const auto expert = opt_number<int64_t>(s, "expert");
         if (m.best_pruned_rank && m.rank_of && m.median_layer)
-            m.safety_margin = safety_margin_sentence(*m.best_pruned_rank, *m.rank_of, *m.median_layer);
+            m.safety_margin = safety_margin_sentence(*m.best_pruned_rank, *m.rank_of, *m.median_layer,
+                                                     block ? static_cast<int>(*block) : -1,
+                                                     expert.value_or(-1), opt_string(s, "domain"));
     }
     if (j.contains("blind_spot") && j["blind_spot"].is_object() && j["blind_spot"].contains("worst")) {
         const json& b = j["blind_spot"];
@@ -395,11 +390,13 @@ struct RankKeeplist {
     std::string text;
     KeepList kl;
     std::string sha256;
+    std::string applied;  // keeplist_applies_to's sentence; "" when ranked on MODEL itself
 };
 
 // The rank directory: the keeplist must be for this source, and the output made from it.
 RankKeeplist read_rank_keeplist(const std::string& rank_dir, const OpenedModel& src, const OpenedModel& out) {
     std::error_code ec;
+    if (!fs::exists(rank_dir, ec)) throw InputError(rank_dir, std::nullopt, "", kMissingPathWords);
     if (!fs::is_directory(rank_dir, ec))
         throw InputError(rank_dir, std::nullopt, "",
                          "not a directory (give the directory `gguf-reap rank -o` wrote)");
@@ -410,8 +407,9 @@ RankKeeplist read_rank_keeplist(const std::string& rank_dir, const OpenedModel& 
                          "missing (give the directory `gguf-reap rank -o` wrote)");
     k.text = read_small_file(k.path, uint64_t{64} << 20, "keeplist");
     k.kl = KeepList::parse(k.text, k.path);
-    check_keeplist_source(k.kl, k.path, src);
-    validate_keeplist(k.kl, build_moe_layout(src.set), k.path);
+    const MoeLayout layout = build_moe_layout(src.set);
+    k.applied = check_keeplist_source(k.kl, k.path, src, layout);
+    validate_keeplist(k.kl, layout, k.path);
     if (out.estimate.before.expert_count != k.kl.n_keep)
         throw InputError(k.path, std::nullopt, "n_keep",
                          fmt::format("{} experts kept per block, but {} has {}: the output was not spliced "
@@ -437,6 +435,7 @@ CardFacts model_facts(const CardRequest& q, const OpenedModel& src, const Opened
     f.build = column(out);
     f.experts_removed = f.source.expert_count - f.build.expert_count;
     f.method = method_of(k.kl, k.path, k.text, q.rank_dir);
+    f.method.ranked_on_other = k.applied;
     f.method.output_names_keeplist = kv_string(out.set, kProvenanceKeeplistShaKey) == k.sha256;
     if (const std::string plan_sha = kv_string(out.set, kProvenanceNeuronPlanShaKey); !plan_sha.empty()) {
         CardWidth w;
@@ -504,8 +503,35 @@ void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events
     f.license_link = kv_string(src.set, "general.license.link");
     if (!f.arch.empty()) f.tags.push_back(f.arch);
     f.tags.push_back("expert-pruning");
-    f.tags.push_back("reap");
+    // `reap` names the REAP criterion (arXiv 2510.13999): rank's reap-mean, or external scores read from
+    // their "reap" field. Energy, frequency and the rest are other criteria, and are not tagged as it.
+    if (f.method.criterion == "reap-mean" ||
+        (f.method.criterion == "external" && f.method.score_field == "reap"))
+        f.tags.push_back("reap");
     for (const auto& [type, n] : f.build.tensor_types) f.tags.push_back(type);
+}
+
+// The quantisation `llama-server -hf ORG/REPO:QUANT` picks a file by: the last of llama.cpp's file-type
+// names in the build's first shard name ("X-REAP-Q4_K_M-00001-of-00003.gguf" → "Q4_K_M"); "" if none.
+std::string quant_of(const std::string& first_shard) {
+    static const std::regex re(
+        "(?:^|[-_.])(IQ1_S|IQ1_M|IQ2_XXS|IQ2_XS|IQ2_S|IQ2_M|IQ3_XXS|IQ3_XS|IQ3_S|IQ3_M|IQ4_NL|IQ4_XS|Q2_K_S|"
+        "Q2_K|Q3_K_S|Q3_K_M|Q3_K_L|Q4_0|Q4_1|Q4_K_S|Q4_K_M|Q5_0|Q5_1|Q5_K_S|Q5_K_M|Q6_K|Q8_0|TQ1_0|TQ2_0|"
+        "MXFP4_MOE|MXFP4|BF16|F16|F32)(?=$|[-_.])");
+    std::string up = first_shard;
+    for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    std::string last;
+    for (auto it = std::sregex_iterator(up.begin(), up.end(), re); it != std::sregex_iterator(); ++it)
+        last = (*it)[1].str();
+    return last;
+}
+
+// The words of the headline's quality verdict for a mean KLD (nats), docs/eval.md "What the card says".
+const char* kld_verdict(double kld) {
+    if (kld <= 0.05) return "nearly identical to the source";
+    if (kld <= 0.2) return "close";
+    if (kld <= 0.5) return "noticeably different";
+    return "often predicts something else";
 }
 
 // The hardware table: estimate of the build itself.
@@ -515,6 +541,11 @@ void add_hardware(const CardRequest& q, const OpenedModel& out, CardFacts& f) {
     f.ctx = q.ctx;
     f.kv_bytes_per_token = out.estimate.kv.bytes_per_token;
     f.kv_kind = kv_kind_name(out.estimate.kv.kind);
+    f.cache_type_k = kv_cache_type_name(q.cache_types.k);
+    f.cache_type_v = kv_cache_type_name(q.cache_types.v);
+    f.offload_flag = q.offload.flag();
+    f.host.split = out.estimate.split_before;
+    if (q.gpu_mem) f.host.fits = f.host.split.gpu_total() <= q.gpu_mem;
     for (const FitRow& r : out.estimate.fits_before) {
         CardFitRow row{r.tp,
                        r.weights,
@@ -539,10 +570,22 @@ CardResult card(const CardRequest& q, const Events& events) {
     est.gpu_mem = q.gpu_mem;
     est.overhead = q.overhead;
     est.ctx = q.ctx;
+    est.cache_types = q.cache_types;
+    est.offload = q.offload;
     est.tool_version = q.tool_version;
     if (!q.out_path.empty() && fs::is_directory(q.out_path))
         throw UsageError(
             fmt::format("-o {} is a directory: give the card's file name (README.md)", q.out_path));
+    // -o checked and locked before any input is read: it may not exist without --force, and its
+    // temporary is made now, so that a directory nobody can write to fails first.
+    std::optional<OutputLock> lock;
+    std::optional<OutputFile> file;
+    if (!q.out_path.empty()) {
+        if (!q.force && path_exists(q.out_path))
+            throw UsageError(fmt::format("{} exists; use --force to overwrite it", q.out_path));
+        file.emplace(q.out_path);  // first: its error names the path as given
+        lock.emplace(q.out_path);
+    }
     const OpenedModel src = open_model(q.source, "source", est);
     const OpenedModel out = open_model(q.output, "pruned", est);
 
@@ -564,20 +607,37 @@ CardResult card(const CardRequest& q, const Events& events) {
     if (!q.eval_json.empty())
         f.eval = read_card_eval(q.eval_json, out.set, eval_detail::source_identity(src.set));
 
+    if (f.eval)
+        for (const CardEvalText& t : f.eval->texts)
+            if (std::isfinite(t.kld_mean)) f.quality.push_back({t.name, t.kld_mean, kld_verdict(t.kld_mean)});
+    f.hf_repo = q.hf_repo;
+    f.quant = quant_of(f.build.first_shard);
     add_files(q, out, audit_sha, f);
     add_front_matter(q, src, events, f);
     add_hardware(q, out, f);
     f.not_verified = not_verified(f, q);
 
+    // Every input agreed: what the card could say better.
+    if (q.hf_repo.empty())
+        events.warn("no --hf-repo ORG/REPO: the card's \"How to run\" has no `llama-server -hf` line");
+    else if (f.quant.empty())
+        events.warn(
+            fmt::format("{} names no quantisation (Q4_K_M, IQ2_XXS, ...): the -hf lines name the "
+                        "repository only, and llama.cpp then picks its default quantisation",
+                        f.build.first_shard));
+
     // Render once; write under a temporary name and rename.
     CardResult o;
     o.markdown = render_card_markdown(f);
     o.facts = std::move(f);
-    if (!q.out_path.empty()) {
-        OutputFile file(q.out_path);
-        file.write_at(0, o.markdown.data(), o.markdown.size());
-        file.commit();
-        o.written = true;
+    if (file) {
+        try {
+            file->write_at(0, o.markdown.data(), o.markdown.size());
+            file->commit();
+            o.written = true;
+        } catch (const Error&) {
+            o.write_error = std::current_exception();
+        }
     }
     return o;
 }

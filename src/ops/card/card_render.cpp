@@ -51,13 +51,37 @@ std::string plural(uint64_t n, const char* one, const char* many) {
     return fmt::format("{} {}", with_commas(n), n == 1 ? one : many);
 }
 
-// The two llama.cpp commands of "How to run" (the same text in the card and the JSON).
+// The options every run line carries: the context, and the placement and cache types the hardware table
+// assumes (llama.cpp's own spelling).
+std::string run_options(const CardFacts& f) {
+    std::string s = f.ctx ? fmt::format(" -c {}", f.ctx) : "";
+    if (!f.offload_flag.empty()) s += " -ngl 99 " + f.offload_flag;
+    if (f.cache_type_k != "f16") s += " -ctk " + f.cache_type_k;
+    if (f.cache_type_v != "f16") s += " -ctv " + f.cache_type_v;
+    return s;
+}
+
+// The llama.cpp commands of "How to run" (the same text in the card and the JSON): from the Hugging
+// Face repository (with --hf-repo), and from the downloaded files.
+std::string hf_ref(const CardFacts& f) {
+    return f.quant.empty() ? f.hf_repo : f.hf_repo + ":" + f.quant;
+}
+std::string llama_server_hf_command(const CardFacts& f) {
+    return fmt::format("llama-server -hf {}{}", hf_ref(f), run_options(f));
+}
+std::string llama_cli_hf_command(const CardFacts& f) {
+    return fmt::format("llama-cli -hf {}{}", hf_ref(f), run_options(f));
+}
 std::string llama_cli_command(const CardFacts& f) {
-    return fmt::format("llama-cli -m {}{}", f.build.first_shard, f.ctx ? fmt::format(" -c {}", f.ctx) : "");
+    return fmt::format("llama-cli -m {}{}", f.build.first_shard, run_options(f));
 }
 std::string llama_server_command(const CardFacts& f) {
-    return fmt::format("llama-server -m {}{} --port 8080", f.build.first_shard,
-                       f.ctx ? fmt::format(" -c {}", f.ctx) : "");
+    return fmt::format("llama-server -m {}{} --port 8080", f.build.first_shard, run_options(f));
+}
+
+// A mean KLD as the headline gives it: two decimals, or two significant digits below 0.01.
+std::string kld_text(double v) {
+    return v >= 0.01 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.2g}", v);
 }
 
 constexpr size_t kSuperExpertsListed = 16;  // the rest are in keeplist.json and the receipt
@@ -150,6 +174,11 @@ void method_section(std::string& s, const CardFacts& f) {
     }
     if (!m.safety_margin.empty()) s += fmt::format("- Safety margin: {}.\n", m.safety_margin);
     s += fmt::format("- Keeplist: `keeplist.json`, sha256 `{}`", m.keeplist_sha256);
+    if (!m.ranked_on_other.empty()) {
+        const std::string& r = m.ranked_on_other;
+        s += fmt::format("; {}", r.substr(0, r.find(" (")));
+        s += ": one ranking serves every quantisation of the same network";
+    }
     if (!m.receipt_name.empty())
         s += fmt::format("; receipt `{}`, sha256 `{}`", m.receipt_name, m.receipt_sha256);
     s += ".\n\n";
@@ -192,15 +221,36 @@ void verified_section(std::string& s, const CardFacts& f) {
 
 void hardware_section(std::string& s, const CardFacts& f) {
     s += "## Hardware fit\n\n";
+    const CardHostRow& h = f.host;
     s += fmt::format(
-        "From `gguf-reap estimate` of this build; GiB = 2^30 bytes. Per GPU at tensor parallel N: {}{}. KV "
-        "cache: {} bytes per token ({}, F16 cache).\n\n",
+        "One GPU with the host's RAM, as llama.cpp places the build (`-ngl 99{}`): the GPU holds {}, {}{}; "
+        "RAM holds the token embeddings{}. GiB = 2^30 bytes.\n\n",
+        f.offload_flag.empty() ? "" : " " + f.offload_flag,
+        f.offload_flag.empty() ? "every other weight" : "the weights not in RAM",
+        f.ctx ? "the KV cache for " + plural(f.ctx, "token", "tokens") : std::string("no KV cache (--ctx 0)"),
+        f.overhead ? fmt::format(" and {} GiB of overhead", gib(f.overhead))
+                   : std::string(" and no overhead"),
+        f.offload_flag.empty() ? "" : " and the routed experts the flag moves there");
+    s +=
+        "| device | weights, GiB | KV cache, GiB | total, GiB | fits |\n| --- | ---: | ---: | ---: | --- |\n";
+    s += fmt::format("| GPU | {} | {} | {} | {} |\n", gib(h.split.gpu_weights), gib(h.split.gpu_kv),
+                     gib(h.split.gpu_total()),
+                     !h.fits   ? "–"
+                     : *h.fits ? "yes"
+                               : "no");
+    s += fmt::format("| RAM | {} | – | {} | – |\n\n", gib(h.split.ram_weights), gib(h.split.ram_weights));
+    const std::string cache = f.cache_type_k == "f16" && f.cache_type_v == "f16"
+                                  ? std::string("F16 cache")
+                                  : fmt::format("cache types K {}, V {}", f.cache_type_k, f.cache_type_v);
+    s += fmt::format(
+        "From `gguf-reap estimate` of this build. Per GPU at tensor parallel N: {}{}. KV "
+        "cache: {} bytes per token ({}, {}).\n\n",
         f.ctx ? fmt::format("weights + KV cache for {} + overhead {} GiB", plural(f.ctx, "token", "tokens"),
                             gib(f.overhead))
               : fmt::format("weights + overhead {} GiB (no KV cache budgeted: --ctx 0)", gib(f.overhead)),
         f.gpu_mem ? fmt::format(", against {} GiB per GPU", gib(f.gpu_mem))
                   : std::string("; no fit verdict without --gpu-mem"),
-        with_commas(f.kv_bytes_per_token), f.kv_kind);
+        with_commas(f.kv_bytes_per_token), f.kv_kind, cache);
     s += "| TP | weights per GPU, GiB | KV cache, GiB | total per GPU, GiB | fits | KV bytes per token per "
          "GPU |\n";
     s += "| ---: | ---: | ---: | ---: | --- | ---: |\n";
@@ -215,7 +265,13 @@ void hardware_section(std::string& s, const CardFacts& f) {
 }
 
 void run_section(std::string& s, const CardFacts& f) {
-    s += "## How to run\n\n```\n";
+    s += "## How to run\n\n";
+    if (!f.hf_repo.empty()) {
+        s += "From Hugging Face (llama.cpp downloads the files itself):\n\n```\n";
+        s += llama_server_hf_command(f) + "\n" + llama_cli_hf_command(f) + "\n```\n\n";
+        s += "From the downloaded files:\n\n";
+    }
+    s += "```\n";
     s += llama_cli_command(f) + "\n" + llama_server_command(f) + "\n";
     s += "```\n\n";
     if (f.build.shards > 1)
@@ -285,6 +341,19 @@ std::string render_card_markdown(const CardFacts& f) {
         f.method.fit_words.empty() ? std::string()
                                    : fmt::format(" {} is the most experts that fit {} (`rank --fit`).",
                                                  with_commas(f.build.expert_count), f.method.fit_words));
+    // The verdict a visitor reads first: measured figures, in the words docs/eval.md gives them.
+    if (f.quality.empty()) {
+        s += "**Quality**: not measured against the source (no `gguf-reap eval`; see Not verified).\n\n";
+    } else {
+        std::string q;
+        for (size_t i = 0; i < f.quality.size(); ++i)
+            q += fmt::format("{}{}{} on {}: {}", i ? "; " : "", i ? "" : "KLD ",
+                             kld_text(f.quality[i].kld_mean), f.quality[i].text, f.quality[i].verdict);
+        s += fmt::format(
+            "**Quality**: {} (mean KL divergence to the source per kind of text, `gguf-reap eval`; the words "
+            "are the thresholds under Measured against the source).\n\n",
+            q);
+    }
     s += fmt::format(
         "Made with gguf-reap (`rank`, then `splice`): routed experts removed from {}{} without "
         "requantisation; the kept tensors are copied as they are. GB = 10^9 bytes.\n\n",
@@ -329,6 +398,10 @@ json card_json(const CardFacts& f) {
                      {"file_gb", decimal_size(f.build.file_bytes)},
                      {"shards", f.build.shards}};
     if (!f.method.fit_words.empty()) j["headline"]["fit"] = f.method.fit_words;
+    json quality = json::array();
+    for (const CardQuality& q : f.quality)
+        quality.push_back({{"text", q.text}, {"kld_mean", q.kld_mean}, {"verdict", q.verdict}});
+    j["headline"]["quality"] = f.quality.empty() ? json(nullptr) : quality;
     j["source"] = column_json(f.source);
     j["build"] = column_json(f.build);
     const CardMethod& m = f.method;
@@ -371,6 +444,7 @@ json card_json(const CardFacts& f) {
         {"receipt", m.receipt_name.empty() ? json(nullptr)
                                            : json{{"name", m.receipt_name}, {"sha256", m.receipt_sha256}}},
         {"source_identified", m.source_identified},
+        {"ranked_on_other", str_or_null(m.ranked_on_other)},
         {"output_names_keeplist", m.output_names_keeplist}};
     const CardAudit& a = f.audit;
     j["verified"] = a.audited ? json{{"audited", true},
@@ -416,8 +490,22 @@ json card_json(const CardFacts& f) {
                      {"ctx", f.ctx},
                      {"kv_kind", f.kv_kind},
                      {"kv_bytes_per_token", f.kv_bytes_per_token},
+                     {"cache_type_k", f.cache_type_k},
+                     {"cache_type_v", f.cache_type_v},
+                     {"one_gpu",
+                      {{"offload", str_or_null(f.offload_flag)},
+                       {"gpu_weights", f.host.split.gpu_weights},
+                       {"gpu_kv_cache", f.host.split.gpu_kv},
+                       {"gpu_overhead", f.host.split.gpu_overhead},
+                       {"gpu_total", f.host.split.gpu_total()},
+                       {"fits", opt(f.host.fits)},
+                       {"ram_weights", f.host.split.ram_weights},
+                       {"ram_experts", f.host.split.ram_experts}}},
                      {"tensor_parallel", fits}};
-    j["run"] = {{"llama_cli", llama_cli_command(f)}, {"llama_server", llama_server_command(f)}};
+    j["run"] = {{"llama_cli", llama_cli_command(f)},
+                {"llama_server", llama_server_command(f)},
+                {"llama_server_hf", f.hf_repo.empty() ? json(nullptr) : json(llama_server_hf_command(f))},
+                {"llama_cli_hf", f.hf_repo.empty() ? json(nullptr) : json(llama_cli_hf_command(f))}};
     json files = json::array();
     for (const CardFile& x : f.files)
         files.push_back({{"name", x.name}, {"size", x.size}, {"sha256", str_or_null(x.sha256)}});

@@ -26,6 +26,7 @@ struct Shaped {
     uint64_t nbytes = 0;
     const ExpertTensor* expert = nullptr;
     bool nextn = false;
+    int block = -1;  // N of blk.N; -1 outside the blocks
     uint64_t elements() const {
         return static_cast<uint64_t>(ne[0]) * static_cast<uint64_t>(ne[1]) * static_cast<uint64_t>(ne[2]) *
                static_cast<uint64_t>(ne[3]);
@@ -52,6 +53,7 @@ std::vector<Shaped> model_shapes(const ShardSet& model, const MoeLayout& layout)
         s.expert = expert_of[i];
         const auto split = split_block_name(t.name);
         s.nextn = split && layout.is_nextn_block(split->first);
+        if (split) s.block = split->first;
         out.push_back(s);
     }
     return out;
@@ -79,9 +81,12 @@ ModelFigures figures(const std::vector<Shaped>& shapes, uint64_t expert_count, u
     ModelFigures f;
     f.expert_count = expert_count;
     const uint64_t k_used = std::min(used, expert_count);
+    f.tied = tied;
     for (const Shaped& s : shapes) {
         const uint64_t nel = s.elements();
         f.tensor_bytes += s.nbytes;
+        if (s.expert && !s.expert->kind->read_per_token()) f.expert_bytes_by_block[s.block] += s.nbytes;
+        if (is_token_embedding(s.src->name)) f.token_embd_bytes += s.nbytes;
         f.parameters += nel;
         if (is_replicated(s)) f.replicated_bytes += s.nbytes;
         if (s.expert && s.expert->kind == &down_projection_kind() && f.expert_width == 0)
@@ -251,19 +256,91 @@ const char* kv_kind_name(KvKind k) {
     return "none";
 }
 
+namespace {
+// One token's K (or V) row of `elements` in the cache type: ggml's row size (checked by kv_cache_figures).
+uint64_t kv_row(int32_t type, uint64_t elements) {
+    return elements ? ggml_row_size(type, static_cast<int64_t>(elements)).value_or(0) : 0;
+}
+}  // namespace
+
 uint64_t KvFigures::bytes_per_token_per_rank(uint64_t n) const {
     if (kind != KvKind::kStandard) return bytes_per_token;
     uint64_t total = 0;
-    for (uint64_t h : heads_kv_per_layer) total += (h + n - 1) / n * (key_length + value_length) * 2;
+    for (uint64_t h : heads_kv_per_layer) {
+        const uint64_t heads = (h + n - 1) / n;
+        total += kv_row(types.k, heads * key_length) + kv_row(types.v, heads * value_length);
+    }
     return total;
+}
+
+// llama.cpp's -ctk/-ctv types (common/arg.cpp, kv_cache_types), in its order.
+namespace {
+constexpr std::pair<const char*, int32_t> kKvCacheTypes[] = {{"f32", 0},     {"f16", 1},  {"bf16", 30},
+                                                             {"q8_0", 8},    {"q4_0", 2}, {"q4_1", 3},
+                                                             {"iq4_nl", 20}, {"q5_0", 6}, {"q5_1", 7}};
+}  // namespace
+
+std::optional<int32_t> parse_kv_cache_type(std::string_view name) {
+    for (const auto& [n, id] : kKvCacheTypes)
+        if (name == n) return id;
+    return std::nullopt;
+}
+
+const char* kv_cache_type_name(int32_t type) {
+    for (const auto& [n, id] : kKvCacheTypes)
+        if (id == type) return n;
+    return "?";
+}
+
+std::string kv_cache_type_choices() {
+    std::string s;
+    const size_t n = std::size(kKvCacheTypes);
+    for (size_t i = 0; i < n; ++i)
+        s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kKvCacheTypes[i].first;
+    return s;
+}
+
+std::string Offload::flag() const {
+    if (all_experts) return "--cpu-moe";
+    if (first_layers > 0) return fmt::format("--n-cpu-moe {}", first_layers);
+    return "";
+}
+
+HostSplit host_split(const ModelFigures& f, const KvFigures& kv, const Offload& offload, uint64_t ctx,
+                     uint64_t overhead) {
+    HostSplit h;
+    for (const auto& [block, bytes] : f.expert_bytes_by_block)
+        if (offload.offloads(block)) h.ram_experts += bytes;
+    // llama.cpp's input layer (token_embd) lives in host memory; with tied embeddings the output layer
+    // gets its own copy on the GPU.
+    h.ram_weights = h.ram_experts + f.token_embd_bytes;
+    h.gpu_weights = f.tensor_bytes - h.ram_weights + (f.tied ? f.token_embd_bytes : 0);
+    const auto kv_bytes = checked_mul(ctx, kv.bytes_per_token);
+    if (!kv_bytes) throw UsageError(fmt::format("--ctx {} makes the KV cache overflow 64 bits", ctx));
+    h.gpu_kv = *kv_bytes;
+    h.gpu_overhead = overhead;
+    if (!checked_add(h.gpu_weights, h.gpu_kv) || !checked_add(h.gpu_weights + h.gpu_kv, h.gpu_overhead))
+        throw UsageError("--overhead is too large: the total overflows 64 bits");
+    return h;
 }
 
 int64_t FitRow::headroom(uint64_t gpu_mem) const {
     return static_cast<int64_t>(gpu_mem) - static_cast<int64_t>(need());
 }
 
-KvFigures kv_cache_figures(const ShardSet& model) {
+KvFigures kv_cache_figures(const ShardSet& model, const KvCacheTypes& types) {
     KvFigures kv;
+    kv.types = types;
+    // A quantized cache stores whole blocks per row (llama.cpp refuses other head sizes).
+    const auto row = [&](int32_t type, uint64_t elements, const char* option) {
+        const auto b = ggml_row_size(type, static_cast<int64_t>(elements));
+        if (!b)
+            throw UsageError(
+                fmt::format("{} {}: a KV row of {} elements is not a whole number of its blocks "
+                            "({}); llama.cpp cannot use it for this model",
+                            option, kv_cache_type_name(type), elements, ggml_type(type)->block_size));
+        return *b;
+    };
     const std::string arch = model.architecture();
     const uint64_t n_layer = bounded(model, "block_count", 0, kMaxLayers);
     const uint64_t nextn = std::min(model.arch_uint("nextn_predict_layers").value_or(0), n_layer);
@@ -290,7 +367,7 @@ KvFigures kv_cache_figures(const ShardSet& model) {
         kv.kind = KvKind::kMla;
         kv.kv_lora_rank = rank;
         kv.rope_dims = bounded(model, "rope.dimension_count", 0, kMaxDim);
-        kv.bytes_per_token = (kv.kv_lora_rank + kv.rope_dims) * kv.attention_layers * 2;
+        kv.bytes_per_token = row(types.k, kv.kv_lora_rank + kv.rope_dims, "-ctk") * kv.attention_layers;
         return kv;
     }
     if (!heads || kv.attention_layers == 0) {
@@ -309,7 +386,9 @@ KvFigures kv_cache_figures(const ShardSet& model) {
     for (uint64_t l = 0; l < decode_layers; ++l) {
         const uint64_t h = has_kv[l] ? (*heads_kv)[l] : 0;
         kv.heads_kv_per_layer.push_back(h);
-        kv.bytes_per_token += h * (kv.key_length + kv.value_length) * 2;
+        if (h)
+            kv.bytes_per_token +=
+                row(types.k, h * kv.key_length, "-ctk") + row(types.v, h * kv.value_length, "-ctv");
     }
     return kv;
 }
@@ -401,6 +480,13 @@ ModelFigures after_figures(const ShardSet& model, const MoeLayout& layout, const
                          kv_bytes(Kv::make_u32(kProvenanceSourceExpertWidthKey, 0));
         for (const WidthKv& kv : width_kvs(*plan.rules, plan.rules->native_width))
             if (!model.find_kv(kv.key)) added += kv_bytes(Kv::make_u32(kv.key, 0));
+        // general.name names the width cut too (docs/splice.md, "Name and base model").
+        if (const Kv* name = model.find_kv(kGeneralNameKey); name && name->as_string()) {
+            const auto w = static_cast<uint64_t>(plan.k),
+                       native = static_cast<uint64_t>(plan.rules->native_width);
+            added += pruned_model_name(*name->as_string(), n_keep, layout.expert_count, w, native).size() -
+                     pruned_model_name(*name->as_string(), n_keep, layout.expert_count).size();
+        }
         // The header grows by the added keys, rounded to the alignment (the padding may absorb less).
         added = padded(added, sp.shards.front().alignment);
         width_file_bytes(f, f.file_bytes, base_nbytes, alignment, after, added, slack);
@@ -443,7 +529,8 @@ EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) 
     const std::vector<Shaped> before = model_shapes(model, layout);
     e.before = figures(before, layout.expert_count, layout.expert_used_count, e.tied_embeddings);
     e.before.file_bytes = model.total_bytes();
-    e.kv = kv_cache_figures(model);
+    e.kv = kv_cache_figures(model, in.cache_types);
+    e.offload = in.offload;
 
     const bool pruned = !in.keeplist_path.empty() || !in.neuron_plan_path.empty();
     if (pruned && layout.blocks.empty())
@@ -455,6 +542,8 @@ EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) 
         std::optional<KeepList> kl;
         if (!in.keeplist_path.empty()) {
             kl = KeepList::load(in.keeplist_path);
+            e.keeplist_note =
+                keeplist_applies_to(*kl, in.keeplist_path, keeplist_source_of(model, layout), e.model_path);
             validate_keeplist(*kl, layout, in.keeplist_path);
         }
         const AfterPlan plan =
@@ -467,6 +556,8 @@ EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) 
 
     e.fits_before = fit_rows(e.before, e.kv, e);
     if (e.after) e.fits_after = fit_rows(*e.after, e.kv, e);
+    e.split_before = host_split(e.before, e.kv, e.offload, e.ctx, e.overhead);
+    if (e.after) e.split_after = host_split(*e.after, e.kv, e.offload, e.ctx, e.overhead);
     return e;
 }
 

@@ -2,11 +2,15 @@
 #include "gguf_reap/estimate_fit.h"
 
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "io/output_file.h"
+#include "io/output_lock.h"
+#include "io/preflight.h"
 #include "io/units.h"
 #include "ops/estimate/sweep_svg.h"
 #include "ops/rank/rank_fit.h"
@@ -17,6 +21,18 @@ namespace ops {
 
 EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
     EstimateFitResult out;
+    // --svg checked and locked before the model is read: its temporary is made now, so that a directory
+    // nobody can write to fails first; the model may not be written over.
+    std::optional<OutputLock> lock;
+    std::optional<OutputFile> svg;
+    if (!q.svg.empty()) {
+        std::vector<std::string> inputs{q.model};
+        if (!q.neuron_plan.empty()) inputs.push_back(q.neuron_plan);
+        if (const std::string* in = same_file_as(q.svg, inputs))
+            throw UsageError(fmt::format("--svg {} is an input ({}): refusing to write over it", q.svg, *in));
+        svg.emplace(q.svg);  // first: its error names the path as given
+        lock.emplace(q.svg);
+    }
     const BudgetModel m(q.model, q.neuron_plan, q.drop_mtp, q.tool_version);
     out.model_path = m.model().shards().front().path;
     out.arch = m.layout().arch;
@@ -39,13 +55,27 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
     if (out.fit) extra.push_back(out.fit->at.k);
     out.sweep = sweep(m, sweep_counts(out.rules, extra), out.tp, q.ctx, q.overhead);
     if (!q.svg.empty()) {
-        std::vector<SweepLine> lines;
-        if (q.gpu_mem) lines.push_back({"--gpu-mem " + human_bytes(q.gpu_mem), q.gpu_mem});
-        if (q.fit) lines.push_back({"--fit " + q.fit->text, q.fit->bytes});
-        const std::string title =
-            fmt::format("{}: size and per-GPU memory against K (of {} experts)",
-                        std::filesystem::path(out.model_path).filename().string(), out.expert_count);
-        write_text_file(q.svg, render_sweep_svg(title, out.sweep, out.tp, lines));
+        SweepPlot plot;
+        if (q.gpu_mem) plot.lines.push_back({"--gpu-mem " + human_bytes(q.gpu_mem), q.gpu_mem});
+        if (q.fit) plot.lines.push_back({"--fit " + q.fit->text, q.fit->bytes});
+        plot.title = fmt::format("{}: size and per-GPU memory against K (of {} experts)",
+                                 std::filesystem::path(out.model_path).filename().string(), out.expert_count);
+        plot.tp = out.tp;
+        plot.expert_count = out.expert_count;
+        plot.source_bytes = m.model().total_bytes();
+        if (out.fit) {
+            plot.chosen = out.fit->at.k;
+            plot.chosen_label = "--fit " + q.fit->text;
+        }
+        plot.ctx = q.ctx;
+        plot.overhead = q.overhead;
+        const std::string text = render_sweep_svg(plot, out.sweep);
+        try {
+            svg->write_at(0, text.data(), text.size());
+            svg->commit();
+        } catch (const Error&) {
+            out.write_error = std::current_exception();
+        }
     }
     return out;
 }

@@ -77,10 +77,28 @@ json output_smoke_json(const EvalSmoke& s, const EvalSmokeOutput& o) {
         const auto side = [&](const SmokeGeneration& g) {
             return i < g.tokens.size() ? token_json(g.tokens[i]) : json(nullptr);
         };
-        diff = {{"index", *o.first_diff}, {"source", side(s.source)}, {"output", side(o.generation)}};
+        // Counted from 1, as eval's table and the card count tokens (issue 33).
+        diff = {{"index", *o.first_diff + 1}, {"source", side(s.source)}, {"output", side(o.generation)}};
     }
     j["first_diff"] = diff;
     return j;
+}
+
+// eval.json is meant for upload beside the card: no absolute local path in it. Every string that is one
+// (a path, or a word of a recorded command) becomes relative to eval.json's directory when it lies
+// under it, else its base name; the same path always maps to the same name, so the card still matches
+// runs to builds.
+void drop_local_paths(json& j, const std::filesystem::path& base) {
+    if (j.is_object() || j.is_array()) {
+        for (auto& v : j) drop_local_paths(v, base);
+        return;
+    }
+    if (!j.is_string()) return;
+    const std::string s = j.get<std::string>();
+    if (s.empty() || s.front() != '/') return;
+    const std::filesystem::path rel = std::filesystem::path(s).lexically_normal().lexically_relative(base);
+    const bool under = !rel.empty() && *rel.begin() != "..";
+    j = under ? rel.string() : base_name(s);
 }
 
 }  // namespace
@@ -131,23 +149,30 @@ json eval_json(const EvalResult& r) {
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
                   {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))},
                   {"svg_sha256", r.svg_sha256.empty() ? json(nullptr) : json(r.svg_sha256)}};
+    if (!r.json_written.empty())
+        drop_local_paths(j, std::filesystem::absolute(r.json_written).parent_path().lexically_normal());
     return j;
 }
 
 std::string eval_svg(const EvalResult& r) {
-    // Axes: size in GiB (x, from 0 to the largest build), mean KLD (y, from 0 to the largest).
-    constexpr double W = 640, H = 400, L = 70, R = 150, T = 30, B = 50;
-    double xmax = 0, ymax = 0;
-    for (const EvalOutputFacts& o : r.outputs) xmax = std::max(xmax, static_cast<double>(o.bytes));
+    // Size (x, in the byte unit that fits, from near the smallest build to the source) against mean KLD
+    // (y, from 0: the source's own KLD); a point per build and text with its error bar and K, the source
+    // as a black square at KLD 0 (docs/eval.md, "eval.svg").
+    constexpr double W = 720, H = 450, L = 70, R = 150, T = 52, B = 66;
+    double xlo = static_cast<double>(r.source_bytes), xhi = xlo, ymax = 0;
+    for (const EvalOutputFacts& o : r.outputs) {
+        xlo = std::min(xlo, static_cast<double>(o.bytes));
+        xhi = std::max(xhi, static_cast<double>(o.bytes));
+    }
     for (const EvalRun& run : r.runs)
-        if (std::isfinite(run.figures.kld.value)) ymax = std::max(ymax, run.figures.kld.value);
-    if (xmax <= 0) xmax = 1;
-    if (ymax <= 0) ymax = 1;
-    xmax *= 1.05;
-    ymax *= 1.1;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    auto px = [&](double bytes) { return L + (W - L - R) * bytes / xmax; };
-    auto py = [&](double kld) { return H - B - (H - T - B) * kld / ymax; };
+        if (std::isfinite(run.figures.kld.value))
+            ymax = std::max(ymax, run.figures.kld.value +
+                                      (std::isfinite(run.figures.kld.err) ? run.figures.kld.err : 0.0));
+    const SvgByteUnit unit = svg_byte_unit(xhi);
+    const SvgAxis xa = svg_axis(xlo / unit.bytes, xhi / unit.bytes);
+    const SvgAxis ya = svg_axis(0, ymax > 0 ? ymax : 1, 5, true);
+    auto px = [&](double bytes) { return xa.at(bytes / unit.bytes, L, W - R); };
+    auto py = [&](double kld) { return ya.at(kld, H - B, T); };
     std::string s = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
@@ -155,43 +180,82 @@ std::string eval_svg(const EvalResult& r) {
     s +=
         fmt::format("<text x=\"{}\" y=\"18\" font-size=\"14\">Mean KL divergence to {} against size</text>\n",
                     L, svg_escape(base_name(r.source)));
+    s += fmt::format(
+        "<text class=\"context\" x=\"{}\" y=\"36\" fill=\"#444\">context {} tokens per chunk; bars: ± one "
+        "standard error; K: experts kept per MoE block</text>\n",
+        L, r.ctx);
+    s += "<g class=\"grid\" stroke=\"#e4e4e4\">";
+    for (double v : ya.ticks())
+        s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\"/>", L, py(v), W - R);
+    for (double v : xa.ticks())
+        s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>", px(v * unit.bytes), T,
+                         H - B);
+    s += "</g>\n";
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", L, H - B,
                      W - R);
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", L, H - B, T);
-    for (int i = 0; i <= 4; ++i) {
-        const double xb = xmax * i / 4, yk = ymax * i / 4;
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>\n", px(xb),
-                         H - B + 16, xb / gib);
-        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n", L - 6, py(yk) + 4,
-                         yk);
-    }
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">size (GiB)</text>\n", (L + W - R) / 2,
-                     H - 12);
+    for (double v : xa.ticks())
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(v * unit.bytes),
+                         H - B + 16, xa.label(v));
+    for (double v : ya.ticks())
+        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(v) + 4,
+                         ya.label(v));
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">size on disk ({})</text>\n",
+                     (L + W - R) / 2, H - 12, unit.name);
     s += fmt::format(
         "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">mean KLD</text>\n",
         (T + H - B) / 2, (T + H - B) / 2);
+    // K of each build and of the source, once, in a row under the size axis's ticks.
+    for (const EvalOutputFacts& o : r.outputs)
+        s += fmt::format(
+            "<text class=\"k\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">K={}</text>\n",
+            px(static_cast<double>(o.bytes)), H - B + 32, o.expert_count);
+    s += fmt::format(
+        "<text class=\"k\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">K={}</text>\n",
+        px(static_cast<double>(r.source_bytes)), H - B + 32, r.source_expert_count);
     for (size_t ti = 0; ti < r.texts.size(); ++ti) {
         const char* colour = kSvgColours[ti % std::size(kSvgColours)];
-        std::vector<std::pair<double, double>> pts;
+        struct Pt {
+            double x, y, err;
+        };
+        std::vector<Pt> pts;
         for (const EvalRun& run : r.runs) {
             if (run.text != r.texts[ti].name || !std::isfinite(run.figures.kld.value)) continue;
             for (const EvalOutputFacts& o : r.outputs)
                 if (o.path == run.output)
-                    pts.emplace_back(static_cast<double>(o.bytes), run.figures.kld.value);
+                    pts.push_back({static_cast<double>(o.bytes), run.figures.kld.value,
+                                   std::isfinite(run.figures.kld.err) ? run.figures.kld.err : 0.0});
         }
-        std::sort(pts.begin(), pts.end());
+        std::sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.x < b.x; });
+        // The line runs from the builds to the source, whose KLD to itself is 0.
         std::string poly;
-        for (const auto& [x, y] : pts) poly += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+        for (const Pt& p : pts) poly += fmt::format("{:.1f},{:.1f} ", px(p.x), py(p.y));
+        poly += fmt::format("{:.1f},{:.1f}", px(static_cast<double>(r.source_bytes)), py(0));
         s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", colour,
                          poly);
-        for (const auto& [x, y] : pts)
-            s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", px(x), py(y),
+        for (const Pt& p : pts) {
+            s += fmt::format(
+                "<line class=\"err\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+                "stroke=\"{3}\"/>\n",
+                px(p.x), py(std::max(0.0, p.y - p.err)), py(p.y + p.err), colour);
+            s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", px(p.x), py(p.y),
                              colour);
-        const double ly = T + 20 + 18.0 * static_cast<double>(ti);
+        }
+        const double ly = T + 10 + 18.0 * static_cast<double>(ti);
         s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", W - R + 16,
                          ly - 10, colour);
         s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 34, ly, svg_escape(r.texts[ti].name));
     }
+    const double sx = px(static_cast<double>(r.source_bytes)), sy = py(0);
+    // Named in the legend only: a label beside it would cross the lines that end there.
+    s += fmt::format(
+        "<g class=\"source\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"9\" height=\"9\" fill=\"black\"/></g>\n",
+        sx - 4.5, sy - 4.5);
+    const double ly = T + 10 + 18.0 * static_cast<double>(r.texts.size());
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"black\"/><text x=\"{}\" y=\"{}\">source "
+        "(K={})</text>\n",
+        W - R + 16, ly - 10, W - R + 34, ly, r.source_expert_count);
     s += "</svg>\n";
     return s;
 }

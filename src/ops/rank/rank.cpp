@@ -4,12 +4,15 @@
 
 #include <charconv>
 #include <chrono>
+#include <exception>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
 #include "io/output_file.h"
+#include "io/output_lock.h"
 #include "ops/rank/rank_fit.h"
 
 namespace gguf_reap {
@@ -90,6 +93,37 @@ RankResult rank(const RankRequest& q, const Events& events) {
     const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const auto t0 = clock::now();
     RankResult o;
+    // Every output is checked and locked before the first imatrix byte is read: the directory created,
+    // no file there without --force, the lock taken, and a temporary of each made and removed, so that a
+    // directory nobody can write to fails now rather than after the work.
+    // A directory made here for a run that then fails is removed again (when still empty; the lock,
+    // declared after it, has gone by then).
+    struct RemoveIfEmpty {
+        std::string dir;
+        bool armed = false;
+        ~RemoveIfEmpty() {
+            std::error_code ec;
+            if (armed) std::filesystem::remove(dir, ec);
+        }
+    } made;
+    std::optional<OutputLock> lock;
+    if (!q.out_dir.empty()) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        made.dir = q.out_dir;
+        made.armed = !fs::exists(q.out_dir, ec);
+        fs::create_directories(q.out_dir, ec);
+        if (ec) throw IoError(q.out_dir, "create directory", ec.value());
+        std::vector<std::string> outs;
+        for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
+            outs.push_back((fs::path(q.out_dir) / f).string());
+        if (q.options.export_format) outs.push_back((fs::path(q.out_dir) / kExportedPlanFile).string());
+        for (const std::string& p : outs)
+            if (!q.force && fs::exists(p))
+                throw UsageError(fmt::format("{} exists; use --force to overwrite it", p));
+        for (const std::string& p : outs) OutputFile(p).discard();
+        lock.emplace(outs.front());
+    }
     o.input = load_rank_input(q.options);
     if (q.options.fit) o.input.budget_model = open_rank_budget_model(q.options);
     const auto t1 = clock::now();
@@ -107,14 +141,20 @@ RankResult rank(const RankRequest& q, const Events& events) {
         if (!q.force && std::filesystem::exists(path))
             throw UsageError(fmt::format("{} exists; use --force to overwrite it", path));
     }
-    write_rank_outputs(o.input, o.result, q.out_dir, q.force, q.options.threads);
-    if (!exported.empty()) {
-        o.exported_path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
-        o.exported_format = q.options.export_format;
-        OutputFile f(o.exported_path);
-        f.write_at(0, exported.data(), exported.size());
-        f.commit();
+    // The work is done: a failure to write it still leaves the summary to print (RankResult::write_error).
+    try {
+        write_rank_outputs(o.input, o.result, q.out_dir, q.force, q.options.threads);
+        if (!exported.empty()) {
+            o.exported_path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
+            o.exported_format = q.options.export_format;
+            OutputFile f(o.exported_path);
+            f.write_at(0, exported.data(), exported.size());
+            f.commit();
+        }
+    } catch (const Error&) {
+        o.write_error = std::current_exception();
     }
+    made.armed = false;  // made.armed stays only for runs that fail before this point
     const auto t3 = clock::now();
     events.debug(fmt::format("rank: read {:.3f} s, decide {:.3f} s, write {:.3f} s", sec(t1 - t0),
                              sec(t2 - t1), sec(t3 - t2)));

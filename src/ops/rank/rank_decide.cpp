@@ -13,6 +13,7 @@
 
 #include "gguf_reap/error.h"
 #include "io/parallel.h"
+#include "io/paths.h"
 #include "model/tensor_table.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_domains.h"
@@ -83,7 +84,8 @@ int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string
     int64_t n = 0;
     if (in.imported) {
         n = static_cast<int64_t>(in.imported->plan.n_keep);
-        rule = fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format), in.imported->path);
+        rule = fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format),
+                           base_name(in.imported->path));
     } else if (opts.keep) {
         n = *opts.keep;
         rule = fmt::format("--keep {}", n);
@@ -467,6 +469,15 @@ void measure_safety_margin(const RankInput& in, RankDecision& r) {
     if (!per_block.empty()) {
         r.safety_rank = static_cast<int32_t>(*std::min_element(per_block.begin(), per_block.end()));
         r.safety_median = median(per_block);
+        for (size_t b = 0; b < B && r.safety_block < 0; ++b)
+            for (size_t e = 0; e < NE && r.safety_block < 0; ++e)
+                for (size_t d = 0; d < D && !r.keep[r.idx(b, e)]; ++d)
+                    if (r.ranks[r.idx(d, b, e)] == r.safety_rank) {
+                        r.safety_block = r.blocks[b];
+                        r.safety_expert = static_cast<int64_t>(e);
+                        r.safety_domain = in.domains[d].name;
+                        break;
+                    }
     }
 }
 

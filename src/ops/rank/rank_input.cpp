@@ -171,14 +171,7 @@ ModelInfo read_model(const RankOptions& opts, bool external, RankInput& in) {
                             opts.model, b.block));
     }
     count_hash_entries(model, in);
-    KeepListSource src;
-    src.architecture = L.arch;
-    src.expert_count = L.expert_count;
-    src.expert_used_count = L.expert_used_count;
-    src.expert_group_count = L.expert_group_count;
-    src.tensor_count = model.set->tensors().size();
-    for (const Shard& s : model.set->shards()) src.shards.emplace_back(base_name(s.path), s.file->size());
-    in.source = src;
+    in.source = keeplist_source_of(*model.set, L);
     return model;
 }
 
@@ -244,6 +237,18 @@ BlockEntries match_entries(const RankOptions& opts, const std::vector<DomainSpec
         check_gguf_shapes(ims[d], d, down, specs, gguf_shape);
     };
     checks.entry = [&](size_t d, size_t bi, int b, const ImatrixEntry& e) {
+        // A legacy .dat stores no shape: with the model, its values must be the model's experts × expert
+        // width, else it was made for another model, said as for a GGUF imatrix.
+        if (ims[d].kind() == ImatrixKind::kLegacy && model.set && opts.neuron_plan.empty())
+            if (const auto it = model.down.find(b); it != model.down.end()) {
+                const auto W = static_cast<uint64_t>(model.set->info(*it->second).ne[0]);
+                const uint64_t want = model.layout.expert_count * W;
+                if (static_cast<uint64_t>(e.nval) != want)
+                    throw UsageError(fmt::format(
+                        "{}: {} holds {} values, but {} has {} experts × {} channels = {}: the imatrix was "
+                        "made for another model",
+                        specs[d].path, e.name, e.nval, opts.model, model.layout.expert_count, W, want));
+            }
         const int64_t E = entry_expert_count(ims[d], specs[d], bi, b, e, gguf_shape, in);
         if (E < 1 || e.nval % E != 0)
             throw InputError(ims[d].path(), e.entry_offset, fmt::format("entry '{}'", e.name),

@@ -13,6 +13,7 @@
 #include "gguf_reap/rank.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
+#include "io/paths.h"
 #include "io/units.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_lodo.h"
@@ -90,15 +91,21 @@ const char* consensus_text(Consensus c) {
     return "";
 }
 
-std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer) {
+std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer,
+                                   int block, int64_t expert, const std::string& domain) {
     if (best_pruned_rank == 0) return "no expert is pruned";
-    return fmt::format(
+    std::string s = fmt::format(
         "no pruned expert ranks better than {} of {} in any domain, in any layer (median layer: {})",
         best_pruned_rank, expert_count, fmt_rank(median_layer));
+    if (block >= 0 && expert >= 0 && !domain.empty())
+        s += fmt::format("; the closest to being kept is blk.{} expert {}, ranked {} in {}", block, expert,
+                         best_pruned_rank, domain);
+    return s;
 }
 
 std::string safety_margin_sentence(const RankDecision& r) {
-    return safety_margin_sentence(r.safety_rank, r.expert_count, r.safety_median);
+    return safety_margin_sentence(r.safety_rank, r.expert_count, r.safety_median, r.safety_block,
+                                  r.safety_expert, r.safety_domain);
 }
 
 json rank_method_json(const RankInput& in, const RankDecision& r) {
@@ -108,7 +115,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     m["criterion"] = criterion_name(r.criterion);
     if (in.imported)
         m["from_plan"] = {
-            {"path", in.imported->path},
+            {"path", base_name(in.imported->path)},
             {"format", plan_format_name(in.imported->plan.format)},
             {"sha256", in.imported->sha256.empty() ? json(nullptr) : json(in.imported->sha256)}};
     if (criterion_spec(r.criterion).needs.score_files) {
@@ -125,7 +132,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     for (const auto& d : in.domains) {
         json o;
         o["name"] = d.name;
-        o["file"] = d.path;
+        o["file"] = base_name(d.path);  // files meant for upload name no local directory
         o["format"] = d.format;
         o["size"] = d.file_size;
         o["sha256"] = d.sha256.empty() ? json(nullptr) : json(d.sha256);
@@ -137,11 +144,15 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     }
     m["domains"] = doms;
     if (!in.plan_path.empty())
-        m["neuron_plan"] = {{"file", in.plan_path},
+        m["neuron_plan"] = {{"file", base_name(in.plan_path)},
                             {"sha256", in.plan_sha256.empty() ? json(nullptr) : json(in.plan_sha256)},
                             {"k", in.plan_k}};
-    m["safety_margin"] = {
-        {"best_pruned_rank", r.safety_rank}, {"of", r.expert_count}, {"median_layer", r.safety_median}};
+    m["safety_margin"] = {{"best_pruned_rank", r.safety_rank},
+                          {"of", r.expert_count},
+                          {"median_layer", r.safety_median},
+                          {"block", r.safety_block >= 0 ? json(r.safety_block) : json(nullptr)},
+                          {"expert", r.safety_expert >= 0 ? json(r.safety_expert) : json(nullptr)},
+                          {"domain", r.safety_domain.empty() ? json(nullptr) : json(r.safety_domain)}};
     m["blind_spot"] = blind_spot_json(in, r);
     return m;
 }
@@ -204,6 +215,9 @@ json rank_summary_json(const RankInput& in, const RankDecision& r) {
     j["safety_margin"] = {{"best_pruned_rank", r.safety_rank},
                           {"of", r.expert_count},
                           {"median_layer", r.safety_median},
+                          {"block", r.safety_block >= 0 ? json(r.safety_block) : json(nullptr)},
+                          {"expert", r.safety_expert >= 0 ? json(r.safety_expert) : json(nullptr)},
+                          {"domain", r.safety_domain.empty() ? json(nullptr) : json(r.safety_domain)},
                           {"sentence", safety_margin_sentence(r)}};
     j["blind_spot"] = blind_spot_json(in, r);
     j["warnings"] = r.warnings;
@@ -235,7 +249,7 @@ void receipt_decision(const RankInput& in, const RankDecision& r, Markdown& md) 
             "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with "
             "`--from-plan`. The criterion and consensus below only score them: the ranks, the safety "
             "margin, the dead and super-expert checks (warnings, not refusals) describe that plan.",
-            in.imported->path, plan_format_name(in.imported->plan.format),
+            base_name(in.imported->path), plan_format_name(in.imported->plan.format),
             in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256));
     md.line(
         fmt::format("- Criterion `{}`: {}.", criterion_name(r.criterion), criterion_formula(r.criterion)));
@@ -266,11 +280,11 @@ void receipt_inputs(const RankInput& in, const RankDecision& r, Markdown& md) {
     for (const auto& d : in.domains) {
         std::string ds;
         for (const auto& x : d.datasets) ds += (ds.empty() ? "" : ", ") + x;
-        md.line(fmt::format("| {} | `{}` | {} | {} | {} | {} | {} × {} | {} |", d.name, d.path, d.format,
-                            with_commas(d.file_size), d.sha256.empty() ? "not hashed" : "`" + d.sha256 + "`",
-                            ds.empty() ? "–" : ds, d.chunks ? std::to_string(*d.chunks) : "?",
-                            d.chunk_size ? std::to_string(*d.chunk_size) : "?",
-                            d.tokens ? with_commas(*d.tokens) : "?"));
+        md.line(fmt::format(
+            "| {} | `{}` | {} | {} | {} | {} | {} × {} | {} |", d.name, base_name(d.path), d.format,
+            with_commas(d.file_size), d.sha256.empty() ? "not hashed" : "`" + d.sha256 + "`",
+            ds.empty() ? "–" : ds, d.chunks ? std::to_string(*d.chunks) : "?",
+            d.chunk_size ? std::to_string(*d.chunk_size) : "?", d.tokens ? with_commas(*d.tokens) : "?"));
     }
     md.line("");
     if (in.source) {
@@ -294,7 +308,8 @@ void receipt_inputs(const RankInput& in, const RankDecision& r, Markdown& md) {
         md.line(fmt::format(
             "Neuron plan: `{}` (k = {} channels per expert){}. Each expert's energy is restricted to its "
             "kept channels.",
-            in.plan_path, in.plan_k, in.plan_sha256.empty() ? "" : ", sha256 `" + in.plan_sha256 + "`"));
+            base_name(in.plan_path), in.plan_k,
+            in.plan_sha256.empty() ? "" : ", sha256 `" + in.plan_sha256 + "`"));
     }
     md.line("");
 }
@@ -512,25 +527,26 @@ void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::s
         if (!force && fs::exists(base / f))
             throw UsageError(fmt::format("{} exists; use --force to overwrite it", (base / f).string()));
 
-    // The three files are built and written in parallel (the ranking's arrays are most of the bytes);
-    // the receipt is committed last: its presence says the other two are complete.
+    // The three files are built and written in parallel (the ranking's arrays are most of the bytes),
+    // each under its temporary name; they are renamed into place only when all three are written, the
+    // receipt last: its presence says the other two are complete, and a failed write leaves none.
+    OutputFile ranking_out((base / kRankingFile).string());
+    OutputFile keeplist_out((base / kKeeplistFile).string());
     std::string receipt;
     parallel_for(3, resolve_threads(threads), [&](size_t i) {
         if (i == 0) {
-            OutputFile out((base / kRankingFile).string());
-            write_npz_to(out, ranking_arrays(in, r));
-            out.commit();
+            write_npz_to(ranking_out, ranking_arrays(in, r));
         } else if (i == 1) {
             const std::string keeplist = r.keeplist.text();
-            OutputFile out((base / kKeeplistFile).string());
-            out.write_at(0, keeplist.data(), keeplist.size());
-            out.commit();
+            keeplist_out.write_at(0, keeplist.data(), keeplist.size());
         } else {
             receipt = render_receipt(in, r);
         }
     });
     OutputFile out((base / kReceiptFile).string());
     out.write_at(0, receipt.data(), receipt.size());
+    ranking_out.commit();
+    keeplist_out.commit();
     out.commit();
 }
 

@@ -191,6 +191,8 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     r->layout = build_moe_layout(r->model);
     if (!q.keeplist.empty()) {
         r->keeplist = KeepList::load(q.keeplist);
+        r->keeplist_note =
+            keeplist_applies_to(r->keeplist, q.keeplist, keeplist_source_of(r->model, r->layout), q.model);
         validate_keeplist(r->keeplist, r->layout, q.keeplist);
     }
     if (!q.neuron_plan.empty()) {
@@ -209,11 +211,18 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     if (r->width) so.width = &*r->width;
     r->plan = plan_splice(r->model, r->layout, r->keeplist, so, r->imatrix ? &*r->imatrix : nullptr);
 
-    // One writer per output prefix, from before the checks until the set is renamed and read back: a
-    // second splice into the same prefix is refused instead of mixing its shards with ours. (Without
-    // the output directory there is nothing to lock; the preflight names the missing directory.)
+    // The output directory is created as `rank -o` creates its own (a dry run creates nothing; its
+    // preflight names a missing directory). One writer per output prefix, from before the checks until
+    // the set is renamed and read back: a second splice into the same prefix is refused instead of
+    // mixing its shards with ours.
     std::optional<OutputLock> lock;
-    if (!q.dry_run && std::filesystem::is_directory(parent_dir(so.out_prefix))) lock.emplace(so.out_prefix);
+    if (!q.dry_run) {
+        const std::string dir = parent_dir(so.out_prefix);
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (ec) throw IoError(dir, "create directory", ec.value());
+        lock.emplace(so.out_prefix);
+    }
     std::vector<std::string> inputs;
     for (const Shard& s : r->model.shards()) inputs.push_back(s.path);
     for (const std::string* p : {&q.keeplist, &q.neuron_plan, &q.imatrix_in})

@@ -57,12 +57,33 @@ std::optional<Kv> truncated_layer_array(const Kv& kv, const std::string& arch, u
     return out;
 }
 
+// The build's base model is its source (docs/splice.md, "Name and base model"): its name, and its
+// organization and repository when the source names them.
+std::vector<Kv> base_model_kvs(const ShardSet& model, const std::string& source_name) {
+    std::vector<Kv> kvs;
+    kvs.push_back(Kv::make_u32(kBaseModelCountKey, 1));
+    kvs.push_back(Kv::make_string(kBaseModel0NameKey, source_name));
+    const auto str = [&](const char* key) -> std::string {
+        const Kv* kv = model.find_kv(key);
+        return kv ? kv->as_string().value_or("") : "";
+    };
+    if (const std::string org = str(kGeneralOrganizationKey); !org.empty())
+        kvs.push_back(Kv::make_string(kBaseModel0OrganizationKey, org));
+    std::string url = str(kGeneralRepoUrlKey);
+    if (url.empty())
+        if (const std::string repo = str(kSourceHfRepositoryKey); !repo.empty())
+            url = "https://huggingface.co/" + repo;
+    if (!url.empty()) kvs.push_back(Kv::make_string(kBaseModel0RepoUrlKey, url));
+    return kvs;
+}
+
 // Shard 1's KVs: every source KV in source order with expert_count = N, source split.* replaced in
 // place by `split` (or dropped when `split` is empty), then provenance, then split.* keys the source
 // lacked. Provenance keys of an earlier splice are dropped: they would describe the wrong source.
 // A width cut sets expert_feed_forward_length = K (a u32 right after expert_count when the source
 // relied on the loader's fallback) and, where the loader derives the shared width from it,
-// expert_shared_count = W / K (likewise added after it when absent).
+// expert_shared_count = W / K (likewise added after it when absent). With provenance, general.name
+// says what the build is and the source's base-model keys give way to the source itself, right after it.
 std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, const KeepList& kl,
                                 const SpliceOptions& o, const std::vector<Kv>& split) {
     const std::string expert_key = layout.arch + ".expert_count";
@@ -72,6 +93,17 @@ std::vector<Kv> first_shard_kvs(const ShardSet& model, const MoeLayout& layout, 
     const uint64_t dropped = o.drop_mtp ? layout.nextn_predict_layers : 0;
     for (const Kv& kv : model.metadata().kvs) {
         if (kv.key.starts_with(kProvenancePrefix)) continue;
+        if (o.provenance && kv.key.starts_with(kBaseModelPrefix)) continue;  // the source is the base now
+        if (o.provenance && kv.key == kGeneralNameKey && kv.as_string()) {
+            const std::string name = *kv.as_string();
+            kvs.push_back(Kv::make_string(
+                kGeneralNameKey,
+                pruned_model_name(name, n_keep, layout.expert_count,
+                                  o.width ? static_cast<uint64_t>(o.width->plan.k) : 0,
+                                  o.width ? static_cast<uint64_t>(o.width->rules.native_width) : 0)));
+            for (Kv& b : base_model_kvs(model, name)) kvs.push_back(std::move(b));
+            continue;
+        }
         if (dropped > 0) {
             if (kv.key == arch_key(layout.arch, kBlockCountKey)) {
                 kvs.push_back(*Kv::make_int_like(kv, layout.block_count - dropped));

@@ -21,6 +21,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/width.h"
 #include "io/output_file.h"
+#include "io/output_lock.h"
 #include "io/preflight.h"
 #include "io/sha256.h"
 #include "io/signals.h"
@@ -400,12 +401,12 @@ nlohmann::ordered_json granularity_json(const PlanWidthResult& res,
                             res.group)}};
 }
 
-// The JSON receipt, written after the plan: its presence says the plan is complete.
-void write_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms, const WidthModel& model,
+// The JSON receipt (res.receipt), after the plan: `plan_written` false when the plan could not be
+// written, and the receipt then records no plan file.
+void build_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms, const WidthModel& model,
                    const std::vector<std::string>& block_sources, nlohmann::ordered_json blocks_json,
-                   PlanWidthResult& res) {
+                   bool plan_written, PlanWidthResult& res) {
     const bool by_block = opts.granularity == Granularity::kBlock;
-    const auto plan_file = InputFile::open(res.plan_path);
     nlohmann::ordered_json ins = nlohmann::ordered_json::array();
     for (const auto& d : doms)
         ins.push_back({{"name", d.spec.name},
@@ -419,7 +420,13 @@ void write_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms
     j["format"] = "gguf-reap width plan receipt";
     j["version"] = 1;
     j["tool"] = opts.tool_version;
-    j["plan"] = {{"path", res.plan_path}, {"bytes", plan_file->size()}, {"sha256", sha256_file(*plan_file)}};
+    if (plan_written) {
+        const auto plan_file = InputFile::open(res.plan_path);
+        j["plan"] = {
+            {"path", res.plan_path}, {"bytes", plan_file->size()}, {"sha256", sha256_file(*plan_file)}};
+    } else {
+        j["plan"] = {{"path", res.plan_path}, {"bytes", nullptr}, {"sha256", nullptr}};
+    }
     j["k"] = res.k;
     j["native_width"] = res.native_width;
     j["expert_count"] = res.expert_count;
@@ -434,7 +441,11 @@ void write_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms
     j["unrouted_pairs"] = n_unrouted;
     j["blocks"] = std::move(blocks_json);
     j["notes"] = res.notes;
-    const std::string text = j.dump(2) + "\n";
+}
+
+// Written after the plan: its presence says the plan is complete.
+void write_receipt(const PlanWidthResult& res) {
+    const std::string text = res.receipt.dump(2) + "\n";
     OutputFile out(res.receipt_path);
     out.write_at(0, text.data(), text.size());
     out.commit();
@@ -445,16 +456,35 @@ void write_receipt(const PlanWidthRequest& opts, const std::vector<Domain>& doms
 PlanWidthResult ops::plan_width(const PlanWidthRequest& opts, const Events& events) {
     PlanWidthResult res;
     const bool by_block = opts.granularity == Granularity::kBlock;
-    check_request(opts, res);                        // before anything is read
+    check_request(opts, res);  // before anything is read
+    // Both outputs locked, and a temporary of each made and removed: a directory nobody can write to
+    // fails now, before the imatrices are read.
+    for (const std::string& p : {res.plan_path, res.receipt_path}) OutputFile(p).discard();
+    const OutputLock lock(res.plan_path);
     const WidthModel model = open_model(opts, res);  // --model: blocks, experts, width rules
     const std::vector<ImatrixFile> ims = open_imatrices(opts.imatrices, 0);
     const ImatrixDomains found = match_domains(opts, ims, model, res);
     std::vector<Domain> doms;
     for (size_t d = 0; d < ims.size(); ++d) doms.push_back({opts.imatrices[d], ims[d], found.down[d]});
     const std::vector<std::string> block_sources = choose_k(opts, model, res);
-    nlohmann::ordered_json blocks_json = rank_channels(doms, by_block, res);       // block by block
-    write_plan(by_block, res);                                                     // the plan, then
-    write_receipt(opts, doms, model, block_sources, std::move(blocks_json), res);  // its receipt
+    nlohmann::ordered_json blocks_json = rank_channels(doms, by_block, res);  // block by block
+    // The plan, then its receipt. The work is done: a failure to write either still leaves the results
+    // to print (PlanWidthResult::write_error).
+    bool plan_written = false;
+    try {
+        write_plan(by_block, res);
+        plan_written = true;
+    } catch (const Error&) {
+        res.write_error = std::current_exception();
+    }
+    build_receipt(opts, doms, model, block_sources, std::move(blocks_json), plan_written, res);
+    if (plan_written) {
+        try {
+            write_receipt(res);
+        } catch (const Error&) {
+            res.write_error = std::current_exception();
+        }
+    }
     for (const auto& n : res.notes) events.info(n);
     return res;
 }
