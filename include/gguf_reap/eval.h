@@ -34,9 +34,9 @@ struct EvalRequest {
     std::string source;                // any shard of the source model
     std::vector<std::string> outputs;  // any shard of each pruned build, as given
     std::vector<EvalText> texts;
-    std::string llama_bin;           // --llama-bin DIR ("" = not given)
-    std::string llama_bin_env;       // $GGUF_REAP_LLAMA_BIN
-    std::string path_env;            // $PATH
+    std::string llama_bin;      // --llama-bin DIR ("" = not given)
+    std::string llama_bin_env;  // $GGUF_REAP_LLAMA_BIN
+    std::string path_env;       // $PATH
     // --llama-args (default $GGUF_REAP_LLAMA_ARGS): after gguf-reap's own arguments on every run of
     // llama-perplexity and llama-completion (model/llama_args.h), and part of the base-logits cache key.
     LlamaArgs llama_args;

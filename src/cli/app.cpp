@@ -106,6 +106,7 @@ int run(int argc, char** argv) {
     commands.push_back(add_estimate(app, g));
     commands.push_back(add_card(app, g));
     commands.push_back(add_eval(app, g));
+    commands.push_back(add_calibrate(app, g));
 
     try {
         app.parse(argc, argv);

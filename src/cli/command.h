@@ -35,6 +35,7 @@ Command add_audit(CLI::App& app, const GlobalOptions& g);
 Command add_estimate(CLI::App& app, const GlobalOptions& g);
 Command add_card(CLI::App& app, const GlobalOptions& g);
 Command add_eval(CLI::App& app, const GlobalOptions& g);
+Command add_calibrate(CLI::App& app, const GlobalOptions& g);
 
 // The hardware options estimate and card share. Each throws UsageError naming the option.
 // A size such as 141GiB, 80G, 512M.
