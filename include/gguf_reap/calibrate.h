@@ -89,7 +89,8 @@ nlohmann::ordered_json calibrate_json(const CalibrateResult& r);
 // What a calibrate.json says about one imatrix (rank and card read it): null when `json` holds no entry
 // for that file.
 struct CalibrationRecord {
-    std::string name, text_path, text_sha256, used_sha256;
+    std::string json_path;  // the calibrate.json it came from
+    std::string name, text_path, text_sha256, used_sha256, imatrix_sha256;
     int64_t tokens = 0, used_tokens = 0, chunks = 0;
     uint64_t ctx = 0;
     std::vector<std::string> command;
@@ -97,9 +98,11 @@ struct CalibrationRecord {
     std::string llama_build;
 };
 // The calibrate.json beside `imatrix_path` (same directory), or `json_path` when given; the record of
-// the entry whose imatrix is that file. InputError for a calibrate.json that is not one.
+// the entry whose imatrix is that file, or (an imatrix copied elsewhere) whose imatrix sha256 is
+// `imatrix_sha256` when that is given. InputError for a calibrate.json that is not one.
 std::optional<CalibrationRecord> find_calibration(const std::string& imatrix_path,
-                                                  const std::string& json_path = "");
+                                                  const std::string& json_path = "",
+                                                  const std::string& imatrix_sha256 = "");
 
 namespace ops {
 // One `gguf-reap calibrate`. Throws UsageError (options, a missing llama.cpp tool, a name given twice, a

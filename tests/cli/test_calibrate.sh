@@ -4,8 +4,10 @@
 # what the real tools printed and wrote (tests/data/llama-imatrix/README.md), so every count and imatrix
 # checked here is one llama.cpp 34af94cd9 made. Every refusal is checked this way.
 # With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, calibrate runs the real tools too, and its
-# imatrices must be the fixture's hand-made ones, byte for byte (part llama).
-# ctest-parts: llama
+# imatrices must be the fixture's hand-made ones, byte for byte (part llama); with llama.cpp built with
+# -DGGML_RPC=ON (ggml-rpc-server beside the tools), calibrate and eval also run through two RPC servers on
+# 127.0.0.1, against the same runs on this machine (part rpc).
+# ctest-parts: llama rpc
 source "$(dirname "$0")/lib.sh"
 TR=$FIX/trained
 [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
@@ -56,6 +58,32 @@ run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/pyth
 id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["source"]["identity"])' "$OUT")
 cp "$WORK/cal/calibrate.json" "$OUT"
 expect_json 'd["model"]["identity"] == "'"$id"'"'
+
+case_ "rank and card read calibrate.json beside the imatrices: each domain's text sha256 and tokens"
+run "$BIN" -q rank --model "$M" --imatrix python="$WORK/cal/python.imatrix.gguf" --imatrix c="$WORK/cal/c.imatrix.gguf" --keep 8 -o "$WORK/crank"
+expect_code 0
+cp "$WORK/crank/keeplist.json" "$OUT"
+PYSHA=$(sha256sum "$WORK/python.txt" | cut -d' ' -f1)
+expect_json 'd["method"]["domains"][0]["calibration"]["text_sha256"] == "'"$PYSHA"'" and d["method"]["domains"][0]["calibration"]["used_tokens"] == 1024 and d["method"]["domains"][0]["calibration"]["text_tokens"] == 4979'
+expect_json 'd["method"]["domains"][1]["calibration"]["calibrate_json"] == "'"$WORK/cal/calibrate.json"'" and d["method"]["domains"][1]["calibration"]["chunks"] == 8'
+"$BIN" -q splice "$M" --keeplist "$WORK/crank/keeplist.json" -o "$WORK/ck8" >/dev/null
+"$BIN" -q audit "$WORK/ck8.gguf" --source "$M" --json >"$WORK/ck8.audit.json"
+run "$BIN" -q card "$WORK/ck8.gguf" --source "$M" --rank "$WORK/crank" --audit "$WORK/ck8.audit.json" -o "$WORK/ck8.md"
+expect_code 0
+grep -qF "  - python: the first 1,024 of the 4,979 tokens of \`python.txt\` (sha256 \`$PYSHA\`), by \`gguf-reap calibrate\`" "$WORK/ck8.md" && _pass || _fail "the card does not state python's text: $(grep -A2 'Calibration domains' "$WORK/ck8.md")"
+case_ "rank --calibration FILE: imatrices moved away from their calibrate.json"
+mkdir -p "$WORK/moved"
+cp "$WORK/cal/python.imatrix.gguf" "$WORK/cal/c.imatrix.gguf" "$WORK/moved/"
+run "$BIN" -q rank --model "$M" --imatrix python="$WORK/moved/python.imatrix.gguf" --imatrix c="$WORK/moved/c.imatrix.gguf" --keep 8 -o "$WORK/mrank"
+cp "$WORK/mrank/keeplist.json" "$OUT"
+expect_json 'd["method"]["domains"][0]["calibration"] is None'
+run "$BIN" -q rank --model "$M" --imatrix python="$WORK/moved/python.imatrix.gguf" --imatrix c="$WORK/moved/c.imatrix.gguf" --keep 8 --calibration "$WORK/cal/calibrate.json" -o "$WORK/mrank2"
+expect_code 0
+cp "$WORK/mrank2/keeplist.json" "$OUT"
+expect_json 'd["method"]["domains"][0]["calibration"]["text_sha256"] == "'"$PYSHA"'"'
+run "$BIN" -q rank --model "$M" --imatrix python="$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" --keep 8 --calibration "$WORK/cal/calibrate.json" -o "$WORK/mrank3"
+expect_code 2
+expect_err "error: --calibration $WORK/cal/calibrate.json: it records none of the imatrices given"
 
 case_ "a rerun of a finished calibration runs nothing and rewrites nothing"
 : >"$WORK/calls"
@@ -171,6 +199,53 @@ if part llama "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bi
     run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" -o "$WORK/real2" --json
     expect_code 0
     expect_json '[t["used"]["tokens"] for t in d["texts"]] == [1024, 1024] and [t["used"]["bytes"] for t in d["texts"]] == [1670, 2102]'
+fi
+
+# Through llama.cpp's RPC backend: two ggml-rpc-server processes on free ports of 127.0.0.1, stopped by pid.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+RPC_PIDS=()
+stop_rpc() {
+    for p in "${RPC_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    return 0
+}
+trap 'stop_rpc; rm -rf "$WORK"' EXIT
+if part rpc "the run through llama.cpp's RPC backend (set GGUF_REAP_LLAMA_BIN to llama.cpp built with -DGGML_RPC=ON: ggml-rpc-server)" \
+    [ -n "$REAL" -a -x "$REAL/ggml-rpc-server" ]; then
+    case_ "rpc: calibrate through two rpc-servers: the same entries and counts as on this machine"
+    ENDPOINTS=()
+    for i in 1 2; do
+        port=$(free_port)
+        "$REAL/ggml-rpc-server" -H 127.0.0.1 -p "$port" >"$WORK/rpc$i.log" 2>&1 &
+        RPC_PIDS+=($!)
+        ENDPOINTS+=("127.0.0.1:$port")
+        for _ in $(seq 50); do grep -q "endpoint" "$WORK/rpc$i.log" 2>/dev/null && break; sleep 0.1; done
+    done
+    RPC="--rpc $(IFS=,; echo "${ENDPOINTS[*]}")"
+    run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" \
+        --llama-args "$RPC" -o "$WORK/rpc" --json
+    expect_code 0
+    expect_json 'd["llama_cpp"]["args"] == "'"$RPC"'".split() and d["texts"][0]["command"][-2:] == "'"$RPC"'".split() and d["sanity"] == []'
+    for i in 1 2; do
+        grep -q "Accepted client connection" "$WORK/rpc$i.log" && _pass || _fail "rpc-server $i was never used: $(cat "$WORK/rpc$i.log")"
+    done
+    for t in python c; do
+        run python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/rpc/$t.imatrix.gguf" "$WORK/real2/$t.imatrix.gguf"
+        expect_code 0
+        expect_out "entries same (32); largest count difference 0;"
+    done
+    case_ "rpc: eval through them: the mean KLD within 2 % of the run on this machine"
+    EV=(eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8
+        --llama-bin "$REAL" --cache-dir "$WORK/rpc-kld" --json)
+    run "$BIN" "${EV[@]}"
+    expect_code 0
+    cp "$OUT" "$WORK/local-eval.json"
+    run "$BIN" "${EV[@]}" --llama-args "$RPC"
+    expect_code 0
+    expect_json 'not d["texts"][0]["base_cached"] and d["runs"][0]["command"][-2:] == "'"$RPC"'".split()'
+    local_kld=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"][0]["kld"]["mean"])' "$WORK/local-eval.json")
+    expect_json 'abs(d["runs"][0]["kld"]["mean"] - '"$local_kld"') <= 0.02 * '"$local_kld"
+    stop_rpc
+    for p in "${RPC_PIDS[@]}"; do ! kill -0 "$p" 2>/dev/null && _pass || _fail "rpc-server $p still runs"; done
 fi
 
 finish

@@ -140,7 +140,8 @@ bool was_complete(const std::string& dir) {
 }  // namespace calibrate_detail
 
 std::optional<CalibrationRecord> find_calibration(const std::string& imatrix_path,
-                                                  const std::string& json_path) {
+                                                  const std::string& json_path,
+                                                  const std::string& imatrix_sha256) {
     std::string path = json_path;
     if (path.empty()) {
         const fs::path beside =
@@ -159,9 +160,11 @@ std::optional<CalibrationRecord> find_calibration(const std::string& imatrix_pat
         std::error_code e1, e2;
         const bool same =
             fs::equivalent(recorded, imatrix_path, e1) || fs::equivalent(local, imatrix_path, e2);
-        if (!same) continue;
+        if (!same && (imatrix_sha256.empty() || t.imatrix_sha256 != imatrix_sha256)) continue;
         CalibrationRecord r;
+        r.json_path = path;
         r.name = t.name;
+        r.imatrix_sha256 = t.imatrix_sha256;
         r.text_path = t.path;
         r.text_sha256 = t.sha256;
         r.used_sha256 = t.used_sha256;
