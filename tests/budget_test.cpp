@@ -2,6 +2,8 @@
 // K chosen fits, K + 1 does not, and each size equals the one plan_splice gives for a real keeplist.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
@@ -84,9 +86,34 @@ TEST(Budget, FitIsTightAndEqualsSplicePlan) {
         test::run_gen(fmt::format("model --skeleton --experts 16 --used 4 --shards 2 -o {}", dir.file("m")))
             .exit_code,
         0);
-    const BudgetModel bm(dir.file("m-00001-of-00002.gguf"), "", false, "gguf-reap test");
+    const std::string m = dir.file("m-00001-of-00002.gguf");
+    const BudgetModel bm(m, "", false, "gguf-reap test");
     const KeepRules rules = model_keep_rules(bm.layout());
-    const uint64_t at9 = bm.figures(9).file_bytes, at10 = bm.figures(10).file_bytes;
+    // The bytes the real splice writes keeping K experts (rank --keep K on a generated imatrix, then
+    // splice; both shards), which the budget's sizes must equal.
+    ASSERT_EQ(test::run_gen(
+                  fmt::format("imatrix --model {} --domain chat --seed 3 -o {}", m, dir.file("chat.gguf")))
+                  .exit_code,
+              0);
+    const auto spliced_bytes = [&](int64_t k) {
+        const std::string rank = dir.file(fmt::format("rank{}", k)),
+                          out = dir.file(fmt::format("out{}/p", k));
+        std::filesystem::create_directory(dir.file(fmt::format("out{}", k)));
+        EXPECT_EQ(test::run_cli(fmt::format("-q rank --model {} --imatrix chat={} --keep {} -o {}", m,
+                                            dir.file("chat.gguf"), k, rank))
+                      .exit_code,
+                  0);
+        EXPECT_EQ(test::run_cli(fmt::format("-q splice {} --keeplist {}/keeplist.json -o {}", m, rank, out))
+                      .exit_code,
+                  0);
+        uint64_t n = 0;
+        for (const auto& e : std::filesystem::directory_iterator(dir.file(fmt::format("out{}", k))))
+            n += std::filesystem::file_size(e.path());
+        return n;
+    };
+    const uint64_t at9 = spliced_bytes(9), at10 = spliced_bytes(10);
+    EXPECT_EQ(bm.figures(9).file_bytes, at9);
+    EXPECT_EQ(bm.figures(10).file_bytes, at10);
     ASSERT_LT(at9, at10);
     for (const uint64_t x : {at9, at10 - 1}) {
         const FitAnswer a = fit_budget(bm, parse_budget(fmt::format("size={}", x)), rules);
@@ -103,6 +130,7 @@ TEST(Budget, FitIsTightAndEqualsSplicePlan) {
     EXPECT_EQ(all.at.k, 16);
     EXPECT_FALSE(all.above);
     // Memory: weights at tp + KV cache + overhead, as estimate's fit_row.
+    EXPECT_EQ(bm.figures(7).file_bytes, spliced_bytes(7));
     const Budget mem = parse_budget(
         fmt::format("memory={},ctx=100,tp=2", bm.point(parse_budget("memory=1,tp=2,ctx=100"), 7).value));
     const FitAnswer am = fit_budget(bm, mem, rules);

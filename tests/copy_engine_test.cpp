@@ -106,6 +106,48 @@ TEST(CopyEngine, WritesExactBytesWithEveryMethodAndThreadCount) {
     EXPECT_EQ(test::count_entries(dir.path() / "out"), static_cast<size_t>(2 * run)) << "no temporaries left";
 }
 
+// Early writeback (CopyOptions::early_writeback): every finished writeback_bytes of an output is handed to
+// the writeback thread, which starts it (sync_file_range). Splice's 256 MiB is lowered here so a test-sized
+// output crosses it many times; nothing is started when the copy is not durable or the option is off.
+TEST(CopyEngine, EarlyWritebackStartsEachFinishedStretch) {
+    TempDir dir;
+    const auto data = test::random_bytes(3 << 20, 7);
+    test::write_file(dir.file("src"), data);
+    const auto file = InputFile::open(dir.file("src"));
+    std::filesystem::create_directory(dir.path() / "out");
+    int run = 0;
+    auto copy = [&](const CopyOptions& o) {
+        CopyJob j;
+        j.path = dir.file(fmt::format("out/w{}", ++run));
+        for (int i = 0; i < 4; ++i) j.append_copy(0, 0, data.size());  // 12 MiB
+        CopyReport r = run_copy_jobs({&j}, {file.get()}, o);
+        EXPECT_EQ(test::read_file(j.path).size(), j.size);
+        return r;
+    };
+    for (CopyMethod m : {CopyMethod::kKernel, CopyMethod::kReadWrite}) {
+        SCOPED_TRACE(copy_method_name(m));
+        CopyOptions o;
+        o.method = m;
+        o.writeback_bytes = 1 << 20;
+        const CopyReport r = copy(o);
+        // 12 MiB in stretches of at least 1 MiB, each started once: at least 3 (each of the four 3 MiB
+        // copies ends one), at most 12, covering no byte twice and nothing past the end.
+        EXPECT_GE(r.writeback_ranges, 3u);
+        EXPECT_LE(r.writeback_ranges, 12u);
+        EXPECT_GE(r.writeback_bytes, r.writeback_ranges << 20);
+        EXPECT_LE(r.writeback_bytes, uint64_t{12} << 20);
+        CopyOptions big = o;
+        big.writeback_bytes = uint64_t{256} << 20;  // splice's: never reached by 12 MiB
+        EXPECT_EQ(copy(big).writeback_ranges, 0u);
+        CopyOptions off = o;
+        off.early_writeback = false;
+        EXPECT_EQ(copy(off).writeback_ranges, 0u);
+        CopyOptions not_durable = o;
+        not_durable.durable = false;
+        EXPECT_EQ(copy(not_durable).writeback_ranges, 0u);
+    }
+}
+
 TEST(CopyEngine, AdjacentCopiesMergeIntoOneExtent) {
     CopyJob j;
     j.append_copy(0, 100, 10);

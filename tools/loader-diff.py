@@ -10,14 +10,19 @@ the model is written with one key changed (`gguf-reap-gen model --arch A --set-k
 loads the same way but computes with every core, 40x slower on a busy machine) and by
 `gguf-reap audit FILE`. The verdicts go to a table, one row per changed file:
 
-    arch  gen  key  from  to  llama (loads|refuses)  audit (pass|refuses)  llama.cpp's error line
+    arch  gen  key  from  to  llama (loads|refuses)  audit (pass|refuses)  sha256  llama.cpp's error line
 
-where gen is "-" for the preset itself, or the generator options of the variant.
+where gen is "-" for the preset itself, or the generator options of the variant, and sha256 is the
+changed file's (the test regenerates it and compares, so a change of the generator shows).
 
 tests/data/loader-verdicts.tsv is this table (committed); tests/cli/test_loader_verdicts.sh
 regenerates every row's file the same way and requires audit to agree with the recorded verdict.
 
   tools/loader-diff.py [-o TABLE] [--arch A ...] [--jobs 2] [--variants-only]
+  tools/loader-diff.py --rehash [-o TABLE]
+
+--rehash asks nothing of llama.cpp: it regenerates every row's file and writes its sha256 into the
+table, keeping the verdicts (after a deliberate change of the generator's output).
 
 --variants-only judges only the variants and keeps the table's rows of the presets themselves (gen "-").
 Environment: GGUF_REAP_LLAMA_BIN (required), BUILD (default build). Never more than --jobs (default 2)
@@ -25,6 +30,7 @@ llama.cpp processes at a time. Prints the disagreements and the totals; exit 1 i
 """
 import argparse
 import concurrent.futures
+import hashlib
 import os
 import re
 import struct
@@ -197,11 +203,67 @@ def run_row(args, arch, gen, key, frm, to, work):
     path = os.path.join(work, f"{arch}.{tag}.{key.split('.', 1)[1]}.{to.replace(',', '_')}.gguf")
     code, err = generate(args.build, arch, gen, path, [set_key_arg(key, to)])
     if code != 0:
-        return (arch, gen, key, frm, to, "skipped", "-", f"gguf-reap-gen: {err}")
+        return (arch, gen, key, frm, to, "skipped", "-", "", f"gguf-reap-gen: {err}")
     lv, line = llama_verdict(args.llama, arch, path)
     av, _ = audit_verdict(args.build, path)
+    sha = file_sha256(path)
     os.unlink(path)
-    return (arch, gen, key, frm, to, lv, av, line)
+    return (arch, gen, key, frm, to, lv, av, sha, line)
+
+
+def file_sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def changed_file(args, arch, gen, key, to, work):
+    """Writes the row's file as the test does; returns its path, or None when the generator refuses."""
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", gen)
+    path = os.path.join(work, f"{arch}.{tag}.{key.split('.', 1)[1]}.{to.replace(',', '_')}.gguf")
+    code, _ = generate(args.build, arch, gen, path, [set_key_arg(key, to)])
+    return path if code == 0 else None
+
+
+def read_table(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            r = line.rstrip("\n").split("\t")
+            if len(r) == 7:  # a table from before the gen column
+                r.insert(1, "-")
+            if len(r) == 8:  # a table from before the sha256 column
+                r.insert(7, "")
+            rows.append(r)
+    return rows
+
+
+def write_table(path, rows):
+    with open(path + ".tmp", "w") as f:
+        f.write("# llama.cpp's loader against gguf-reap audit, one key changed per file: tools/loader-diff.py\n")
+        f.write("# arch\tgen\tkey\tfrom\tto\tllama\taudit\tsha256\tllama.cpp's error line\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def rehash(args):
+    rows = read_table(args.output)
+    work = tempfile.mkdtemp(prefix="loader-diff.", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+
+    def one(r):
+        path = changed_file(args, r[0], r[1], r[2], r[4], work)
+        if path is None:
+            sys.exit(f"gguf-reap-gen refuses the row {r[:5]}")
+        r[7] = file_sha256(path)
+        os.unlink(path)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        list(ex.map(one, rows))
+    os.rmdir(work)
+    write_table(args.output, rows)
+    print(f"{len(rows)} rows hashed", file=sys.stderr)
 
 
 def main():
@@ -210,9 +272,12 @@ def main():
     ap.add_argument("--arch", action="append", default=[])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--variants-only", action="store_true")
+    ap.add_argument("--rehash", action="store_true")
     args = ap.parse_args()
     args.llama = os.environ.get("GGUF_REAP_LLAMA_BIN")
     args.build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if args.rehash:
+        return rehash(args)
     if not args.llama or not os.path.exists(os.path.join(args.llama, "llama-completion")):
         sys.exit("GGUF_REAP_LLAMA_BIN must name llama.cpp's bin directory (llama-completion, llama-embedding)")
     archs = args.arch or subprocess.run([os.path.join(args.build, "gguf-reap-gen"), "model", "--list-archs"],
@@ -263,30 +328,19 @@ def main():
     rows = [r for r in rows if r[5] != "skipped"]
     if args.variants_only and os.path.exists(args.output):
         kept = []
-        with open(args.output) as f:
-            for line in f:
-                if line.startswith("#"):
-                    continue
-                r = line.rstrip("\n").split("\t")
-                if len(r) == 7:  # a table from before the gen column
-                    r.insert(1, "-")
-                rerun = r[1] != "-" and (not args.arch or r[0] in args.arch)
-                if not rerun:  # the presets' rows, and the variants of architectures not asked
-                    kept.append(tuple(r))
+        for r in read_table(args.output):
+            rerun = r[1] != "-" and (not args.arch or r[0] in args.arch)
+            if not rerun:  # the presets' rows, and the variants of architectures not asked
+                kept.append(tuple(r))
         rows = kept + rows
     rows.sort(key=lambda r: (r[0], r[1] != "-", r[1]))
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output + ".tmp", "w") as f:
-        f.write("# llama.cpp's loader against gguf-reap audit, one key changed per file: tools/loader-diff.py\n")
-        f.write("# arch\tgen\tkey\tfrom\tto\tllama\taudit\tllama.cpp's error line\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
-    os.replace(args.output + ".tmp", args.output)
+    write_table(args.output, rows)
     bad = [r for r in rows if (r[5] == "loads") != (r[6] == "pass")]
     for r in bad:
         kind = "miss" if r[5] == "refuses" else "false alarm"
         gen = "" if r[1] == "-" else f" ({r[1]})"
-        print(f"{kind}: {r[0]}{gen} {r[2]} {r[3]} -> {r[4]}: llama.cpp {r[5]} ({r[7]}), audit {r[6]}")
+        print(f"{kind}: {r[0]}{gen} {r[2]} {r[3]} -> {r[4]}: llama.cpp {r[5]} ({r[8]}), audit {r[6]}")
     for s in skipped:
         print(f"not run: {s}")
     refused = sum(r[5] == "refuses" for r in rows)

@@ -94,10 +94,60 @@ demo() {
     echo "demo outputs in $out (the model card: $out/README.md)"
 }
 
+# The live llama.cpp tests (GGUF_REAP_LLAMA_BIN: .ci/run sets it to ../shared/llama.cpp/bin). Probed once
+# on a tiny generated model, with a timeout: a build for a CPU this one is not (AVX-512 on a CPU without it
+# dies by SIGILL), a tool that crashes or hangs, or a missing tool turns the live parts off, said in one
+# line, as when it is not set. Prints the build it uses.
+probe_llama() {
+    local bin=${GGUF_REAP_LLAMA_BIN:-} why="" t log rc
+    if [ -z "$bin" ]; then
+        echo "setup: live llama.cpp tests skipped: GGUF_REAP_LLAMA_BIN is not set" >&2
+        return 0
+    fi
+    for t in llama-perplexity llama-tokenize llama-completion llama-simple llama-embedding llama-imatrix \
+        llama-server; do
+        [ -x "$bin/$t" ] || { why="$bin has no $t"; break; }
+    done
+    # A copy whose library symlinks arrived as text files (../shared) runs from a repaired copy in build/.
+    if [ -z "$why" ] && ! bin=$(tools/llama-bin.sh "$bin" "$ROOT/build/llama.cpp-bin" 2>"$ROOT/build/llama-bin.log"); then
+        why=$(tail -n 1 "$ROOT/build/llama-bin.log")
+    fi
+    if [ -z "$why" ]; then
+        log=$(mktemp -d)
+        build/gguf-reap-gen model --preset demo -o "$log/probe.gguf" >/dev/null
+        # (in a command substitution, so that the shell's own "Illegal instruction" notice is not printed)
+        rc=$({ timeout 120 "$bin/llama-completion" -m "$log/probe.gguf" -n 1 -p Hello -no-cnv -t 1 --no-warmup \
+            -c 64 >"$log/out" 2>&1 </dev/null; } 2>/dev/null; echo $?)
+        if [ $rc = 124 ]; then
+            why="llama-completion did not finish a 1-token run on a tiny model within 120 s"
+        elif [ $rc -gt 128 ]; then
+            why="llama-completion dies by SIG$(kill -l $((rc - 128))) on a tiny model"
+            if [ $((rc - 128)) = 4 ]; then
+                grep -q avx512f /proc/cpuinfo && why="$why: built for a CPU feature this one lacks" ||
+                    why="$why: built for AVX-512, which this CPU lacks"
+            fi
+        elif [ $rc != 0 ]; then
+            why="llama-completion fails on a tiny model (exit $rc): $(tail -n 1 "$log/out")"
+        fi
+        rm -rf "$log"
+    fi
+    if [ -n "$why" ]; then
+        echo "setup: live llama.cpp tests skipped: $why" >&2
+        unset GGUF_REAP_LLAMA_BIN
+        return 0
+    fi
+    local what
+    what=$(sed -n '1s/^# *//p' "$GGUF_REAP_LLAMA_BIN/../README.md" 2>/dev/null)
+    [ "$bin" = "$GGUF_REAP_LLAMA_BIN" ] || echo "setup: $(tail -n 1 "$ROOT/build/llama-bin.log")" >&2
+    echo "setup: live llama.cpp tests use $bin: ${what:+$what, }$("$bin/llama-completion" --version 2>&1 | grep -m1 '^version')" >&2
+    export GGUF_REAP_LLAMA_BIN=$bin
+}
+
 run_tests() {
     # A Release (-O3) build, warnings as errors: what users build, and the build whose warnings
-    # (-Wrestrict and friends only show at -O3) must stay clean.
+    # (-Wrestrict and friends only show at -O3) must stay clean. The live llama.cpp parts run here, once.
     build build -DCMAKE_BUILD_TYPE=Release
+    probe_llama
     (cd build && ctest --output-on-failure -j "$JOBS")
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, at -O1 with line
     # tables: that compiles in 40 % of the time -O2 -g takes under the sanitizers and still gives
@@ -106,7 +156,9 @@ run_tests() {
     #  e.g. a false -Wmaybe-uninitialized inside std::regex)
     build build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DGGUF_REAP_SANITIZE=ON \
         -DGGUF_REAP_WERROR=OFF
-    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
+    # Without llama.cpp: its live parts ran in the Release pass, and under ASan they would take as long
+    # again to test llama.cpp rather than gguf-reap.
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 env -u GGUF_REAP_LLAMA_BIN ctest --output-on-failure -j "$JOBS")
     # libFuzzer smoke: each parser target for a short fixed time.
     # (only the fuzz targets: they compile the parsers themselves, instrumented for coverage)
     cmake -S "$ROOT" -B build-fuzz -G Ninja -DGGUF_REAP_WERROR=ON -DCMAKE_CXX_COMPILER=clang++ \

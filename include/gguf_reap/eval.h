@@ -127,6 +127,10 @@ struct EvalResult {
     std::vector<EvalRun> runs;              // output-major, then text in --text order
     std::optional<EvalSmoke> smoke;         // with --smoke-prompt
     std::string json_written, svg_written;  // "" when not written
+    std::string svg_sha256;                 // of the plot written beside the JSON (files.svg_sha256)
+    // The work was done but its files could not be written (the disk filled, the directory went away):
+    // the reason. The results are still returned, for the caller to show.
+    std::string write_error;
 };
 
 nlohmann::ordered_json eval_json(const EvalResult& r);

@@ -163,6 +163,10 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
         print_json(eval_json(r));
     else
         print_table(r);
+    // Every run done, only the files failed: the figures are on stdout above, and the exit says so.
+    if (!r.write_error.empty())
+        throw IoError(q.json_out,
+                      fmt::format("not written ({}); the figures on stdout are this eval's", r.write_error));
     return kExitOk;
 }
 

@@ -279,15 +279,16 @@ class Writer {
         check_interrupted();
     }
 
-    // Every kWriteback bytes, the kernel is asked to start writing them to disk, so the disk works
-    // while we copy instead of only in the final fsync. The request goes to the writeback thread
-    // (io/writeback.h): made here, it stalled the copy whenever the device queue was full.
-    static constexpr uint64_t kWriteback = uint64_t{256} << 20;
+    // Every options.writeback_bytes (256 MiB), the kernel is asked to start writing them to disk, so the
+    // disk works while we copy instead of only in the final fsync. The request goes to the writeback
+    // thread (io/writeback.h): made here, it stalled the copy whenever the device queue was full.
 
     void start_writeback() { start_writeback(out_, dst_); }
     // Everything of the current item before `dst` is in `out`.
     void start_writeback(OutputFile* out, uint64_t dst) {
-        if (!out || !s_.options.early_writeback || !s_.options.durable || dst < kicked_ + kWriteback) return;
+        if (!out || !s_.options.early_writeback || !s_.options.durable ||
+            dst < kicked_ + std::max<uint64_t>(s_.options.writeback_bytes, 1))
+            return;
         s_.writeback.push(out->fd(), kicked_, dst - kicked_);
         kicked_ = dst;
     }
@@ -546,6 +547,8 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     r.zero_bytes = s.zero_bytes;
     r.gathered_bytes = s.gathered_bytes;
     r.copy_calls = s.calls;
+    r.writeback_ranges = s.writeback.started_ranges();
+    r.writeback_bytes = s.writeback.started_bytes();
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }

@@ -48,9 +48,10 @@ struct CopyOptions {
     // Announce the next 64 MiB of source ranges to the kernel (POSIX_FADV_WILLNEED) as the copy
     // goes: from a cold cache, extents with gaps between them otherwise defeat its readahead.
     bool prefetch = true;
-    // Start writeback of every finished 256 MiB at once (sync_file_range, on a thread of its own:
-    // io/writeback.h), so the final fsync is short.
+    // Start writeback of every finished writeback_bytes at once (sync_file_range, on a thread of its
+    // own: io/writeback.h), so the final fsync is short.
     bool early_writeback = true;
+    uint64_t writeback_bytes = uint64_t{256} << 20;
     // fsync every output (and its directory) before and after renaming it into place. false (splice
     // --no-fsync): outputs are still complete before their names appear, but not yet on the disk.
     bool durable = true;
@@ -59,13 +60,15 @@ struct CopyOptions {
 };
 
 struct CopyReport {
-    uint64_t kernel_bytes = 0;    // moved by copy_file_range
-    uint64_t buffered_bytes = 0;  // moved by pread + pwritev
-    uint64_t literal_bytes = 0;   // headers and other literal bytes
-    uint64_t zero_bytes = 0;      // padding
-    uint64_t gathered_bytes = 0;  // written by gather segments (whole rows are read, these bytes kept)
-    uint64_t copy_calls = 0;      // copy_file_range, pread and pwritev calls
-    double seconds = 0;           // copy and flush, wall clock
+    uint64_t kernel_bytes = 0;      // moved by copy_file_range
+    uint64_t buffered_bytes = 0;    // moved by pread + pwritev
+    uint64_t literal_bytes = 0;     // headers and other literal bytes
+    uint64_t zero_bytes = 0;        // padding
+    uint64_t gathered_bytes = 0;    // written by gather segments (whole rows are read, these bytes kept)
+    uint64_t copy_calls = 0;        // copy_file_range, pread and pwritev calls
+    uint64_t writeback_ranges = 0;  // early writeback requests the writeback thread started
+    uint64_t writeback_bytes = 0;   // the bytes they covered
+    double seconds = 0;             // copy and flush, wall clock
     uint64_t bytes_read() const { return kernel_bytes + buffered_bytes + gathered_bytes; }
     uint64_t bytes_written() const { return bytes_read() + literal_bytes + zero_bytes; }
 };

@@ -16,6 +16,7 @@ namespace gguf_reap {
 namespace {
 constexpr auto kRedraw = std::chrono::milliseconds(200);
 constexpr int kBarWidth = 20;
+}  // namespace
 
 std::string format_eta(double seconds) {
     if (!(seconds >= 0) || seconds > 99 * 3600) return "--:--";
@@ -23,7 +24,6 @@ std::string format_eta(double seconds) {
     if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
     return fmt::format("{}:{:02}", s / 60, s % 60);
 }
-}  // namespace
 
 std::string format_progress_line(const std::string& label, uint64_t done, uint64_t total, double seconds) {
     const double frac = total ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;

@@ -41,6 +41,8 @@ class Progress {
     std::thread thread_;
 };
 
+// A time left as "M:SS" or "H:MM:SS" ("--:--" when unknown or past 99 hours).
+std::string format_eta(double seconds);
 // "splice [#########           ]  45%  1.2 GiB / 2.7 GiB  850.0 MiB/s  ETA 0:03" (width ≤ 80).
 std::string format_progress_line(const std::string& label, uint64_t done, uint64_t total, double seconds);
 

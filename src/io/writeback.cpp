@@ -32,6 +32,8 @@ void WritebackQueue::run() {
         }
         ::sync_file_range(r.fd, static_cast<off64_t>(r.offset), static_cast<off64_t>(r.length),
                           SYNC_FILE_RANGE_WRITE);
+        ++started_ranges_;
+        started_bytes_ += r.length;
     }
 }
 

@@ -22,6 +22,9 @@ class WritebackQueue {
     void run();
     // No more ranges: run() returns once it has started those already queued.
     void close();
+    // What run() has started so far: ranges, and the bytes they cover.
+    uint64_t started_ranges() const { return started_ranges_; }
+    uint64_t started_bytes() const { return started_bytes_; }
 
   private:
     struct Range {
@@ -32,6 +35,7 @@ class WritebackQueue {
     std::condition_variable ready_;
     std::deque<Range> ranges_;
     bool closed_ = false;
+    uint64_t started_ranges_ = 0, started_bytes_ = 0;  // run()'s thread only
 };
 
 }  // namespace gguf_reap

@@ -5,7 +5,8 @@
 #
 # With GGUF_REAP_LLAMA_BIN set to a directory holding llama.cpp's llama-simple and llama-embedding
 # (commit 34af94cd9), the source, its 2-shard split, the pruned and the width-cut models must also load
-# and generate (encoders: embed). Without it those checks are skipped, and say so.
+# and generate (encoders: embed): every architecture, about 75 s with the CPU build CI runs
+# (../shared/llama.cpp/bin). Without it those checks are skipped, and say so.
 # ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
 

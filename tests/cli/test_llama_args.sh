@@ -1,8 +1,9 @@
 # --llama-args (and $GGUF_REAP_LLAMA_ARGS) on eval: split as a shell splits words, passed after gguf-reap's
 # own arguments to llama-perplexity and llama-completion (llama-tokenize gets none), recorded in every
 # command of eval.json, part of the base-logits cache key; a colliding argument is refused before any run.
-# The llama.cpp tools are the fakes of tests/cli/fake-llama/ (test_eval.sh), which ignore what they do not
-# replay; the arguments are checked where gguf-reap records them.
+# The llama.cpp tools are the fakes of tests/cli/fake-llama/ (test_eval.sh), which accept the extra
+# arguments of $FAKE_LLAMA_ALLOW only after the recorded ones; the arguments are also checked where
+# gguf-reap records them.
 source "$(dirname "$0")/lib.sh"
 TR=$FIX/trained
 [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
@@ -16,6 +17,8 @@ for d in c changelog legal markdown python; do IM+=(--imatrix "$d=$TR/imatrix/ti
 EVAL=(eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8
     --llama-bin "$FAKE" --cache-dir "$WORK/cache")
 export FAKE_LLAMA_CALLS=$WORK/calls
+# The fakes refuse an argument their recordings lacked, and one of these before gguf-reap's own.
+export FAKE_LLAMA_ALLOW='-ngl 99 -ot blk\.[0-3]\.ffn_.*_exps=CPU --rpc 127.0.0.1:1,127.0.0.1:2'
 unset GGUF_REAP_LLAMA_BIN GGUF_REAP_LLAMA_ARGS
 
 case_ "without --llama-args the commands are as before, and the base logits are cached"

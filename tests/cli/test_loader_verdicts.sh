@@ -2,11 +2,15 @@
 # tests/data/loader-verdicts.tsv (written by tools/loader-diff.py with llama.cpp 34af94cd9) names an
 # architecture preset (or a variant of it: generator options that add the optional keys, e.g. expert
 # groups or MTP blocks), a key and the value it was changed to, and whether llama.cpp loads the result.
-# Each file is regenerated the same way (gguf-reap-gen model --arch A [GEN] --set-key KEY=TO) and audited:
-# audit must pass exactly the files llama.cpp loads, and refuse the others with a finding (exit 1).
+# Each file is regenerated the same way (gguf-reap-gen model --arch A [GEN] --set-key KEY=TO), must have the
+# sha256 the table records (a generator that drifted would make every verdict about other files), and is
+# audited: audit must pass exactly the files llama.cpp loads, and refuse the others with a finding (exit 1)
+# that names the key that was changed.
 #
-# With GGUF_REAP_LLAMA_BIN set, llama.cpp judges every file again, and a verdict that differs from the
-# recorded one fails: a newer llama.cpp that changed a rule shows up here. Without it that is skipped.
+# With GGUF_REAP_LLAMA_BIN set, llama.cpp judges the files again, and a verdict that differs from the
+# recorded one fails: a newer llama.cpp that changed a rule shows up here. It asks about a sample (622 of
+# the 2,195 rows: every row of the architectures in tests/data/live-sample.txt, and one row of every
+# key, variant and verdict besides); GGUF_REAP_LIVE_FULL=1 asks about every row. Without it that is skipped.
 # ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
 TABLE=$(dirname "$0")/../data/loader-verdicts.tsv
@@ -26,9 +30,25 @@ FILES=$WORK
 [ -d /dev/shm ] && [ -w /dev/shm ] && FILES=$(mktemp -d /dev/shm/gguf-reap-verdicts.XXXXXX)
 trap 'rm -rf "$WORK" "$FILES"' EXIT
 
-# judge ARCH GEN KEY TO: prints "FROM_AUDIT [FROM_LLAMA]" for the regenerated file, one line.
+# The rows llama.cpp is asked about: every row with GGUF_REAP_LIVE_FULL=1, else those of the sampled
+# architectures and the first row of each (key without its architecture, variant, verdict) they lack.
+SAMPLE=" $(sed 's/#.*//' "$(dirname "$0")/../data/live-sample.txt" | tr -s ' \n' '  ') "
+grep -v '^#' "$TABLE" | awk -F'\t' -v OFS='|' -v sample="$SAMPLE" -v full="${GGUF_REAP_LIVE_FULL:-0}" '
+    { rows[NR] = $1 OFS $2 OFS $3 OFS $5; arch[NR] = $1; fam[NR] = substr($3, index($3, ".") + 1) OFS $2 OFS $6 }
+    index(sample, " " $1 " ") { seen[fam[NR]] = 1 }
+    END {
+        for (i = 1; i <= NR; i++) {
+            ask = full == 1 || index(sample, " " arch[i] " ")
+            if (!ask && !(fam[i] in seen)) { ask = 1; seen[fam[i]] = 1 }
+            if (ask) print rows[i]
+        }
+    }' >"$WORK/ask"
+[ -n "$LLAMA" ] && echo "asking llama.cpp about $(wc -l <"$WORK/ask") of $(grep -vc '^#' "$TABLE") rows ($([ "${GGUF_REAP_LIVE_FULL:-0}" = 1 ] && echo "GGUF_REAP_LIVE_FULL=1" || echo "the sample; GGUF_REAP_LIVE_FULL=1 asks about all"))"
+
+# judge ARCH GEN KEY TO: prints "SHA256 FROM_AUDIT NAMES [FROM_LLAMA]" for the regenerated file, one line
+# (NAMES: names-key when audit refused it with a finding that names KEY, else "-" or audit's first line).
 judge() {
-    local arch=$1 gen=$2 key=$3 to=$4 f opts=()
+    local arch=$1 gen=$2 key=$3 to=$4 row="$1|$2|$3|$4" f opts=()
     f=$FILES/$(echo "$arch.$gen.$key.$to" | tr ',/ ' '___').gguf
     [ "$to" = absent ] && to=""
     [ "$gen" != - ] && read -r -a opts <<<"$gen"
@@ -36,12 +56,16 @@ judge() {
         echo "gen-failed"
         return
     fi
-    local code=0
-    "$BIN" audit "$f" >/dev/null 2>&1 || code=$?
+    local sha code=0
+    sha=$(sha256sum "$f" | cut -d' ' -f1)
+    "$BIN" audit "$f" >"$f.audit" 2>&1 || code=$?
     local audit
     case $code in 0) audit=pass ;; 1) audit=refuses ;; *) audit="exit-$code" ;; esac
+    # Does a finding name the key? (audit prints its findings, one a line, on stdout and stderr.)
+    local names=-
+    [ $code = 1 ] && { grep -qF -- "$key" "$f.audit" && names=names-key || names="$(grep -m1 -i 'finding\|error\|FAIL' "$f.audit" | tr ' |' '_/' | cut -c1-200)"; names=${names:--}; }
     local llama=""
-    if [ -n "$LLAMA" ]; then
+    if [ -n "$LLAMA" ] && grep -qxF "$row" "$WORK/ask"; then
         case $arch in
             bert | jina-bert-v3 | nomic-bert | nomic-bert-moe | llama-embed)
                 timeout 120 "$LLAMA/llama-embedding" -m "$f" -p Hello -t 1 --no-warmup -c 64 >/dev/null 2>&1 &&
@@ -50,11 +74,11 @@ judge() {
                 >/dev/null 2>&1 && llama=loads || llama=refuses ;;
         esac
     fi
-    rm -f "$f" "$f.err"
-    echo "$audit $llama"
+    rm -f "$f" "$f.err" "$f.audit"
+    echo "$sha $audit $names $llama"
 }
 export -f judge
-export GEN BIN LLAMA FILES
+export GEN BIN LLAMA FILES WORK
 
 # Two at a time (the table's files are tiny; llama.cpp, when asked, runs at most two).
 grep -v '^#' "$TABLE" | awk -F'\t' -v OFS='|' '{print $1, $2, $3, $5}' |
@@ -62,20 +86,24 @@ grep -v '^#' "$TABLE" | awk -F'\t' -v OFS='|' '{print $1, $2, $3, $5}' |
         >"$WORK/verdicts"
 
 declare -A RECORDED
-while IFS=$'\t' read -r arch gen key from to llama audit line; do
+while IFS=$'\t' read -r arch gen key from to llama audit sha line; do
     [ "${arch:0:1}" = "#" ] && continue
-    RECORDED["$arch|$gen|$key|$to"]="$llama|$from|$line"
+    RECORDED["$arch|$gen|$key|$to"]="$llama|$from|$sha|$line"
 done <"$TABLE"
 
 while IFS='|' read -r arch gen key to verdict; do
-    read -r audit llama <<<"$verdict"
-    IFS='|' read -r want from line <<<"${RECORDED["$arch|$gen|$key|$to"]}"
+    read -r got_sha audit names llama <<<"$verdict"
+    IFS='|' read -r want from sha line <<<"${RECORDED["$arch|$gen|$key|$to"]}"
     case_ "$arch$([ "$gen" = - ] || echo " $gen"): $key $from -> $to (llama.cpp $want${line:+: $line})"
+    [ "$got_sha" = "$sha" ] && _pass || _fail "the regenerated file has sha256 $got_sha, the table's has $sha: the generator changed (tools/loader-diff.py --rehash after a deliberate change)"
     case $want:$audit in
         loads:pass | refuses:refuses) _pass ;;
         loads:*) _fail "audit says $audit, but llama.cpp loads the file (a false alarm)" ;;
         refuses:*) _fail "audit says $audit, but llama.cpp refuses the file (a miss)" ;;
     esac
+    if [ "$audit" = refuses ]; then
+        [ "$names" = names-key ] && _pass || _fail "audit refuses the file, but no finding names $key: $names"
+    fi
     if [ -n "$llama" ]; then
         [ "$llama" = "$want" ] && _pass || _fail "llama.cpp at $LLAMA now $llama the file; the table says $want"
     fi

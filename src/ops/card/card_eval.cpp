@@ -137,6 +137,15 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
         const fs::path beside = fs::path(path).parent_path() / svg;
         std::error_code ec;
         if (fs::is_regular_file(beside, ec)) {
+            // The plot must be this eval's: another eval (or anything else) may have written a file of
+            // that name since. Evals from before files.svg_sha256 are taken as they are.
+            const json& want = doc["files"].value("svg_sha256", json());
+            if (want.is_string() && sha256_file(beside.string()) != want.get<std::string>())
+                throw InputError(
+                    beside.string(), std::nullopt, "files.svg_sha256",
+                    fmt::format("the plot's sha256 is not the {} that {} records: it is not this "
+                                "eval's plot (written over by another eval?)",
+                                want.get<std::string>(), base_name(path)));
             e.svg = svg;
             e.svg_bytes = fs::file_size(beside, ec);
         }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,29 @@ namespace fs = std::filesystem;
 // Texts are read whole to be hashed.
 constexpr uint64_t kTextLimit = uint64_t{1} << 30;
 constexpr int kAttempts = 3;
+// llama-perplexity prints a KLD run's summary only when it scored at least this many tokens
+// (tools/perplexity/perplexity.cpp, kl_divergence: "if (kld.count < 100) return").
+constexpr int64_t kSummaryTokens = 100;
+
+// IoError unless llama-perplexity says it computes exactly the `chunks` chunks of ctx tokens asked for
+// ("computing over N chunks, n_ctx=C"): figures over other chunks are not the ones asked for.
+// A run that printed no figures at all failed, and is reported as such by the caller.
+void check_run_shape(const Ctx& c, const std::string& label, const std::optional<PerplexityRunShape>& shape,
+                     bool has_figures, int64_t chunks, std::string_view text) {
+    if (!shape) {
+        if (!has_figures) return;
+        throw IoError(
+            c.tools.perplexity,
+            fmt::format("{}: printed figures but no \"computing over N chunks\" line; its last lines:\n{}",
+                        label, last_lines(text, kErrorLines)));
+    }
+    if (shape->chunks != chunks || shape->n_ctx != static_cast<int64_t>(c.q.ctx))
+        throw IoError(c.tools.perplexity,
+                      fmt::format("{}: computed {} chunks of {} tokens where {} chunks of {} were asked for "
+                                  "(--chunks {} -c {}); its last lines:\n{}",
+                                  label, shape->chunks, shape->n_ctx, chunks, c.q.ctx, chunks, c.q.ctx,
+                                  last_lines(text, kErrorLines)));
+}
 
 int64_t count_rows(std::string_view log) {
     return static_cast<int64_t>(parse_kld_log(log).rows.size());
@@ -123,6 +148,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             auto argv = t.base_command;
             argv.push_back(logits.temp_path());
             append_llama_args(c, LlamaTool::perplexity, argv);
+            begin_run(c);
             const std::string text = run_tool(
                 c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(src.path)), t.chunks,
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
@@ -145,6 +171,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             logits.commit(false);
         }
     } else {
+        --c.runs_total;  // counted as a run in eval()
         t.base_cached = true;
         c.ev.info(fmt::format("base logits of {}: cached, {}", t.name, t.base_file));
     }
@@ -164,20 +191,30 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
     append_llama_args(c, LlamaTool::perplexity, r.command);
     const std::string label = fmt::format("{} on {}", base_name(out.path), t.name);
     // llama.cpp's logger thread is leaked at exit (common/log.cpp, common_log_main), so the last lines
-    // it queued may never be written: here some runs lost their last chunk row and the summary. The run
-    // is deterministic, so it is run again, up to kAttempts times in all.
+    // it queued may never be written: here some runs lost their last chunk rows or the summary's last
+    // lines (the percentiles). The run is deterministic, so it is run again, up to kAttempts times in
+    // all, until its summary is complete; after that, a run with every chunk row is taken from its last
+    // row (its percentiles then stay unknown). A run too short for a summary (under kSummaryTokens
+    // scored tokens) is complete with its rows.
+    const bool summary_expected = t.scored_tokens >= kSummaryTokens;
     std::optional<KldLog> log;
     std::string text;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+        if (attempt > 1) ++c.runs_total;
+        begin_run(c);
         text = run_tool(c, r.command, "", label, t.chunks, count_rows);
         log = parse_kld_log(text);
-        if (log->figures && (log->summary_complete || log->figures->chunks == t.chunks)) break;
+        check_run_shape(c, label, log->shape, log->figures.has_value(), t.chunks, text);
+        if (log->summary_complete) break;
+        const bool all_rows = log->figures && log->figures->chunks == t.chunks;
+        if (all_rows && !summary_expected) break;
         if (log->rows.empty()) break;  // it failed, rather than losing its tail
         if (attempt < kAttempts)
             c.ev.warn(
-                fmt::format("{}: llama-perplexity's output lost its last lines ({} of {} chunk rows, no "
-                            "summary); running it again ({} of {})",
-                            label, log->rows.size(), t.chunks, attempt + 1, kAttempts));
+                fmt::format("{}: llama-perplexity's output lost its last lines ({} of {} chunk rows, {}); "
+                            "running it again ({} of {})",
+                            label, log->rows.size(), t.chunks, all_rows ? "summary incomplete" : "no summary",
+                            attempt + 1, kAttempts));
     }
     const bool all_chunks = log->figures && (log->summary_complete || log->figures->chunks == t.chunks);
     if (!all_chunks)
@@ -185,6 +222,11 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
             c.tools.perplexity,
             fmt::format("{}: printed {} of {} chunk rows and no complete summary; its last lines:\n{}", label,
                         log->rows.size(), t.chunks, last_lines(text, kErrorLines)));
+    if (!log->summary_complete && summary_expected)
+        c.ev.warn(
+            fmt::format("{}: llama-perplexity's summary was incomplete in all {} runs; the figures are its "
+                        "last chunk row's, and the percentiles it lost are unknown",
+                        label, kAttempts));
     r.figures = *log->figures;
     r.figures.chunks = t.chunks;
     if (!r.figures.ppl_source && t.source_ppl) r.figures.ppl_source = t.source_ppl;
@@ -206,16 +248,32 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     check_request(q);
     q.llama_args.check(LlamaTool::perplexity);
     if (!q.smoke_prompt.empty()) q.llama_args.check(LlamaTool::completion);
-    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir};
+    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir, 0, 0, {}, {}};
+    // The outputs before any work: locked against a second eval writing them, and created under their
+    // temporary names, so that an unwritable or missing directory fails now, not after every run.
+    std::optional<OutputLock> out_lock;
+    std::unique_ptr<OutputFile> json_file, svg_file;
+    if (!q.json_out.empty()) {
+        out_lock.emplace(q.json_out);
+        json_file = std::make_unique<OutputFile>(q.json_out);
+        svg_file = std::make_unique<OutputFile>(svg_path_for(q.json_out));
+    }
     std::error_code ec;
     fs::create_directories(c.cache_dir, ec);
     if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
 
     // The models: every OUT must be a build of the source.
     const EvalModel src = open_eval_model(q.source);
+    const std::string identity = source_identity(src.set);
     std::vector<EvalModel> outs;
     for (const std::string& o : q.outputs) {
         outs.push_back(open_eval_model(o));
+        // The source given again (or a copy of it) would measure KLD 0 against itself: not a build.
+        if (source_identity(outs.back().set) == identity)
+            throw UsageError(
+                fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
+                            "it; give the pruned builds as OUT",
+                            o, q.source));
         check_same_source(src, outs.back());
     }
     EvalResult r;
@@ -227,7 +285,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     r.source_shards = src.shard_names;
     r.source_bytes = src.bytes;
     r.source_expert_count = src.expert_count;
-    r.source_identity = source_identity(src.set);
+    r.source_identity = identity;
     r.ctx = q.ctx;
     r.batch = kBatch;
     r.chunks_requested = q.chunks;
@@ -255,23 +313,30 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     }
 
     // Per text, the source's logits once; then every OUT against them.
+    c.runs_total = static_cast<int64_t>(r.texts.size() * (1 + outs.size()));
     for (EvalTextFacts& t : r.texts) base_run(c, src, r.source_identity, t);
     for (const EvalModel& o : outs)
         for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
     if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
 
-    // The report, written only when every run succeeded.
+    // The report, written only when every run succeeded. Should that fail, the figures are still
+    // returned (write_error), for the caller to show before it fails.
     if (!q.json_out.empty()) {
-        const std::string svg_path = svg_path_for(q.json_out);
-        r.json_written = q.json_out;
-        r.svg_written = svg_path;
-        const std::string json = eval_json(r).dump(2) + "\n";
-        const std::string svg = eval_svg(r);
-        OutputFile jf(q.json_out), sf(svg_path);
-        jf.write_at(0, json.data(), json.size());
-        sf.write_at(0, svg.data(), svg.size());
-        sf.commit();
-        jf.commit();
+        try {
+            const std::string svg = eval_svg(r);
+            r.svg_sha256 = sha256_hex(svg.data(), svg.size());
+            r.json_written = q.json_out;
+            r.svg_written = svg_file->final_path();
+            const std::string json = eval_json(r).dump(2) + "\n";
+            json_file->write_at(0, json.data(), json.size());
+            svg_file->write_at(0, svg.data(), svg.size());
+            svg_file->commit();
+            json_file->commit();
+        } catch (const IoError& e) {
+            r.json_written.clear();
+            r.svg_written.clear();
+            r.write_error = e.what();
+        }
     }
     return r;
 }

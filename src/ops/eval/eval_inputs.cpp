@@ -58,9 +58,15 @@ void check_request(const EvalRequest& q) {
     std::vector<std::string> inputs{q.source};
     inputs.insert(inputs.end(), q.outputs.begin(), q.outputs.end());
     for (const EvalText& t : q.texts) inputs.push_back(t.path);
+    // Only FILE.json: its plot is FILE.svg, which then belongs to no other eval's -o (eval.txt would write
+    // eval.svg, the plot of eval.json).
     const std::string svg = svg_path_for(q.json_out);
-    if (svg == q.json_out)
-        throw UsageError(fmt::format("-o {}: name the JSON file, e.g. eval.json", q.json_out));
+    if (q.json_out.size() <= 5 || q.json_out.compare(q.json_out.size() - 5, 5, ".json") != 0 ||
+        q.json_out.back() == '/')
+        throw UsageError(
+            fmt::format("-o {}: name a .json file, e.g. eval.json (its plot is written beside it, "
+                        "eval.svg)",
+                        q.json_out));
     for (const std::string& o : {q.json_out, svg})
         if (const std::string* in = same_file_as(o, inputs))
             throw UsageError(fmt::format("-o {}: {} is an input of this eval ({})", q.json_out, o, *in));

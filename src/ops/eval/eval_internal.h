@@ -2,6 +2,7 @@
 // finds and runs llama.cpp's tools, eval_smoke.cpp the greedy smoke test).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -42,7 +43,16 @@ struct Ctx {
     const Events& ev;
     LlamaTools tools;
     std::string cache_dir;
+    // The llama-perplexity runs (base runs not cached, then KLD runs), counted for the progress line
+    // "run i/n, ETA M:SS: LABEL: chunk c/N" (begin_run).
+    int64_t runs_total = 0, runs_done = 0;
+    std::chrono::steady_clock::time_point runs_start{};
+    std::string progress_prefix;
 };
+
+// Counts the next llama-perplexity run: sets c.progress_prefix to "run i/n: " and, after the first run,
+// "run i/n, ETA M:SS: " (the mean time of the runs so far, times the runs left with this one).
+void begin_run(Ctx& c);
 
 // The checks before anything runs: option values, duplicate text names, -o not an input. UsageError.
 void check_request(const EvalRequest& q);

@@ -130,7 +130,8 @@ json eval_json(const EvalResult& r) {
     j["runs"] = runs;
     if (r.smoke) j["smoke"] = smoke_json(*r.smoke);  // absent without --smoke-prompt
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
-                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))}};
+                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))},
+                  {"svg_sha256", r.svg_sha256.empty() ? json(nullptr) : json(r.svg_sha256)}};
     return j;
 }
 
