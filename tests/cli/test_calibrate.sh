@@ -148,6 +148,11 @@ expect_err "error: --tokens 200: llama-imatrix needs at least 2 x ctx = 256 toke
 run "$BIN" calibrate --model "$M" --text "py thon=$WORK/python.txt" --llama-bin "$FAKE" -o "$WORK/bad"
 expect_code 2
 expect_err "error: --text 'py thon=$WORK/python.txt': NAME must be 1 to 64 letters, digits, '_', '-' or '.'"
+mkdir -p "$WORK/inplace" && cp "$WORK/python.txt" "$WORK/inplace/python.txt"
+run "$BIN" calibrate --model "$M" --text python="$WORK/inplace/python.txt" --ctx 128 --tokens 1024 --llama-bin "$FAKE" -o "$WORK/inplace"
+expect_code 2
+expect_err "error: -o $WORK/inplace: $WORK/inplace/python.txt would be written, and it is an input of this calibrate ($WORK/inplace/python.txt); give another -o"
+cmp -s "$WORK/inplace/python.txt" "$WORK/python.txt" && _pass || _fail "the text was overwritten"
 [ ! -s "$WORK/calls" ] && _pass || _fail "a refused calibrate ran llama-imatrix: $(cat "$WORK/calls")"
 [ -z "$(ls "$WORK/bad" 2>/dev/null | grep imatrix)" ] && _pass || _fail "a refused calibrate wrote $(ls "$WORK/bad")"
 

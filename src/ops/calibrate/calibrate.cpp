@@ -17,6 +17,7 @@
 #include "io/output_file.h"
 #include "io/output_lock.h"
 #include "io/paths.h"
+#include "io/preflight.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "model/shard_set.h"
@@ -353,6 +354,18 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     fs::create_directories(q.out_dir, ec);
     if (ec) throw IoError(q.out_dir, "cannot create the output directory", ec.value());
     OutputLock lock(q.out_dir + "/" + std::string(kJsonName));
+    // Nothing calibrate writes may be one of its inputs (a text given as DIR/NAME.txt with --tokens).
+    std::vector<std::string> inputs{q.model};
+    for (const CalibrateText& t : q.texts) inputs.push_back(t.path);
+    for (const CalibrateText& t : q.texts)
+        for (const std::string ext : {".imatrix.gguf", ".imatrix.log", ".txt"}) {
+            if (ext == ".txt" && !q.tokens) continue;
+            const std::string o = q.out_dir + "/" + t.name + ext;
+            if (const std::string* in = same_file_as(o, inputs))
+                throw UsageError(fmt::format(
+                    "-o {}: {} would be written, and it is an input of this calibrate ({}); give another -o",
+                    q.out_dir, o, *in));
+        }
 
     // The model, as eval identifies it.
     const ShardSet model = ShardSet::open(q.model);
