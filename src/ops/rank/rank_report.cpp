@@ -146,8 +146,6 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
                                 {"command", c.command},
                                 {"llama_args", c.llama_args},
                                 {"llama_build", c.llama_build}};
-        } else {
-            o["calibration"] = nullptr;
         }
         doms.push_back(o);
     }
