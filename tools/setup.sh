@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (run as root, or with sudo available):
 #   tools/setup.sh demo   install what is missing, build, run the whole release on a generated model:
-#                         inspect → rank → splice → audit → estimate → card
+#                         inspect → rank → splice → audit → estimate → card; with GGUF_REAP_LLAMA_BIN (llama.cpp's
+#                         bin directory) and the trained fixture, from texts on a model llama.cpp runs:
+#                         calibrate → rank → splice → audit → eval → card
 #   tools/setup.sh test   install what is missing, build (normal + ASan/UBSan), run every test and fuzz smoke
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,12 +36,45 @@ build() {  # build DIR [cmake args...] [-- targets...]
     cmake --build "$dir" -j "$JOBS" ${targets[@]:+--target "${targets[@]}"}
 }
 
+# The release from texts (GGUF_REAP_LLAMA_BIN set): the trained fixture, a small MoE model llama.cpp runs,
+# and its calibration and held-out texts (../shared/fixtures/trained, or $GGUF_REAP_TRAINED).
+demo_llama() {
+    local trained=$1 out=$2 r=build/gguf-reap
+    local m=$trained/models/tiny-qwen3moe-trained-A-Q8_0.gguf texts=()
+    for d in c changelog legal markdown python; do texts+=(--text "$d=$trained/corpora/$d.calib.txt"); done
+    echo "== calibrate (llama-imatrix, every text cut to its first 8,192 tokens)"
+    $r calibrate --model "$m" "${texts[@]}" --ctx 128 --tokens 8192 -o "$out/imatrix"
+    local ims=()
+    for d in c changelog legal markdown python; do ims+=(--imatrix "$d=$out/imatrix/$d.imatrix.gguf"); done
+    echo "== rank";    $r rank --model "$m" "${ims[@]}" --keep 12 -o "$out/rank"
+    echo "== splice";  $r splice "$m" --keeplist "$out/rank/keeplist.json" -o "$out/pruned"
+    echo "== audit";   $r audit "$out/pruned.gguf" --source "$m" --manifest-out "$out/pruned.manifest.json"
+    $r -q audit "$out/pruned.gguf" --source "$m" --json >"$out/audit.json"
+    echo "== eval (llama-perplexity)"
+    $r eval --source "$m" "$out/pruned.gguf" --text python="$trained/corpora/python.heldout.txt" \
+        --text legal="$trained/corpora/legal.heldout.txt" --ctx 128 --chunks 16 --cache-dir "$out/kld" -o "$out/eval.json"
+    echo "== card";    $r card "$out/pruned.gguf" --source "$m" --rank "$out/rank" --audit "$out/audit.json" \
+                          --manifest "$out/pruned.manifest.json" --eval "$out/eval.json" \
+                          --base-model example/tiny-qwen3moe-trained -o "$out/README.md"
+    sed -n '1,60p' "$out/README.md"
+    echo "demo outputs in $out (the model card: $out/README.md)"
+}
+
 demo() {
     # Only the two programs the demo runs (the tests are most of the build: tools/setup.sh test).
     build build -- gguf-reap gguf-reap-gen
     local out=${DEMO_DIR:-$ROOT/out/demo}
     rm -rf "$out" && mkdir -p "$out"
     local r=build/gguf-reap
+    local trained=${GGUF_REAP_TRAINED:-$ROOT/../shared/fixtures/trained}
+    if [ -n "${GGUF_REAP_LLAMA_BIN:-}" ]; then
+        if [ -f "$trained/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ]; then
+            demo_llama "$trained" "$out"
+            return
+        fi
+        echo "demo: GGUF_REAP_LLAMA_BIN is set, but there is no trained fixture in $trained (set GGUF_REAP_TRAINED):" \
+            "the demo from texts needs a model llama.cpp runs; running the generated-model demo instead" >&2
+    fi
     # A small synthetic Kimi-K2-shaped MoE model (2 shards) and two calibration domains, made on the fly.
     build/gguf-reap-gen model --preset demo --shards 2 -o "$out/model"
     build/gguf-reap-gen imatrix --model "$out/model-00001-of-00002.gguf" --domain chat --seed 7 --dead-per-block 2 -o "$out/chat.imatrix.gguf"

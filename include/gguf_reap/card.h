@@ -66,6 +66,9 @@ struct CardDomain {
     std::string name;
     std::optional<uint64_t> tokens;  // null when the imatrix did not record chunks × chunk size
     std::vector<std::string> datasets;
+    // From gguf-reap calibrate's record, via the keeplist (method.domains[].calibration); "" / 0 without.
+    std::string text, text_sha256;
+    uint64_t text_tokens = 0;
 };
 
 struct CardSuperExpert {

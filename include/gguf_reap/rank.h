@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/calibrate.h"
 #include "gguf_reap/events.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/plan_interchange.h"
@@ -62,6 +63,7 @@ struct RankOptions {
     std::vector<DomainSpec> imatrices;    // --imatrix (criteria other than external)
     std::vector<DomainSpec> score_files;  // --scores  (criterion external)
     std::string model;                    // --model: any shard; "" = none
+    std::string calibration;              // --calibration calibrate.json; "" = the one beside each imatrix
     std::string neuron_plan;              // --neuron-plan plan.npz; "" = none
     std::string score_field;              // external: JSON field; "" = "reap" if present, else "score"
     // external: how a per-token-mean field (reap, ean_mean, avg_gate_weight) is combined: "sum" (the
@@ -110,6 +112,8 @@ struct DomainData {
     std::optional<uint64_t> chunks;
     std::optional<uint64_t> chunk_size;
     std::optional<uint64_t> tokens;
+    // What gguf-reap calibrate recorded of this imatrix (calibrate.json beside it, or --calibration).
+    std::optional<CalibrationRecord> calibration;
     std::vector<BlockStats> blocks;  // parallel to RankInput::blocks
 };
 

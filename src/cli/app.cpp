@@ -99,6 +99,13 @@ std::vector<std::string> llama_cpp_spellings(int argc, char** argv) {
     return args;
 }
 
+LlamaArgs llama_args_option(const std::optional<std::string>& given) {
+    if (given) return LlamaArgs::parse(*given, "--llama-args");
+    if (const char* e = std::getenv("GGUF_REAP_LLAMA_ARGS"))
+        return LlamaArgs::parse(e, "GGUF_REAP_LLAMA_ARGS");
+    return {};
+}
+
 void print_json(const nlohmann::ordered_json& doc) {
     std::cout << doc.dump(2) << "\n";
 }
@@ -154,6 +161,7 @@ int run(int argc, char** argv) {
     commands.push_back(add_estimate(app, g));
     commands.push_back(add_card(app, g));
     commands.push_back(add_eval(app, g));
+    commands.push_back(add_calibrate(app, g));
 
     try {
         // -ctk and -ctv as llama.cpp spells them. CLI11 takes the arguments in reverse, program name last.

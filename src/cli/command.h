@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/events.h"
+#include "model/llama_args.h"
 
 namespace CLI {
 class App;
@@ -35,6 +37,7 @@ Command add_audit(CLI::App& app, const GlobalOptions& g);
 Command add_estimate(CLI::App& app, const GlobalOptions& g);
 Command add_card(CLI::App& app, const GlobalOptions& g);
 Command add_eval(CLI::App& app, const GlobalOptions& g);
+Command add_calibrate(CLI::App& app, const GlobalOptions& g);
 
 // The hardware options estimate and card share. Each throws UsageError naming the option.
 // A size such as 141GiB, 80G, 512M.
@@ -58,6 +61,9 @@ KvCacheTypes cache_types_option(const LlamaCppOptions& o);
 // llama.cpp spells -ctk and -ctv with one dash, which CLI11 reads as three short flags: argv with those
 // two words written as --cache-type-k and --cache-type-v.
 std::vector<std::string> llama_cpp_spellings(int argc, char** argv);
+// --llama-args "ARGS" when given (even empty), else $GGUF_REAP_LLAMA_ARGS, split into words
+// (model/llama_args.h). UsageError naming the one it read.
+LlamaArgs llama_args_option(const std::optional<std::string>& given);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);

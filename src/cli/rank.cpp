@@ -18,8 +18,8 @@ namespace {
 
 struct RankCli {
     std::vector<std::string> imatrices, scores, protect;
-    std::string model, plan, score_field, score_aggregate = "sum", from_plan, export_format, out, ratio,
-                                          super_share, fit;
+    std::string model, calibration, plan, score_field, score_aggregate = "sum", from_plan, export_format, out,
+                                                       ratio, super_share, fit;
     std::string criterion = criterion_name(RankOptions{}.criterion);
     std::string consensus = consensus_name(RankOptions{}.consensus);
     std::optional<int64_t> keep, prune;
@@ -47,6 +47,7 @@ RankOptions to_options(const RankCli& c) {
     for (const auto& s : c.imatrices) o.imatrices.push_back(parse_domain_spec(s));
     for (const auto& s : c.scores) o.score_files.push_back(parse_domain_spec(s));
     o.model = c.model;
+    o.calibration = c.calibration;
     o.neuron_plan = c.plan;
     o.score_field = c.score_field;
     o.score_aggregate = c.score_aggregate;
@@ -192,6 +193,8 @@ Command add_rank(CLI::App& app, const GlobalOptions&) {
         ->type_name("NAME=FILE");
     sub->add_option("--model", c->model,
                     "The model (any shard): checks the imatrices and records its identity");
+    sub->add_option("--calibration", c->calibration,
+                    "gguf-reap calibrate's calibrate.json (default: the one beside each imatrix, if any)");
     sub->add_option("--criterion", c->criterion, criterion_choices(" | ", " | "))->capture_default_str();
     sub->add_option("--consensus", c->consensus, consensus_choices(" | ", " | "))->capture_default_str();
     sub->add_option("--keep", c->keep, "Experts kept in every MoE block");

@@ -78,6 +78,9 @@ ChildExit run_child(const std::vector<std::string>& argv, const std::string& log
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw IoError(argv[0], "cannot start it", rc);
 
+    // Polled every 10 ms for its first second (llama-tokenize and --version end within it, and each 100 ms
+    // poll would add 50 ms on average to them), every 100 ms after that.
+    int polls = 0;
     for (;;) {
         std::optional<int> status;
         try {
@@ -105,7 +108,7 @@ ChildExit run_child(const std::vector<std::string>& argv, const std::string& log
                 throw;
             }
         }
-        sleep_ms(100);
+        sleep_ms(++polls < 100 ? 10 : 100);
     }
 }
 

@@ -3,9 +3,9 @@
 // log file, its exit awaited by polling.
 //
 // Interrupts: the project's signal handler only sets a flag (io/signals.h); nothing resumes from a
-// handler into C++ frames. The wait loop polls that flag every 100 ms; when it is set, the child is sent
-// SIGTERM (SIGKILL after 5 s), reaped, and Interrupted is thrown, so the caller's temporaries are
-// removed as the exception unwinds.
+// handler into C++ frames. The wait loop polls that flag every 10 ms for the first second, then every 100 ms;
+// when it is set, the child is sent SIGTERM (SIGKILL after 5 s), reaped, and Interrupted is thrown, so the
+// caller's temporaries are removed as the exception unwinds.
 #pragma once
 
 #include <functional>
@@ -24,7 +24,8 @@ struct ChildExit {
 
 // Runs argv[0] (a path to an executable) with `argv`. Its stdin is `stdin_path` ("" = /dev/null), its
 // stdout and stderr both go to `log_path` (created or truncated). `tick` (may be empty) is called on
-// every poll, about 10 times a second. Throws IoError when it cannot be started, Interrupted as above.
+// every poll (100 times a second at first, then 10). Throws IoError when it cannot be started, Interrupted as
+// above.
 ChildExit run_child(const std::vector<std::string>& argv, const std::string& log_path,
                     const std::string& stdin_path, const std::function<void()>& tick);
 

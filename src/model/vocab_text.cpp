@@ -122,6 +122,14 @@ std::string VocabText::text(int32_t id) const {
     return valid_utf8(piece);
 }
 
+std::optional<std::string> VocabText::bytes(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= pieces_.size()) return std::nullopt;
+    const std::string& piece = pieces_[static_cast<size_t>(id)];
+    if (tokenizer_ == "gpt2") return decode_byte_level(piece);
+    if (tokenizer_ == "llama") return decode_sentencepiece(piece);
+    return piece;
+}
+
 std::string quoted_text(const std::string& s) {
     std::string out = "\"";
     for (char ch : s) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ class VocabText {
     size_t size() const { return pieces_.size(); }
     // The text of token `id`; "<token id>" for an id outside the vocabulary.
     std::string text(int32_t id) const;
+    // The bytes token `id` stands for, as llama.cpp's detokenizer gives them (a UTF-8 character may be
+    // split across tokens); null for an id outside the vocabulary.
+    std::optional<std::string> bytes(int32_t id) const;
 
   private:
     std::vector<std::string> pieces_;

@@ -187,6 +187,13 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
             if (d.is_object() && d.contains("datasets") && d["datasets"].is_array())
                 for (const json& x : d["datasets"])
                     if (x.is_string()) cd.datasets.push_back(x.get<std::string>());
+            if (d.is_object() && d.contains("calibration") && d["calibration"].is_object()) {
+                const json& c = d["calibration"];
+                cd.text = opt_string(c, "text");
+                cd.text_sha256 = opt_string(c, "text_sha256");
+                cd.text_tokens = opt_number<uint64_t>(c, "text_tokens").value_or(0);
+                if (auto used = opt_number<uint64_t>(c, "used_tokens")) cd.tokens = used;
+            }
             m.domains.push_back(std::move(cd));
         }
     if (m.domains.empty())

@@ -3,6 +3,7 @@
 
 #include "gguf_reap/card.h"
 #include "gguf_reap/manifest.h"
+#include "io/paths.h"
 #include "io/units.h"
 
 namespace gguf_reap {
@@ -141,6 +142,17 @@ void method_section(std::string& s, const CardFacts& f) {
     for (const CardDomain& d : m.domains) {
         std::string ds;
         for (const auto& x : d.datasets) ds += (ds.empty() ? "" : ", ") + x;
+        if (!d.text_sha256.empty()) {
+            // gguf-reap calibrate's record: the text by its sha256, and how much of it was used.
+            const std::string amount = d.tokens && d.text_tokens > *d.tokens
+                                           ? fmt::format("the first {} of the {}", with_commas(*d.tokens),
+                                                         plural(d.text_tokens, "token", "tokens"))
+                                       : d.tokens ? plural(*d.tokens, "token", "tokens")
+                                                  : std::string("the tokens");
+            s += fmt::format("  - {}: {} of `{}` (sha256 `{}`), by `gguf-reap calibrate`\n", d.name, amount,
+                             base_name(d.text), d.text_sha256);
+            continue;
+        }
         s += fmt::format(
             "  - {}: {}{}\n", d.name,
             d.tokens ? plural(*d.tokens, "token", "tokens") : std::string("token count not recorded"),
@@ -407,7 +419,10 @@ json card_json(const CardFacts& f) {
     const CardMethod& m = f.method;
     json doms = json::array();
     for (const CardDomain& d : m.domains)
-        doms.push_back({{"name", d.name}, {"tokens", opt(d.tokens)}, {"datasets", d.datasets}});
+        doms.push_back({{"name", d.name},
+                        {"tokens", opt(d.tokens)},
+                        {"datasets", d.datasets},
+                        {"text_sha256", d.text_sha256.empty() ? json(nullptr) : json(d.text_sha256)}});
     json supers = json::array();
     for (const CardSuperExpert& e : m.super_experts)
         supers.push_back({{"block", e.block},

@@ -108,6 +108,8 @@ json eval_json(const EvalResult& r) {
     j["tool"] = r.tool;
     j["kind"] = "gguf-reap eval";
     j["llama_cpp"] = {{"build", r.llama_build}, {"llama_perplexity", r.perplexity_path}};
+    // Only when given: an eval without them writes the document it wrote before --llama-args.
+    if (!r.llama_args.empty()) j["llama_cpp"]["args"] = r.llama_args;
     j["source"] = {{"path", r.source},
                    {"shards", r.source_shards},
                    {"bytes", r.source_bytes},

@@ -339,6 +339,29 @@ void check_model_widths(const RankOptions& opts, const ModelInfo& model,
     }
 }
 
+// What gguf-reap calibrate recorded of each GGUF imatrix (gguf_reap/calibrate.h): its entry in the
+// calibrate.json beside it, or in --calibration. A record whose imatrix sha256 is not the file's (the
+// file was made again since) is left out, with a note.
+void attach_calibration(const RankOptions& opts, RankInput& in) {
+    bool any = false;
+    for (DomainData& dom : in.domains) {
+        if (dom.format != "gguf") continue;
+        auto rec = find_calibration(dom.path, opts.calibration, dom.sha256);
+        if (rec && !dom.sha256.empty() && rec->imatrix_sha256 != dom.sha256) {
+            in.notes.push_back(
+                fmt::format("{}: {} records another imatrix of this name (sha256 {}); its "
+                            "calibration is not reported",
+                            dom.path, rec->json_path, rec->imatrix_sha256.substr(0, 12)));
+            rec.reset();
+        }
+        any = any || rec.has_value();
+        dom.calibration = std::move(rec);
+    }
+    if (!opts.calibration.empty() && !any)
+        throw UsageError(
+            fmt::format("--calibration {}: it records none of the imatrices given", opts.calibration));
+}
+
 // Each imatrix's metadata: format, size, datasets, chunks and tokens.
 void describe_domains(const std::vector<ImatrixFile>& ims, RankInput& in) {
     for (size_t d = 0; d < ims.size(); ++d) {
@@ -409,6 +432,7 @@ void load_imatrix_input(const RankOptions& opts, const ModelInfo& model, RankInp
             return down_column_norms(*model.set, *model.down.at(in.blocks[bi]));
         };
     scan_imatrices(scan, in);
+    attach_calibration(opts, in);
 
     import_plan(opts, model.set ? opts.model : std::string(), false, in);
 }

@@ -140,6 +140,20 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
         o["chunks"] = opt_json(d.chunks);
         o["chunk_size"] = opt_json(d.chunk_size);
         o["tokens"] = opt_json(d.tokens);
+        if (d.calibration) {
+            const CalibrationRecord& c = *d.calibration;
+            o["calibration"] = {{"calibrate_json", c.json_path},
+                                {"text", c.text_path},
+                                {"text_sha256", c.text_sha256},
+                                {"text_tokens", c.tokens},
+                                {"used_sha256", c.used_sha256},
+                                {"used_tokens", c.used_tokens},
+                                {"chunks", c.chunks},
+                                {"ctx", c.ctx},
+                                {"command", c.command},
+                                {"llama_args", c.llama_args},
+                                {"llama_build", c.llama_build}};
+        }
         doms.push_back(o);
     }
     m["domains"] = doms;

@@ -1,0 +1,460 @@
+// calibrate: check → per text: hash, reuse or (count → cut → llama-imatrix) → calibrate.json after each
+// text → rank's imatrix sanity check (gguf_reap/calibrate.h, docs/calibrate.md).
+#include "gguf_reap/calibrate.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format/imatrix.h"
+#include "format/imatrix_log.h"
+#include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
+#include "io/child_process.h"
+#include "io/output_file.h"
+#include "io/output_lock.h"
+#include "io/paths.h"
+#include "io/preflight.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
+#include "model/shard_set.h"
+#include "model/vocab_text.h"
+#include "ops/calibrate/calibrate_internal.h"
+#include "ops/eval/eval_internal.h"
+
+namespace gguf_reap {
+
+namespace {
+
+namespace fs = std::filesystem;
+using calibrate_detail::kJsonName;
+
+// Texts are read whole to be hashed and cut.
+constexpr uint64_t kTextLimit = uint64_t{1} << 30;
+constexpr uint64_t kLogLimit = uint64_t{256} << 20;
+constexpr size_t kErrorLines = 12;
+// Cuts tried around N tokens when the first N tokens, tokenized again alone, are not N tokens.
+constexpr int kCutAttempts = 5;
+
+struct Tools {
+    std::string imatrix, tokenize;
+};
+
+struct Ctx {
+    const CalibrateRequest& q;
+    const Events& ev;
+    Tools tools;
+};
+
+bool valid_name(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-' || c == '.'))
+            return false;
+    return true;
+}
+
+void check_request(const CalibrateRequest& q) {
+    if (q.texts.empty()) throw UsageError("calibrate: give at least one --text NAME=FILE");
+    if (q.out_dir.empty()) throw UsageError("calibrate: give -o DIR, where the imatrices go");
+    if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
+        throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
+    if (q.tokens && *q.tokens < 2 * q.ctx)
+        throw UsageError(fmt::format(
+            "--tokens {}: llama-imatrix needs at least 2 x ctx = {} tokens at --ctx {}; give more tokens "
+            "or a smaller --ctx",
+            *q.tokens, 2 * q.ctx, q.ctx));
+    std::set<std::string> names;
+    for (const CalibrateText& t : q.texts) {
+        if (!valid_name(t.name))
+            throw UsageError(fmt::format(
+                "--text '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", t.name, t.path));
+        if (!names.insert(t.name).second)
+            throw UsageError(
+                fmt::format("--text {} is given twice; give each kind of text one name", t.name));
+    }
+    q.llama_args.check(LlamaTool::imatrix);
+}
+
+Tools find_tools(const CalibrateRequest& q) {
+    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
+                              : !q.llama_bin_env.empty()
+                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
+                                  : std::string("on PATH");
+    Tools t;
+    for (auto [name, out] :
+         {std::pair{"llama-imatrix", &t.imatrix}, std::pair{"llama-tokenize", &t.tokenize}}) {
+        const auto p = find_executable(name, q.llama_bin, q.llama_bin_env, q.path_env);
+        if (!p)
+            throw UsageError(
+                fmt::format("{} not found {}: give --llama-bin DIR (llama.cpp's build/bin) or "
+                            "set GGUF_REAP_LLAMA_BIN=DIR",
+                            name, where));
+        *out = *p;
+    }
+    return t;
+}
+
+std::string read_log(const std::string& path) {
+    return read_small_file(path, kLogLimit, "llama.cpp log");
+}
+
+// Runs a llama.cpp tool with its output in `log` (a temporary in DIR); returns the log's text and exit.
+std::pair<std::string, ChildExit> run(const std::vector<std::string>& argv, OutputFile& log,
+                                      const std::string& stdin_path, const std::function<void()>& tick) {
+    const ChildExit e = run_child(argv, log.temp_path(), stdin_path, tick);
+    return {read_log(log.temp_path()), e};
+}
+
+std::string run_ok(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
+                   const std::string& label) {
+    OutputFile log(c.q.out_dir + "/.tool.log");
+    auto [text, e] = run(argv, log, stdin_path, {});
+    if (!e.ok())
+        throw IoError(argv[0], fmt::format("{} failed ({}); its last lines:\n{}", label, e.describe(),
+                                           last_lines(text, kErrorLines)));
+    return text;
+}
+
+// The text as llama.cpp's -f reads it: common/arg.cpp drops one trailing newline.
+std::string_view as_read(const std::string& text) {
+    std::string_view s(text);
+    if (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+    return s;
+}
+
+// llama-tokenize's ids for `text` (fed on stdin: it keeps a trailing newline that -f would drop, so
+// `text` is given as -f reads it).
+std::vector<int32_t> tokenize(Ctx& c, std::string_view text, const std::string& label,
+                              std::vector<std::string>* command) {
+    OutputFile in(c.q.out_dir + "/.text.stdin");
+    in.write_at(0, text.data(), text.size());
+    std::vector<std::string> argv{c.tools.tokenize, "-m",    c.q.model,      "--stdin",
+                                  "--no-escape",    "--ids", "--show-count", "--log-disable"};
+    const auto extra = c.q.llama_args.for_tool(LlamaTool::tokenize);  // none: see llama_args.h
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const std::string out = run_ok(c, argv, in.temp_path(), fmt::format("llama-tokenize on {}", label));
+    const auto ids = parse_token_ids(out);
+    const auto count = parse_token_count(out);
+    if (!ids || !count || static_cast<int64_t>(ids->size()) != *count)
+        throw IoError(c.tools.tokenize,
+                      fmt::format("printed no token ids and count for {}; its last lines:\n{}", label,
+                                  last_lines(out, kErrorLines)));
+    if (command) *command = argv;
+    return *ids;
+}
+
+// The text of the first `k` tokens of `ids`, which must be where `text` starts: a BOS the model adds is
+// not in the text, and SentencePiece's leading space is not either.
+std::optional<std::string> first_tokens(const VocabText& vocab, const std::vector<int32_t>& ids, size_t k,
+                                        std::optional<int32_t> bos, std::string_view text) {
+    std::string s;
+    for (size_t i = 0; i < k; ++i) {
+        const auto b = vocab.bytes(ids[i]);
+        if (!b) return std::nullopt;
+        if (i == 0 && bos && ids[0] == *bos && text.substr(0, b->size()) != *b) continue;
+        s += *b;
+    }
+    if (!s.empty() && s[0] == ' ' && (text.empty() || text[0] != ' ')) s.erase(0, 1);
+    if (text.substr(0, s.size()) != s) return std::nullopt;
+    return s;
+}
+
+// With --tokens N: DIR/NAME.txt holding the text's first N tokens, cut where a token ends; the count
+// llama-tokenize gives it alone must be N, so a cut whose last token would tokenize differently alone is
+// moved by a token or two.
+void cut_text(Ctx& c, const ShardSet& model, const std::string& text, CalibrateTextFacts& f,
+              const std::vector<int32_t>& ids) {
+    const auto n = static_cast<int64_t>(*c.q.tokens);
+    const VocabText vocab = VocabText::of(model);
+    std::optional<int32_t> bos;
+    if (const Kv* k = model.find_kv("tokenizer.ggml.bos_token_id"))
+        if (auto v = k->as_uint(); v && *v <= INT32_MAX) bos = static_cast<int32_t>(*v);
+    const std::string_view read = as_read(text);
+    for (int attempt = 0; attempt < kCutAttempts; ++attempt) {
+        // N, N-1, N+1, N-2, N+2 tokens
+        const int64_t delta = (attempt + 1) / 2 * (attempt % 2 == 1 ? -1 : 1);
+        const int64_t k = n + delta;
+        if (k < 1 || k > static_cast<int64_t>(ids.size())) continue;
+        const auto prefix = first_tokens(vocab, ids, static_cast<size_t>(k), bos, read);
+        if (!prefix)
+            throw IoError(c.tools.tokenize,
+                          fmt::format("--text {}={}: its first {} tokens do not spell the start of the text "
+                                      "(a tokenizer gguf-reap cannot cut); give a text already cut, without "
+                                      "--tokens",
+                                      f.name, f.path, k));
+        const auto again = tokenize(c, *prefix, fmt::format("the first {} tokens of {}", k, f.path), nullptr);
+        if (static_cast<int64_t>(again.size()) != n) continue;
+        // llama-imatrix's -f drops one trailing newline: the file ends in one more than the cut.
+        const std::string body = *prefix + "\n";
+        f.used_path = fmt::format("{}/{}.txt", c.q.out_dir, f.name);
+        OutputFile out(f.used_path);
+        out.write_at(0, body.data(), body.size());
+        out.commit(false);
+        f.used_sha256 = sha256_hex(body.data(), body.size());
+        f.used_bytes = body.size();
+        f.used_tokens = n;
+        return;
+    }
+    throw IoError(c.tools.tokenize,
+                  fmt::format("--text {}={}: no cut near its first {} tokens tokenizes alone to {} tokens",
+                              f.name, f.path, n, n));
+}
+
+// What decides an imatrix, hashed: a domain whose key and file are unchanged is not computed again.
+std::string domain_key(const CalibrateRequest& q, const std::string& identity, const std::string& text_sha) {
+    const std::string id = fmt::format(
+        "gguf-reap calibrate v1\nsource {}\ntext {}\nctx {}\nbatch {}\ntokens {}\nthreads {}\nllama-args "
+        "{}\n",
+        identity, text_sha, q.ctx, q.ctx, q.tokens ? std::to_string(*q.tokens) : "all", q.threads,
+        shell_join(q.llama_args.for_tool(LlamaTool::imatrix)));
+    return sha256_hex(id.data(), id.size());
+}
+
+std::vector<std::string> imatrix_command(const Ctx& c, const CalibrateTextFacts& f, const std::string& out) {
+    std::vector<std::string> a{c.tools.imatrix,
+                               "-m",
+                               c.q.model,
+                               "-f",
+                               f.used_path,
+                               "-c",
+                               std::to_string(c.q.ctx),
+                               "-b",
+                               std::to_string(c.q.ctx),
+                               "--no-escape",
+                               "--output-format",
+                               "gguf",
+                               "-o",
+                               out};
+    if (c.q.threads > 0) a.insert(a.end(), {"-t", std::to_string(c.q.threads)});
+    const auto extra = c.q.llama_args.for_tool(LlamaTool::imatrix);
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+}
+
+// llama-imatrix on one text, into DIR/NAME.imatrix.gguf (its log beside it, DIR/NAME.imatrix.log).
+void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
+    OutputFile im(f.imatrix);
+    OutputFile log(fmt::format("{}/{}.imatrix.log", c.q.out_dir, f.name));
+    const auto argv = imatrix_command(c, f, im.temp_path());
+    f.command = imatrix_command(c, f, f.imatrix);
+    const std::string label = fmt::format("{} ({}/{})", f.name, index + 1, count);
+    c.ev.info(fmt::format("{}: llama-imatrix over {} chunks of {} tokens", label, f.chunks, c.q.ctx));
+    std::optional<ProgressScope> scope;
+    std::function<void()> tick;
+    int64_t shown = 0;
+    if (c.ev.on_progress) {
+        scope.emplace(c.ev, label, static_cast<uint64_t>(f.chunks));
+        tick = [&] {
+            const int64_t n = imatrix_chunks_done(read_log(log.temp_path()));
+            if (n > shown) c.ev.on_progress(static_cast<uint64_t>(n - shown));
+            shown = std::max(shown, n);
+        };
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto [text, e] = run(argv, log, "", tick);
+    f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const ImatrixLog parsed = parse_imatrix_log(text);
+    if (parsed.too_few_tokens)
+        throw UsageError(
+            fmt::format("--text {}={}: llama-imatrix needs at least {} tokens at --ctx {}; it read {}",
+                        f.name, f.path, parsed.too_few_tokens->needed, c.q.ctx, parsed.too_few_tokens->have));
+    if (!e.ok())
+        throw IoError(c.tools.imatrix, fmt::format("llama-imatrix on {} failed ({}); its last lines:\n{}",
+                                                   f.name, e.describe(), last_lines(text, kErrorLines)));
+    // The file, not the log (whose last lines the logger may lose), says whether the run finished.
+    std::optional<ImatrixFile> file;
+    std::string why;
+    try {
+        if (detect_imatrix(im.temp_path()) == ImatrixKind::kGguf) file = ImatrixFile::open(im.temp_path());
+    } catch (const Error& err) {
+        why = err.what();
+    }
+    if (!file || file->chunk_count() != static_cast<uint64_t>(f.chunks))
+        throw IoError(
+            c.tools.imatrix,
+            fmt::format("llama-imatrix on {} exited 0 but wrote {} (expected a GGUF imatrix over {} "
+                        "chunks){}; its last lines:\n{}",
+                        f.name,
+                        !file ? std::string("no GGUF imatrix")
+                              : fmt::format("an imatrix over {} chunks", file->chunk_count().value_or(0)),
+                        f.chunks, why.empty() ? "" : ": " + why, last_lines(text, kErrorLines)));
+    f.ppl = parsed.ppl;
+    f.imatrix_sha256 = sha256_file(im.temp_path());
+    log.write_at(0, text.data(), text.size());
+    log.commit(false);
+    im.commit();
+}
+
+// The previous calibrate.json in DIR, when there is one this version wrote: its texts by name.
+std::map<std::string, CalibrateTextFacts> previous_run(const Ctx& c) {
+    std::map<std::string, CalibrateTextFacts> out;
+    const std::string path = c.q.out_dir + "/" + std::string(kJsonName);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return out;
+    try {
+        for (CalibrateTextFacts& t : calibrate_detail::read_texts(path)) out.emplace(t.name, std::move(t));
+    } catch (const Error& e) {
+        c.ev.warn(fmt::format("{}: not read, every text is computed again: {}", path, e.what()));
+        out.clear();
+    }
+    return out;
+}
+
+// A text of an earlier run that can stand: same key, its imatrix unchanged since.
+bool reuse(const std::map<std::string, CalibrateTextFacts>& prev, CalibrateTextFacts& f) {
+    const auto it = prev.find(f.name);
+    if (it == prev.end() || it->second.key != f.key || it->second.imatrix != f.imatrix) return false;
+    std::error_code ec;
+    if (!fs::is_regular_file(f.imatrix, ec)) return false;
+    if (!it->second.used_path.empty() && it->second.used_path != f.path &&
+        (!fs::is_regular_file(it->second.used_path, ec) ||
+         sha256_file(it->second.used_path) != it->second.used_sha256))
+        return false;
+    if (sha256_file(f.imatrix) != it->second.imatrix_sha256) return false;
+    const std::string path = f.path;
+    f = it->second;
+    f.path = path;
+    f.cached = true;
+    return true;
+}
+
+void write_json(const CalibrateResult& r, const std::string& dir, bool complete) {
+    nlohmann::ordered_json j = calibrate_json(r);
+    j["complete"] = complete;
+    const std::string text = j.dump(2) + "\n";
+    OutputFile out(dir + "/" + std::string(kJsonName));
+    out.write_at(0, text.data(), text.size());
+    out.commit();
+}
+
+// rank's input sanity check (ops/rank/imatrix_sanity.h) over the imatrices just written.
+std::vector<SanityProblem> sanity(const CalibrateRequest& q, const CalibrateResult& r) {
+    RankOptions opts;
+    opts.model = q.model;
+    for (const CalibrateTextFacts& t : r.texts) opts.imatrices.push_back({t.name, t.imatrix});
+    opts.keep = 1;
+    opts.hash_inputs = false;
+    return load_rank_input(opts).sanity;
+}
+
+}  // namespace
+
+namespace ops {
+
+CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
+    // Options, names and tools first, so that a typo fails before anything is opened.
+    check_request(q);
+    Ctx c{q, ev, find_tools(q)};
+    std::error_code ec;
+    fs::create_directories(q.out_dir, ec);
+    if (ec) throw IoError(q.out_dir, "cannot create the output directory", ec.value());
+    OutputLock lock(q.out_dir + "/" + std::string(kJsonName));
+    // Nothing calibrate writes may be one of its inputs (a text given as DIR/NAME.txt with --tokens).
+    std::vector<std::string> inputs{q.model};
+    for (const CalibrateText& t : q.texts) inputs.push_back(t.path);
+    for (const CalibrateText& t : q.texts)
+        for (const std::string ext : {".imatrix.gguf", ".imatrix.log", ".txt"}) {
+            if (ext == ".txt" && !q.tokens) continue;
+            const std::string o = q.out_dir + "/" + t.name + ext;
+            if (const std::string* in = same_file_as(o, inputs))
+                throw UsageError(fmt::format(
+                    "-o {}: {} would be written, and it is an input of this calibrate ({}); give another -o",
+                    q.out_dir, o, *in));
+        }
+
+    // The model, as eval identifies it.
+    const ShardSet model = ShardSet::open(q.model);
+    CalibrateResult r;
+    r.tool = q.tool_version;
+    r.imatrix_path = c.tools.imatrix;
+    r.tokenize_path = c.tools.tokenize;
+    r.llama_args = q.llama_args.words;
+    r.model = q.model;
+    for (const Shard& s : model.shards()) r.model_shards.push_back(base_name(s.path));
+    r.model_bytes = model.total_bytes();
+    r.source_identity = eval_detail::source_identity(model);
+    r.expert_count = model.arch_uint("expert_count").value_or(0);
+    r.expert_used_count = model.arch_uint("expert_used_count").value_or(0);
+    r.ctx = q.ctx;
+    r.batch = q.ctx;
+    r.tokens_requested = q.tokens;
+    r.threads = q.threads;
+    r.llama_build = last_lines(run_ok(c, {c.tools.imatrix, "--version"}, "", "llama-imatrix --version"), 2);
+
+    // Per text, before any llama-imatrix run: reused when an earlier run made it with the same key, else
+    // counted, checked and cut, so that a text too short is refused before hours of compute.
+    const auto prev = previous_run(c);
+    std::vector<CalibrateTextFacts> todo;
+    for (const CalibrateText& t : q.texts) {
+        CalibrateTextFacts f;
+        f.name = t.name;
+        f.path = t.path;
+        const std::string text = read_small_file(t.path, kTextLimit, "text");
+        f.bytes = text.size();
+        f.sha256 = sha256_hex(text.data(), text.size());
+        f.key = domain_key(q, r.source_identity, f.sha256);
+        f.imatrix = fmt::format("{}/{}.imatrix.gguf", q.out_dir, t.name);
+        if (reuse(prev, f)) {
+            todo.push_back(std::move(f));
+            continue;
+        }
+        const auto ids = tokenize(c, as_read(text), t.path, &f.tokenize_command);
+        f.tokens = static_cast<int64_t>(ids.size());
+        if (q.tokens && f.tokens < static_cast<int64_t>(*q.tokens))
+            throw UsageError(
+                fmt::format("--text {}={}: {} tokens, fewer than --tokens {}; give a longer text or "
+                            "a smaller --tokens",
+                            t.name, t.path, f.tokens, *q.tokens));
+        if (!q.tokens && f.tokens < static_cast<int64_t>(2 * q.ctx))
+            throw UsageError(fmt::format(
+                "--text {}={}: {} tokens, too short for llama-imatrix at --ctx {} (it needs at least 2 x ctx "
+                "= {}); give a longer text or a smaller --ctx",
+                t.name, t.path, f.tokens, q.ctx, 2 * q.ctx));
+        if (q.tokens) {
+            cut_text(c, model, text, f, ids);
+        } else {
+            f.used_path = t.path;
+            f.used_sha256 = f.sha256;
+            f.used_bytes = f.bytes;
+            f.used_tokens = f.tokens;
+        }
+        f.chunks = f.used_tokens / static_cast<int64_t>(q.ctx);
+        todo.push_back(std::move(f));
+    }
+
+    // Then llama-imatrix per text not reused; calibrate.json after each, so a rerun resumes.
+    bool computed = false;
+    for (size_t i = 0; i < todo.size(); ++i) {
+        CalibrateTextFacts& f = todo[i];
+        if (f.cached) {
+            ev.info(fmt::format("{}: cached, {}", f.name, f.imatrix));
+            continue;
+        }
+        compute(c, f, i, todo.size());
+        computed = true;
+        // What is done so far, and what later texts reuse, survives an interrupt.
+        CalibrateResult partial = r;
+        partial.texts.clear();
+        for (const CalibrateTextFacts& t : todo)
+            if (t.cached || !t.imatrix_sha256.empty()) partial.texts.push_back(t);
+        write_json(partial, q.out_dir, false);
+    }
+    r.texts = std::move(todo);
+
+    // Every file checked as rank checks it; calibrate.json rewritten unless nothing changed.
+    r.sanity = sanity(q, r);
+    if (computed || prev.size() != r.texts.size() || !calibrate_detail::was_complete(q.out_dir)) {
+        write_json(r, q.out_dir, true);
+        r.json_written = q.out_dir + "/" + std::string(kJsonName);
+    }
+    return r;
+}
+
+}  // namespace ops
+
+}  // namespace gguf_reap

@@ -1,0 +1,256 @@
+# gguf-reap calibrate on the trained Q8_0 fixture: one imatrix per kind of text, by llama-imatrix.
+#
+# Without llama.cpp, tests/cli/fake-llama/ stands in for llama-imatrix and llama-tokenize: they replay
+# what the real tools printed and wrote (tests/data/llama-imatrix/README.md), so every count and imatrix
+# checked here is one llama.cpp 34af94cd9 made. Every refusal is checked this way.
+# With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, calibrate runs the real tools too, and its
+# imatrices must be the fixture's hand-made ones, byte for byte (part llama); with llama.cpp built with
+# -DGGML_RPC=ON (ggml-rpc-server beside the tools), calibrate and eval also run through two RPC servers on
+# 127.0.0.1, against the same runs on this machine (part rpc).
+# ctest-parts: llama rpc
+source "$(dirname "$0")/lib.sh"
+TR=$FIX/trained
+[ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
+FAKE=$(cd "$(dirname "$0")/fake-llama" && pwd)
+DATA=$(cd "$(dirname "$0")/../data/llama-imatrix" && pwd)
+M=$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf
+# The recorded texts: the first 8,000 bytes of python.calib.txt, the first 7,000 of c.calib.txt.
+head -c 8000 "$TR/corpora/python.calib.txt" >"$WORK/python.txt"
+head -c 7000 "$TR/corpora/c.calib.txt" >"$WORK/c.txt"
+head -c 300 "$TR/corpora/python.calib.txt" >"$WORK/short.txt"
+TEXTS=(--text python="$WORK/python.txt" --text c="$WORK/c.txt")
+CAL=(calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$FAKE")
+export FAKE_LLAMA_CALLS=$WORK/calls
+REAL=${GGUF_REAP_LLAMA_BIN:-}
+unset GGUF_REAP_LLAMA_BIN GGUF_REAP_LLAMA_ARGS
+
+case_ "two texts, the same budget: each cut to its first 1,024 tokens, one imatrix each, recorded"
+run "$BIN" "${CAL[@]}" -o "$WORK/cal"
+expect_code 0
+[ ! -s "$ERR" ] && _pass || _fail "stderr is not a tty, yet it printed: $(cat "$ERR")"
+expect_out "wrote $WORK/cal/calibrate.json"
+expect_out "sanity  every imatrix holds what it claims"
+for t in python c; do
+    cmp -s "$WORK/cal/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" && _pass || _fail "$t.imatrix.gguf is not what llama-imatrix wrote"
+done
+[ "$(grep -c '^imatrix' "$WORK/calls")" -eq 2 ] && _pass || _fail "imatrix runs: $(cat "$WORK/calls")"
+cp "$WORK/cal/calibrate.json" "$OUT"
+expect_json 'd["complete"] and [t["name"] for t in d["texts"]] == ["python", "c"] and d["sanity"] == []'
+expect_json '[t["tokens"] for t in d["texts"]] == [4979, 3450] and [t["used"]["tokens"] for t in d["texts"]] == [1024, 1024] and [t["chunks"] for t in d["texts"]] == [8, 8]'
+expect_json 'd["texts"][0]["sha256"] == "'"$(sha256sum "$WORK/python.txt" | cut -d' ' -f1)"'" and d["texts"][0]["bytes"] == 8000'
+expect_json 'd["texts"][0]["used"]["path"] == "'"$WORK/cal/python.txt"'" and d["texts"][0]["used"]["bytes"] == 1670 and d["texts"][0]["used"]["sha256"] == "'"$(sha256sum "$WORK/cal/python.txt" | cut -d' ' -f1)"'"'
+expect_json 'd["texts"][0]["command"][1:] == ["-m", "'"$M"'", "-f", "'"$WORK/cal/python.txt"'", "-c", "128", "-b", "128", "--no-escape", "--output-format", "gguf", "-o", "'"$WORK/cal/python.imatrix.gguf"'", "-t", "1"]'
+expect_json 'd["texts"][0]["ppl"] == {"value": 34.4451, "err": 3.2706} and d["texts"][1]["ppl"]["value"] == 10.8561'
+expect_json 'd["texts"][1]["imatrix_sha256"] == "'"$(sha256sum "$DATA/c.imatrix.gguf" | cut -d' ' -f1)"'" and not any(t["cached"] for t in d["texts"])'
+expect_json 'd["model"]["expert_count"] == 16 and d["model"]["expert_used_count"] == 4 and len(d["model"]["identity"]) == 64'
+expect_json 'd["settings"] == {"ctx": 128, "batch": 128, "tokens": 1024, "threads": 1} and d["llama_cpp"]["build"].startswith("version: 0.1.1-dev") and d["llama_cpp"]["args"] == []'
+expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$M"'", "--stdin", "--no-escape", "--ids", "--show-count", "--log-disable"]'
+# The cut text is the start of the file, on a token boundary, plus the newline llama-imatrix's -f drops.
+[ "$(head -c 1669 "$WORK/cal/python.txt")" = "$(head -c 1669 "$WORK/python.txt")" ] && [ "$(tail -c 1 "$WORK/cal/python.txt" | od -An -c | tr -d ' ')" = '\n' ] && _pass || _fail "python.txt is not the text's first 1,669 bytes and a newline"
+
+case_ "the source identity is eval's"
+IM=()
+for d in c changelog legal markdown python; do IM+=(--imatrix "$d=$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf"); done
+"$BIN" -q rank --model "$M" "${IM[@]}" --keep 8 -o "$WORK/rank8" >/dev/null
+"$BIN" -q splice "$M" --keeplist "$WORK/rank8/keeplist.json" -o "$WORK/keep8" >/dev/null
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/kld" --json
+id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["source"]["identity"])' "$OUT")
+cp "$WORK/cal/calibrate.json" "$OUT"
+expect_json 'd["model"]["identity"] == "'"$id"'"'
+
+case_ "rank and card read calibrate.json beside the imatrices: each domain's text sha256 and tokens"
+run "$BIN" -q rank --model "$M" --imatrix python="$WORK/cal/python.imatrix.gguf" --imatrix c="$WORK/cal/c.imatrix.gguf" --keep 8 -o "$WORK/crank"
+expect_code 0
+cp "$WORK/crank/keeplist.json" "$OUT"
+PYSHA=$(sha256sum "$WORK/python.txt" | cut -d' ' -f1)
+expect_json 'd["method"]["domains"][0]["calibration"]["text_sha256"] == "'"$PYSHA"'" and d["method"]["domains"][0]["calibration"]["used_tokens"] == 1024 and d["method"]["domains"][0]["calibration"]["text_tokens"] == 4979'
+expect_json 'd["method"]["domains"][1]["calibration"]["calibrate_json"] == "'"$WORK/cal/calibrate.json"'" and d["method"]["domains"][1]["calibration"]["chunks"] == 8'
+"$BIN" -q splice "$M" --keeplist "$WORK/crank/keeplist.json" -o "$WORK/ck8" >/dev/null
+"$BIN" -q audit "$WORK/ck8.gguf" --source "$M" --json >"$WORK/ck8.audit.json"
+run "$BIN" -q card "$WORK/ck8.gguf" --source "$M" --rank "$WORK/crank" --audit "$WORK/ck8.audit.json" -o "$WORK/ck8.md"
+expect_code 0
+grep -qF "  - python: the first 1,024 of the 4,979 tokens of \`python.txt\` (sha256 \`$PYSHA\`), by \`gguf-reap calibrate\`" "$WORK/ck8.md" && _pass || _fail "the card does not state python's text: $(grep -A2 'Calibration domains' "$WORK/ck8.md")"
+case_ "rank --calibration FILE: imatrices moved away from their calibrate.json"
+mkdir -p "$WORK/moved"
+cp "$WORK/cal/python.imatrix.gguf" "$WORK/cal/c.imatrix.gguf" "$WORK/moved/"
+run "$BIN" -q rank --model "$M" --imatrix python="$WORK/moved/python.imatrix.gguf" --imatrix c="$WORK/moved/c.imatrix.gguf" --keep 8 -o "$WORK/mrank"
+cp "$WORK/mrank/keeplist.json" "$OUT"
+expect_json '"calibration" not in d["method"]["domains"][0]'
+run "$BIN" -q rank --model "$M" --imatrix python="$WORK/moved/python.imatrix.gguf" --imatrix c="$WORK/moved/c.imatrix.gguf" --keep 8 --calibration "$WORK/cal/calibrate.json" -o "$WORK/mrank2"
+expect_code 0
+cp "$WORK/mrank2/keeplist.json" "$OUT"
+expect_json 'd["method"]["domains"][0]["calibration"]["text_sha256"] == "'"$PYSHA"'"'
+run "$BIN" -q rank --model "$M" --imatrix python="$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" --keep 8 --calibration "$WORK/cal/calibrate.json" -o "$WORK/mrank3"
+expect_code 2
+expect_err "error: --calibration $WORK/cal/calibrate.json: it records none of the imatrices given"
+
+case_ "a rerun of a finished calibration runs nothing and rewrites nothing"
+: >"$WORK/calls"
+sum=$(sha256sum "$WORK/cal/calibrate.json" "$WORK/cal"/*.imatrix.gguf)
+run "$BIN" "${CAL[@]}" -o "$WORK/cal" --json
+expect_code 0
+expect_json 'all(t["cached"] for t in d["texts"]) and [t["used"]["tokens"] for t in d["texts"]] == [1024, 1024]'
+[ ! -s "$WORK/calls" ] && _pass || _fail "llama.cpp ran: $(cat "$WORK/calls")"
+[ "$(sha256sum "$WORK/cal/calibrate.json" "$WORK/cal"/*.imatrix.gguf)" = "$sum" ] && _pass || _fail "a file changed"
+run "$BIN" "${CAL[@]}" -o "$WORK/cal"
+expect_out "calibrate.json unchanged (every text cached)"
+
+case_ "a changed setting or --llama-args is another key: computed again, the arguments after gguf-reap's"
+: >"$WORK/calls"
+run "$BIN" "${CAL[@]}" -o "$WORK/cal" --llama-args "-ngl 99 -ot 'exps=CPU'" --json
+expect_code 0
+expect_json 'not any(t["cached"] for t in d["texts"]) and d["texts"][0]["command"][-4:] == ["-ngl", "99", "-ot", "exps=CPU"] and d["llama_cpp"]["args"] == ["-ngl", "99", "-ot", "exps=CPU"]'
+expect_json 'd["texts"][0]["command"][-7:-4] == ["'"$WORK/cal/python.imatrix.gguf"'", "-t", "1"] and "-ngl" not in d["texts"][0]["tokenize_command"]'
+grep -qx 'imatrix python -t 1 -ngl 99 -ot exps=CPU' "$WORK/calls" && _pass || _fail "llama-imatrix was run with: $(cat "$WORK/calls")"
+run env GGUF_REAP_LLAMA_ARGS="-ngl 99 -ot exps=CPU" "$BIN" "${CAL[@]}" -o "$WORK/cal" --json
+expect_json 'all(t["cached"] for t in d["texts"])'
+
+case_ "a new text is computed; the others are reused"
+: >"$WORK/calls"
+run "$BIN" calibrate --model "$M" --text c="$WORK/c.txt" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$FAKE" -o "$WORK/cal2"
+run "$BIN" "${CAL[@]}" -o "$WORK/cal2" --json
+expect_code 0
+expect_json '[t["cached"] for t in d["texts"]] == [False, True]'
+
+case_ "refused: a name given twice, a text shorter than --tokens, no llama-imatrix, a colliding argument"
+: >"$WORK/calls"
+run "$BIN" calibrate --model "$M" --text python="$WORK/python.txt" --text python="$WORK/c.txt" -o "$WORK/bad" --llama-bin "$FAKE"
+expect_code 2
+expect_err "error: --text python is given twice; give each kind of text one name"
+expect_err_lines 1
+run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --text short="$WORK/short.txt" --ctx 128 --tokens 1024 --llama-bin "$FAKE" -o "$WORK/bad"
+expect_code 2
+expect_err "error: --text short=$WORK/short.txt: 153 tokens, fewer than --tokens 1024; give a longer text or a smaller --tokens"
+run "$BIN" calibrate --model "$M" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" -o "$WORK/bad"
+expect_code 2
+expect_err "error: --text short=$WORK/short.txt: 153 tokens, too short for llama-imatrix at --ctx 128 (it needs at least 2 x ctx = 256); give a longer text or a smaller --ctx"
+mkdir -p "$WORK/tokenize-only"
+ln -s "$FAKE/llama-tokenize" "$WORK/tokenize-only/llama-tokenize"
+run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --llama-bin "$WORK/tokenize-only" -o "$WORK/bad"
+expect_code 2
+expect_err "error: llama-imatrix not found in --llama-bin $WORK/tokenize-only: give --llama-bin DIR (llama.cpp's build/bin) or set GGUF_REAP_LLAMA_BIN=DIR"
+run env PATH=/usr/bin:/bin "$BIN" calibrate --model "$M" "${TEXTS[@]}" -o "$WORK/bad"
+expect_code 2
+expect_err "error: llama-imatrix not found on PATH"
+for a in "-c 4096" "-m x.gguf" "-f x.txt" "-b 512" "-o x.gguf" "--chunks 4" "--in-file a.gguf" "--output-format dat" \
+    "--no-ppl" "--save-frequency 8" "-ofreq 1" "-t 8"; do
+    run "$BIN" "${CAL[@]}" -o "$WORK/bad" --llama-args "-ngl 99 $a"
+    expect_code 2
+    expect_err "error: --llama-args: ${a%% *} collides with an argument gguf-reap sets for llama-imatrix"
+done
+run "$BIN" "${CAL[@]}" -o "$WORK/bad" --llama-args "--in-file a.gguf"
+expect_err "error: --llama-args: --in-file collides with an argument gguf-reap sets for llama-imatrix: calibrate computes each imatrix from its own text alone"
+expect_err_lines 1
+run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 200 --llama-bin "$FAKE" -o "$WORK/bad"
+expect_code 2
+expect_err "error: --tokens 200: llama-imatrix needs at least 2 x ctx = 256 tokens at --ctx 128; give more tokens or a smaller --ctx"
+run "$BIN" calibrate --model "$M" --text "py thon=$WORK/python.txt" --llama-bin "$FAKE" -o "$WORK/bad"
+expect_code 2
+expect_err "error: --text 'py thon=$WORK/python.txt': NAME must be 1 to 64 letters, digits, '_', '-' or '.'"
+mkdir -p "$WORK/inplace" && cp "$WORK/python.txt" "$WORK/inplace/python.txt"
+run "$BIN" calibrate --model "$M" --text python="$WORK/inplace/python.txt" --ctx 128 --tokens 1024 --llama-bin "$FAKE" -o "$WORK/inplace"
+expect_code 2
+expect_err "error: -o $WORK/inplace: $WORK/inplace/python.txt would be written, and it is an input of this calibrate ($WORK/inplace/python.txt); give another -o"
+cmp -s "$WORK/inplace/python.txt" "$WORK/python.txt" && _pass || _fail "the text was overwritten"
+[ ! -s "$WORK/calls" ] && _pass || _fail "a refused calibrate ran llama-imatrix: $(cat "$WORK/calls")"
+[ -z "$(ls "$WORK/bad" 2>/dev/null | grep imatrix)" ] && _pass || _fail "a refused calibrate wrote $(ls "$WORK/bad")"
+
+case_ "llama-imatrix fails, or writes no imatrix: exit 3 with its last lines, no imatrix under a final name"
+FAKE_LLAMA_MODE=exit1 run "$BIN" "${CAL[@]}" -o "$WORK/fail"
+expect_code 3
+expect_err "llama-imatrix on python failed (exit code 1); its last lines:"
+expect_err "compute_imatrix: computing over 8 chunks, n_ctx=128, batch_size=128, n_seq=1"
+FAKE_LLAMA_MODE=noimatrix run "$BIN" "${CAL[@]}" -o "$WORK/fail"
+expect_code 3
+expect_err "llama-imatrix on python exited 0 but wrote no GGUF imatrix (expected a GGUF imatrix over 8 chunks)"
+[ -z "$(ls -A "$WORK/fail" | grep -v -e '^python.txt$' -e '^c.txt$')" ] && _pass || _fail "left behind: $(ls -A "$WORK/fail")"
+
+case_ "interrupted: 130, llama-imatrix ended, no imatrix under its final name; the rerun resumes"
+rm -f "$WORK/calls.pid"
+mkdir -p "$WORK/int"
+run "$BIN" calibrate --model "$M" --text python="$WORK/python.txt" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$FAKE" -o "$WORK/int"
+FAKE_LLAMA_MODE=sleep "$BIN" "${CAL[@]}" -o "$WORK/int" >"$OUT" 2>"$ERR" &
+pid=$!
+for _ in $(seq 100); do [ -s "$WORK/calls.pid" ] && break; sleep 0.1; done
+kill -INT $pid
+CODE=0
+wait $pid || CODE=$?
+expect_code 130
+child=$(cat "$WORK/calls.pid" 2>/dev/null)
+[ -n "$child" ] && ! kill -0 "$child" 2>/dev/null && _pass || _fail "the fake llama-imatrix ($child) still runs"
+[ ! -e "$WORK/int/c.imatrix.gguf" ] && _pass || _fail "c.imatrix.gguf under its final name"
+[ -z "$(ls -A "$WORK/int" | grep gguf-reap-tmp)" ] && _pass || _fail "temporaries left: $(ls -A "$WORK/int")"
+cp "$WORK/int/calibrate.json" "$OUT"
+expect_json 'd["complete"] == True and [t["name"] for t in d["texts"]] == ["python"]'
+: >"$WORK/calls"
+run "$BIN" "${CAL[@]}" -o "$WORK/int" --json
+expect_code 0
+expect_json '[t["cached"] for t in d["texts"]] == [True, False]'
+[ "$(cat "$WORK/calls")" = "imatrix c -t 1" ] && _pass || _fail "runs: $(cat "$WORK/calls")"
+
+# With llama.cpp: calibrate as the fixture's imatrices were made by hand.
+if part llama "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$REAL" ]; then
+    case_ "real llama.cpp: --ctx 128 --threads 1 makes the fixture's hand-made imatrices, byte for byte"
+    # The fixture's were made in $TR with -f corpora/NAME.calib.txt, which each file names as its dataset.
+    bin=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+    run sh -c "cd '$TR' && '$bin' calibrate --model models/tiny-qwen3moe-trained-A-Q8_0.gguf --text python=corpora/python.calib.txt --text c=corpora/c.calib.txt --ctx 128 --threads 1 --llama-bin '$REAL' -o '$WORK/real' --json"
+    expect_code 0
+    expect_json '[t["chunks"] for t in d["texts"]] == [154, 138] and d["sanity"] == []'
+    for t in python c; do
+        cmp -s "$WORK/real/$t.imatrix.gguf" "$TR/imatrix/tiny-qwen3moe-trained-A.$t.imatrix.gguf" && _pass || _fail "$t.imatrix.gguf differs from the fixture's"
+    done
+    case_ "real llama.cpp: the recorded --tokens 1024 runs"
+    run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" -o "$WORK/real2" --json
+    expect_code 0
+    expect_json '[t["used"]["tokens"] for t in d["texts"]] == [1024, 1024] and [t["used"]["bytes"] for t in d["texts"]] == [1670, 2102]'
+fi
+
+# Through llama.cpp's RPC backend: two ggml-rpc-server processes on free ports of 127.0.0.1, stopped by pid.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+RPC_PIDS=()
+stop_rpc() {
+    for p in "${RPC_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    return 0
+}
+trap 'stop_rpc; rm -rf "$WORK"' EXIT
+if part rpc "the run through llama.cpp's RPC backend (set GGUF_REAP_LLAMA_BIN to llama.cpp built with -DGGML_RPC=ON: ggml-rpc-server)" \
+    [ -n "$REAL" -a -x "$REAL/ggml-rpc-server" ]; then
+    case_ "rpc: calibrate through two rpc-servers: the same entries and counts as on this machine"
+    ENDPOINTS=()
+    for i in 1 2; do
+        port=$(free_port)
+        "$REAL/ggml-rpc-server" -H 127.0.0.1 -p "$port" >"$WORK/rpc$i.log" 2>&1 &
+        RPC_PIDS+=($!)
+        ENDPOINTS+=("127.0.0.1:$port")
+        for _ in $(seq 50); do grep -q "endpoint" "$WORK/rpc$i.log" 2>/dev/null && break; sleep 0.1; done
+    done
+    RPC="--rpc $(IFS=,; echo "${ENDPOINTS[*]}")"
+    run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" \
+        --llama-args "$RPC" -o "$WORK/rpc" --json
+    expect_code 0
+    expect_json 'd["llama_cpp"]["args"] == "'"$RPC"'".split() and d["texts"][0]["command"][-2:] == "'"$RPC"'".split() and d["sanity"] == []'
+    for i in 1 2; do
+        grep -q "Accepted client connection" "$WORK/rpc$i.log" && _pass || _fail "rpc-server $i was never used: $(cat "$WORK/rpc$i.log")"
+    done
+    for t in python c; do
+        run python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/rpc/$t.imatrix.gguf" "$WORK/real2/$t.imatrix.gguf"
+        expect_code 0
+        expect_out "entries same (32); largest count difference 0;"
+    done
+    case_ "rpc: eval through them: the mean KLD within 2 % of the run on this machine"
+    EV=(eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8
+        --llama-bin "$REAL" --cache-dir "$WORK/rpc-kld" --json)
+    run "$BIN" "${EV[@]}"
+    expect_code 0
+    cp "$OUT" "$WORK/local-eval.json"
+    run "$BIN" "${EV[@]}" --llama-args "$RPC"
+    expect_code 0
+    expect_json 'not d["texts"][0]["base_cached"] and d["runs"][0]["command"][-2:] == "'"$RPC"'".split()'
+    local_kld=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"][0]["kld"]["mean"])' "$WORK/local-eval.json")
+    expect_json 'abs(d["runs"][0]["kld"]["mean"] - '"$local_kld"') <= 0.02 * '"$local_kld"
+    stop_rpc
+    for p in "${RPC_PIDS[@]}"; do ! kill -0 "$p" 2>/dev/null && _pass || _fail "rpc-server $p still runs"; done
+fi
+
+finish
