@@ -6,6 +6,7 @@
 
 #include "gguf_reap/eval.h"
 #include "io/paths.h"
+#include "ops/eval/eval_behaviour.h"
 #include "ops/svg.h"
 
 namespace gguf_reap {
@@ -128,12 +129,18 @@ json eval_json(const EvalResult& r) {
     for (const EvalRun& run : r.runs) runs.push_back(run_json(run));
     j["runs"] = runs;
     if (r.smoke) j["smoke"] = smoke_json(*r.smoke);  // absent without --smoke-prompt
+    eval_detail::add_behaviour_json(j, r);
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
-                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))}};
+                  {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))},
+                  {"generations",
+                   r.generations_written.empty() ? json(nullptr) : json(base_name(r.generations_written))}};
     return j;
 }
 
-std::string eval_svg(const EvalResult& r) {
+namespace {
+
+// The KLD plot, a whole SVG document 640 × 400.
+std::string kld_svg(const EvalResult& r) {
     // Axes: size in GiB (x, from 0 to the largest build), mean KLD (y, from 0 to the largest).
     constexpr double W = 640, H = 400, L = 70, R = 150, T = 30, B = 50;
     double xmax = 0, ymax = 0;
@@ -191,6 +198,31 @@ std::string eval_svg(const EvalResult& r) {
                          ly - 10, colour);
         s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 34, ly, svg_escape(r.texts[ti].name));
     }
+    s += "</svg>\n";
+    return s;
+}
+
+}  // namespace
+
+// The KLD plot (with --text) above the behaviour panel (with --prompts), each 640 × 400.
+std::string eval_svg(const EvalResult& r) {
+    constexpr double W = 640, H = 400;
+    std::string kld;
+    if (!r.texts.empty()) {
+        kld = kld_svg(r);
+        if (r.panels.empty()) return kld;
+        // Its body: without the <svg> line and the background <rect> line, and without "</svg>".
+        kld = kld.substr(kld.find('\n', kld.find('\n') + 1) + 1);
+        kld.resize(kld.rfind("</svg>"));
+    }
+    const double top = r.texts.empty() ? 0 : H;
+    const double height = top + H;
+    std::string s = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+        W, height);
+    s += kld;
+    s += eval_detail::behaviour_svg(r, top, W, H);
     s += "</svg>\n";
     return s;
 }
