@@ -21,6 +21,7 @@
 
 #include "format/perplexity_log.h"
 #include "gguf_reap/events.h"
+#include "model/llama_args.h"
 
 namespace gguf_reap {
 
@@ -39,9 +40,12 @@ struct EvalRequest {
     std::string source;                // any shard of the source model
     std::vector<std::string> outputs;  // any shard of each pruned build, as given
     std::vector<EvalText> texts;
-    std::string llama_bin;           // --llama-bin DIR ("" = not given)
-    std::string llama_bin_env;       // $GGUF_REAP_LLAMA_BIN
-    std::string path_env;            // $PATH
+    std::string llama_bin;      // --llama-bin DIR ("" = not given)
+    std::string llama_bin_env;  // $GGUF_REAP_LLAMA_BIN
+    std::string path_env;       // $PATH
+    // --llama-args (default $GGUF_REAP_LLAMA_ARGS): after gguf-reap's own arguments on every run of
+    // llama-perplexity and llama-completion (model/llama_args.h), and part of the base-logits cache key.
+    LlamaArgs llama_args;
     uint64_t ctx = 512;              // -c
     std::optional<uint64_t> chunks;  // --chunks; null = every chunk the text holds
     uint64_t threads = 0;            // -t; 0 = llama.cpp's default
@@ -152,6 +156,7 @@ struct EvalResult {
     std::string tool;
     std::string llama_build;  // llama-perplexity --version, as printed
     std::string perplexity_path;
+    std::vector<std::string> llama_args;  // --llama-args, as split (each command holds those its tool takes)
     std::string source;
     std::vector<std::string> source_shards;
     uint64_t source_bytes = 0;

@@ -44,6 +44,13 @@ uint64_t ctx_option(const std::string& text) {
     return v;
 }
 
+LlamaArgs llama_args_option(const std::optional<std::string>& given) {
+    if (given) return LlamaArgs::parse(*given, "--llama-args");
+    if (const char* e = std::getenv("GGUF_REAP_LLAMA_ARGS"))
+        return LlamaArgs::parse(e, "GGUF_REAP_LLAMA_ARGS");
+    return {};
+}
+
 void print_json(const nlohmann::ordered_json& doc) {
     std::cout << doc.dump(2) << "\n";
 }

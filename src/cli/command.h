@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "gguf_reap/events.h"
+#include "model/llama_args.h"
 
 namespace CLI {
 class App;
@@ -41,6 +43,10 @@ uint64_t size_option(const char* option, const std::string& text);
 uint64_t gpu_mem_option(const std::string& text);
 // --ctx: a token count, digits only (CLI11 would wrap "-1" into 2^64 − 1), at most 2^40.
 uint64_t ctx_option(const std::string& text);
+
+// --llama-args "ARGS" when given (even empty), else $GGUF_REAP_LLAMA_ARGS, split into words
+// (model/llama_args.h). UsageError naming the one it read.
+LlamaArgs llama_args_option(const std::optional<std::string>& given);
 
 // Prints exactly one JSON document on stdout.
 void print_json(const nlohmann::ordered_json& doc);

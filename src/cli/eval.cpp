@@ -1,5 +1,6 @@
 // gguf-reap eval --source MODEL OUT [OUT...] --text NAME=FILE [--text NAME=FILE...] [--llama-bin DIR]
-// [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR] [--smoke-prompt TEXT [--smoke-tokens N]]
+// [--llama-args ARGS] [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR] [--smoke-prompt TEXT
+// [--smoke-tokens N]]
 // [-o eval.json] [--json]: what pruning cost, per kind of text, measured by llama.cpp (docs/eval.md).
 #include <cstdio>
 #include <iostream>
@@ -27,6 +28,7 @@ struct EvalCli {
     std::vector<std::string> outputs;
     std::vector<std::string> texts;
     std::string llama_bin;
+    std::optional<std::string> llama_args;
     std::string ctx = "512";
     std::string chunks;
     uint64_t threads = 0;
@@ -195,6 +197,7 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
     q.llama_bin = c.llama_bin;
     if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
     if (const char* p = std::getenv("PATH")) q.path_env = p;
+    q.llama_args = llama_args_option(c.llama_args);
     q.ctx = ctx_option(c.ctx);
     if (!c.chunks.empty()) {
         const auto n = parse_whole(c.chunks, 999'999'999);
@@ -240,6 +243,9 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
         ->capture_default_str();
     sub->add_option("--llama-bin", o->llama_bin,
                     "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");
+    sub->add_option(
+        "--llama-args", o->llama_args,
+        "Arguments for llama.cpp, e.g. \"-ngl 99 -ot exps=CPU\" (default: $GGUF_REAP_LLAMA_ARGS)");
     sub->add_option("--ctx", o->ctx, "Tokens per chunk (llama-perplexity -c)")->capture_default_str();
     sub->add_option("--chunks", o->chunks, "At most this many chunks per text (default: all)");
     sub->add_option("--threads", o->threads, "llama.cpp threads (-t; default: llama.cpp's)");

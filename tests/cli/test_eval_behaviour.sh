@@ -111,6 +111,33 @@ print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv
 done
 grep -q 'Loop rate per panel' "$WORK/out/eval.svg" && _pass || _fail "eval.svg has no behaviour panel"
 
+case_ "card --eval: each build's loops and natural ends against the source's, with n"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/out/eval.json"
+expect_code 0
+expect_out "## Measured against the source"
+expect_out 'Generation on the prompt panel `code` (greedy, up to 64 tokens per prompt, llama-server; `gguf-reap eval --prompts`): this build falls into a repetition loop in 8 of 8 (100.0 %, 95 % interval 67.6–100.0 %) against the source'"'"'s 7 of 8 (87.5 %, 95 % interval 52.9–97.8 %), and ends naturally in 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) against the source'"'"'s 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %).'
+expect_out 'Generation on the prompt panel `prose`'
+expect_out "No task benchmark and no KLD: only generation behaviour was measured"
+! grep -q "| text | tokens |" "$OUT" && _pass || _fail "a KLD table without texts"
+"$BIN" -q audit "$WORK/keep12.gguf" --source "$M" --json >"$WORK/audit12.json"
+run "$BIN" card "$WORK/keep12.gguf" --source "$M" --rank "$WORK/rank12" --audit "$WORK/audit12.json" --eval "$WORK/out/eval.json" --json
+expect_code 0
+expect_json '[(b["panel"], b["loops"]["k"], b["source_loops"]["k"], b["loops"]["n"]) for b in d["measured"]["behaviour"]] == [("code", 7, 7, 8), ("prose", 1, 2, 6)]'
+
+case_ "--llama-args reach llama-server after gguf-reap's own; what gguf-reap sets is refused"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --llama-args "-ngl 0" --json
+expect_code 0
+expect_no_server
+expect_json 'all(b["server_command"][-2:] == ["-ngl", "0"] for b in d["behaviour"])'
+for a in "-np 2" "--port 8080" "-n 5"; do
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --llama-bin "$FAKE" --llama-args "$a"
+    expect_code 2
+    expect_err_lines 1
+done
+expect_err "--llama-args -n: each request sets its length; give --gen-tokens N"
+
 case_ "a .jsonl panel with the same prompts gives the same generations"
 /usr/bin/env python3 -c 'import json, sys
 for p in open(sys.argv[1]).read().split("\n"):

@@ -52,6 +52,7 @@ int64_t count_tokens(Ctx& c, const EvalModel& src, const EvalText& t, const std:
     in.write_at(0, text.data(), n);
     command = {c.tools.tokenize, "-m",    src.path,       "--stdin",
                "--no-escape",    "--ids", "--show-count", "--log-disable"};
+    append_llama_args(c, LlamaTool::tokenize, command);
     const std::string out =
         run_tool(c, command, in.temp_path(), fmt::format("llama-tokenize on {}", t.path), 0, nullptr);
     const auto count = parse_token_count(out);
@@ -83,10 +84,13 @@ std::vector<std::string> common_args(const Ctx& c, const std::string& model, con
     return a;
 }
 
-std::string cache_key(const std::string& identity, const EvalTextFacts& t, uint64_t ctx) {
-    const std::string id =
-        fmt::format("gguf-reap eval base v1\nsource {}\ntext {}\nctx {}\nchunks {}\nbatch {}\n", identity,
-                    t.sha256, ctx, t.chunks, kBatch);
+// The key of a base run: what decides its logits. llama.cpp's arguments are part of it (logits from
+// another backend differ in their last bits); without any, the key is what it was before --llama-args.
+std::string cache_key(const std::string& identity, const EvalTextFacts& t, uint64_t ctx,
+                      const std::vector<std::string>& llama_args) {
+    std::string id = fmt::format("gguf-reap eval base v1\nsource {}\ntext {}\nctx {}\nchunks {}\nbatch {}\n",
+                                 identity, t.sha256, ctx, t.chunks, kBatch);
+    if (!llama_args.empty()) id += fmt::format("llama-args {}\n", shell_join(llama_args));
     return fmt::format("base-c{}-n{}-{}", ctx, t.chunks, sha256_hex(id.data(), id.size()).substr(0, 32));
 }
 
@@ -94,7 +98,8 @@ std::string cache_key(const std::string& identity, const EvalTextFacts& t, uint6
 // temporary name with its cache lock held, and renamed (its log first, then the logits) once
 // llama-perplexity has written all of it.
 void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTextFacts& t) {
-    const std::string entry = c.cache_dir + "/" + cache_key(identity, t, c.q.ctx);
+    const std::string entry =
+        c.cache_dir + "/" + cache_key(identity, t, c.q.ctx, c.q.llama_args.for_tool(LlamaTool::perplexity));
     t.base_file = entry + ".kld";
     t.base_bytes = base_file_bytes(src.n_vocab, c.q.ctx, static_cast<uint64_t>(t.chunks));
     t.base_command = common_args(c, src.path, t.path, t.chunks);
@@ -119,6 +124,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             OutputFile log(entry + ".log");
             auto argv = t.base_command;
             argv.push_back(logits.temp_path());
+            append_llama_args(c, LlamaTool::perplexity, argv);
             const std::string text = run_tool(
                 c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(src.path)), t.chunks,
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
@@ -145,6 +151,7 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
         c.ev.info(fmt::format("base logits of {}: cached, {}", t.name, t.base_file));
     }
     t.base_command.push_back(t.base_file);
+    append_llama_args(c, LlamaTool::perplexity, t.base_command);
     const BaseLog b = parse_base_log(read_log(entry + ".log"));
     t.source_ppl = b.ppl;
 }
@@ -156,6 +163,7 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
     r.tokens = t.scored_tokens;
     r.command = common_args(c, out.path, t.path, t.chunks);
     r.command.insert(r.command.end(), {"--kl-divergence-base", t.base_file, "--kl-divergence"});
+    append_llama_args(c, LlamaTool::perplexity, r.command);
     const std::string label = fmt::format("{} on {}", base_name(out.path), t.name);
     // llama.cpp's logger thread is leaked at exit (common/log.cpp, common_log_main), so the last lines
     // it queued may never be written: here some runs lost their last chunk row and the summary. The run
@@ -226,6 +234,9 @@ namespace ops {
 EvalResult eval(const EvalRequest& q, const Events& ev) {
     // Options and tools first, so that a typo fails before any model is opened.
     check_request(q);
+    if (!q.texts.empty()) q.llama_args.check(LlamaTool::perplexity);
+    if (!q.smoke_prompt.empty()) q.llama_args.check(LlamaTool::completion);
+    if (!q.panels.empty()) check_server_args(q.llama_args);
     Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir};
     // The behaviour runs' server and panels, so that a missing server or a bad panel fails first too.
     const std::string server = q.panels.empty() ? std::string() : find_llama_server(q);
@@ -245,6 +256,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     EvalResult r;
     r.tool = q.tool_version;
     r.perplexity_path = c.tools.perplexity;
+    r.llama_args = q.llama_args.words;
     if (!q.texts.empty()) r.llama_build = llama_version(c);
     r.source = q.source;
     r.source_shards = src.shard_names;

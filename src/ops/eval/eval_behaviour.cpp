@@ -89,7 +89,7 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
     const EvalRequest& q = c.q;
     std::vector<std::string> prompts = p.prompts;
     const auto reply_error = [&](const std::string& endpoint, size_t i, const HttpReply& h) {
-        server.check_running();
+        server.check_running(h.connected() ? 0 : 1000);
         if (!h.connected())
             server.fail(
                 fmt::format("POST {} for prompt {} of {}: {}", endpoint, i + 1, p.facts.name, h.error));
@@ -194,6 +194,19 @@ void check_behaviour_request(const EvalRequest& q) {
                 "--prompts '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", p.name, p.path));
         if (!names.insert(p.name).second)
             throw UsageError(fmt::format("--prompts {} is given twice; give each panel one name", p.name));
+    }
+}
+
+void check_server_args(const LlamaArgs& args) {
+    args.check(LlamaTool::server);
+    for (const LlamaArg& a : args.grouped()) {
+        if (a.option == "-np" || a.option == "--parallel")
+            throw UsageError(
+                fmt::format("{} {}: gguf-reap sets llama-server's slots itself; give --parallel K",
+                            args.origin, a.option));
+        if (a.option == "-n" || a.option == "--predict" || a.option == "--n-predict")
+            throw UsageError(fmt::format("{} {}: each request sets its length; give --gen-tokens N",
+                                         args.origin, a.option));
     }
 }
 
@@ -308,6 +321,7 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
         so.parallel = c.q.parallel;
         so.ctx = slot * c.q.parallel;
         so.threads = c.q.threads;
+        so.extra_args = c.q.llama_args.for_tool(LlamaTool::server);
         so.log_path = fmt::format("{}/llama-server.{}.log", c.cache_dir, mi);
         so.timeout_s = c.q.server_timeout_s;
         LlamaServer server(so, c.ev);  // loaded once for every panel

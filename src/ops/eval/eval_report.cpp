@@ -90,7 +90,8 @@ json eval_json(const EvalResult& r) {
     json j;
     j["tool"] = r.tool;
     j["kind"] = "gguf-reap eval";
-    j["llama_cpp"] = {{"build", r.llama_build}, {"llama_perplexity", r.perplexity_path}};
+    j["llama_cpp"] = {
+        {"build", r.llama_build}, {"llama_perplexity", r.perplexity_path}, {"args", r.llama_args}};
     j["source"] = {{"path", r.source},
                    {"shards", r.source_shards},
                    {"bytes", r.source_bytes},

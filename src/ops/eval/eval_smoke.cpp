@@ -51,6 +51,7 @@ SmokeGeneration generate(Ctx& c, const std::string& model, const VocabText& voca
                                   session.temp_path(),
                                   "--prompt-cache-all"};
     if (c.q.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(c.q.threads)});
+    append_llama_args(c, LlamaTool::completion, argv);
     const std::string label = fmt::format("smoke test on {}", base_name(model));
     const std::string log = run_tool(c, argv, "", label, 0, nullptr);
     const auto prompt = parse_prompt_token_count(log);

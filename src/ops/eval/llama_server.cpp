@@ -130,9 +130,14 @@ std::string LlamaServer::log_tail() const {
     return last_lines(read_tail(o_.log_path), kErrorLines);
 }
 
-void LlamaServer::check_running() {
-    if (child_ && child_->exited())
-        fail(fmt::format("llama-server on {} exited while generating", base_name(o_.model)));
+void LlamaServer::check_running(long grace_ms) {
+    if (!child_) return;
+    for (long waited = 0;; waited += 20) {
+        if (child_->exited())
+            fail(fmt::format("llama-server on {} exited while generating", base_name(o_.model)));
+        if (waited >= grace_ms) return;
+        sleep_ms(20);
+    }
 }
 
 void LlamaServer::fail(const std::string& what) {

@@ -49,8 +49,9 @@ class LlamaServer {
     // The command as run (the last port tried).
     const std::vector<std::string>& command() const { return command_; }
     const std::string& log_path() const { return o_.log_path; }
-    // IoError when it has exited.
-    void check_running();
+    // IoError when it has exited, or exits within `grace_ms` (a failed transfer may arrive just before
+    // the exit of the server that dropped it is seen).
+    void check_running(long grace_ms = 0);
     // Stops it, then throws IoError: `what`, its exit, and its log's last lines.
     [[noreturn]] void fail(const std::string& what);
     // Stops it (idempotent).
