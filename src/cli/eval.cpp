@@ -52,14 +52,16 @@ Events eval_events(const GlobalOptions& g) {
     if (g.quiet || !Progress::stderr_is_terminal()) return e;
     e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
     auto state = std::make_shared<std::pair<std::string, std::pair<uint64_t, uint64_t>>>();
-    e.on_progress_begin = [state](std::string_view label, uint64_t total) {
+    // The behaviour runs count prompts (their label starts "generating"), the llama.cpp runs chunks.
+    const auto unit = [state] { return state->first.rfind("generating", 0) == 0 ? "prompt" : "chunk"; };
+    e.on_progress_begin = [state, unit](std::string_view label, uint64_t total) {
         *state = {std::string(label), {0, total}};
-        std::fprintf(stderr, "\r%s: chunk 0/%llu\033[K", state->first.c_str(),
+        std::fprintf(stderr, "\r%s: %s 0/%llu\033[K", state->first.c_str(), unit(),
                      static_cast<unsigned long long>(total));
     };
-    e.on_progress = [state](uint64_t n) {
+    e.on_progress = [state, unit](uint64_t n) {
         state->second.first += n;
-        std::fprintf(stderr, "\r%s: chunk %llu/%llu\033[K", state->first.c_str(),
+        std::fprintf(stderr, "\r%s: %s %llu/%llu\033[K", state->first.c_str(), unit(),
                      static_cast<unsigned long long>(state->second.first),
                      static_cast<unsigned long long>(state->second.second));
     };

@@ -250,6 +250,10 @@ run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts b="$WORK/bad.jsonl" -
 expect_code 2
 expect_err_lines 1
 expect_err "$WORK/bad.jsonl: line 2.prompt at offset 16 (0x10): missing or not a string"
+/usr/bin/env python3 -c 'print("{\"prompt\": " + "[" * 1000000)' >"$WORK/deep.jsonl"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts d="$WORK/deep.jsonl" --llama-bin "$FAKE"
+expect_code 2
+expect_err "$WORK/deep.jsonl: line 1 at offset 0 (0x0): not a JSON object"
 printf 'ok\n\xff\xfe\n' >"$WORK/bad.txt"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts b="$WORK/bad.txt" --llama-bin "$FAKE"
 expect_code 2

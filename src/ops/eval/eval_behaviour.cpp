@@ -125,7 +125,7 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
     run.gens.resize(prompts.size());
     std::optional<ProgressScope> scope;
     if (c.ev.on_progress)
-        scope.emplace(c.ev, fmt::format("{} on {}", model_name, p.facts.name),
+        scope.emplace(c.ev, fmt::format("generating: {} on {}", model_name, p.facts.name),
                       static_cast<uint64_t>(prompts.size()));
     const auto t0 = std::chrono::steady_clock::now();
     post_all(server, "/completion", bodies, q.parallel, [&](size_t i, HttpReply&& h) {
@@ -231,7 +231,11 @@ Panel read_panel(const EvalPanel& p) {
         const std::string field = fmt::format("line {}", line_no);
         std::string prompt;
         if (jsonl) {
-            const json j = json::parse(line.begin(), line.end(), nullptr, false);
+            // Values nested deeper than the prompt's object are dropped as they are parsed, so a hostile
+            // line of a million '[' builds nothing deep.
+            const json j = json::parse(
+                line.begin(), line.end(), [](int depth, json::parse_event_t, json&) { return depth <= 2; },
+                false);
             if (j.is_discarded() || !j.is_object())
                 throw InputError(p.path, offset, field,
                                  "not a JSON object (a .jsonl panel has one per line)");
