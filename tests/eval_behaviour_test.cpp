@@ -130,7 +130,7 @@ TEST(BehaviourCompletion, RecordedRepliesParse) {
         EXPECT_EQ(g.text, reply["content"].get<std::string>());
         ++n;
     }
-    EXPECT_EQ(n, 14u);
+    EXPECT_EQ(n, 20u);  // 14 raw prompts, 6 through the chat template
 }
 
 TEST(BehaviourCompletion, BadRepliesAreNamed) {

@@ -149,6 +149,27 @@ expect_code 0
 expect_no_server
 cmp -s <(grep '"panel":"code"' "$WORK/out/eval.generations.jsonl" | grep -v keep12) "$WORK/jsonl/eval.generations.jsonl" && _pass || _fail "the .jsonl panel's generations differ"
 
+case_ "--chat: each prompt through the server's /apply-template, then /completion"
+: >"$WORK/calls"
+mkdir -p "$WORK/chat"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --chat \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/chat/eval.json"
+expect_code 0
+expect_no_server
+expect_out "(llama-server, 4 slots, chat template)"
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/chat" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+cp "$WORK/chat/eval.json" "$OUT"
+expect_json 'd["generation"]["chat"] is True and d["generation"]["endpoint"] == "/apply-template, then /completion"'
+# The tokens are the recorded replies to the rendered prompts (read from the recording independently).
+want=$(/usr/bin/env python3 -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+tpl = {r["request"]["messages"][0]["content"]: json.loads(r["reply"])["prompt"] for r in recs if r["endpoint"] == "/apply-template"}
+out = {r["request"]["prompt"]: json.loads(r["reply"])["tokens"] for r in recs if r["endpoint"] == "/completion"}
+print(json.dumps([out[tpl[p]] for p in open(sys.argv[2]).read().split("\n") if p.strip()]))' "$DATA/keep8.jsonl" "$WORK/prose.txt")
+got=$(/usr/bin/env python3 -c 'import json, sys
+print(json.dumps([g["tokens"] for g in map(json.loads, open(sys.argv[1])) if g["model"] != "source"]))' "$WORK/chat/eval.generations.jsonl")
+[ "$got" = "$want" ] && _pass || _fail "--chat generations differ from the recorded replies"
+
 case_ "--prompts with --text: both measured, one document"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8 \
     --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
