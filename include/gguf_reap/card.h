@@ -174,6 +174,18 @@ struct CardSmoke {
     std::optional<std::string> source_token, build_token;  // the first that differs (null: that side ended)
 };
 
+// One panel of eval --prompts: this build's loops and natural ends beside the source's (k of n, with the
+// Wilson 95 % interval eval computed).
+struct CardRate {
+    int64_t k = 0, n = 0;
+    double rate = 0, lo = 0, hi = 0;
+};
+struct CardBehaviour {
+    std::string panel;
+    int64_t gen_tokens = 0;
+    CardRate build_loops, source_loops, build_ends, source_ends;
+};
+
 struct CardEval {
     std::string file, sha256;          // eval.json's name and hash
     std::string llama_build;           // as llama-perplexity --version printed it
@@ -181,7 +193,8 @@ struct CardEval {
     std::vector<CardEvalText> texts;
     std::string svg;  // eval.svg's name when it is beside eval.json; ""
     uint64_t svg_bytes = 0;
-    std::optional<CardSmoke> smoke;  // when the eval ran one
+    std::optional<CardSmoke> smoke;        // when the eval ran one
+    std::vector<CardBehaviour> behaviour;  // when it ran --prompts
 };
 
 struct CardFacts {

@@ -30,6 +30,12 @@ struct EvalText {
     std::string path;
 };
 
+// A panel of prompts for the behaviour runs (--prompts NAME=FILE).
+struct EvalPanel {
+    std::string name;  // [A-Za-z0-9_.-]+
+    std::string path;
+};
+
 struct EvalRequest {
     std::string source;                // any shard of the source model
     std::vector<std::string> outputs;  // any shard of each pruned build, as given
@@ -48,6 +54,13 @@ struct EvalRequest {
     // The smoke test: N greedy tokens from this prompt on the source and on each OUT (both or neither).
     std::string smoke_prompt;
     uint64_t smoke_tokens = 0;
+    // The behaviour runs: every prompt of every panel generated greedily on the source and on each OUT
+    // by llama-server (one per model), up to gen_tokens tokens, `parallel` requests at once.
+    std::vector<EvalPanel> panels;
+    uint64_t gen_tokens = 256;
+    uint64_t parallel = 4;
+    bool chat = false;                // the model's chat template, applied by the server
+    uint64_t server_timeout_s = 600;  // a server not healthy after this long has failed
     std::string tool_version;
 };
 
@@ -110,6 +123,35 @@ struct EvalSmoke {
     std::vector<EvalSmokeOutput> outputs;  // in OUT order
 };
 
+struct EvalPanelFacts {
+    std::string name, path, sha256;
+    uint64_t bytes = 0;
+    int64_t prompts = 0;
+    uint64_t max_prompt_bytes = 0;
+    std::string format;  // "lines" or "jsonl"
+};
+
+// A rate k/n with its Wilson score interval at 95 %.
+struct EvalRate {
+    int64_t k = 0, n = 0;
+    double rate = 0, lo = 0, hi = 0;
+};
+
+// How one model generated on one panel (docs/eval.md, "Behaviour").
+struct EvalBehaviour {
+    std::string model;  // "source" or the OUT as given
+    std::string panel;
+    int64_t prompts = 0;
+    uint64_t gen_tokens = 0;
+    EvalRate loops, natural_ends;
+    double mean_tokens = 0;
+    std::optional<double> distinct_4;  // null when no generation has 4 tokens
+    uint64_t four_grams = 0, distinct_four_grams = 0;
+    int64_t tokens = 0;  // generated, in all
+    double seconds = 0;  // wall time of the panel's requests
+    std::vector<std::string> server_command;
+};
+
 struct EvalResult {
     std::string tool;
     std::string llama_build;  // llama-perplexity --version, as printed
@@ -124,8 +166,14 @@ struct EvalResult {
     std::optional<uint64_t> chunks_requested;
     std::vector<EvalTextFacts> texts;
     std::vector<EvalOutputFacts> outputs;
-    std::vector<EvalRun> runs;              // output-major, then text in --text order
-    std::optional<EvalSmoke> smoke;         // with --smoke-prompt
+    std::vector<EvalRun> runs;           // output-major, then text in --text order
+    std::optional<EvalSmoke> smoke;      // with --smoke-prompt
+    std::vector<EvalPanelFacts> panels;  // with --prompts
+    uint64_t gen_tokens = 0, parallel = 0;
+    bool chat = false;
+    std::string server_path;                // llama-server, with --prompts
+    std::vector<EvalBehaviour> behaviour;   // model-major (source first), then panel in --prompts order
+    std::string generations_written;        // "" when not written
     std::string json_written, svg_written;  // "" when not written
     std::string svg_sha256;                 // of the plot written beside the JSON (files.svg_sha256)
     // The work was done but its files could not be written (the disk filled, the directory went away):
@@ -134,6 +182,9 @@ struct EvalResult {
 };
 
 nlohmann::ordered_json eval_json(const EvalResult& r);
+// The generations file's name for -o FILE: FILE's stem + ".generations.jsonl" (eval.json →
+// eval.generations.jsonl).
+std::string generations_path_for(const std::string& json_out);
 // The plot: mean KLD against size, one line per text, one point per OUT.
 std::string eval_svg(const EvalResult& r);
 

@@ -35,6 +35,11 @@ struct EvalCli {
     std::string cache_dir;
     std::string smoke_prompt;
     std::optional<uint64_t> smoke_tokens;
+    std::vector<std::string> prompts;
+    uint64_t gen_tokens = 256;
+    uint64_t parallel = 4;
+    bool chat = false;
+    uint64_t server_timeout = 600;
     std::string out;
     bool json = false;
 };
@@ -47,14 +52,16 @@ Events eval_events(const GlobalOptions& g) {
     if (g.quiet || !Progress::stderr_is_terminal()) return e;
     e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
     auto state = std::make_shared<std::pair<std::string, std::pair<uint64_t, uint64_t>>>();
-    e.on_progress_begin = [state](std::string_view label, uint64_t total) {
+    // The behaviour runs count prompts (their label starts "generating"), the llama.cpp runs chunks.
+    const auto unit = [state] { return state->first.rfind("generating", 0) == 0 ? "prompt" : "chunk"; };
+    e.on_progress_begin = [state, unit](std::string_view label, uint64_t total) {
         *state = {std::string(label), {0, total}};
-        std::fprintf(stderr, "\r%s: chunk 0/%llu\033[K", state->first.c_str(),
+        std::fprintf(stderr, "\r%s: %s 0/%llu\033[K", state->first.c_str(), unit(),
                      static_cast<unsigned long long>(total));
     };
-    e.on_progress = [state](uint64_t n) {
+    e.on_progress = [state, unit](uint64_t n) {
         state->second.first += n;
-        std::fprintf(stderr, "\r%s: chunk %llu/%llu\033[K", state->first.c_str(),
+        std::fprintf(stderr, "\r%s: %s %llu/%llu\033[K", state->first.c_str(), unit(),
                      static_cast<unsigned long long>(state->second.first),
                      static_cast<unsigned long long>(state->second.second));
     };
@@ -91,6 +98,31 @@ void print_smoke(const EvalSmoke& s) {
     }
 }
 
+std::string rate_cell(const EvalRate& x) {
+    return fmt::format("{}/{} {:.1f}% [{:.1f}, {:.1f}]", x.k, x.n, 100 * x.rate, 100 * x.lo, 100 * x.hi);
+}
+
+// A block per panel: each model's loops and natural ends (with Wilson 95 % intervals), mean tokens and
+// distinct-4, the source first.
+void print_behaviour(const EvalResult& r) {
+    for (const EvalPanelFacts& p : r.panels) {
+        std::cout << fmt::format(
+            "\nbehaviour  {}: {} prompts, up to {} greedy tokens each (llama-server, {} slots{})\n", p.name,
+            p.prompts, r.gen_tokens, r.parallel, r.chat ? ", chat template" : "");
+        std::cout << fmt::format("{:<40} {:>28} {:>28} {:>8} {:>10}\n", "model", "loops", "natural ends",
+                                 "tokens", "distinct-4");
+        for (const EvalBehaviour& b : r.behaviour) {
+            if (b.panel != p.name) continue;
+            const std::string m = b.model.size() > 40 ? "…" + b.model.substr(b.model.size() - 39) : b.model;
+            std::cout << fmt::format("{:<40} {:>28} {:>28} {:>8.1f} {:>10}\n", m, rate_cell(b.loops),
+                                     rate_cell(b.natural_ends), b.mean_tokens,
+                                     b.distinct_4 ? fixed(*b.distinct_4, 4) : std::string("-"));
+        }
+    }
+}
+
+void print_kld(const EvalResult& r);
+
 void print_table(const EvalResult& r) {
     std::cout << fmt::format("source  {} ({}, {} experts per block)\n", r.source, human_bytes(r.source_bytes),
                              r.source_expert_count);
@@ -98,7 +130,21 @@ void print_table(const EvalResult& r) {
         std::cout << fmt::format("text    {}: {} ({} tokens, {} chunks of {}, {} scored){}\n", t.name, t.path,
                                  t.tokens, t.chunks, r.ctx, t.scored_tokens,
                                  t.base_cached ? ", base cached" : "");
-    std::cout << fmt::format("llama.cpp  {}\n\n", r.llama_build.substr(0, r.llama_build.find('\n')));
+    for (const EvalPanelFacts& p : r.panels)
+        std::cout << fmt::format("panel   {}: {} ({} prompts)\n", p.name, p.path, p.prompts);
+    std::cout << fmt::format("llama.cpp  {}\n", r.llama_build.substr(0, r.llama_build.find('\n')));
+    if (!r.texts.empty()) print_kld(r);
+    if (r.smoke) print_smoke(*r.smoke);
+    print_behaviour(r);
+    if (!r.generations_written.empty())
+        std::cout << fmt::format("wrote {}, {} and {}\n", r.json_written, r.svg_written,
+                                 r.generations_written);
+    else if (!r.json_written.empty())
+        std::cout << fmt::format("wrote {} and {}\n", r.json_written, r.svg_written);
+}
+
+void print_kld(const EvalResult& r) {
+    std::cout << "\n";
     std::string head = fmt::format("{:<40} {:>7} {:>10}", "output", "experts", "size");
     std::string sub = fmt::format("{:<40} {:>7} {:>10}", "", "", "");
     for (const EvalTextFacts& t : r.texts) {
@@ -126,8 +172,6 @@ void print_table(const EvalResult& r) {
                 "note: {} on {}: llama-perplexity's summary was cut off; figures from its last "
                 "chunk row\n",
                 run.output, run.text);
-    if (r.smoke) print_smoke(*r.smoke);
-    if (!r.json_written.empty()) std::cout << fmt::format("wrote {} and {}\n", r.json_written, r.svg_written);
 }
 
 int run_eval(const EvalCli& c, const GlobalOptions& g) {
@@ -141,6 +185,17 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
                 fmt::format("--text '{}': write NAME=FILE, e.g. --text code=code.heldout.txt", t));
         q.texts.push_back({t.substr(0, eq), t.substr(eq + 1)});
     }
+    for (const std::string& p : c.prompts) {
+        const size_t eq = p.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == p.size())
+            throw UsageError(
+                fmt::format("--prompts '{}': write NAME=FILE, e.g. --prompts code=code-prompts.txt", p));
+        q.panels.push_back({p.substr(0, eq), p.substr(eq + 1)});
+    }
+    q.gen_tokens = c.gen_tokens;
+    q.parallel = c.parallel;
+    q.chat = c.chat;
+    q.server_timeout_s = c.server_timeout;
     q.llama_bin = c.llama_bin;
     if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
     if (const char* p = std::getenv("PATH")) q.path_env = p;
@@ -179,7 +234,19 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
         "Measure each pruned build against its source with llama.cpp: KL divergence, same top token, PPL");
     sub->add_option("--source", o->source, "Any shard of the source model")->required();
     sub->add_option("OUT", o->outputs, "Any shard of each pruned build of that source")->required();
-    sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)")->required();
+    sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)");
+    sub->add_option(
+        "--prompts", o->prompts,
+        "NAME=FILE: a panel of prompts, one per line or .jsonl with a \"prompt\" field (repeatable); "
+        "each is generated greedily on the source and each build by llama-server");
+    sub->add_option("--gen-tokens", o->gen_tokens, "Tokens generated per prompt at most")
+        ->capture_default_str();
+    sub->add_option("--parallel", o->parallel, "llama-server slots (-np): prompts generated at once")
+        ->capture_default_str();
+    sub->add_flag("--chat", o->chat,
+                  "Send each prompt through the model's chat template (as one user message)");
+    sub->add_option("--server-timeout", o->server_timeout, "Seconds llama-server may take to become ready")
+        ->capture_default_str();
     sub->add_option("--llama-bin", o->llama_bin,
                     "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");
     sub->add_option(

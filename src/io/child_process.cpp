@@ -37,15 +37,43 @@ std::optional<int> reap(pid_t pid) {
     }
 }
 
-// SIGTERM, up to 5 s to exit, then SIGKILL; always reaped.
-void end_child(pid_t pid) {
+// SIGTERM, up to `grace_ms` to exit, then SIGKILL; always reaped. Returns its wait status.
+int end_child(pid_t pid, long grace_ms = 5000) {
     kill(pid, SIGTERM);
-    for (int i = 0; i < 50; ++i) {
-        if (reap(pid)) return;
-        sleep_ms(100);
+    for (long waited = 0; waited < grace_ms; waited += 20) {
+        if (const auto s = reap(pid)) return *s;
+        sleep_ms(20);
     }
     kill(pid, SIGKILL);
-    while (!reap(pid)) sleep_ms(20);
+    for (;;) {
+        if (const auto s = reap(pid)) return *s;
+        sleep_ms(20);
+    }
+}
+
+ChildExit exit_of(int status) {
+    ChildExit e;
+    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    if (WIFEXITED(status)) e.code = WEXITSTATUS(status);
+    return e;
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path, const std::string& stdin_path,
+            int log_flags) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string in = stdin_path.empty() ? "/dev/null" : stdin_path;
+    posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | log_flags, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw IoError(argv[0], "cannot start it", rc);
+    return pid;
 }
 
 bool is_executable_file(const std::string& path) {
@@ -63,20 +91,7 @@ std::string ChildExit::describe() const {
 ChildExit run_child(const std::vector<std::string>& argv, const std::string& log_path,
                     const std::string& stdin_path, const std::function<void()>& tick) {
     check_interrupted();
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string in = stdin_path.empty() ? "/dev/null" : stdin_path;
-    posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw IoError(argv[0], "cannot start it", rc);
+    const pid_t pid = spawn(argv, log_path, stdin_path, O_TRUNC | O_APPEND);
 
     // Polled every 10 ms for its first second (llama-tokenize and --version end within it, and each 100 ms
     // poll would add 50 ms on average to them), every 100 ms after that.
@@ -90,9 +105,7 @@ ChildExit run_child(const std::vector<std::string>& argv, const std::string& log
             throw;
         }
         if (status) {
-            ChildExit e;
-            if (WIFSIGNALED(*status)) e.signal = WTERMSIG(*status);
-            if (WIFEXITED(*status)) e.code = WEXITSTATUS(*status);
+            const ChildExit e = exit_of(*status);
             check_interrupted();  // a Ctrl-C that also ended the child is still an interrupt
             return e;
         }
@@ -110,6 +123,27 @@ ChildExit run_child(const std::vector<std::string>& argv, const std::string& log
         }
         sleep_ms(++polls < 100 ? 10 : 100);
     }
+}
+
+BackgroundChild::BackgroundChild(const std::vector<std::string>& argv, const std::string& log_path)
+    : pid_(spawn(argv, log_path, "", O_APPEND)) {}
+
+BackgroundChild::~BackgroundChild() {
+    try {
+        stop();
+    } catch (...) {  // waitpid failed: nothing more can be done about this pid
+    }
+}
+
+std::optional<ChildExit> BackgroundChild::exited() {
+    if (!exit_)
+        if (const auto s = reap(pid_)) exit_ = exit_of(*s);
+    return exit_;
+}
+
+ChildExit BackgroundChild::stop(long grace_ms) {
+    if (!exited()) exit_ = exit_of(end_child(pid_, grace_ms));
+    return *exit_;
 }
 
 std::optional<std::string> find_executable(const std::string& name, const std::string& dir,

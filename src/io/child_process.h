@@ -29,6 +29,28 @@ struct ChildExit {
 ChildExit run_child(const std::vector<std::string>& argv, const std::string& log_path,
                     const std::string& stdin_path, const std::function<void()>& tick);
 
+// A program that runs beside us (a server): started without a shell like run_child, its stdout and
+// stderr appended to `log_path`, its pid kept. stop() (and the destructor) sends SIGTERM, then SIGKILL
+// after `grace_ms`, and reaps it, so no child outlives its owner however the owner's scope is left.
+class BackgroundChild {
+  public:
+    // Throws IoError when it cannot be started.
+    BackgroundChild(const std::vector<std::string>& argv, const std::string& log_path);
+    ~BackgroundChild();
+    BackgroundChild(const BackgroundChild&) = delete;
+    BackgroundChild& operator=(const BackgroundChild&) = delete;
+
+    int pid() const { return pid_; }
+    // Non-blocking: how it ended, or null while it runs (once ended, the same answer every time).
+    std::optional<ChildExit> exited();
+    // Ends it (idempotent) and returns how it ended.
+    ChildExit stop(long grace_ms = 5000);
+
+  private:
+    int pid_ = -1;
+    std::optional<ChildExit> exit_;
+};
+
 // An executable named `name`: in `dir` when `dir` is not empty (nowhere else), else in `env_dir` when
 // not empty, else in each directory of `path_list` (a $PATH value). Null when there is none.
 std::optional<std::string> find_executable(const std::string& name, const std::string& dir,

@@ -331,7 +331,10 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
         for (const CardEvalText& t : f.eval->texts)
             texts += fmt::format("{}{} ({} tokens)", texts.empty() ? "" : ", ", t.name,
                                  with_commas(static_cast<uint64_t>(t.tokens)));
-        v.push_back(fmt::format("No task benchmark; KLD measured only on these texts: {}.", texts));
+        if (f.eval->texts.empty())
+            v.push_back("No task benchmark and no KLD: only generation behaviour was measured (see above).");
+        else
+            v.push_back(fmt::format("No task benchmark; KLD measured only on these texts: {}.", texts));
     } else {
         v.push_back(
             "No task benchmark: gguf-reap measured no accuracy, perplexity or task score of this build, and "

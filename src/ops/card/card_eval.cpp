@@ -66,6 +66,49 @@ std::optional<CardSmoke> read_smoke(const json& doc, const json& o, const std::s
     return c;
 }
 
+CardRate read_rate(const json& b, const char* count, const char* rate, const char* ci,
+                   const std::string& path) {
+    using vt = json::value_t;
+    CardRate r;
+    r.k = field(b, count, vt::number_integer, path, "behaviour[]").get<int64_t>();
+    r.n = field(b, "prompts", vt::number_integer, path, "behaviour[]").get<int64_t>();
+    r.rate = field(b, rate, vt::number_float, path, "behaviour[]").get<double>();
+    const json& c = field(b, ci, vt::array, path, "behaviour[]");
+    if (c.size() != 2 || !c[0].is_number() || !c[1].is_number())
+        throw InputError(path, std::nullopt, fmt::format("behaviour[].{}", ci), "is not [low, high]");
+    r.lo = c[0].get<double>();
+    r.hi = c[1].get<double>();
+    return r;
+}
+
+// eval --prompts: per panel, this build's entry of behaviour[] beside the source's.
+std::vector<CardBehaviour> read_behaviour(const json& doc, const std::string& as_given,
+                                          const std::string& path) {
+    using vt = json::value_t;
+    std::vector<CardBehaviour> v;
+    if (!doc.contains("behaviour")) return v;
+    const json& all = field(doc, "behaviour", vt::array, path, "");
+    for (const json& b : all) {
+        if (field(b, "model", vt::string, path, "behaviour[]").get<std::string>() != as_given) continue;
+        CardBehaviour c;
+        c.panel = field(b, "panel", vt::string, path, "behaviour[]").get<std::string>();
+        c.gen_tokens = field(b, "gen_tokens", vt::number_integer, path, "behaviour[]").get<int64_t>();
+        c.build_loops = read_rate(b, "loops", "loop_rate", "loop_rate_ci", path);
+        c.build_ends = read_rate(b, "natural_ends", "natural_end_rate", "natural_end_rate_ci", path);
+        const json* src = nullptr;
+        for (const json& s : all)
+            if (s.is_object() && s.value("model", "") == "source" && s.value("panel", "") == c.panel)
+                src = &s;
+        if (!src)
+            throw InputError(path, std::nullopt, "behaviour[]",
+                             fmt::format("panel {} has no entry for the source", c.panel));
+        c.source_loops = read_rate(*src, "loops", "loop_rate", "loop_rate_ci", path);
+        c.source_ends = read_rate(*src, "natural_ends", "natural_end_rate", "natural_end_rate_ci", path);
+        v.push_back(c);
+    }
+    return v;
+}
+
 std::string fixed(double v, int digits) {
     return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("–");
 }
@@ -112,10 +155,11 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
     e.file = base_name(path);
     e.sha256 = sha256_hex(text.data(), text.size());
     e.smoke = read_smoke(doc, *mine, path);
+    e.behaviour = read_behaviour(doc, as_given, path);
     e.llama_build =
         field(field(doc, "llama_cpp", vt::object, path, ""), "build", vt::string, path, "llama_cpp")
             .get<std::string>();
-    for (const json& r : field(doc, "runs", vt::array, path, "")) {
+    for (const json& r : doc.contains("runs") ? field(doc, "runs", vt::array, path, "") : json::array()) {
         if (field(r, "output", vt::string, path, "runs[]").get<std::string>() != as_given) continue;
         CardEvalText t;
         t.name = field(r, "text", vt::string, path, "runs[]").get<std::string>();
@@ -177,12 +221,48 @@ void smoke_line(std::string& s, const CardSmoke& m) {
         m.identical, *m.first_diff, tok(m.build_token), tok(m.source_token));
 }
 
+std::string rate_text(const CardRate& r) {
+    return fmt::format("{} of {} ({:.1f} %, 95 % interval {:.1f}–{:.1f} %)", r.k, r.n, 100 * r.rate,
+                       100 * r.lo, 100 * r.hi);
+}
+
+// Per panel: loops and natural ends of this build against the source's, with n.
+void behaviour_lines(std::string& s, const std::vector<CardBehaviour>& v) {
+    for (const CardBehaviour& b : v)
+        s += fmt::format(
+            "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, llama-server; "
+            "`gguf-reap "
+            "eval --prompts`): this build falls into a repetition loop in {} against the source's {}, and "
+            "ends naturally in {} against the source's {}.\n\n",
+            b.panel, b.gen_tokens, rate_text(b.build_loops), rate_text(b.source_loops),
+            rate_text(b.build_ends), rate_text(b.source_ends));
+}
+
+}  // namespace
+
+namespace {
+void kld_table(std::string& s, const CardEval& e);
 }  // namespace
 
 void measured_section(std::string& s, const CardFacts& f) {
     if (!f.eval) return;
     const CardEval& e = *f.eval;
     s += "## Measured against the source\n\n";
+    if (!e.texts.empty()) kld_table(s, e);
+    if (e.smoke) smoke_line(s, *e.smoke);
+    behaviour_lines(s, e.behaviour);
+    std::string build;
+    for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
+    std::string cmd;
+    for (const std::string& a : e.command) cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", base_name(a));
+    s += fmt::format("llama.cpp: `{}`. ", build);
+    if (!cmd.empty()) s += fmt::format("Command (first text): `{}`. ", cmd);
+    s += fmt::format("From `{}`, sha256 `{}`.\n\n", e.file, e.sha256);
+}
+
+namespace {
+
+void kld_table(std::string& s, const CardEval& e) {
     s += "KL divergence of this build's next-token distribution from the source's, over the full vocabulary, "
          "and how often both rank the same token first: `llama-perplexity --kl-divergence-base` on the "
          "source, "
@@ -203,14 +283,9 @@ void measured_section(std::string& s, const CardFacts& f) {
                 "{}: llama-perplexity's summary was cut off; its figures are the last chunk row's "
                 "running means (no 99 % KLD).\n\n",
                 t.name);
-    if (e.smoke) smoke_line(s, *e.smoke);
-    std::string build;
-    for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
-    std::string cmd;
-    for (const std::string& a : e.command) cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", base_name(a));
-    s += fmt::format("llama.cpp: `{}`. Command (first text): `{}`. From `{}`, sha256 `{}`.\n\n", build, cmd,
-                     e.file, e.sha256);
 }
+
+}  // namespace
 
 json card_eval_json(const CardEval& e) {
     json texts = json::array();
@@ -230,6 +305,19 @@ json card_eval_json(const CardEval& e) {
               {"texts", texts},
 
               {"svg", e.svg.empty() ? json(nullptr) : json(e.svg)}};
+    json beh = json::array();
+    for (const CardBehaviour& b : e.behaviour) {
+        const auto rate = [](const CardRate& r) {
+            return json{{"k", r.k}, {"n", r.n}, {"rate", r.rate}, {"ci", {r.lo, r.hi}}};
+        };
+        beh.push_back({{"panel", b.panel},
+                       {"gen_tokens", b.gen_tokens},
+                       {"loops", rate(b.build_loops)},
+                       {"source_loops", rate(b.source_loops)},
+                       {"natural_ends", rate(b.build_ends)},
+                       {"source_natural_ends", rate(b.source_ends)}});
+    }
+    if (!e.behaviour.empty()) j["behaviour"] = beh;
     if (e.smoke) {
         const auto opt = [](const std::optional<std::string>& t) { return t ? json(*t) : json(nullptr); };
         j["smoke"] = {{"prompt", e.smoke->prompt},

@@ -18,6 +18,7 @@
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/units.h"
+#include "ops/eval/eval_behaviour.h"
 #include "ops/eval/eval_internal.h"
 
 namespace gguf_reap {
@@ -233,6 +234,34 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
     return r;
 }
 
+// The behaviour runs (--prompts) on panels read before anything ran; the generations file (with -o) is
+// returned uncommitted.
+std::unique_ptr<OutputFile> behaviour(Ctx& c, const std::string& server, const std::vector<Panel>& panels,
+                                      const EvalModel& src, const std::vector<EvalModel>& outs,
+                                      EvalResult& r) {
+    for (const Panel& p : panels) r.panels.push_back(p.facts);
+    r.server_path = server;
+    r.gen_tokens = c.q.gen_tokens;
+    r.parallel = c.q.parallel;
+    r.chat = c.q.chat;
+    if (r.llama_build.empty())
+        r.llama_build =
+            last_lines(run_tool(c, {server, "--version"}, "", "llama-server --version", 0, nullptr), 2);
+    std::unique_ptr<OutputFile> file;
+    uint64_t at = 0;
+    std::function<void(const std::string&)> write;
+    if (!c.q.json_out.empty()) {
+        file = std::make_unique<OutputFile>(generations_path_for(c.q.json_out));
+        r.generations_written = file->final_path();
+        write = [&](const std::string& line) {
+            file->write_at(at, line.data(), line.size());
+            at += line.size();
+        };
+    }
+    run_behaviour(c, server, src, outs, panels, r, write);
+    return file;
+}
+
 std::string default_cache_dir() {
     if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/gguf-reap/kld";
     if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/gguf-reap/kld";
@@ -246,9 +275,14 @@ namespace ops {
 EvalResult eval(const EvalRequest& q, const Events& ev) {
     // Options and tools first, so that a typo fails before any model is opened.
     check_request(q);
-    q.llama_args.check(LlamaTool::perplexity);
+    if (!q.texts.empty()) q.llama_args.check(LlamaTool::perplexity);
     if (!q.smoke_prompt.empty()) q.llama_args.check(LlamaTool::completion);
+    if (!q.panels.empty()) check_server_args(q.llama_args);
     Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir, 0, 0, {}, {}};
+    // The behaviour runs' server and panels, so that a missing server or a bad panel fails first too.
+    const std::string server = q.panels.empty() ? std::string() : find_llama_server(q);
+    std::vector<Panel> panels;
+    for (const EvalPanel& p : q.panels) panels.push_back(read_panel(p));
     // The outputs before any work: locked against a second eval writing them, and created under their
     // temporary names, so that an unwritable or missing directory fails now, not after every run.
     std::optional<OutputLock> out_lock;
@@ -280,7 +314,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     r.tool = q.tool_version;
     r.perplexity_path = c.tools.perplexity;
     r.llama_args = q.llama_args.words;
-    r.llama_build = llama_version(c);
+    if (!q.texts.empty()) r.llama_build = llama_version(c);
     r.source = q.source;
     r.source_shards = src.shard_names;
     r.source_bytes = src.bytes;
@@ -318,6 +352,8 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     for (const EvalModel& o : outs)
         for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
     if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
+    std::unique_ptr<OutputFile> generations;
+    if (!q.panels.empty()) generations = behaviour(c, server, panels, src, outs, r);
 
     // The report, written only when every run succeeded. Should that fail, the figures are still
     // returned (write_error), for the caller to show before it fails.
@@ -330,6 +366,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
             const std::string json = eval_json(r).dump(2) + "\n";
             json_file->write_at(0, json.data(), json.size());
             svg_file->write_at(0, svg.data(), svg.size());
+            if (generations) generations->commit();
             svg_file->commit();
             json_file->commit();
         } catch (const IoError& e) {

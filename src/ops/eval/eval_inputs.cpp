@@ -12,6 +12,7 @@
 #include "io/preflight.h"
 #include "io/sha256.h"
 #include "model/provenance.h"
+#include "ops/eval/eval_behaviour.h"
 #include "ops/eval/eval_internal.h"
 
 namespace gguf_reap::eval_detail {
@@ -31,7 +32,9 @@ bool valid_text_name(const std::string& n) {
 
 void check_request(const EvalRequest& q) {
     if (q.outputs.empty()) throw UsageError("eval: give at least one pruned build (OUT)");
-    if (q.texts.empty()) throw UsageError("eval: give at least one --text NAME=FILE");
+    if (q.texts.empty() && q.panels.empty())
+        throw UsageError("eval: give at least one --text NAME=FILE or --prompts NAME=FILE");
+    check_behaviour_request(q);
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
     if (q.chunks && *q.chunks == 0) throw UsageError("--chunks 0: give at least 1 chunk");
@@ -58,6 +61,7 @@ void check_request(const EvalRequest& q) {
     std::vector<std::string> inputs{q.source};
     inputs.insert(inputs.end(), q.outputs.begin(), q.outputs.end());
     for (const EvalText& t : q.texts) inputs.push_back(t.path);
+    for (const EvalPanel& p : q.panels) inputs.push_back(p.path);
     // Only FILE.json: its plot is FILE.svg, which then belongs to no other eval's -o (eval.txt would write
     // eval.svg, the plot of eval.json).
     const std::string svg = svg_path_for(q.json_out);
@@ -67,7 +71,7 @@ void check_request(const EvalRequest& q) {
             fmt::format("-o {}: name a .json file, e.g. eval.json (its plot is written beside it, "
                         "eval.svg)",
                         q.json_out));
-    for (const std::string& o : {q.json_out, svg})
+    for (const std::string& o : {q.json_out, svg, generations_path_for(q.json_out)})
         if (const std::string* in = same_file_as(o, inputs))
             throw UsageError(fmt::format("-o {}: {} is an input of this eval ({})", q.json_out, o, *in));
 }
@@ -137,6 +141,18 @@ void check_same_source(const EvalModel& src, const EvalModel& out) {
                          fmt::format("{} tensors where the source {} has {}: this build was not made from it",
                                      matched, from, src.set.tensors().size()));
 }
+
+}  // namespace gguf_reap::eval_detail
+
+namespace gguf_reap {
+
+std::string generations_path_for(const std::string& json_out) {
+    return std::filesystem::path(json_out).replace_extension(".generations.jsonl").string();
+}
+
+}  // namespace gguf_reap
+
+namespace gguf_reap::eval_detail {
 
 std::string svg_path_for(const std::string& json_out) {
     return std::filesystem::path(json_out).replace_extension(".svg").string();

@@ -6,6 +6,7 @@
 
 #include "gguf_reap/eval.h"
 #include "io/paths.h"
+#include "ops/eval/eval_behaviour.h"
 #include "ops/svg.h"
 
 namespace gguf_reap {
@@ -148,19 +149,26 @@ json eval_json(const EvalResult& r) {
     for (const EvalRun& run : r.runs) runs.push_back(run_json(run));
     j["runs"] = runs;
     if (r.smoke) j["smoke"] = smoke_json(*r.smoke);  // absent without --smoke-prompt
+    eval_detail::add_behaviour_json(j, r);
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
                   {"svg", r.svg_written.empty() ? json(nullptr) : json(base_name(r.svg_written))},
-                  {"svg_sha256", r.svg_sha256.empty() ? json(nullptr) : json(r.svg_sha256)}};
+                  {"svg_sha256", r.svg_sha256.empty() ? json(nullptr) : json(r.svg_sha256)},
+                  {"generations",
+                   r.generations_written.empty() ? json(nullptr) : json(base_name(r.generations_written))}};
     if (!r.json_written.empty())
         drop_local_paths(j, std::filesystem::absolute(r.json_written).parent_path().lexically_normal());
     return j;
 }
 
-std::string eval_svg(const EvalResult& r) {
+namespace {
+
+// The KLD plot, a whole SVG document kKldW × kKldH.
+constexpr double kKldW = 720, kKldH = 450;
+std::string kld_svg(const EvalResult& r) {
     // Size (x, in the byte unit that fits, from near the smallest build to the source) against mean KLD
     // (y, from 0: the source's own KLD); a point per build and text with its error bar and K, the source
     // as a black square at KLD 0 (docs/eval.md, "eval.svg").
-    constexpr double W = 720, H = 450, L = 70, R = 150, T = 52, B = 66;
+    constexpr double W = kKldW, H = kKldH, L = 70, R = 150, T = 52, B = 66;
     double xlo = static_cast<double>(r.source_bytes), xhi = xlo, ymax = 0;
     for (const EvalOutputFacts& o : r.outputs) {
         xlo = std::min(xlo, static_cast<double>(o.bytes));
@@ -258,6 +266,31 @@ std::string eval_svg(const EvalResult& r) {
         "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"black\"/><text x=\"{}\" y=\"{}\">source "
         "(K={})</text>\n",
         W - R + 16, ly - 10, W - R + 34, ly, r.source_expert_count);
+    s += "</svg>\n";
+    return s;
+}
+
+}  // namespace
+
+// The KLD plot (with --text, kKldW × kKldH) above the behaviour panel (with --prompts, kKldW × H).
+std::string eval_svg(const EvalResult& r) {
+    constexpr double W = kKldW, H = 400;
+    std::string kld;
+    if (!r.texts.empty()) {
+        kld = kld_svg(r);
+        if (r.panels.empty()) return kld;
+        // Its body: without the <svg> line and the background <rect> line, and without "</svg>".
+        kld = kld.substr(kld.find('\n', kld.find('\n') + 1) + 1);
+        kld.resize(kld.rfind("</svg>"));
+    }
+    const double top = r.texts.empty() ? 0 : kKldH;
+    const double height = top + H;
+    std::string s = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+        W, height);
+    s += kld;
+    s += eval_detail::behaviour_svg(r, top, W, H);
     s += "</svg>\n";
     return s;
 }

@@ -20,8 +20,8 @@ LlamaTools find_llama_tools(const EvalRequest& q) {
                                   ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
                                   : std::string("on PATH");
     LlamaTools t;
-    std::vector<std::pair<const char*, std::string*>> wanted{{"llama-perplexity", &t.perplexity},
-                                                             {"llama-tokenize", &t.tokenize}};
+    std::vector<std::pair<const char*, std::string*>> wanted;
+    if (!q.texts.empty()) wanted = {{"llama-perplexity", &t.perplexity}, {"llama-tokenize", &t.tokenize}};
     if (!q.smoke_prompt.empty()) wanted.emplace_back("llama-completion", &t.completion);
     for (auto [name, out] : wanted) {
         const auto p = find_executable(name, q.llama_bin, q.llama_bin_env, q.path_env);

@@ -1,0 +1,350 @@
+// eval's behaviour runs (ops/eval/eval_behaviour.h, docs/eval.md "Behaviour").
+#include "ops/eval/eval_behaviour.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "format/perplexity_log.h"
+#include "gguf_reap/error.h"
+#include "io/child_process.h"
+#include "io/paths.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
+#include "ops/eval/behaviour_metrics.h"
+#include "ops/eval/llama_server.h"
+
+namespace gguf_reap::eval_detail {
+
+namespace {
+
+using json = nlohmann::json;
+
+bool valid_panel_name(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    return std::all_of(n.begin(), n.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+               c == '-' || c == '.';
+    });
+}
+
+bool blank(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+// Valid UTF-8 (the request is JSON): the offset of the first bad byte, or npos.
+size_t bad_utf8_at(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return i;
+        for (size_t k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return i;
+        // Overlong forms, surrogates and code points past U+10FFFF are refused as JSON parsers do.
+        const uint32_t cp = n == 1   ? c
+                            : n == 2 ? ((c & 0x1Fu) << 6) | (s[i + 1] & 0x3F)
+                            : n == 3 ? ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+                                     : ((c & 0x07u) << 18) | ((s[i + 1] & 0x3F) << 12) |
+                                           ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+        const uint32_t min = n == 1 ? 0 : n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += n;
+    }
+    return std::string_view::npos;
+}
+
+std::string completion_body(const std::string& prompt, uint64_t n) {
+    json b = json::parse(completion_request_settings(n));
+    b["prompt"] = prompt;
+    return b.dump();
+}
+
+std::string snippet(const std::string& s) {
+    std::string t = s.substr(0, 200);
+    for (char& ch : t)
+        if (ch == '\n' || ch == '\r') ch = ' ';
+    return s.size() > 200 ? t + "…" : t;
+}
+
+// Sized so that every prompt (at most one token per byte, plus BOS) and N generated tokens fit one slot;
+// llama.cpp rounds each slot up to a multiple of 256 anyway.
+uint64_t slot_ctx(const EvalRequest& q, const std::vector<Panel>& panels) {
+    uint64_t longest = 0;
+    for (const Panel& p : panels) longest = std::max(longest, p.facts.max_prompt_bytes);
+    const uint64_t need = longest + (q.chat ? kChatAllowance : 0) + q.gen_tokens + 8;
+    return (need + 255) / 256 * 256;
+}
+
+struct PanelRun {
+    std::vector<Generation> gens;
+    double seconds = 0;
+};
+
+PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, const Panel& p,
+                   uint64_t n_vocab, uint64_t slot) {
+    const EvalRequest& q = c.q;
+    std::vector<std::string> prompts = p.prompts;
+    const auto reply_error = [&](const std::string& endpoint, size_t i, const HttpReply& h) {
+        server.check_running(h.connected() ? 0 : 1000);
+        if (!h.connected())
+            server.fail(
+                fmt::format("POST {} for prompt {} of {}: {}", endpoint, i + 1, p.facts.name, h.error));
+        server.fail(fmt::format("POST {} for prompt {} of {}: HTTP {}: {}", endpoint, i + 1, p.facts.name,
+                                h.status, snippet(h.body)));
+    };
+    if (q.chat) {
+        // The server applies the model's own chat template (its /apply-template endpoint, which
+        // /v1/chat/completions uses too) to one user message; the result is generated raw below.
+        std::vector<std::string> bodies;
+        for (const std::string& s : p.prompts)
+            bodies.push_back(json{{"messages", json::array({{{"role", "user"}, {"content", s}}})}}.dump());
+        post_all(server, "/apply-template", bodies, q.parallel, [&](size_t i, HttpReply&& h) {
+            if (!h.connected() || h.status != 200) reply_error("/apply-template", i, h);
+            const json j = json::parse(h.body, nullptr, false);
+            if (j.is_discarded() || !j.is_object() || !j.contains("prompt") || !j["prompt"].is_string())
+                server.fail(
+                    fmt::format("POST /apply-template for prompt {} of {}: not a JSON object with a "
+                                "\"prompt\" string: {}",
+                                i + 1, p.facts.name, snippet(h.body)));
+            prompts[i] = j["prompt"].get<std::string>();
+            if (prompts[i].size() + q.gen_tokens + 8 > slot)
+                server.fail(fmt::format(
+                    "--chat: the template makes prompt {} of {} {} bytes, more than the {} "
+                    "its slot has room for with {} generated tokens",
+                    i + 1, p.facts.name, prompts[i].size(), slot - q.gen_tokens - 8, q.gen_tokens));
+        });
+    }
+    std::vector<std::string> bodies;
+    bodies.reserve(prompts.size());
+    for (const std::string& s : prompts) bodies.push_back(completion_body(s, q.gen_tokens));
+    PanelRun run;
+    run.gens.resize(prompts.size());
+    std::optional<ProgressScope> scope;
+    if (c.ev.on_progress)
+        scope.emplace(c.ev, fmt::format("generating: {} on {}", model_name, p.facts.name),
+                      static_cast<uint64_t>(prompts.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    post_all(server, "/completion", bodies, q.parallel, [&](size_t i, HttpReply&& h) {
+        if (!h.connected() || h.status != 200) reply_error("/completion", i, h);
+        const std::string wrong = parse_completion(h.body, q.gen_tokens, n_vocab, run.gens[i]);
+        if (!wrong.empty())
+            server.fail(fmt::format("POST /completion for prompt {} of {}: {}; the reply: {}", i + 1,
+                                    p.facts.name, wrong, snippet(h.body)));
+        if (c.ev.on_progress) c.ev.on_progress(1);
+    });
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return run;
+}
+
+EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& run, uint64_t gen_tokens,
+                      const std::vector<std::string>& command) {
+    EvalBehaviour b;
+    b.model = model;
+    b.panel = p.facts.name;
+    b.prompts = static_cast<int64_t>(run.gens.size());
+    b.gen_tokens = gen_tokens;
+    b.server_command = command;
+    b.seconds = run.seconds;
+    int64_t loops = 0, ends = 0;
+    Distinct4 d4;
+    for (const Generation& g : run.gens) {
+        if (g.eog) ++ends;
+        if (generation_loops(g.tokens, g.eog)) ++loops;
+        d4.add(g.tokens);
+        b.tokens += static_cast<int64_t>(g.tokens.size());
+    }
+    b.loops = wilson_rate(loops, b.prompts);
+    b.natural_ends = wilson_rate(ends, b.prompts);
+    b.mean_tokens = static_cast<double>(b.tokens) / static_cast<double>(b.prompts);
+    b.distinct_4 = d4.value();
+    b.four_grams = d4.total();
+    b.distinct_four_grams = d4.distinct();
+    return b;
+}
+
+}  // namespace
+
+std::string completion_request_settings(uint64_t gen_tokens) {
+    // Greedy: temperature 0 and top-k 1 (either alone is greedy in llama.cpp's sampler chain), a fixed
+    // seed; the prompt is evaluated afresh for every request (no prompt cache shared between prompts).
+    const json b = {{"n_predict", gen_tokens}, {"temperature", 0},      {"top_k", 1},     {"seed", 1},
+                    {"return_tokens", true},   {"cache_prompt", false}, {"stream", false}};
+    return b.dump();
+}
+
+void check_behaviour_request(const EvalRequest& q) {
+    if (q.panels.empty()) {
+        if (q.chat) throw UsageError("--chat needs --prompts NAME=FILE: it changes how prompts are sent");
+        return;
+    }
+    if (q.gen_tokens < 1 || q.gen_tokens > kMaxGenTokens)
+        throw UsageError(fmt::format("--gen-tokens {}: give 1 to {} tokens", q.gen_tokens, kMaxGenTokens));
+    if (q.parallel < 1 || q.parallel > kMaxParallel)
+        throw UsageError(fmt::format("--parallel {}: give 1 to {} slots", q.parallel, kMaxParallel));
+    if (q.server_timeout_s < 1 || q.server_timeout_s > 86400)
+        throw UsageError(fmt::format("--server-timeout {}: give 1 to 86400 seconds", q.server_timeout_s));
+    std::set<std::string> names;
+    for (const EvalPanel& p : q.panels) {
+        if (!valid_panel_name(p.name))
+            throw UsageError(fmt::format(
+                "--prompts '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", p.name, p.path));
+        if (!names.insert(p.name).second)
+            throw UsageError(fmt::format("--prompts {} is given twice; give each panel one name", p.name));
+    }
+}
+
+void check_server_args(const LlamaArgs& args) {
+    args.check(LlamaTool::server);
+    for (const LlamaArg& a : args.grouped()) {
+        if (a.option == "-np" || a.option == "--parallel")
+            throw UsageError(
+                fmt::format("{} {}: gguf-reap sets llama-server's slots itself; give --parallel K",
+                            args.origin, a.option));
+        if (a.option == "-n" || a.option == "--predict" || a.option == "--n-predict")
+            throw UsageError(fmt::format("{} {}: each request sets its length; give --gen-tokens N",
+                                         args.origin, a.option));
+    }
+}
+
+Panel read_panel(const EvalPanel& p) {
+    const std::string text = read_small_file(p.path, kMaxPanelBytes, "prompt panel");
+    Panel panel;
+    panel.facts.name = p.name;
+    panel.facts.path = p.path;
+    panel.facts.bytes = text.size();
+    panel.facts.sha256 = sha256_hex(text.data(), text.size());
+    const bool jsonl = p.path.size() >= 6 && p.path.compare(p.path.size() - 6, 6, ".jsonl") == 0;
+    panel.facts.format = jsonl ? "jsonl" : "lines";
+    size_t at = 0, line_no = 0;
+    while (at < text.size()) {
+        size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        ++line_no;
+        std::string_view line(text.data() + at, end - at);
+        const uint64_t offset = at;
+        at = end + 1;
+        if (blank(line)) continue;
+        const std::string field = fmt::format("line {}", line_no);
+        std::string prompt;
+        if (jsonl) {
+            // Values nested deeper than the prompt's object are dropped as they are parsed, so a hostile
+            // line of a million '[' builds nothing deep.
+            const json j = json::parse(
+                line.begin(), line.end(), [](int depth, json::parse_event_t, json&) { return depth <= 2; },
+                false);
+            if (j.is_discarded() || !j.is_object())
+                throw InputError(p.path, offset, field,
+                                 "not a JSON object (a .jsonl panel has one per line)");
+            if (!j.contains("prompt") || !j["prompt"].is_string())
+                throw InputError(p.path, offset, field + ".prompt", "missing or not a string");
+            prompt = j["prompt"].get<std::string>();
+            if (prompt.empty()) throw InputError(p.path, offset, field + ".prompt", "an empty prompt");
+        } else {
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            prompt = std::string(line);
+            if (const size_t bad = bad_utf8_at(prompt); bad != std::string_view::npos)
+                throw InputError(p.path, offset + bad, field, "not valid UTF-8");
+        }
+        if (prompt.size() > kMaxPromptBytes)
+            throw InputError(
+                p.path, offset, field,
+                fmt::format("a prompt of {} bytes; at most {} are accepted", prompt.size(), kMaxPromptBytes));
+        if (panel.prompts.size() == kMaxPanelPrompts)
+            throw InputError(p.path, offset, field,
+                             fmt::format("more than {} prompts; split the panel", kMaxPanelPrompts));
+        panel.facts.max_prompt_bytes = std::max<uint64_t>(panel.facts.max_prompt_bytes, prompt.size());
+        panel.prompts.push_back(std::move(prompt));
+    }
+    if (panel.prompts.empty())
+        throw InputError(
+            p.path, std::nullopt, "prompts",
+            fmt::format("--prompts {}: the panel has no prompt (blank lines are skipped)", p.name));
+    panel.facts.prompts = static_cast<int64_t>(panel.prompts.size());
+    return panel;
+}
+
+std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g) {
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) return "not JSON";
+    if (!j.is_object()) return "not a JSON object";
+    if (!j.contains("tokens") || !j["tokens"].is_array())
+        return "no \"tokens\" array (is this llama-server with return_tokens?)";
+    if (!j.contains("stop_type") || !j["stop_type"].is_string()) return "no \"stop_type\" string";
+    if (!j.contains("content") || !j["content"].is_string()) return "no \"content\" string";
+    const std::string stop = j["stop_type"].get<std::string>();
+    if (stop != "eos" && stop != "limit")
+        return fmt::format(
+            "stop_type \"{}\", where a greedy run without stop words ends with \"eos\" or "
+            "\"limit\"",
+            stop);
+    const json& t = j["tokens"];
+    if (t.size() > gen_tokens)
+        return fmt::format("{} tokens, more than the {} asked for", t.size(), gen_tokens);
+    g.tokens.clear();
+    g.tokens.reserve(t.size());
+    for (const json& v : t) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+            static_cast<uint64_t>(v.get<int64_t>()) >= n_vocab)
+            return fmt::format("a token id {} outside the vocabulary of {}", v.dump(), n_vocab);
+        g.tokens.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    }
+    g.eog = stop == "eos";
+    if (g.eog && g.tokens.empty()) return "stop_type \"eos\" with no token";
+    g.text = j["content"].get<std::string>();
+    return {};
+}
+
+std::string find_llama_server(const EvalRequest& q) {
+    const auto p = find_executable("llama-server", q.llama_bin, q.llama_bin_env, q.path_env);
+    if (p) return *p;
+    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
+                              : !q.llama_bin_env.empty()
+                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
+                                  : std::string("on PATH");
+    throw UsageError(
+        fmt::format("llama-server not found {}: --prompts runs it; give --llama-bin DIR (llama.cpp's "
+                    "build/bin) or set GGUF_REAP_LLAMA_BIN=DIR",
+                    where));
+}
+
+void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
+                   const std::vector<EvalModel>& outs, const std::vector<Panel>& panels, EvalResult& r,
+                   const std::function<void(const std::string&)>& write_line) {
+    const uint64_t slot = slot_ctx(c.q, panels);
+    std::vector<std::pair<std::string, const EvalModel*>> models{{"source", &src}};
+    for (const EvalModel& o : outs) models.emplace_back(o.path, &o);
+    for (size_t mi = 0; mi < models.size(); ++mi) {
+        const auto& [name, m] = models[mi];
+        ServerOptions so;
+        so.binary = server_bin;
+        so.model = m->path;
+        so.parallel = c.q.parallel;
+        so.ctx = slot * c.q.parallel;
+        so.threads = c.q.threads;
+        so.extra_args = c.q.llama_args.for_tool(LlamaTool::server);
+        so.log_path = fmt::format("{}/llama-server.{}.log", c.cache_dir, mi);
+        so.timeout_s = c.q.server_timeout_s;
+        LlamaServer server(so, c.ev);  // loaded once for every panel
+        for (const Panel& p : panels) {
+            const PanelRun run =
+                run_panel(c, server, mi == 0 ? "source" : base_name(m->path), p, m->n_vocab, slot);
+            r.behaviour.push_back(figures(name, p, run, c.q.gen_tokens, server.command()));
+            if (!write_line) continue;
+            for (size_t i = 0; i < run.gens.size(); ++i) {
+                const Generation& g = run.gens[i];
+                nlohmann::ordered_json l = {
+                    {"model", name},      {"panel", p.facts.name},          {"index", i},
+                    {"tokens", g.tokens}, {"end", g.eog ? "eog" : "limit"}, {"text", g.text}};
+                // The server's text may end inside a character split across tokens: kept, not refused.
+                write_line(l.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+            }
+        }
+        server.stop();
+    }
+}
+
+}  // namespace gguf_reap::eval_detail

@@ -1,0 +1,77 @@
+// llama.cpp's llama-server as eval's generation runtime (docs/eval.md, "Behaviour"): one per model,
+// started without a shell, bound to 127.0.0.1 on a free port, ready when /health answers 200, stopped
+// by pid (SIGTERM, then SIGKILL) however eval ends: done, failed or interrupted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf_reap/events.h"
+#include "io/child_process.h"
+#include "io/loopback_http.h"
+
+namespace gguf_reap::eval_detail {
+
+struct ServerOptions {
+    std::string binary;                   // llama-server
+    std::string model;                    // any shard of it
+    uint64_t parallel = 4;                // -np
+    uint64_t ctx = 0;                     // -c, over all slots
+    uint64_t threads = 0;                 // -t; 0 = llama.cpp's default
+    std::vector<std::string> extra_args;  // passed on as given, after ours
+    std::string log_path;                 // its stdout and stderr (truncated at the start)
+    uint64_t timeout_s = 600;             // to become healthy
+};
+
+// The text llama-server logs when its port was taken (tools/server/server.cpp, 34af94cd9).
+inline constexpr std::string_view kPortTakenLine = "couldn't bind HTTP server socket";
+// Ports tried before a start is given up.
+inline constexpr int kPortAttempts = 4;
+
+// A free TCP port on 127.0.0.1 at the moment of asking (the kernel's choice for port 0).
+uint16_t free_loopback_port();
+
+class LlamaServer {
+  public:
+    // Starts it and waits until /health answers 200. A start whose port was taken meanwhile (it exits
+    // saying so) is retried on another port. IoError when it cannot start, exits, or is not healthy
+    // within the timeout (its log's last lines in the message); Interrupted.
+    LlamaServer(ServerOptions o, const Events& ev);
+    ~LlamaServer() = default;  // the child's destructor stops it
+    LlamaServer(const LlamaServer&) = delete;
+    LlamaServer& operator=(const LlamaServer&) = delete;
+
+    std::string url(std::string_view path) const;
+    // The command as run (the last port tried).
+    const std::vector<std::string>& command() const { return command_; }
+    const std::string& log_path() const { return o_.log_path; }
+    // IoError when it has exited, or exits within `grace_ms` (a failed transfer may arrive just before
+    // the exit of the server that dropped it is seen).
+    void check_running(long grace_ms = 0);
+    // Stops it, then throws IoError: `what`, its exit, and its log's last lines.
+    [[noreturn]] void fail(const std::string& what);
+    // Stops it (idempotent).
+    void stop();
+
+  private:
+    bool start_on(uint16_t port);  // false: the port was taken
+    std::string log_tail() const;
+
+    ServerOptions o_;
+    const Events& ev_;
+    uint16_t port_ = 0;
+    std::vector<std::string> command_;
+    std::optional<BackgroundChild> child_;
+};
+
+// POSTs `bodies` to `url`, at most `parallel` at once, handing each reply to `on_reply(index, reply)`
+// as it arrives. Between arrivals it checks for an interrupt (Interrupted) and that the server still
+// runs (fail()). Returns when every request has its reply.
+void post_all(LlamaServer& server, const std::string& path, const std::vector<std::string>& bodies,
+              uint64_t parallel, const std::function<void(size_t, HttpReply&&)>& on_reply);
+
+}  // namespace gguf_reap::eval_detail

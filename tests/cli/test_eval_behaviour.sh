@@ -1,0 +1,327 @@
+# gguf-reap eval --prompts: loops and natural ends of greedy generations, through llama-server, on the trained
+# Q8_0 fixture and its builds pruned to 12 and 8 of 16 experts.
+#
+# Without llama.cpp, tests/cli/fake-llama/llama-server stands in: it replays the replies recorded from the real
+# llama-server of llama.cpp 34af94cd9 (tests/data/llama-server/README.md), so every token checked here is one
+# the real server generated. Failures (never healthy, dies, malformed replies, a port race) and an interrupt
+# are checked this way, and after each no server may be left running.
+# With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, the same eval runs the real llama-server too.
+# ctest-parts: llama
+source "$(dirname "$0")/lib.sh"
+TR=$FIX/trained
+[ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
+FAKE=$(cd "$(dirname "$0")/fake-llama" && pwd)
+DATA=$(cd "$(dirname "$0")/../data/llama-server" && pwd)
+M=$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf
+cp "$DATA/code.txt" "$DATA/prose.txt" "$WORK/"
+IM=()
+for d in c changelog legal markdown python; do IM+=(--imatrix "$d=$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf"); done
+for k in 12 8; do
+    "$BIN" -q rank --model "$M" "${IM[@]}" --keep $k -o "$WORK/rank$k" >/dev/null
+    "$BIN" -q splice "$M" --keeplist "$WORK/rank$k/keeplist.json" -o "$WORK/keep$k" >/dev/null
+done
+PANELS=(--prompts code="$WORK/code.txt" --prompts prose="$WORK/prose.txt")
+export FAKE_LLAMA_CALLS=$WORK/calls FAKE_LLAMA_PIDS=$WORK/pids
+REAL=${GGUF_REAP_LLAMA_BIN:-}
+unset GGUF_REAP_LLAMA_BIN
+
+# No server that a run started may be running afterwards (each fake writes its pid to $WORK/pids).
+expect_no_server() {
+    local left=""
+    for p in $(cat "$WORK/pids" 2>/dev/null); do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+    [ -s "$WORK/pids" ] && [ -z "$left" ] && _pass || _fail "servers left running:${left:- (none started)}"
+    : >"$WORK/pids"
+}
+
+# The definitions of docs/eval.md recomputed in Python from a generations file's token ids, compared with
+# eval.json's behaviour[] (argument: the directory holding both).
+RECOMPUTE='import json, math, sys
+d = json.load(open(sys.argv[1] + "/eval.json"))
+gens = [json.loads(l) for l in open(sys.argv[1] + "/eval.generations.jsonl")]
+z = 1.959963984540054
+def wilson(k, n):
+    p = k / n; den = 1 + z * z / n; c = (p + z * z / (2 * n)) / den
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return [0.0 if k == 0 else c - h, 1.0 if k == n else c + h]
+def loops(t, end):
+    L = min(256, len(t) // 2)
+    if end == "eog" or L < 4: return False
+    T = t[-L:]
+    return any(all(T[j] == T[j + p] for j in range(L - p)) for p in range(1, L // 4 + 1))
+bad = 0
+for b in d["behaviour"]:
+    g = [x for x in gens if x["model"] == b["model"] and x["panel"] == b["panel"]]
+    assert [x["index"] for x in g] == list(range(b["prompts"])), "generations out of order"
+    n = len(g); k = sum(loops(x["tokens"], x["end"]) for x in g); e = sum(x["end"] == "eog" for x in g)
+    grams = [tuple(x["tokens"][i:i + 4]) for x in g for i in range(len(x["tokens"]) - 3)]
+    want = {"loops": k, "loop_rate": k / n, "natural_ends": e, "natural_end_rate": e / n,
+            "mean_tokens": sum(len(x["tokens"]) for x in g) / n,
+            "distinct_4": len(set(grams)) / len(grams) if grams else None}
+    for key, v in want.items():
+        if b[key] != v: print(b["model"], b["panel"], key, b[key], "!=", v); bad += 1
+    for key, (kk, nn) in (("loop_rate_ci", (k, n)), ("natural_end_rate_ci", (e, n))):
+        if any(abs(a - w) > 1e-12 for a, w in zip(b[key], wilson(kk, nn))): print(key, b[key]); bad += 1
+sys.exit(1 if bad else 0)'
+
+# The recorded replies' token ids and stop types, read from the recordings independently of gguf-reap:
+# one line per prompt, "BUILD PROMPT-INDEX-IN-FILE-ORDER end tokens".
+recorded_tokens() {
+    /usr/bin/env python3 -c 'import json, sys
+recs = {}
+for l in open(sys.argv[1] + "/" + sys.argv[2] + ".jsonl"):
+    r = json.loads(l)
+    if r["endpoint"] == "/completion":
+        rep = json.loads(r["reply"]); recs[r["request"]["prompt"]] = (rep["stop_type"], rep["tokens"])
+prompts = [p for p in open(sys.argv[3]).read().split("\n") if p.strip()]
+print(json.dumps([[("eog" if recs[p][0] == "eos" else "limit"), recs[p][1]] for p in prompts]))' "$DATA" "$1" "$2"
+}
+
+case_ "eval --prompts: two panels on the source and two builds, one server per model"
+: >"$WORK/calls"
+mkdir -p "$WORK/out"
+run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${PANELS[@]}" --gen-tokens 64 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/out/eval.json"
+expect_code 0
+expect_no_server
+[ "$(cat "$WORK/calls")" = "$(printf 'server source\nserver keep12\nserver keep8')" ] && _pass || _fail "server starts: $(cat "$WORK/calls")"
+[ ! -s "$ERR" ] && _pass || _fail "stderr is not a tty, yet it printed: $(cat "$ERR")"
+expect_out "behaviour  code: 8 prompts, up to 64 greedy tokens each (llama-server, 4 slots)"
+expect_out "wrote $WORK/out/eval.json, $WORK/out/eval.svg and $WORK/out/eval.generations.jsonl"
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/out" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions recomputed from the generations: $(cat "$WORK/recompute.txt")"
+cp "$WORK/out/eval.json" "$OUT"
+expect_json '[(b["model"].split("/")[-1], b["panel"]) for b in d["behaviour"]] == [("source","code"),("source","prose"),("keep12.gguf","code"),("keep12.gguf","prose"),("keep8.gguf","code"),("keep8.gguf","prose")]'
+expect_json '[p["name"] for p in d["panels"]] == ["code", "prose"] and [p["prompts"] for p in d["panels"]] == [8, 6]'
+expect_json 'd["panels"][0]["sha256"] == "'"$(sha256sum "$WORK/code.txt" | cut -d' ' -f1)"'" and d["panels"][0]["path"] == "'"$WORK/code.txt"'"'
+expect_json 'all(b["gen_tokens"] == 64 and b["server_command"][0].endswith("/llama-server") for b in d["behaviour"])'
+expect_json 'all(b["server_command"][b["server_command"].index("--host") + 1] == "127.0.0.1" and b["server_command"][b["server_command"].index("-np") + 1] == "4" for b in d["behaviour"])'
+expect_json 'd["files"]["generations"] == "eval.generations.jsonl" and d["generation"]["request"]["n_predict"] == 64 and d["generation"]["request"]["top_k"] == 1'
+# The figures on the recorded tokens (checked against the recomputation above): pruning to 8 experts loops on
+# every prose prompt where the source loops on 2 of 6.
+expect_json '[(b["loops"], b["natural_ends"]) for b in d["behaviour"]] == [(7, 0), (2, 0), (7, 0), (1, 0), (8, 0), (6, 0)]'
+# The tokens are the recorded replies', in panel order.
+for b in source keep12 keep8; do
+    model=source
+    [ $b = source ] || model=$WORK/$b.gguf
+    for p in code prose; do
+        want=$(recorded_tokens $b "$WORK/$p.txt")
+        got=$(/usr/bin/env python3 -c 'import json, sys
+print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv[1])) if g["model"] == sys.argv[2] and g["panel"] == sys.argv[3]]))' "$WORK/out/eval.generations.jsonl" "$model" $p)
+        [ "$got" = "$want" ] && _pass || _fail "$b on $p: the generations differ from the recorded replies"
+    done
+done
+grep -q 'Loop rate per panel' "$WORK/out/eval.svg" && _pass || _fail "eval.svg has no behaviour panel"
+
+case_ "card --eval: each build's loops and natural ends against the source's, with n"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/out/eval.json"
+expect_code 0
+expect_out "## Measured against the source"
+expect_out 'Generation on the prompt panel `code` (greedy, up to 64 tokens per prompt, llama-server; `gguf-reap eval --prompts`): this build falls into a repetition loop in 8 of 8 (100.0 %, 95 % interval 67.6–100.0 %) against the source'"'"'s 7 of 8 (87.5 %, 95 % interval 52.9–97.8 %), and ends naturally in 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) against the source'"'"'s 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %).'
+expect_out 'Generation on the prompt panel `prose`'
+expect_out "No task benchmark and no KLD: only generation behaviour was measured"
+! grep -q "| text | tokens |" "$OUT" && _pass || _fail "a KLD table without texts"
+"$BIN" -q audit "$WORK/keep12.gguf" --source "$M" --json >"$WORK/audit12.json"
+run "$BIN" card "$WORK/keep12.gguf" --source "$M" --rank "$WORK/rank12" --audit "$WORK/audit12.json" --eval "$WORK/out/eval.json" --json
+expect_code 0
+expect_json '[(b["panel"], b["loops"]["k"], b["source_loops"]["k"], b["loops"]["n"]) for b in d["measured"]["behaviour"]] == [("code", 7, 7, 8), ("prose", 1, 2, 6)]'
+
+case_ "--llama-args reach llama-server after gguf-reap's own; what gguf-reap sets is refused"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --llama-args "-ngl 0" --json
+expect_code 0
+expect_no_server
+expect_json 'all(b["server_command"][-2:] == ["-ngl", "0"] for b in d["behaviour"])'
+for a in "-np 2" "--port 8080" "-n 5"; do
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --llama-bin "$FAKE" --llama-args "$a"
+    expect_code 2
+    expect_err_lines 1
+done
+expect_err "--llama-args -n: each request sets its length; give --gen-tokens N"
+
+case_ "a .jsonl panel with the same prompts gives the same generations"
+/usr/bin/env python3 -c 'import json, sys
+for p in open(sys.argv[1]).read().split("\n"):
+    if p.strip(): print(json.dumps({"prompt": p, "id": 1}))' "$WORK/code.txt" >"$WORK/code.jsonl"
+mkdir -p "$WORK/jsonl"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.jsonl" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" -o "$WORK/jsonl/eval.json"
+expect_code 0
+expect_no_server
+cmp -s <(grep '"panel":"code"' "$WORK/out/eval.generations.jsonl" | grep -v keep12) "$WORK/jsonl/eval.generations.jsonl" && _pass || _fail "the .jsonl panel's generations differ"
+
+case_ "--chat: each prompt through the server's /apply-template, then /completion"
+: >"$WORK/calls"
+mkdir -p "$WORK/chat"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --chat \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/chat/eval.json"
+expect_code 0
+expect_no_server
+expect_out "(llama-server, 4 slots, chat template)"
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/chat" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+cp "$WORK/chat/eval.json" "$OUT"
+expect_json 'd["generation"]["chat"] is True and d["generation"]["endpoint"] == "/apply-template, then /completion"'
+# The tokens are the recorded replies to the rendered prompts (read from the recording independently).
+want=$(/usr/bin/env python3 -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+tpl = {r["request"]["messages"][0]["content"]: json.loads(r["reply"])["prompt"] for r in recs if r["endpoint"] == "/apply-template"}
+out = {r["request"]["prompt"]: json.loads(r["reply"])["tokens"] for r in recs if r["endpoint"] == "/completion"}
+print(json.dumps([out[tpl[p]] for p in open(sys.argv[2]).read().split("\n") if p.strip()]))' "$DATA/keep8.jsonl" "$WORK/prose.txt")
+got=$(/usr/bin/env python3 -c 'import json, sys
+print(json.dumps([g["tokens"] for g in map(json.loads, open(sys.argv[1])) if g["model"] != "source"]))' "$WORK/chat/eval.generations.jsonl")
+[ "$got" = "$want" ] && _pass || _fail "--chat generations differ from the recorded replies"
+
+case_ "--prompts with --text: both measured, one document"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8 \
+    --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
+expect_code 0
+expect_no_server
+expect_json 'len(d["runs"]) == 1 and d["runs"][0]["kld"]["mean"] == 0.865969 and [b["loops"] for b in d["behaviour"]] == [2, 6]'
+expect_json 'd["files"]["generations"] is None'
+
+case_ "a port taken between choosing it and binding it: retried on another port"
+: >"$WORK/calls"
+rm -f "$WORK/state"
+run env FAKE_LLAMA_MODE=server-port-race FAKE_LLAMA_STATE="$WORK/state" "$BIN" eval --source "$M" "$WORK/keep8.gguf" \
+    --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
+expect_code 0
+expect_no_server
+expect_err "was taken before it could bind it; trying another"
+[ "$(grep -c . "$WORK/calls")" -eq 3 ] && _pass || _fail "server starts: $(cat "$WORK/calls")"
+expect_json '[b["loops"] for b in d["behaviour"]] == [2, 6]'
+
+case_ "a server that never becomes healthy: exit 3 with its log's last lines, none left"
+mkdir -p "$WORK/fail"
+run env FAKE_LLAMA_MODE=server-never-healthy "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" \
+    --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --server-timeout 2 -o "$WORK/fail/eval.json"
+expect_code 3
+expect_no_server
+expect_err "was not ready (GET /health: HTTP 503) after 2 s; stopped; its log $WORK/cache/llama-server.0.log ends:"
+expect_err 'fake llama-server: "GET /health HTTP/1.1" 503'
+
+[ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
+
+case_ "a server that dies mid-run: exit 3, no eval.json"
+run env FAKE_LLAMA_MODE=server-die:3 "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" \
+    --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/fail/eval.json"
+expect_code 3
+expect_no_server
+expect_err "llama-server on tiny-qwen3moe-trained-A-Q8_0.gguf exited while generating (exit code 1)"
+expect_err "fake llama-server: dying as asked"
+[ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
+
+case_ "malformed JSON from /completion: exit 3 naming the reply, none left"
+run env FAKE_LLAMA_MODE=server-malformed "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" \
+    --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/fail/eval.json"
+expect_code 3
+expect_no_server
+expect_err "of code: not JSON; the reply: {"
+[ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
+
+case_ "a request the server refuses: exit 3 with its answer"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" --gen-tokens 65 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
+expect_code 3
+expect_no_server
+expect_err "of code: HTTP 400: {\"error\": \"fake llama-server: no recording of /completion with this request for source\"}; stopped; its log"
+
+case_ "interrupted mid-run: 130, the server stopped, no eval.json"
+: >"$WORK/calls"
+rm -f "$WORK/cache/llama-server.0.log"
+FAKE_LLAMA_MODE=server-slow "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" --gen-tokens 64 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/fail/eval.json" >"$OUT" 2>"$ERR" &
+pid=$!
+# Wait until the server answers /completion requests (its log says so), then interrupt.
+for _ in $(seq 200); do grep -q 'POST /completion' "$WORK/cache/llama-server.0.log" 2>/dev/null && break; sleep 0.1; done
+kill -INT $pid
+CODE=0
+wait $pid || CODE=$?
+expect_code 130
+expect_no_server
+[ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
+
+case_ "refusals: exit 2, one line, before any server starts"
+: >"$WORK/pids"
+printf '\n  \n\n' >"$WORK/empty.txt"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts e="$WORK/empty.txt" --llama-bin "$FAKE" --cache-dir "$WORK/cache"
+expect_code 2
+expect_err_lines 1
+expect_err "$WORK/empty.txt: prompts: --prompts e: the panel has no prompt (blank lines are skipped)"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts a="$WORK/code.txt" --prompts a="$WORK/prose.txt" --llama-bin "$FAKE"
+expect_code 2
+expect_err_lines 1
+expect_err "--prompts a is given twice; give each panel one name"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${PANELS[@]}" --gen-tokens 0 --llama-bin "$FAKE"
+expect_code 2
+expect_err_lines 1
+expect_err "--gen-tokens 0: give 1 to 32768 tokens"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${PANELS[@]}" --parallel 0 --llama-bin "$FAKE"
+expect_code 2
+expect_err "--parallel 0: give 1 to 256 slots"
+mkdir -p "$WORK/noserver"
+ln -sf "$FAKE/llama-perplexity" "$FAKE/llama-tokenize" "$WORK/noserver/"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${PANELS[@]}" --llama-bin "$WORK/noserver"
+expect_code 2
+expect_err_lines 1
+expect_err "llama-server not found in --llama-bin $WORK/noserver: --prompts runs it; give --llama-bin DIR"
+run env PATH=/usr/bin:/bin "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${PANELS[@]}"
+expect_code 2
+expect_err "llama-server not found on PATH"
+printf '{"prompt": "a"}\n{"text": "b"}\n' >"$WORK/bad.jsonl"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts b="$WORK/bad.jsonl" --llama-bin "$FAKE"
+expect_code 2
+expect_err_lines 1
+expect_err "$WORK/bad.jsonl: line 2.prompt at offset 16 (0x10): missing or not a string"
+/usr/bin/env python3 -c 'print("{\"prompt\": " + "[" * 1000000)' >"$WORK/deep.jsonl"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts d="$WORK/deep.jsonl" --llama-bin "$FAKE"
+expect_code 2
+expect_err "$WORK/deep.jsonl: line 1 at offset 0 (0x0): not a JSON object"
+printf 'ok\n\xff\xfe\n' >"$WORK/bad.txt"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts b="$WORK/bad.txt" --llama-bin "$FAKE"
+expect_code 2
+expect_err "$WORK/bad.txt: line 2 at offset 3 (0x3): not valid UTF-8"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --chat --text python="$TR/corpora/python.heldout.txt" --llama-bin "$FAKE"
+expect_code 2
+expect_err "--chat needs --prompts NAME=FILE"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --llama-bin "$FAKE"
+expect_code 2
+expect_err "eval: give at least one --text NAME=FILE or --prompts NAME=FILE"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" --llama-bin "$FAKE" -o "$WORK/code.txt"
+expect_code 2
+expect_err "-o $WORK/code.txt: $WORK/code.txt is an input of this eval"
+[ ! -s "$WORK/pids" ] && _pass || _fail "a refused eval started a server: $(cat "$WORK/pids")"
+
+# With llama.cpp: the same eval through the real llama-server.
+if part llama "the real llama-server run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$REAL" ]; then
+    case_ "real llama-server: the recorded tokens, and no server left"
+    mkdir -p "$WORK/real" "$WORK/wrap"
+    # A wrapper that records the real server's pid (exec keeps it), so the test can check it is gone.
+    cat >"$WORK/wrap/llama-server" <<SH
+#!/usr/bin/env bash
+echo \$\$ >>"$WORK/pids"
+exec "$REAL/llama-server" "\$@"
+SH
+    chmod +x "$WORK/wrap/llama-server"
+    run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${PANELS[@]}" --gen-tokens 64 \
+        --llama-bin "$WORK/wrap" --cache-dir "$WORK/real-cache" -o "$WORK/real/eval.json"
+    expect_code 0
+    expect_no_server
+    /usr/bin/env python3 -c "$RECOMPUTE" "$WORK/real" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+    for b in source keep12 keep8; do
+        model=source
+        [ $b = source ] || model=$WORK/$b.gguf
+        for p in code prose; do
+            want=$(recorded_tokens $b "$WORK/$p.txt")
+            got=$(/usr/bin/env python3 -c 'import json, sys
+print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv[1])) if g["model"] == sys.argv[2] and g["panel"] == sys.argv[3]]))' "$WORK/real/eval.generations.jsonl" "$model" $p)
+            [ "$got" = "$want" ] && _pass || _fail "real $b on $p: the tokens differ from the recording"
+        done
+    done
+    case_ "real llama-server: --chat through the model's template"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 32 --chat \
+        --llama-bin "$WORK/wrap" --cache-dir "$WORK/real-cache" --json
+    expect_code 0
+    expect_no_server
+    expect_json 'd["generation"]["chat"] is True and [b["prompts"] for b in d["behaviour"]] == [6, 6]'
+fi
+
+finish

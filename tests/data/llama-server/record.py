@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Records llama-server's replies for tests/cli/fake-llama/llama-server (see README.md here).
+
+record.py LLAMA_BIN_DIR OUT.jsonl MODEL GEN_TOKENS [--chat] PANEL_FILE...
+
+Starts LLAMA_BIN_DIR/llama-server on MODEL (127.0.0.1, a free port, -np 4, -c 1024: what gguf-reap eval
+starts for these panels), records its first /health replies while it loads, then POSTs every prompt
+of every panel with the request gguf-reap sends (docs/eval.md, "Behaviour"): with --chat first
+/apply-template, then /completion. Each exchange is one JSON line: endpoint, request, status and the
+reply's body exactly as received. The server is stopped by its pid at the end.
+"""
+import concurrent.futures, json, signal, socket, subprocess, sys, time, urllib.error, urllib.request
+
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that the server is stopped below
+
+bindir, out, model, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+chat = "--chat" in sys.argv[5:]
+panels = [a for a in sys.argv[5:] if a != "--chat"]
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+log = open(out + ".server.log", "w")  # not kept: server-start.log is its first lines
+srv = subprocess.Popen([bindir + "/llama-server", "-m", model, "--host", "127.0.0.1", "--port", str(port),
+                        "-np", "4", "-c", "1024", "--no-webui", "--cors-origins", "localhost"],
+                       stdout=log, stderr=subprocess.STDOUT)
+lines = []
+def call(endpoint, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{endpoint}",
+                                 None if body is None else json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+try:
+    health = {}
+    for _ in range(600):
+        try:
+            st, body = call("/health")
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.01); continue
+        health.setdefault(st, body)
+        if st == 200: break
+        time.sleep(0.01)
+    for st, body in health.items():
+        lines.append({"endpoint": "/health", "request": None, "status": st, "reply": body})
+    settings = {"n_predict": n, "temperature": 0, "top_k": 1, "seed": 1, "return_tokens": True,
+                "cache_prompt": False, "stream": False}
+    def one(p):
+        out = []
+        if chat:
+            req = {"messages": [{"role": "user", "content": p}]}
+            st, body = call("/apply-template", req)
+            out.append({"endpoint": "/apply-template", "request": req, "status": st, "reply": body})
+            p = json.loads(body)["prompt"]
+        req = dict(settings, prompt=p)
+        st, body = call("/completion", req)
+        out.append({"endpoint": "/completion", "request": req, "status": st, "reply": body})
+        return out
+    prompts = [p.rstrip("\r") for panel in panels for p in open(panel, encoding="utf-8").read().split("\n")
+               if p.strip(" \t\r")]
+    # 4 at once, as gguf-reap sends them to the 4 slots.
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        for exchanges in ex.map(one, prompts):
+            lines.extend(exchanges)
+finally:
+    srv.terminate(); srv.wait(10)
+with open(out, "w", encoding="utf-8") as f:
+    for l in lines: f.write(json.dumps(l, ensure_ascii=False) + "\n")
