@@ -85,8 +85,10 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
     const SplitKeys gk = read_split_keys(given);
     // A URL's shards are named by the same rule; an hf:// path's "@REVISION" stays on every sibling.
     const bool remote = is_remote_path(path);
-    const auto [named, revision] = split_revision_suffix(path);
-    const auto name = parse_split_name(named);
+    // (Not a structured binding: the lambda below captures it, which clang 14 refuses.)
+    const auto named_revision = split_revision_suffix(path);
+    const std::string& revision = named_revision.second;
+    const auto name = parse_split_name(named_revision.first);
 
     // An unsplit file: no split.count, or split.count <= 1 (gguf-split --merge writes 0).
     if (!gk.count || *gk.count <= 1) {

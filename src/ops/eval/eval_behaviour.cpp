@@ -336,9 +336,12 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
             if (!write_line) continue;
             for (size_t i = 0; i < run.gens.size(); ++i) {
                 const Generation& g = run.gens[i];
-                nlohmann::ordered_json l = {
-                    {"model", name},      {"panel", p.facts.name},          {"index", i},
-                    {"tokens", g.tokens}, {"end", g.eog ? "eog" : "limit"}, {"text", g.text}};
+                nlohmann::ordered_json l = {{"model", path_for_upload(name, c.q.json_out)},
+                                            {"panel", p.facts.name},
+                                            {"index", i},
+                                            {"tokens", g.tokens},
+                                            {"end", g.eog ? "eog" : "limit"},
+                                            {"text", g.text}};
                 // The server's text may end inside a character split across tokens: kept, not refused.
                 write_line(l.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
             }

@@ -88,6 +88,10 @@ uint64_t base_file_bytes(uint64_t n_vocab, uint64_t ctx, uint64_t chunks);
 // The smoke test (--smoke-prompt): the source's greedy tokens, then each OUT's against them.
 EvalSmoke run_smoke(Ctx& c, const EvalModel& src, const std::vector<EvalModel>& outs);
 
+// An absolute path as eval.json records it (no local paths in a file meant for upload): relative to the
+// directory of -o FILE when under it, else its base name; any other string as it is.
+std::string path_for_upload(const std::string& path, const std::string& json_out);
+
 // The plot beside -o FILE: FILE with its extension replaced by ".svg" (eval.json → eval.svg).
 std::string svg_path_for(const std::string& json_out);
 

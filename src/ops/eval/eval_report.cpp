@@ -7,6 +7,7 @@
 #include "gguf_reap/eval.h"
 #include "io/paths.h"
 #include "ops/eval/eval_behaviour.h"
+#include "ops/eval/eval_internal.h"
 #include "ops/svg.h"
 
 namespace gguf_reap {
@@ -89,20 +90,37 @@ json output_smoke_json(const EvalSmoke& s, const EvalSmokeOutput& o) {
 // (a path, or a word of a recorded command) becomes relative to eval.json's directory when it lies
 // under it, else its base name; the same path always maps to the same name, so the card still matches
 // runs to builds.
+std::string relative_or_base(const std::string& s, const std::filesystem::path& base) {
+    if (s.empty() || s.front() != '/') return s;
+    const std::filesystem::path rel = std::filesystem::path(s).lexically_normal().lexically_relative(base);
+    const bool under = !rel.empty() && *rel.begin() != "..";
+    return under ? rel.string() : base_name(s);
+}
+
+// Every path in the document, relative or a base name. Values that are texts, not paths, are left as they
+// are, even when they start with "/": generated text and prompts ("text", "prompt"), the server endpoint
+// and request ("endpoint", "request").
 void drop_local_paths(json& j, const std::filesystem::path& base) {
-    if (j.is_object() || j.is_array()) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            const std::string& k = it.key();
+            if (k == "text" || k == "prompt" || k == "endpoint" || k == "request") continue;
+            drop_local_paths(it.value(), base);
+        }
+        return;
+    }
+    if (j.is_array()) {
         for (auto& v : j) drop_local_paths(v, base);
         return;
     }
-    if (!j.is_string()) return;
-    const std::string s = j.get<std::string>();
-    if (s.empty() || s.front() != '/') return;
-    const std::filesystem::path rel = std::filesystem::path(s).lexically_normal().lexically_relative(base);
-    const bool under = !rel.empty() && *rel.begin() != "..";
-    j = under ? rel.string() : base_name(s);
+    if (j.is_string()) j = relative_or_base(j.get<std::string>(), base);
 }
 
 }  // namespace
+
+std::string eval_detail::path_for_upload(const std::string& path, const std::string& json_out) {
+    return relative_or_base(path, std::filesystem::absolute(json_out).parent_path().lexically_normal());
+}
 
 json eval_json(const EvalResult& r) {
     json j;
