@@ -60,7 +60,10 @@ run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/r" --json
 expect_code 0
 same_as_local "$WORK/r"
 SENT=$(served_bytes)
-expect_json "d['bytes_fetched'] == $SENT and d['bytes_fetched'] <= 1.10 * d['bytes_written'] and d['http_requests'] > 3"
+# What the server sent is what splice counts as fetched, plus at most one read-ahead request (4 MiB) that
+# was stopped when splice had what it needed (seen on a loaded machine: 256 KiB more sent than counted).
+FETCHED=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["bytes_fetched"])' "$OUT")
+expect_json "d['bytes_fetched'] <= $SENT <= d['bytes_fetched'] + (4 << 20) and d['bytes_fetched'] <= 1.10 * d['bytes_written'] and d['http_requests'] > 3"
 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/r" --force
 expect_code 0
 expect_out "fetched  "
@@ -84,12 +87,11 @@ fault '{"stall": 1, "stall_s": 3}'
 GGUF_REAP_HTTP_TIMEOUT=1 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/f" --force --json
 CASE="stall" expect_code 0
 CASE="stall" same_as_local "$WORK/f"
-# A cut body resumes at its byte: the bytes the server sent in all are those of a clean run plus the
-# halves it cut, never a whole range twice.
+# A cut body resumes at its byte: the bytes fetched are those of a clean run, never a whole range twice.
 fault '{"cut": 2}'
 clear_log
 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/f" --force --json
-CASE="resume at the byte" expect_json "d['bytes_fetched'] == $SENT"
+CASE="resume at the byte" expect_json "d['bytes_fetched'] == $FETCHED"
 no_fault
 
 case_ "refusals: a changed ETag, a wrong Content-Range, 200 for a range: exit 3, no output"
