@@ -81,21 +81,10 @@ void check_request(const CalibrateRequest& q) {
 }
 
 Tools find_tools(const CalibrateRequest& q) {
-    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
-                              : !q.llama_bin_env.empty()
-                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
-                                  : std::string("on PATH");
     Tools t;
     for (auto [name, out] :
-         {std::pair{"llama-imatrix", &t.imatrix}, std::pair{"llama-tokenize", &t.tokenize}}) {
-        const auto p = find_executable(name, q.llama_bin, q.llama_bin_env, q.path_env);
-        if (!p)
-            throw UsageError(
-                fmt::format("{} not found {}: give --llama-bin DIR (llama.cpp's build/bin) or "
-                            "set GGUF_REAP_LLAMA_BIN=DIR",
-                            name, where));
-        *out = *p;
-    }
+         {std::pair{"llama-imatrix", &t.imatrix}, std::pair{"llama-tokenize", &t.tokenize}})
+        *out = find_llama_tool(name, q.llama_bin, q.llama_bin_env, q.path_env);
     return t;
 }
 

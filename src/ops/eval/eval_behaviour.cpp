@@ -299,16 +299,7 @@ std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint6
 }
 
 std::string find_llama_server(const EvalRequest& q) {
-    const auto p = find_executable("llama-server", q.llama_bin, q.llama_bin_env, q.path_env);
-    if (p) return *p;
-    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
-                              : !q.llama_bin_env.empty()
-                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
-                                  : std::string("on PATH");
-    throw UsageError(
-        fmt::format("llama-server not found {}: --prompts runs it; give --llama-bin DIR (llama.cpp's "
-                    "build/bin) or set GGUF_REAP_LLAMA_BIN=DIR",
-                    where));
+    return find_llama_tool("llama-server", q.llama_bin, q.llama_bin_env, q.path_env, "--prompts runs it");
 }
 
 void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,

@@ -15,23 +15,11 @@
 namespace gguf_reap::eval_detail {
 
 LlamaTools find_llama_tools(const EvalRequest& q) {
-    const std::string where = !q.llama_bin.empty() ? fmt::format("in --llama-bin {}", q.llama_bin)
-                              : !q.llama_bin_env.empty()
-                                  ? fmt::format("in GGUF_REAP_LLAMA_BIN={}", q.llama_bin_env)
-                                  : std::string("on PATH");
     LlamaTools t;
     std::vector<std::pair<const char*, std::string*>> wanted;
     if (!q.texts.empty()) wanted = {{"llama-perplexity", &t.perplexity}, {"llama-tokenize", &t.tokenize}};
     if (!q.smoke_prompt.empty()) wanted.emplace_back("llama-completion", &t.completion);
-    for (auto [name, out] : wanted) {
-        const auto p = find_executable(name, q.llama_bin, q.llama_bin_env, q.path_env);
-        if (!p)
-            throw UsageError(
-                fmt::format("{} not found {}: give --llama-bin DIR (llama.cpp's build/bin) or "
-                            "set GGUF_REAP_LLAMA_BIN=DIR",
-                            name, where));
-        *out = *p;
-    }
+    for (auto [name, out] : wanted) *out = find_llama_tool(name, q.llama_bin, q.llama_bin_env, q.path_env);
     return t;
 }
 
