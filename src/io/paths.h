@@ -7,6 +7,17 @@
 namespace gguf_reap {
 
 // The file name without its directory ("model-00001-of-00002.gguf").
+// A name the user gives a kind of text or a panel (--text NAME=FILE, --prompts NAME=FILE), which may
+// become part of a file name (calibrate's DIR/NAME.imatrix.gguf): 1 to 64 letters, digits, '_', '-', '.'.
+inline bool valid_input_name(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-' || c == '.'))
+            return false;
+    return true;
+}
+
 inline std::string base_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
 }

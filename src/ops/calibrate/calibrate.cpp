@@ -49,15 +49,6 @@ struct Ctx {
     Tools tools;
 };
 
-bool valid_name(const std::string& n) {
-    if (n.empty() || n.size() > 64) return false;
-    for (char c : n)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '-' || c == '.'))
-            return false;
-    return true;
-}
-
 void check_request(const CalibrateRequest& q) {
     if (q.texts.empty()) throw UsageError("calibrate: give at least one --text NAME=FILE");
     if (q.out_dir.empty()) throw UsageError("calibrate: give -o DIR, where the imatrices go");
@@ -70,7 +61,7 @@ void check_request(const CalibrateRequest& q) {
             *q.tokens, 2 * q.ctx, q.ctx));
     std::set<std::string> names;
     for (const CalibrateText& t : q.texts) {
-        if (!valid_name(t.name))
+        if (!valid_input_name(t.name))
             throw UsageError(fmt::format(
                 "--text '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", t.name, t.path));
         if (!names.insert(t.name).second)

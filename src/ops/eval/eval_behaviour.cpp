@@ -23,14 +23,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool valid_panel_name(const std::string& n) {
-    if (n.empty() || n.size() > 64) return false;
-    return std::all_of(n.begin(), n.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-               c == '-' || c == '.';
-    });
-}
-
 bool blank(std::string_view s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
@@ -189,7 +181,7 @@ void check_behaviour_request(const EvalRequest& q) {
         throw UsageError(fmt::format("--server-timeout {}: give 1 to 86400 seconds", q.server_timeout_s));
     std::set<std::string> names;
     for (const EvalPanel& p : q.panels) {
-        if (!valid_panel_name(p.name))
+        if (!valid_input_name(p.name))
             throw UsageError(fmt::format(
                 "--prompts '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", p.name, p.path));
         if (!names.insert(p.name).second)

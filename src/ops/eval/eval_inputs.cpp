@@ -17,19 +17,6 @@
 
 namespace gguf_reap::eval_detail {
 
-namespace {
-
-bool valid_text_name(const std::string& n) {
-    if (n.empty() || n.size() > 64) return false;
-    for (char c : n)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '-' || c == '.'))
-            return false;
-    return true;
-}
-
-}  // namespace
-
 void check_request(const EvalRequest& q) {
     if (q.outputs.empty()) throw UsageError("eval: give at least one pruned build (OUT)");
     if (q.texts.empty() && q.panels.empty())
@@ -50,7 +37,7 @@ void check_request(const EvalRequest& q) {
     }
     std::set<std::string> names;
     for (const EvalText& t : q.texts) {
-        if (!valid_text_name(t.name))
+        if (!valid_input_name(t.name))
             throw UsageError(fmt::format(
                 "--text '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", t.name, t.path));
         if (!names.insert(t.name).second)
