@@ -226,6 +226,12 @@ run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --llama-bin "$WOR
 expect_code 2
 expect_err "llama-perplexity not found in --llama-bin $WORK"
 
+case_ "a --text name that cannot name a file"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text "a/b=$WORK/python.heldout.txt" --llama-bin "$FAKE"
+expect_code 2
+expect_err_lines 1
+expect_err "--text 'a/b=$WORK/python.heldout.txt': NAME must be 1 to 64 letters, digits, '_', '-' or '.'"
+
 case_ "a --text name given twice"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text a="$WORK/python.heldout.txt" --text a="$WORK/c.heldout.txt" --llama-bin "$FAKE"
 expect_code 2
