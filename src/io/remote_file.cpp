@@ -99,6 +99,11 @@ struct RemoteEngine {
     std::vector<std::thread> threads;
     bool stop = false;
     std::vector<std::unique_ptr<uint8_t[]>> spare;  // chunk buffers not in use
+    // Every file opened, by path. The engine owns them: a worker may be fetching for any of them until
+    // the threads are joined, so they are destroyed after that, in ~RemoteEngine (a registry of its own,
+    // a static constructed after the engine, was destroyed first at exit, under a running fetch).
+    std::mutex open_mu;
+    std::map<std::string, std::shared_ptr<RemoteFile>> files;
 
     std::unique_ptr<uint8_t[]> buffer() {  // under mu
         if (spare.empty()) return std::make_unique_for_overwrite<uint8_t[]>(kChunkMax);
@@ -122,6 +127,7 @@ struct RemoteEngine {
         cancel_http();  // at exit nobody reads what is still being fetched
         work_cv.notify_all();
         for (auto& t : threads) t.join();
+        files.clear();
     }
 
     void start_threads() {  // under mu
@@ -266,28 +272,10 @@ struct RemoteEngine {
             windows.pop_back();
         }
     }
-    void drop_file(RemoteFile* f) {
-        std::lock_guard<std::mutex> lock(mu);
-        for (auto it = windows.begin(); it != windows.end();)
-            if (it->file == f) {
-                window_bytes -= it->bytes.size();
-                it = windows.erase(it);
-            } else {
-                ++it;
-            }
-        next_window.erase(f);
-        window_size.erase(f);
-        index.erase(f);
-    }
 };
 
 namespace {
 
-std::mutex g_open_mu;
-std::map<std::string, std::shared_ptr<RemoteFile>>& opened() {
-    static std::map<std::string, std::shared_ptr<RemoteFile>> m;
-    return m;
-}
 // hf:// revisions pinned so far: "ENDPOINT ORG/REPO REVISION" → commit.
 std::map<std::string, std::string>& pinned_commits() {
     static std::map<std::string, std::string> m;
@@ -297,9 +285,9 @@ std::map<std::string, std::string>& pinned_commits() {
 }  // namespace
 
 std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
-    RemoteEngine::get();  // constructed before the files it serves, so destroyed after them
-    std::lock_guard<std::mutex> lock(g_open_mu);
-    if (auto it = opened().find(path); it != opened().end()) return it->second;
+    RemoteEngine& e = RemoteEngine::get();
+    std::lock_guard<std::mutex> lock(e.open_mu);
+    if (auto it = e.files.find(path); it != e.files.end()) return it->second;
     std::shared_ptr<RemoteFile> f(new RemoteFile());
     if (const auto hub = parse_hub_path(path)) {
         const std::string key = fmt::format("{} {} {}", hub_endpoint(), hub->repo, hub->revision);
@@ -318,12 +306,8 @@ std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
     } else {
         f->pin_ = http_pin(path, path, f->redirect_);
     }
-    opened()[path] = f;
+    e.files[path] = f;
     return f;
-}
-
-RemoteFile::~RemoteFile() {
-    RemoteEngine::get().drop_file(this);
 }
 
 void RemoteFile::check_unchanged() {

@@ -27,7 +27,7 @@ namespace gguf_reap {
 class RemoteFile {
   public:
     // Pins `path` (https://, http:// or hf://). The same path opened again in this process gives the
-    // same pinned file. Throws Error (exit 2: malformed, 404, 401/403), IoError, Interrupted.
+    // same pinned file, which lives until the process ends. Throws Error (exit 2: malformed, 404, 401/403), IoError, Interrupted.
     static std::shared_ptr<RemoteFile> open(const std::string& path);
 
     const std::string& path() const { return pin_.display; }
@@ -49,7 +49,7 @@ class RemoteFile {
     // Ranges (offset, length) the stream will read, in order, after those announced before.
     void announce(uint64_t stream, const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
 
-    ~RemoteFile();
+    ~RemoteFile() = default;  // at exit, after the fetching threads are joined
     RemoteFile(const RemoteFile&) = delete;
     RemoteFile& operator=(const RemoteFile&) = delete;
 

@@ -26,11 +26,11 @@ cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "differs from the loc
 rm -f "$WORK/r.gguf"
 
 # kill_at FRACTION [SIGNAL]: starts the splice and SIGKILLs it (or sends SIGNAL) once the server has sent FRACTION of WHOLE; KILLED
-# is what it had sent by then.
+# is what it had sent by then, KILL_CODE its exit status, and $WORK/kill.err its stderr.
 kill_at() {
     fault '{"delay_ms": 300}'
     clear_log
-    "${SPLICE[@]}" >/dev/null 2>&1 &
+    "${SPLICE[@]}" >/dev/null 2>"$WORK/kill.err" &
     local pid=$!
     /usr/bin/python3 - "$SLOG" "$(/usr/bin/python3 -c "print(int($WHOLE * $1))")" <<'PY'
 import json, sys, time
@@ -63,7 +63,7 @@ rm -f "$WORK/r.gguf"
 
 case_ "SIGTERM (as Ctrl-C): exit 130, the partial file and the journal kept, the next run resumes"
 kill_at 0.3 TERM
-[ "$KILL_CODE" -eq 130 ] && _pass || _fail "exit $KILL_CODE after SIGTERM, expected 130"
+[ "$KILL_CODE" -eq 130 ] && _pass || _fail "exit $KILL_CODE after SIGTERM, expected 130; stderr: $(grep -v ': info: ' "$WORK/kill.err" | head -n 3)"
 [ ! -e "$WORK/r.gguf" ] && [ -e "$WORK/.r.gguf.gguf-reap-partial" ] && [ -e "$WORK/.r.gguf-reap-resume.json" ] && _pass ||
     _fail "after SIGTERM: an output under its name, or no partial file or journal: $(ls -a "$WORK" | tr "\n" " ")"
 run "${SPLICE[@]}"
