@@ -12,6 +12,7 @@ L=${GGUF_REAP_LLAMA_BIN:?set GGUF_REAP_LLAMA_BIN to llama.cpp\'s bin directory}
 B=$ROOT/${BUILD:-build}/gguf-reap
 T=$(cd ../shared/fixtures/trained && pwd)
 M=$T/models/tiny-qwen3moe-trained-A-Q8_0.gguf
+F16=$T/models/tiny-qwen3moe-trained-A-f16.gguf
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 cd "$W"
@@ -39,6 +40,15 @@ for t in python c; do
     for k in 12 8; do
         rec "^Same top p" "$OUT/kld-keep$k-$t.txt" "$L/llama-perplexity" -m keep$k.gguf -f "$T/corpora/$t.heldout.txt" \
             -c 128 -b 2048 --chunks 8 --no-escape --kl-divergence-base $t.kld --kl-divergence
+    done
+    # eval --reference: the f16 model's logits, then the source and both builds against them.
+    rec "Final estimate" "$OUT/base-f16-$t.txt" "$L/llama-perplexity" -m "$F16" -f "$T/corpora/$t.heldout.txt" -c 128 \
+        -b 2048 --chunks 8 --no-escape --kl-divergence-base f16-$t.kld
+    for b in source keep12 keep8; do
+        m=$M
+        [ $b = source ] || m=$b.gguf
+        rec "^Same top p" "$OUT/kld-$b-f16-$t.txt" "$L/llama-perplexity" -m "$m" -f "$T/corpora/$t.heldout.txt" \
+            -c 128 -b 2048 --chunks 8 --no-escape --kl-divergence-base f16-$t.kld --kl-divergence
     done
     # llama-perplexity's -f drops one trailing newline; llama-tokenize reads the same bytes from stdin.
     python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); sys.stdout.buffer.write(d[:-1] if d.endswith(b"\n") else d)' \

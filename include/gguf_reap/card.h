@@ -186,6 +186,14 @@ struct CardBehaviour {
     CardRate build_loops, source_loops, build_ends, source_ends;
 };
 
+// eval --reference: the source and this build against the unpruned reference's logits.
+struct CardEvalReference {
+    std::string name;                    // the reference's first shard's file name
+    std::string main_type, source_type;  // the type of most tensor bytes: "F16"; the source's: "Q8_0"
+    std::vector<CardEvalText> source;    // the source against it, per text
+    std::vector<CardEvalText> build;     // this build against it, per text
+};
+
 struct CardEval {
     std::string file, sha256;          // eval.json's name and hash
     std::string llama_build;           // as llama-perplexity --version printed it
@@ -193,8 +201,9 @@ struct CardEval {
     std::vector<CardEvalText> texts;
     std::string svg;  // eval.svg's name when it is beside eval.json; ""
     uint64_t svg_bytes = 0;
-    std::optional<CardSmoke> smoke;        // when the eval ran one
-    std::vector<CardBehaviour> behaviour;  // when it ran --prompts
+    std::optional<CardSmoke> smoke;              // when the eval ran one
+    std::vector<CardBehaviour> behaviour;        // when it ran --prompts
+    std::optional<CardEvalReference> reference;  // when it ran --reference
 };
 
 struct CardFacts {

@@ -3,7 +3,9 @@
 //   ops::eval(request) → EvalResult     check the inputs → tokenize each text (llama-tokenize) →
 //                                       per text, one base run on the source (llama-perplexity
 //                                       --kl-divergence-base, cached) → per (OUT, text) one
-//                                       --kl-divergence run → with --smoke-prompt, greedy
+//                                       --kl-divergence run → with --reference, the same
+//                                       against the reference's logits, the source included
+//                                       → with --smoke-prompt, greedy
 //                                       tokens of the source and of each OUT (llama-completion) →
 //                                       eval.json and eval.svg written (temporary → rename)
 //
@@ -39,6 +41,9 @@ struct EvalPanel {
 struct EvalRequest {
     std::string source;                // any shard of the source model
     std::vector<std::string> outputs;  // any shard of each pruned build, as given
+    // Any shard of the unpruned model at another quantisation (BF16, F16), or "": the source and every OUT
+    // are then also measured against its logits, which is what the whole build costs.
+    std::string reference;
     std::vector<EvalText> texts;
     std::string llama_bin;      // --llama-bin DIR ("" = not given)
     std::string llama_bin_env;  // $GGUF_REAP_LLAMA_BIN
@@ -64,17 +69,23 @@ struct EvalRequest {
     std::string tool_version;
 };
 
+// One model's logits on one text (llama-perplexity --kl-divergence-base): a cache entry.
+struct EvalBase {
+    std::string file;  // the cache entry
+    uint64_t bytes = 0;
+    bool cached = false;          // true: an earlier eval computed it
+    std::optional<ValueErr> ppl;  // the base run's "Final estimate"
+    std::vector<std::string> command;
+};
+
 struct EvalTextFacts {
     std::string name, path, sha256;
     uint64_t bytes = 0;
     int64_t tokens = 0;         // llama-tokenize's count with the source's vocabulary (BOS included)
     int64_t chunks = 0;         // chunks scored: min(--chunks, tokens / ctx)
     int64_t scored_tokens = 0;  // chunks × (ctx − 1 − ctx/2)
-    std::string base_file;      // the cache entry
-    uint64_t base_bytes = 0;
-    bool base_cached = false;            // true: an earlier eval computed it
-    std::optional<ValueErr> source_ppl;  // the base run's "Final estimate"
-    std::vector<std::string> base_command;
+    EvalBase base;              // the source's logits
+    std::optional<EvalBase> reference_base;     // the reference's, with --reference
     std::vector<std::string> tokenize_command;  // fed the text on stdin
 };
 
@@ -83,6 +94,13 @@ struct EvalOutputFacts {
     std::vector<std::string> shards;  // file names
     uint64_t bytes = 0;
     uint64_t expert_count = 0;
+};
+
+// The --reference model.
+struct EvalReferenceFacts {
+    EvalOutputFacts model;
+    std::string identity;   // sha256 over its shard headers
+    std::string main_type;  // the type of most of its tensor bytes (ggml's name: "F16", "BF16", …)
 };
 
 struct EvalRun {
@@ -161,12 +179,17 @@ struct EvalResult {
     std::vector<std::string> source_shards;
     uint64_t source_bytes = 0;
     uint64_t source_expert_count = 0;
-    std::string source_identity;  // sha256 over the shard headers
+    std::string source_identity;   // sha256 over the shard headers
+    std::string source_main_type;  // the type of most of its tensor bytes ("Q8_0", …)
     uint64_t ctx = 0, batch = 0;
     std::optional<uint64_t> chunks_requested;
     std::vector<EvalTextFacts> texts;
     std::vector<EvalOutputFacts> outputs;
-    std::vector<EvalRun> runs;           // output-major, then text in --text order
+    std::vector<EvalRun> runs;                    // output-major, then text in --text order
+    std::optional<EvalReferenceFacts> reference;  // with --reference
+    // Against the reference's logits: the source first (output = the source as given), then each OUT,
+    // each on every text in --text order.
+    std::vector<EvalRun> reference_runs;
     std::optional<EvalSmoke> smoke;      // with --smoke-prompt
     std::vector<EvalPanelFacts> panels;  // with --prompts
     uint64_t gen_tokens = 0, parallel = 0;
@@ -190,7 +213,8 @@ std::string eval_svg(const EvalResult& r);
 
 namespace ops {
 // One `gguf-reap eval`. Throws UsageError (options, a missing llama-perplexity, a duplicate text name,
-// a text too short, an output path that is an input), InputError (a model; an OUT of another source),
+// a text too short, an output path that is an input, a reference that is the source), InputError (a
+// model; an OUT of another source; a reference of another architecture, vocabulary or expert count),
 // IoError (a failed llama.cpp run: its last lines), Interrupted.
 EvalResult eval(const EvalRequest& request, const Events& events = {});
 }  // namespace ops

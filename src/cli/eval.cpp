@@ -1,4 +1,5 @@
-// gguf-reap eval --source MODEL OUT [OUT...] --text NAME=FILE [--text NAME=FILE...] [--llama-bin DIR]
+// gguf-reap eval --source MODEL OUT [OUT...] --text NAME=FILE [--text NAME=FILE...] [--reference MODEL]
+// [--llama-bin DIR]
 // [--llama-args ARGS] [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR] [--smoke-prompt TEXT
 // [--smoke-tokens N]]
 // [-o eval.json] [--json]: what pruning cost, per kind of text, measured by llama.cpp (docs/eval.md).
@@ -26,6 +27,7 @@ constexpr uint64_t kDefaultSmokeTokens = 16;
 struct EvalCli {
     std::string source;
     std::vector<std::string> outputs;
+    std::string reference;
     std::vector<std::string> texts;
     std::string llama_bin;
     std::optional<std::string> llama_args;
@@ -126,10 +128,13 @@ void print_kld(const EvalResult& r);
 void print_table(const EvalResult& r) {
     std::cout << fmt::format("source  {} ({}, {} experts per block)\n", r.source, human_bytes(r.source_bytes),
                              r.source_expert_count);
+    if (r.reference)
+        std::cout << fmt::format("reference  {} ({}, {})\n", r.reference->model.path,
+                                 human_bytes(r.reference->model.bytes), r.reference->main_type);
     for (const EvalTextFacts& t : r.texts)
         std::cout << fmt::format("text    {}: {} ({} tokens, {} chunks of {}, {} scored){}\n", t.name, t.path,
                                  t.tokens, t.chunks, r.ctx, t.scored_tokens,
-                                 t.base_cached ? ", base cached" : "");
+                                 t.base.cached ? ", base cached" : "");
     for (const EvalPanelFacts& p : r.panels)
         std::cout << fmt::format("panel   {}: {} ({} prompts)\n", p.name, p.path, p.prompts);
     std::cout << fmt::format("llama.cpp  {}\n", r.llama_build.substr(0, r.llama_build.find('\n')));
@@ -143,8 +148,11 @@ void print_table(const EvalResult& r) {
         std::cout << fmt::format("wrote {} and {}\n", r.json_written, r.svg_written);
 }
 
-void print_kld(const EvalResult& r) {
-    std::cout << "\n";
+// One table of KLD runs: a row per model (its path as given, experts per block, size), per text its
+// mean and 99th-percentile KLD, same top token and PPL ratio.
+void print_kld_table(const EvalResult& r, const std::string& title,
+                     const std::vector<EvalOutputFacts>& models, const std::vector<EvalRun>& runs) {
+    std::cout << "\n" << title << "\n";
     std::string head = fmt::format("{:<40} {:>7} {:>10}", "output", "experts", "size");
     std::string sub = fmt::format("{:<40} {:>7} {:>10}", "", "", "");
     for (const EvalTextFacts& t : r.texts) {
@@ -152,12 +160,12 @@ void print_kld(const EvalResult& r) {
         sub += fmt::format("  | {:>8} {:>8} {:>8} {:>8}", "KLD", "KLD99", "same%", "PPLx");
     }
     std::cout << head << "\n" << sub << "\n";
-    for (const EvalOutputFacts& o : r.outputs) {
+    for (const EvalOutputFacts& o : models) {
         std::string row = fmt::format("{:<40} {:>7} {:>10}",
                                       o.path.size() > 40 ? "…" + o.path.substr(o.path.size() - 39) : o.path,
                                       o.expert_count, human_bytes(o.bytes));
         for (const EvalTextFacts& t : r.texts)
-            for (const EvalRun& run : r.runs)
+            for (const EvalRun& run : runs)
                 if (run.output == o.path && run.text == t.name) {
                     const KldFigures& f = run.figures;
                     row += fmt::format("  | {:>8} {:>8} {:>8} {:>8}", fixed(f.kld.value, 4),
@@ -166,7 +174,7 @@ void print_kld(const EvalResult& r) {
                 }
         std::cout << row << "\n";
     }
-    for (const EvalRun& run : r.runs)
+    for (const EvalRun& run : runs)
         if (run.figures.from != "summary")
             std::cout << fmt::format(
                 "note: {} on {}: llama-perplexity's summary was cut off; figures from its last "
@@ -174,10 +182,24 @@ void print_kld(const EvalResult& r) {
                 run.output, run.text);
 }
 
+void print_kld(const EvalResult& r) {
+    print_kld_table(r, fmt::format("against the source ({}): what pruning cost", r.source_main_type),
+                    r.outputs, r.runs);
+    if (!r.reference) return;
+    std::vector<EvalOutputFacts> models{{r.source, r.source_shards, r.source_bytes, r.source_expert_count}};
+    models.insert(models.end(), r.outputs.begin(), r.outputs.end());
+    print_kld_table(r,
+                    fmt::format("against the reference {} ({}): what the whole build costs, the source's "
+                                "quantisation included",
+                                r.reference->model.path, r.reference->main_type),
+                    models, r.reference_runs);
+}
+
 int run_eval(const EvalCli& c, const GlobalOptions& g) {
     EvalRequest q;
     q.source = c.source;
     q.outputs = c.outputs;
+    q.reference = c.reference;
     for (const std::string& t : c.texts) {
         const size_t eq = t.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
@@ -235,6 +257,9 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
     sub->add_option("--source", o->source, "Any shard of the source model")->required();
     sub->add_option("OUT", o->outputs, "Any shard of each pruned build of that source")->required();
     sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)");
+    sub->add_option("--reference", o->reference,
+                    "The unpruned model at another quantisation (BF16, F16): the source and each OUT are "
+                    "also measured against its logits");
     sub->add_option(
         "--prompts", o->prompts,
         "NAME=FILE: a panel of prompts, one per line or .jsonl with a \"prompt\" field (repeatable); "

@@ -27,7 +27,8 @@ namespace gguf_reap {
 class RemoteFile {
   public:
     // Pins `path` (https://, http:// or hf://). The same path opened again in this process gives the
-    // same pinned file, which lives until the process ends. Throws Error (exit 2: malformed, 404, 401/403), IoError, Interrupted.
+    // same pinned file, which lives until the process ends. Throws Error (exit 2: malformed, 404, 401/403),
+    // IoError, Interrupted.
     static std::shared_ptr<RemoteFile> open(const std::string& path);
 
     const std::string& path() const { return pin_.display; }

@@ -121,6 +121,75 @@ expect_out "No task benchmark; KLD measured only on these texts: python (504 tok
 expect_out 'Plot: `eval.svg`'
 expect_out "llama.cpp: \`version: 0.1.1-dev (build 0, commit unknown); built with"
 
+# The recorded figure of a run (tests/data/llama-perplexity), read independently of gguf-reap.
+recorded() { sed -n "s/^$1: *\([0-9.]*\) .*/\1/p" "$DATA/$2.txt"; }
+F16=$TR/models/tiny-qwen3moe-trained-A-f16.gguf
+mkdir -p "$WORK/ref"
+
+case_ "eval --reference: the source and each build also against the f16 model's logits (issue 33)"
+: >"$WORK/calls"
+run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --reference "$F16" --ctx 128 \
+    --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/ref/eval.json"
+expect_code 0
+# The source's base logits are cached by the first eval; the reference's are made once per text, and the
+# source and both builds run against them.
+[ "$(grep -c '^base' "$WORK/calls")" -eq 2 ] && [ "$(grep -c '^base f16' "$WORK/calls")" -eq 2 ] && _pass ||
+    _fail "base runs: $(cat "$WORK/calls")"
+[ "$(grep -c '^kld .* f16$' "$WORK/calls")" -eq 6 ] && [ "$(grep -c '^kld' "$WORK/calls")" -eq 10 ] && _pass ||
+    _fail "kld runs: $(cat "$WORK/calls")"
+expect_out "against the source (Q8_0): what pruning cost"
+expect_out "against the reference $F16 (F16): what the whole build costs, the source's quantisation included"
+cp "$WORK/ref/eval.json" "$OUT"
+expect_json 'd["reference"]["shards"] == ["tiny-qwen3moe-trained-A-f16.gguf"] and d["reference"]["main_type"] == "F16" and d["source"]["main_type"] == "Q8_0" and d["reference"]["expert_count"] == 16'
+expect_json '[(r["output"].split("/")[-1], r["text"]) for r in d["reference_runs"]] == [(s, t) for s in ("tiny-qwen3moe-trained-A-Q8_0.gguf", "keep12.gguf", "keep8.gguf") for t in ("python", "c")]'
+expect_json "[r['kld']['mean'] for r in d['reference_runs']] == [$(recorded 'Mean    KLD' kld-source-f16-python), $(recorded 'Mean    KLD' kld-source-f16-c), $(recorded 'Mean    KLD' kld-keep12-f16-python), $(recorded 'Mean    KLD' kld-keep12-f16-c), $(recorded 'Mean    KLD' kld-keep8-f16-python), $(recorded 'Mean    KLD' kld-keep8-f16-c)]"
+expect_json "[r['same_top']['mean'] for r in d['reference_runs']][4] == $(recorded 'Same top p' kld-keep8-f16-python)"
+# Against the source, the figures are the ones without --reference.
+expect_json '[r["kld"]["mean"] for r in d["runs"]] == [0.638036, 0.163024, 0.865733, 0.596336]'
+expect_json 'd["texts"][0]["reference_base"]["ppl"] == 33.9487 and d["texts"][0]["reference_base"]["file"] != d["texts"][0]["base_file"] and d["reference_runs"][0]["command"][d["reference_runs"][0]["command"].index("--kl-divergence-base") + 1] == d["texts"][0]["reference_base"]["file"]'
+
+case_ "card --eval with --reference: both figures, each labelled"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/ref/eval.json"
+expect_code 0
+expect_out "| python | 504 | 33.991 → 69.769 | 0.8657 | 4.1221 | 39.88 % |"
+expect_out 'The same measures against the unpruned reference `tiny-qwen3moe-trained-A-f16.gguf` (F16) instead of the source'
+expect_out "| python | the source (Q8_0) | 504 | 33.949 → 33.991 | 0.0006 | 0.0102 | 98.81 % |"
+expect_out "| python | this build | 504 | 33.949 → 69.769 | 0.8656 | 4.1215 | 40.48 % |"
+expect_out "| c | this build | 504 | 26.966 → 48.972 | 0.5975 | 4.3337 | 59.13 % |"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/ref/eval.json" --json
+expect_code 0
+expect_json 'd["measured"]["reference"]["build"][0]["kld_mean"] == 0.865645 and d["measured"]["reference"]["source"][1]["name"] == "c" and d["measured"]["reference"]["main_type"] == "F16"'
+
+case_ "eval --reference refuses what is not the source at another quantisation"
+"$GEN" model --arch qwen3moe --experts 16 --vocab 4096 -o "$WORK/vocab.gguf" >/dev/null
+"$GEN" model --arch qwen3moe --experts 16 --vocab 4000 -o "$WORK/vocab4000.gguf" >/dev/null
+"$GEN" model --arch deepseek2 --experts 16 --vocab 4096 -o "$WORK/ds.gguf" >/dev/null
+: >"$WORK/calls"
+for r in "$M" "$WORK/vocab.gguf" "$WORK/vocab4000.gguf" "$WORK/ds.gguf" "$WORK/keep12.gguf"; do
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --reference "$r" --ctx 128 --chunks 8 \
+        --llama-bin "$FAKE" --cache-dir "$WORK/cache"
+    expect_code 2
+    expect_err_lines 1
+    case $r in
+        "$M") expect_err "error: --reference $M: this is the source tiny-qwen3moe-trained-A-Q8_0.gguf itself (the same header bytes)" ;;
+        *vocab.gguf) expect_err "vocab.gguf: tokenizer.ggml.tokens at offset 215 (0xd7): token 0 differs from the source tiny-qwen3moe-trained-A-Q8_0.gguf's: another vocabulary; --reference must be the source model at another quantisation" ;;
+        *vocab4000.gguf) expect_err "4000 tokens where the source tiny-qwen3moe-trained-A-Q8_0.gguf has 4096: another vocabulary" ;;
+        *ds.gguf) expect_err "ds.gguf: general.architecture at offset 24 (0x18): is deepseek2 where the source tiny-qwen3moe-trained-A-Q8_0.gguf is qwen3moe" ;;
+        *) expect_err "keep12.gguf: qwen3moe.expert_count at offset" && expect_err "12 experts per block where the source tiny-qwen3moe-trained-A-Q8_0.gguf has 16: --reference must be the source model at another quantisation" ;;
+    esac
+done
+[ ! -s "$WORK/calls" ] && _pass || _fail "llama.cpp ran before the reference was refused: $(cat "$WORK/calls")"
+for args in "--source https://127.0.0.1:9/m.gguf $WORK/keep8.gguf" "--source $M hf://org/repo/keep8.gguf" \
+    "--source $M $WORK/keep8.gguf --reference http://127.0.0.1:9/f16.gguf"; do
+    # shellcheck disable=SC2086
+    run "$BIN" eval $args "${TEXTS[@]}" --llama-bin "$FAKE"
+    expect_code 2
+    expect_err "llama.cpp's tools, which eval runs on every model, read only local files; download it first and give its path"
+done
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts p="$WORK/python.heldout.txt" --reference "$F16" --llama-bin "$FAKE"
+expect_code 2
+expect_err "--reference $F16: give --text NAME=FILE too; the reference is measured by KL divergence on texts"
+
 case_ "card --eval refuses an eval of another build"
 "$BIN" -q audit "$WORK/keep12.gguf" --source "$M" --json >"$WORK/audit12.json"
 "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 \
@@ -413,6 +482,11 @@ SH
     # The recordings come from this build (tools/record-llama.sh): the eval replayed at the top and this
     # real one must agree on every figure, or the replayed tests check another build's numbers.
     expect_json '[(r["output"], r["text"], r["kld"], r["same_top"], r["ppl"]) for r in d["runs"]] == [(r["output"], r["text"], r["kld"], r["same_top"], r["ppl"]) for r in json.load(open("'"$WORK/eval.json"'"))["runs"]]'
+    case_ "real llama.cpp: --reference figures are the recorded ones too"
+    run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" "${TEXTS[@]}" --reference "$F16" --ctx 128 \
+        --chunks 8 --llama-bin "$REAL" --cache-dir "$WORK/real-cache" --json
+    expect_code 0
+    expect_json '[(r["output"].split("/")[-1], r["text"], r["kld"], r["same_top"], r["ppl"]) for r in d["reference_runs"]] == [(r["output"].split("/")[-1], r["text"], r["kld"], r["same_top"], r["ppl"]) for r in json.load(open("'"$WORK/ref/eval.json"'"))["reference_runs"]]'
     case_ "real llama.cpp: a second ratio reuses the base logits (base computed once per text)"
     run "$BIN" eval --source "$M" "$WORK/keep12.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$REAL" \
         --cache-dir "$WORK/real-cache" --json

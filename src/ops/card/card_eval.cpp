@@ -109,6 +109,56 @@ std::vector<CardBehaviour> read_behaviour(const json& doc, const std::string& as
     return v;
 }
 
+// The KLD runs of `model` (as given) in `runs`, one per text; the first one's command into `command`
+// when it is still empty.
+std::vector<CardEvalText> read_runs(const json& runs, const std::string& model, const std::string& path,
+                                    const std::string& where, std::vector<std::string>& command) {
+    using vt = json::value_t;
+    std::vector<CardEvalText> v;
+    for (const json& r : runs) {
+        if (field(r, "output", vt::string, path, where).get<std::string>() != model) continue;
+        CardEvalText t;
+        t.name = field(r, "text", vt::string, path, where).get<std::string>();
+        t.tokens = field(r, "tokens", vt::number_integer, path, where).get<int64_t>();
+        const json& kld = field(r, "kld", vt::object, path, where);
+        const json& ppl = field(r, "ppl", vt::object, path, where);
+        t.kld_mean = opt_number(kld, "mean").value_or(NAN);
+        t.kld_p99 = opt_number(kld, "p99");
+        t.same_top = opt_number(field(r, "same_top", vt::object, path, where), "mean").value_or(NAN);
+        t.ppl_source = opt_number(ppl, "source");
+        t.ppl_output = opt_number(ppl, "output").value_or(NAN);
+        t.from = r.value("from", "");
+        if (command.empty() && r.contains("command") && r["command"].is_array())
+            for (const json& a : r["command"]) command.push_back(a.is_string() ? a.get<std::string>() : "");
+        v.push_back(t);
+    }
+    return v;
+}
+
+// eval --reference: the reference's name and types, and the source's and this build's runs against it.
+std::optional<CardEvalReference> read_reference(const json& doc, const std::string& as_given,
+                                                const std::string& path) {
+    using vt = json::value_t;
+    if (!doc.contains("reference")) return std::nullopt;
+    const json& ref = field(doc, "reference", vt::object, path, "");
+    const json& src = field(doc, "source", vt::object, path, "");
+    const json& shards = field(ref, "shards", vt::array, path, "reference");
+    CardEvalReference c;
+    c.name = !shards.empty() && shards[0].is_string() ? shards[0].get<std::string>() : "";
+    c.main_type = field(ref, "main_type", vt::string, path, "reference").get<std::string>();
+    c.source_type = field(src, "main_type", vt::string, path, "source").get<std::string>();
+    const json& runs = field(doc, "reference_runs", vt::array, path, "");
+    std::vector<std::string> unused;
+    c.source = read_runs(runs, field(src, "path", vt::string, path, "source").get<std::string>(), path,
+                         "reference_runs[]", unused);
+    c.build = read_runs(runs, as_given, path, "reference_runs[]", unused);
+    if (c.source.empty() || c.build.empty())
+        throw InputError(path, std::nullopt, "reference_runs",
+                         fmt::format("has no run of {} against the reference",
+                                     c.source.empty() ? std::string("the source") : as_given));
+    return c;
+}
+
 std::string fixed(double v, int digits) {
     return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("–");
 }
@@ -159,23 +209,9 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
     e.llama_build =
         field(field(doc, "llama_cpp", vt::object, path, ""), "build", vt::string, path, "llama_cpp")
             .get<std::string>();
-    for (const json& r : doc.contains("runs") ? field(doc, "runs", vt::array, path, "") : json::array()) {
-        if (field(r, "output", vt::string, path, "runs[]").get<std::string>() != as_given) continue;
-        CardEvalText t;
-        t.name = field(r, "text", vt::string, path, "runs[]").get<std::string>();
-        t.tokens = field(r, "tokens", vt::number_integer, path, "runs[]").get<int64_t>();
-        const json& kld = field(r, "kld", vt::object, path, "runs[]");
-        const json& ppl = field(r, "ppl", vt::object, path, "runs[]");
-        t.kld_mean = opt_number(kld, "mean").value_or(NAN);
-        t.kld_p99 = opt_number(kld, "p99");
-        t.same_top = opt_number(field(r, "same_top", vt::object, path, "runs[]"), "mean").value_or(NAN);
-        t.ppl_source = opt_number(ppl, "source");
-        t.ppl_output = opt_number(ppl, "output").value_or(NAN);
-        t.from = r.value("from", "");
-        if (e.command.empty() && r.contains("command") && r["command"].is_array())
-            for (const json& a : r["command"]) e.command.push_back(a.is_string() ? a.get<std::string>() : "");
-        e.texts.push_back(t);
-    }
+    e.texts = read_runs(doc.contains("runs") ? field(doc, "runs", vt::array, path, "") : json::array(),
+                        as_given, path, "runs[]", e.command);
+    e.reference = read_reference(doc, as_given, path);
     if (doc.contains("files") && doc["files"].is_object() && doc["files"].value("svg", json()).is_string()) {
         const std::string svg = doc["files"]["svg"].get<std::string>();
         const fs::path beside = fs::path(path).parent_path() / svg;
@@ -242,6 +278,7 @@ void behaviour_lines(std::string& s, const std::vector<CardBehaviour>& v) {
 
 namespace {
 void kld_table(std::string& s, const CardEval& e);
+void reference_table(std::string& s, const CardEvalReference& r);
 }  // namespace
 
 void measured_section(std::string& s, const CardFacts& f) {
@@ -249,6 +286,7 @@ void measured_section(std::string& s, const CardFacts& f) {
     const CardEval& e = *f.eval;
     s += "## Measured against the source\n\n";
     if (!e.texts.empty()) kld_table(s, e);
+    if (e.reference) reference_table(s, *e.reference);
     if (e.smoke) smoke_line(s, *e.smoke);
     behaviour_lines(s, e.behaviour);
     std::string build;
@@ -285,19 +323,51 @@ void kld_table(std::string& s, const CardEval& e) {
                 t.name);
 }
 
+// eval --reference: per text, the source (its quantisation alone) and this build (quantisation and
+// pruning) against the unpruned reference, each row labelled.
+void reference_table(std::string& s, const CardEvalReference& r) {
+    s += fmt::format(
+        "The same measures against the unpruned reference `{}` ({}) instead of the source "
+        "(`gguf-reap eval --reference`): the source's row is what its {} quantisation costs, this "
+        "build's is what the whole build costs, quantisation and pruning together.\n\n",
+        r.name, r.main_type, r.source_type);
+    s += fmt::format(
+        "| text | against {} | tokens | PPL {} → model | mean KLD | 99 % KLD | same top token |\n",
+        r.main_type, r.main_type);
+    s += "| --- | --- | ---: | --- | ---: | ---: | ---: |\n";
+    const auto row = [&](const CardEvalText& t, const std::string& label) {
+        s += fmt::format("| {} | {} | {} | {} → {} | {} | {} | {} % |\n", t.name, label,
+                         with_commas(static_cast<uint64_t>(t.tokens)),
+                         t.ppl_source ? fixed(*t.ppl_source, 3) : std::string("–"), fixed(t.ppl_output, 3),
+                         fixed(t.kld_mean, 4), t.kld_p99 ? fixed(*t.kld_p99, 4) : std::string("–"),
+                         fixed(t.same_top, 2));
+    };
+    for (const CardEvalText& b : r.build) {
+        for (const CardEvalText& t : r.source)
+            if (t.name == b.name) row(t, fmt::format("the source ({})", r.source_type));
+        row(b, "this build");
+    }
+    s += "\n";
+}
+
+}  // namespace
+
+namespace {
+json text_json(const CardEvalText& t) {
+    return {{"name", t.name},
+            {"tokens", t.tokens},
+            {"ppl_source", t.ppl_source ? json(*t.ppl_source) : json(nullptr)},
+            {"ppl_output", std::isfinite(t.ppl_output) ? json(t.ppl_output) : json(nullptr)},
+            {"kld_mean", std::isfinite(t.kld_mean) ? json(t.kld_mean) : json(nullptr)},
+            {"kld_p99", t.kld_p99 ? json(*t.kld_p99) : json(nullptr)},
+            {"same_top", std::isfinite(t.same_top) ? json(t.same_top) : json(nullptr)},
+            {"from", t.from}};
+}
 }  // namespace
 
 json card_eval_json(const CardEval& e) {
     json texts = json::array();
-    for (const CardEvalText& t : e.texts)
-        texts.push_back({{"name", t.name},
-                         {"tokens", t.tokens},
-                         {"ppl_source", t.ppl_source ? json(*t.ppl_source) : json(nullptr)},
-                         {"ppl_output", std::isfinite(t.ppl_output) ? json(t.ppl_output) : json(nullptr)},
-                         {"kld_mean", std::isfinite(t.kld_mean) ? json(t.kld_mean) : json(nullptr)},
-                         {"kld_p99", t.kld_p99 ? json(*t.kld_p99) : json(nullptr)},
-                         {"same_top", std::isfinite(t.same_top) ? json(t.same_top) : json(nullptr)},
-                         {"from", t.from}});
+    for (const CardEvalText& t : e.texts) texts.push_back(text_json(t));
     json j = {{"file", e.file},
               {"sha256", e.sha256},
               {"llama_build", e.llama_build},
@@ -318,6 +388,17 @@ json card_eval_json(const CardEval& e) {
                        {"source_natural_ends", rate(b.source_ends)}});
     }
     if (!e.behaviour.empty()) j["behaviour"] = beh;
+    if (e.reference) {
+        json ref = {{"name", e.reference->name},
+                    {"main_type", e.reference->main_type},
+                    {"source_type", e.reference->source_type}};
+        json src = json::array(), build = json::array();
+        for (const CardEvalText& t : e.reference->source) src.push_back(text_json(t));
+        for (const CardEvalText& t : e.reference->build) build.push_back(text_json(t));
+        ref["source"] = src;
+        ref["build"] = build;
+        j["reference"] = ref;
+    }
     if (e.smoke) {
         const auto opt = [](const std::optional<std::string>& t) { return t ? json(*t) : json(nullptr); };
         j["smoke"] = {{"prompt", e.smoke->prompt},

@@ -118,40 +118,40 @@ std::string cache_key(const std::string& identity, const EvalTextFacts& t, uint6
     return fmt::format("base-c{}-n{}-{}", ctx, t.chunks, sha256_hex(id.data(), id.size()).substr(0, 32));
 }
 
-// The base run of one text, or the cache entry an earlier eval made. The entry is written under a
-// temporary name with its cache lock held, and renamed (its log first, then the logits) once
+// The base run of `model` on one text, or the cache entry an earlier eval made. The entry is written
+// under a temporary name with its cache lock held, and renamed (its log first, then the logits) once
 // llama-perplexity has written all of it.
-void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTextFacts& t) {
+EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, const EvalTextFacts& t) {
+    EvalBase base;
     const std::string entry =
         c.cache_dir + "/" + cache_key(identity, t, c.q.ctx, c.q.llama_args.for_tool(LlamaTool::perplexity));
-    t.base_file = entry + ".kld";
-    t.base_bytes = base_file_bytes(src.n_vocab, c.q.ctx, static_cast<uint64_t>(t.chunks));
-    t.base_command = common_args(c, src.path, t.path, t.chunks);
-    t.base_command.push_back("--kl-divergence-base");
+    base.file = entry + ".kld";
+    base.bytes = base_file_bytes(model.n_vocab, c.q.ctx, static_cast<uint64_t>(t.chunks));
+    base.command = common_args(c, model.path, t.path, t.chunks);
+    base.command.push_back("--kl-divergence-base");
     const auto cached = [&] {
         std::error_code ec;
-        return fs::file_size(t.base_file, ec) == t.base_bytes && fs::exists(entry + ".log", ec);
+        return fs::file_size(base.file, ec) == base.bytes && fs::exists(entry + ".log", ec);
     };
     if (!cached()) {
         OutputLock lock(entry);
         if (!cached()) {
             const FreeSpace free = free_space(c.cache_dir);
-            if (free.available < t.base_bytes)
+            if (free.available < base.bytes)
                 throw UsageError(fmt::format(
                     "the base logits of --text {} need {} ({} bytes) in {}, which has {} free; free some "
                     "space or give --cache-dir on a larger disk (or fewer --chunks)",
-                    t.name, human_bytes(t.base_bytes), t.base_bytes, c.cache_dir,
-                    human_bytes(free.available)));
-            c.ev.info(
-                fmt::format("base logits of {}: {} in {}", t.name, human_bytes(t.base_bytes), t.base_file));
-            OutputFile logits(t.base_file);
+                    t.name, human_bytes(base.bytes), base.bytes, c.cache_dir, human_bytes(free.available)));
+            c.ev.info(fmt::format("base logits of {} ({}): {} in {}", t.name, base_name(model.path),
+                                  human_bytes(base.bytes), base.file));
+            OutputFile logits(base.file);
             OutputFile log(entry + ".log");
-            auto argv = t.base_command;
+            auto argv = base.command;
             argv.push_back(logits.temp_path());
             append_llama_args(c, LlamaTool::perplexity, argv);
             begin_run(c);
             const std::string text = run_tool(
-                c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(src.path)), t.chunks,
+                c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(model.path)), t.chunks,
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
             const BaseLog b = parse_base_log(text);
             if (b.too_few_tokens)
@@ -161,36 +161,40 @@ void base_run(Ctx& c, const EvalModel& src, const std::string& identity, EvalTex
             std::error_code ec;
             const uint64_t written = fs::file_size(logits.temp_path(), ec);
             // The final estimate may be lost with the logger's last lines (see kld_run); the KLD runs
-            // print the source's PPL again. The logits file is what must be whole.
-            if (written != t.base_bytes)
-                throw IoError(
-                    c.tools.perplexity,
-                    fmt::format("the base run on {} wrote {} of {} bytes of logits; its last lines:\n{}",
-                                t.name, written, t.base_bytes, last_lines(text, kErrorLines)));
+            // print the base model's PPL again. The logits file is what must be whole.
+            if (written != base.bytes)
+                throw IoError(c.tools.perplexity,
+                              fmt::format("the base run on {} ({}) wrote {} of {} bytes of logits; its last "
+                                          "lines:\n{}",
+                                          t.name, base_name(model.path), written, base.bytes,
+                                          last_lines(text, kErrorLines)));
             log.write_at(0, text.data(), text.size());
             log.commit(false);
             logits.commit(false);
         }
     } else {
         --c.runs_total;  // counted as a run in eval()
-        t.base_cached = true;
-        c.ev.info(fmt::format("base logits of {}: cached, {}", t.name, t.base_file));
+        base.cached = true;
+        c.ev.info(
+            fmt::format("base logits of {} ({}): cached, {}", t.name, base_name(model.path), base.file));
     }
-    t.base_command.push_back(t.base_file);
-    append_llama_args(c, LlamaTool::perplexity, t.base_command);
-    const BaseLog b = parse_base_log(read_log(entry + ".log"));
-    t.source_ppl = b.ppl;
+    base.command.push_back(base.file);
+    append_llama_args(c, LlamaTool::perplexity, base.command);
+    base.ppl = parse_base_log(read_log(entry + ".log")).ppl;
+    return base;
 }
 
-EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
+// `out` on one text against `base`, the logits of the source or of the reference.
+EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t, const EvalBase& base,
+                std::string_view against) {
     EvalRun r;
     r.output = out.path;
     r.text = t.name;
     r.tokens = t.scored_tokens;
     r.command = common_args(c, out.path, t.path, t.chunks);
-    r.command.insert(r.command.end(), {"--kl-divergence-base", t.base_file, "--kl-divergence"});
+    r.command.insert(r.command.end(), {"--kl-divergence-base", base.file, "--kl-divergence"});
     append_llama_args(c, LlamaTool::perplexity, r.command);
-    const std::string label = fmt::format("{} on {}", base_name(out.path), t.name);
+    const std::string label = fmt::format("{} on {}{}", base_name(out.path), t.name, against);
     // llama.cpp's logger thread is leaked at exit (common/log.cpp, common_log_main), so the last lines
     // it queued may never be written: here some runs lost their last chunk rows or the summary's last
     // lines (the percentiles). The run is deterministic, so it is run again, up to kAttempts times in
@@ -230,7 +234,7 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t) {
                         label, kAttempts));
     r.figures = *log->figures;
     r.figures.chunks = t.chunks;
-    if (!r.figures.ppl_source && t.source_ppl) r.figures.ppl_source = t.source_ppl;
+    if (!r.figures.ppl_source && base.ppl) r.figures.ppl_source = base.ppl;
     return r;
 }
 
@@ -296,9 +300,15 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     fs::create_directories(c.cache_dir, ec);
     if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
 
-    // The models: every OUT must be a build of the source.
+    // The models: every OUT must be a build of the source, the reference the source at another
+    // quantisation.
     const EvalModel src = open_eval_model(q.source);
     const std::string identity = source_identity(src.set);
+    std::optional<EvalModel> ref;
+    if (!q.reference.empty()) {
+        ref.emplace(open_eval_model(q.reference));
+        check_reference(src, *ref);
+    }
     std::vector<EvalModel> outs;
     for (const std::string& o : q.outputs) {
         outs.push_back(open_eval_model(o));
@@ -320,6 +330,11 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     r.source_bytes = src.bytes;
     r.source_expert_count = src.expert_count;
     r.source_identity = identity;
+    r.source_main_type = main_type(src.set);
+    if (ref)
+        r.reference = EvalReferenceFacts{{ref->path, ref->shard_names, ref->bytes, ref->expert_count},
+                                         source_identity(ref->set),
+                                         main_type(ref->set)};
     r.ctx = q.ctx;
     r.batch = kBatch;
     r.chunks_requested = q.chunks;
@@ -346,11 +361,21 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
         r.texts.push_back(std::move(f));
     }
 
-    // Per text, the source's logits once; then every OUT against them.
-    c.runs_total = static_cast<int64_t>(r.texts.size() * (1 + outs.size()));
-    for (EvalTextFacts& t : r.texts) base_run(c, src, r.source_identity, t);
+    // Per text, the source's logits once; then every OUT against them. With a reference, its logits
+    // per text, then the source and every OUT against those.
+    const size_t per_text = 1 + outs.size() + (ref ? 2 + outs.size() : 0);
+    c.runs_total = static_cast<int64_t>(r.texts.size() * per_text);
+    for (EvalTextFacts& t : r.texts) t.base = base_run(c, src, r.source_identity, t);
     for (const EvalModel& o : outs)
-        for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t));
+        for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t, t.base, ""));
+    if (ref) {
+        for (EvalTextFacts& t : r.texts) t.reference_base = base_run(c, *ref, r.reference->identity, t);
+        std::vector<const EvalModel*> against{&src};
+        for (const EvalModel& o : outs) against.push_back(&o);
+        for (const EvalModel* m : against)
+            for (const EvalTextFacts& t : r.texts)
+                r.reference_runs.push_back(kld_run(c, *m, t, *t.reference_base, " against the reference"));
+    }
     if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
     std::unique_ptr<OutputFile> generations;
     if (!q.panels.empty()) generations = behaviour(c, server, panels, src, outs, r);

@@ -1,5 +1,7 @@
 // eval's checks of its inputs before anything runs (ops/eval.h).
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include "io/child_process.h"
 #include "io/paths.h"
 #include "io/preflight.h"
+#include "io/remote_url.h"
 #include "io/sha256.h"
 #include "model/provenance.h"
 #include "ops/eval/eval_behaviour.h"
@@ -25,6 +28,22 @@ void check_request(const EvalRequest& q) {
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
     if (q.chunks && *q.chunks == 0) throw UsageError("--chunks 0: give at least 1 chunk");
+    // llama.cpp's tools read local files only: a model at a URL would fail at its first run.
+    const auto local = [](const std::string& option, const std::string& path) {
+        if (is_remote_path(path))
+            throw UsageError(
+                fmt::format("{}{}: llama.cpp's tools, which eval runs on every model, read only "
+                            "local files; download it first and give its path",
+                            option, path));
+    };
+    local("--source ", q.source);
+    local("--reference ", q.reference);
+    for (const std::string& o : q.outputs) local("", o);
+    if (!q.reference.empty() && q.texts.empty())
+        throw UsageError(
+            fmt::format("--reference {}: give --text NAME=FILE too; the reference is measured "
+                        "by KL divergence on texts",
+                        q.reference));
     if (q.smoke_tokens > 0 && q.smoke_prompt.empty())
         throw UsageError("--smoke-tokens needs --smoke-prompt TEXT: the prompt the greedy tokens follow");
     if (!q.smoke_prompt.empty()) {
@@ -46,6 +65,7 @@ void check_request(const EvalRequest& q) {
     }
     if (q.json_out.empty()) return;
     std::vector<std::string> inputs{q.source};
+    if (!q.reference.empty()) inputs.push_back(q.reference);
     inputs.insert(inputs.end(), q.outputs.begin(), q.outputs.end());
     for (const EvalText& t : q.texts) inputs.push_back(t.path);
     for (const EvalPanel& p : q.panels) inputs.push_back(p.path);
@@ -127,6 +147,54 @@ void check_same_source(const EvalModel& src, const EvalModel& out) {
         throw InputError(out.path, std::nullopt, "tensors",
                          fmt::format("{} tensors where the source {} has {}: this build was not made from it",
                                      matched, from, src.set.tensors().size()));
+}
+
+void check_reference(const EvalModel& src, const EvalModel& ref) {
+    const std::string from = base_name(src.path);
+    if (source_identity(ref.set) == source_identity(src.set))
+        throw UsageError(
+            fmt::format("--reference {}: this is the source {} itself (the same header bytes); "
+                        "give the same model at another quantisation (BF16, F16), or leave "
+                        "--reference out",
+                        ref.path, from));
+    const std::string what = "--reference must be the source model at another quantisation";
+    if (ref.set.architecture() != src.set.architecture()) {
+        const Kv* k = ref.set.find_kv("general.architecture");
+        throw InputError(ref.path, k ? std::optional<uint64_t>(k->file_offset) : std::nullopt,
+                         "general.architecture",
+                         fmt::format("is {} where the source {} is {}: {}", ref.set.architecture(), from,
+                                     src.set.architecture(), what));
+    }
+    const Kv* rt = ref.set.find_kv("tokenizer.ggml.tokens");
+    const Kv* st = src.set.find_kv("tokenizer.ggml.tokens");
+    if (rt->raw != st->raw) {
+        std::string how = fmt::format("{} tokens where the source {} has {}", ref.n_vocab, from, src.n_vocab);
+        if (ref.n_vocab == src.n_vocab) {
+            const auto a = rt->as_string_array();
+            const auto b = st->as_string_array();
+            size_t i = 0;
+            if (a && b)
+                while (i < a->size() && i < b->size() && (*a)[i] == (*b)[i]) ++i;
+            how = fmt::format("token {} differs from the source {}'s", i, from);
+        }
+        throw InputError(ref.path, rt->file_offset, "tokenizer.ggml.tokens",
+                         fmt::format("{}: another vocabulary; {}", how, what));
+    }
+    if (ref.expert_count != src.expert_count) {
+        const std::string key = ref.set.architecture() + ".expert_count";
+        const Kv* k = ref.set.find_kv(key);
+        throw InputError(ref.path, k ? std::optional<uint64_t>(k->file_offset) : std::nullopt, key,
+                         fmt::format("{} experts per block where the source {} has {}: {}", ref.expert_count,
+                                     from, src.expert_count, what));
+    }
+}
+
+std::string main_type(const ShardSet& s) {
+    std::map<int32_t, uint64_t> bytes;
+    for (const TensorRef& r : s.tensors()) bytes[s.info(r).type] += s.info(r).nbytes;
+    const auto top = std::max_element(bytes.begin(), bytes.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    return top == bytes.end() ? std::string("none") : ggml_type_display(top->first);
 }
 
 }  // namespace gguf_reap::eval_detail

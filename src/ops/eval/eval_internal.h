@@ -80,6 +80,12 @@ std::string source_identity(const ShardSet& s);
 // tensor list (names, types) or vocabulary disagrees.
 void check_same_source(const EvalModel& src, const EvalModel& out);
 
+// UsageError when `ref` is the source itself; InputError when it is not the same model as `src` at
+// another quantisation: another architecture, vocabulary (tokenizer.ggml.tokens) or expert count.
+void check_reference(const EvalModel& src, const EvalModel& ref);
+// The ggml type of most of a model's tensor bytes ("Q8_0", "F16", …).
+std::string main_type(const ShardSet& s);
+
 // The exact size of a --kl-divergence-base file (tools/perplexity/perplexity.cpp): "_logits_", n_ctx,
 // n_vocab, n_chunk, the chunks' tokens (int32), then per chunk (ctx − 1 − ctx/2) rows of
 // nv = 2·⌈n_vocab/2⌉ + 4 uint16 values.

@@ -133,26 +133,41 @@ json eval_json(const EvalResult& r) {
                    {"shards", r.source_shards},
                    {"bytes", r.source_bytes},
                    {"expert_count", r.source_expert_count},
-                   {"identity", r.source_identity}};
+                   {"identity", r.source_identity},
+                   {"main_type", r.source_main_type}};
+    // With --reference only: the model the source and every build were also measured against.
+    if (r.reference)
+        j["reference"] = {
+            {"path", r.reference->model.path},   {"shards", r.reference->model.shards},
+            {"bytes", r.reference->model.bytes}, {"expert_count", r.reference->model.expert_count},
+            {"identity", r.reference->identity}, {"main_type", r.reference->main_type}};
     j["settings"] = {{"ctx", r.ctx},
                      {"batch", r.batch},
                      {"chunks", r.chunks_requested ? json(*r.chunks_requested) : json(nullptr)},
                      {"scored_per_chunk", r.ctx - 1 - r.ctx / 2}};
     json texts = json::array();
-    for (const EvalTextFacts& t : r.texts)
-        texts.push_back({{"name", t.name},
-                         {"path", t.path},
-                         {"sha256", t.sha256},
-                         {"bytes", t.bytes},
-                         {"tokens", t.tokens},
-                         {"chunks", t.chunks},
-                         {"scored_tokens", t.scored_tokens},
-                         {"source_ppl", t.source_ppl ? num(t.source_ppl->value) : json(nullptr)},
-                         {"base_file", t.base_file},
-                         {"base_bytes", t.base_bytes},
-                         {"base_cached", t.base_cached},
-                         {"base_command", t.base_command},
-                         {"tokenize_command", t.tokenize_command}});
+    for (const EvalTextFacts& t : r.texts) {
+        json tj = {{"name", t.name},
+                   {"path", t.path},
+                   {"sha256", t.sha256},
+                   {"bytes", t.bytes},
+                   {"tokens", t.tokens},
+                   {"chunks", t.chunks},
+                   {"scored_tokens", t.scored_tokens},
+                   {"source_ppl", t.base.ppl ? num(t.base.ppl->value) : json(nullptr)},
+                   {"base_file", t.base.file},
+                   {"base_bytes", t.base.bytes},
+                   {"base_cached", t.base.cached},
+                   {"base_command", t.base.command},
+                   {"tokenize_command", t.tokenize_command}};
+        if (const auto& b = t.reference_base)
+            tj["reference_base"] = {{"ppl", b->ppl ? num(b->ppl->value) : json(nullptr)},
+                                    {"file", b->file},
+                                    {"bytes", b->bytes},
+                                    {"cached", b->cached},
+                                    {"command", b->command}};
+        texts.push_back(tj);
+    }
     j["texts"] = texts;
     json outs = json::array();
     for (size_t i = 0; i < r.outputs.size(); ++i) {
@@ -166,6 +181,11 @@ json eval_json(const EvalResult& r) {
     json runs = json::array();
     for (const EvalRun& run : r.runs) runs.push_back(run_json(run));
     j["runs"] = runs;
+    if (r.reference) {
+        json against = json::array();
+        for (const EvalRun& run : r.reference_runs) against.push_back(run_json(run));
+        j["reference_runs"] = against;
+    }
     if (r.smoke) j["smoke"] = smoke_json(*r.smoke);  // absent without --smoke-prompt
     eval_detail::add_behaviour_json(j, r);
     j["files"] = {{"json", r.json_written.empty() ? json(nullptr) : json(base_name(r.json_written))},
