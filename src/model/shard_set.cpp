@@ -50,10 +50,11 @@ SplitKeys read_split_keys(const Shard& s) {
     return k;
 }
 
-Shard open_shard(const std::string& path, const ParseOptions& opts) {
+Shard open_shard(const std::string& path, const ParseOptions& opts,
+                 std::shared_ptr<InputFile> file = nullptr) {
     Shard s;
     s.path = path;
-    s.file = InputFile::open(path);
+    s.file = file ? std::move(file) : InputFile::open(path);
     s.header = parse_gguf_header(*s.file, opts);
     return s;
 }
@@ -163,10 +164,14 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
     const auto named_revision = split_revision_suffix(path);
     const std::string& revision = named_revision.second;
     const auto name = parse_split_name(named_revision.first);
+    // hf://: the given shard is pinned first, so that it is the one that resolves the revision and the
+    // siblings ask for its commit.
+    std::shared_ptr<InputFile> given_file;
+    if (remote && path.starts_with("hf://")) given_file = InputFile::open(path);
     std::optional<SiblingOpener> siblings;
     if (remote && name && name->count > 1 && name->number >= 1 && name->number <= name->count)
         siblings.emplace(name->prefix, revision, name->number, name->count, opts);
-    Shard given = open_shard(path, opts);
+    Shard given = open_shard(path, opts, std::move(given_file));
     const SplitKeys gk = read_split_keys(given);
 
     // An unsplit file: no split.count, or split.count <= 1 (gguf-split --merge writes 0).
