@@ -28,8 +28,9 @@ namespace {
 // Requests of at most 4 MiB: large enough that a request's round trip is small against its transfer
 // on a fast link, few enough that a server answering a few hundred requests a second keeps up.
 constexpr uint64_t kChunkMax = uint64_t{4} << 20;
-// Bytes fetched ahead and not yet read, all files and passes together (plus, per stream, the one
-// chunk its reader waits for): the copy engine's buffers and this stay under 64 MiB. A request holds
+// Bytes fetched ahead and not yet read, all files and passes together, counted in whole buffers (plus
+// one buffer for the first waiting request of a stream, and one per reader that waits for a request
+// or fetches one itself): the copy engine's buffers and this stay under 64 MiB. A request holds
 // no buffer while it waits for its answer: it takes one when its first body byte arrives, and waits
 // there (the server's bytes wait in the socket) while the budget is full. So requests in flight are
 // bounded by the connections, not by the budget, and a link with latency is kept busy (with the
@@ -375,7 +376,7 @@ std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
                 lock.lock();
                 cp.commits[key] = commit;
             } catch (...) {
-                lock.lock();
+                if (!lock.owns_lock()) lock.lock();
                 cp.commits.erase(key);
                 cp.cv.notify_all();
                 throw;

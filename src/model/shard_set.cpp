@@ -90,7 +90,9 @@ namespace {
 // The shards of a remote set other than the given one, opened (pinned, their headers read) in
 // parallel with it: each costs round trips, and one after another they added up (docs/remote.md).
 // Started from the file name alone; the set is checked against the headers as for local files, and
-// a shard's error is thrown only when the set turns out to need that shard.
+// a shard's error is thrown only when the set turns out to need that shard. After a sibling's error
+// no more are started (a name that says -of-00999 for a set of 3 asks for a few, not 998); a shard
+// not tried is opened when it is needed, so the error is the first in shard order, as before.
 class SiblingOpener {
   public:
     SiblingOpener(const std::string& prefix, const std::string& revision, int given, int count,
@@ -109,15 +111,19 @@ class SiblingOpener {
             throw;
         }
     }
-    ~SiblingOpener() { join(); }
+    ~SiblingOpener() {  // the set was refused, or taken: no more shards are opened
+        cancel_ = true;
+        join();
+    }
     SiblingOpener(const SiblingOpener&) = delete;
     SiblingOpener& operator=(const SiblingOpener&) = delete;
 
     int count() const { return count_; }
-    // Shard `i` as opened, or its error thrown.
+    // Shard `i` as opened, or its error thrown (opened now if it was not tried).
     Shard take(int i) {
         join();
         Result& r = results_[static_cast<size_t>(i)];
+        if (!r.tried) return open_shard(split_path(prefix_, i, count_) + revision_, opts_);
         if (r.error) std::rethrow_exception(r.error);
         return std::move(r.shard);
     }
@@ -127,17 +133,20 @@ class SiblingOpener {
     struct Result {
         Shard shard;
         std::exception_ptr error;
+        bool tried = false;
     };
     void run() {
         for (;;) {
             const size_t k = next_.fetch_add(1);
-            if (k >= todo_.size()) return;
+            if (k >= todo_.size() || cancel_) return;
             const int i = todo_[k];
             Result& r = results_[static_cast<size_t>(i)];
+            r.tried = true;
             try {
                 r.shard = open_shard(split_path(prefix_, i, count_) + revision_, opts_);
             } catch (...) {
                 r.error = std::current_exception();
+                cancel_ = true;  // the set cannot be opened (or its name is wrong): ask for no more
             }
         }
     }
@@ -150,6 +159,7 @@ class SiblingOpener {
     std::string prefix_, revision_;
     std::vector<int> todo_;
     std::atomic<size_t> next_{0};
+    std::atomic<bool> cancel_{false};  // the given shard's header disagrees with its name: stop
     std::vector<Result> results_;
     std::vector<std::thread> threads_;
 };
