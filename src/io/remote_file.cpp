@@ -170,7 +170,10 @@ struct RemoteEngine {
         work_cv.notify_all();
     }
 
-    // The next chunk to fetch: the first queued one of the stream with the least fetched ahead.
+    // The next chunk to fetch: the first queued one of the stream with the least fetched ahead. Not held
+    // back by the budget: a request holds no buffer until its answer arrives (take_buffer), so the
+    // connections stay busy while the budget is full (with 200 ms before every response, the data
+    // of a splice took 1.89-1.94 s against 2.11-2.57 s when no request was sent while it was full).
     ChunkPtr pick() {  // under mu
         ChunkPtr best;
         uint64_t best_ahead = UINT64_MAX;
@@ -183,7 +186,6 @@ struct RemoteEngine {
                     break;
                 }
         }
-        if (best && held > 0 && held + cost(best) > kBudget) return nullptr;
         return best;
     }
 
