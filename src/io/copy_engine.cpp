@@ -569,7 +569,7 @@ CopyReport run_copy_jobs(const std::vector<const CopyJob*>& jobs,
     if (options.durable) flush_all(outputs, threads);
     // Every source must still be the file that was parsed and planned: one truncated or rewritten while
     // it was copied leaves old and new bytes mixed in the output (docs/reliability.md).
-    for (const InputFile* src : sources) src->check_unchanged();
+    InputFile::check_unchanged_all(sources);
     check_interrupted();
     // Renamed last to first: the first shard, the one llama.cpp is given, appears only once every
     // other file of the set is in place, so a crash between two renames leaves no loadable partial set.

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <map>
 #include <optional>
 #include <thread>
@@ -99,7 +101,14 @@ struct Reply {
 struct BodyCheck {
     const HttpPin* pin = nullptr;
     uint64_t from = 0, to = 0;  // inclusive, as asked
-    uint8_t* dst = nullptr;
+    // Where the whole range goes: *base, taken from `acquire` when the first checked body byte
+    // arrives, so that a request waiting on its round trip holds no memory; this attempt's bytes go
+    // from *base + skip (a resumed attempt skips what earlier ones stored).
+    uint8_t** base = nullptr;
+    uint64_t skip = 0;
+    const std::function<uint8_t*()>* acquire = nullptr;
+    std::exception_ptr error;  // thrown by acquire
+    bool abandoned = false;    // acquire said the bytes are no longer wanted
     bool checked = false;
 };
 
@@ -179,7 +188,19 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
         r.refused = fmt::format("asked for {} bytes, the server sent more", want);
         return 0;
     }
-    std::memcpy(b.dst + r.received, data, len);
+    if (!*b.base) {
+        try {
+            *b.base = (*b.acquire)();
+        } catch (...) {
+            b.error = std::current_exception();
+            return 0;
+        }
+        if (!*b.base) {
+            b.abandoned = true;
+            return 0;
+        }
+    }
+    std::memcpy(*b.base + b.skip + r.received, data, len);
     r.received += len;
     return len;
 }
@@ -309,6 +330,8 @@ Walk walk(const std::string& display, const std::string& start, BodyCheck* body,
         w.reply = send(url, body, token);
         const Reply& r = w.reply;
         if (hop == 0) w.repo_commit = r.header("x-repo-commit").value_or("");
+        if (body && body->error) std::rethrow_exception(body->error);
+        if (body && body->abandoned) throw Interrupted();
         if (r.code == CURLE_ABORTED_BY_CALLBACK) {
             if (!r.refused.empty()) throw IoError(display, r.refused);
             throw Interrupted();
@@ -396,14 +419,27 @@ HttpPin http_pin(const std::string& display, const std::string& url, RedirectCac
 }
 
 void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n, uint8_t* dst) {
+    const std::function<uint8_t*()> acquire = [dst] { return dst; };
+    http_get_range(pin, cache, offset, n, acquire);
+}
+
+void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n,
+                    const std::function<uint8_t*()>& acquire) {
     if (n == 0) return;
+    uint8_t* dst = nullptr;
     if (offset > pin.size || n > pin.size - offset)
         throw IoError(pin.display, fmt::format("read of bytes {}-{} past the end of the {}-byte file", offset,
                                                offset + n - 1, pin.size));
     uint64_t done = 0;
     bool from_origin = false;
     for (uint64_t attempt = 0;;) {
-        BodyCheck body{&pin, offset + done, offset + n - 1, dst + done};
+        BodyCheck body;
+        body.pin = &pin;
+        body.from = offset + done;
+        body.to = offset + n - 1;
+        body.base = &dst;
+        body.skip = done;
+        body.acquire = &acquire;
         const std::string start = from_origin ? pin.origin_url : cache.get();
         bool token_sent = false;
         Walk w = walk(pin.display, start, &body, &token_sent);

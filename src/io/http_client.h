@@ -44,6 +44,12 @@ HttpPin http_pin(const std::string& display, const std::string& url, RedirectCac
 
 // Bytes [offset, offset + n) of the pinned file into dst, checked against the pin.
 void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n, uint8_t* dst);
+// The same, with the destination asked for only when the first body byte has arrived and passed the
+// checks (so that a request waiting on its round trip holds no buffer): `acquire` returns where the n
+// bytes go, or nullptr when they are no longer wanted (then Interrupted is thrown). It may block; it
+// is called at most once, from the calling thread.
+void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n,
+                    const std::function<uint8_t*()>& acquire);
 
 // Process-wide counts: bytes of ranged bodies received, requests sent (HEADs, GETs, redirects,
 // retries), retries.

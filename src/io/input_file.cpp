@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -65,6 +67,30 @@ void InputFile::read(uint64_t offset, void* dst, size_t n) const {
         out += got;
         offset += static_cast<uint64_t>(got);
         n -= static_cast<size_t>(got);
+    }
+}
+
+void InputFile::check_unchanged_all(const std::vector<const InputFile*>& files) {  // static
+    std::vector<std::exception_ptr> errors(files.size());
+    std::vector<std::thread> threads;
+    try {
+        for (size_t i = 0; i < files.size(); ++i)
+            if (files[i]->remote_)
+                threads.emplace_back([&files, &errors, i] {
+                    try {
+                        files[i]->check_unchanged();
+                    } catch (...) {
+                        errors[i] = std::current_exception();
+                    }
+                });
+    } catch (...) {  // a thread that could not start: join those that did
+        for (auto& t : threads) t.join();
+        throw;
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < files.size(); ++i) {
+        if (errors[i]) std::rethrow_exception(errors[i]);
+        if (!files[i]->remote_) files[i]->check_unchanged();
     }
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gguf_reap {
 
@@ -58,6 +59,9 @@ class InputFile {
     // that changed while it was read may mix old and new contents, so nothing made from them may be
     // renamed into place (splice) or declared verified (audit).
     void check_unchanged() const;
+    // check_unchanged of each; remote files are asked in parallel (each is a round trip). The first
+    // failure in the given order is thrown.
+    static void check_unchanged_all(const std::vector<const InputFile*>& files);
 
   private:
     InputFile() = default;

@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -24,13 +26,18 @@ namespace gguf_reap {
 namespace {
 
 // Requests of at most 4 MiB: large enough that a request's round trip is small against its transfer
-// on a fast link, small enough that eight of them in flight and two more fetched ahead stay in the
-// budget.
+// on a fast link, few enough that a server answering a few hundred requests a second keeps up.
 constexpr uint64_t kChunkMax = uint64_t{4} << 20;
-// Bytes fetched ahead and not yet read, all files and passes together (plus one chunk per reading
-// thread that fetches for itself): the copy engine's buffers and this stay under 64 MiB. Chunks live
-// in buffers of kChunkMax that are reused, never returned to malloc: freed and allocated again by
-// eleven threads, 4 MiB blocks stayed in glibc's per-thread arenas and a splice peaked at 99 MiB.
+// Bytes fetched ahead and not yet read, all files and passes together, counted in whole buffers (plus
+// one buffer for the first waiting request of a stream, and one per reader that waits for a request
+// or fetches one itself): the copy engine's buffers and this stay under 64 MiB. A request holds
+// no buffer while it waits for its answer: it takes one when its first body byte arrives, and waits
+// there (the server's bytes wait in the socket) while the budget is full. So requests in flight are
+// bounded by the connections, not by the budget, and a link with latency is kept busy (with the
+// buffer taken at the request, at most six requests of 4 MiB were in flight, and 40 ms before every
+// response made a splice 2.6x slower; docs/performance.md "Remote"). Chunks live in buffers of
+// kChunkMax that are reused, never returned to malloc: freed and allocated again by eleven threads,
+// 4 MiB blocks stayed in glibc's per-thread arenas and a splice peaked at 99 MiB.
 constexpr uint64_t kBudget = uint64_t{24} << 20;
 // Gap policy (docs/remote.md, measured in docs/performance.md "Remote"): two announced ranges of one
 // stream become one request when the gap between them is at most 256 KiB and the unread bytes of the
@@ -47,7 +54,7 @@ constexpr uint64_t kWindowBudget = uint64_t{8} << 20;
 unsigned connections() {
     static const unsigned n = [] {
         const char* v = std::getenv("GGUF_REAP_HTTP_CONNECTIONS");
-        unsigned c = 8;
+        unsigned c = 16;
         if (v && *v) {
             const auto [p, ec] = std::from_chars(v, v + std::strlen(v), c);
             if (ec != std::errc() || *p || c == 0 || c > 64)
@@ -69,6 +76,7 @@ struct Chunk {
     std::unique_ptr<uint8_t[]> data;
     std::exception_ptr error;
     bool orphan = false;  // its stream closed while it was being fetched
+    bool wanted = false;  // a reader waits for it
 };
 using ChunkPtr = std::shared_ptr<Chunk>;
 
@@ -87,7 +95,7 @@ struct Window {
 
 struct RemoteEngine {
     std::mutex mu;
-    std::condition_variable work_cv, done_cv;
+    std::condition_variable work_cv, done_cv, buffer_cv;
     std::map<uint64_t, Stream> streams;
     uint64_t next_stream = 1;
     uint64_t held = 0;
@@ -112,7 +120,7 @@ struct RemoteEngine {
         return b;
     }
     void give_back(std::unique_ptr<uint8_t[]> b) {  // under mu
-        if (b && spare.size() < kBudget / kChunkMax) spare.push_back(std::move(b));
+        if (b && spare.size() < kBudget / kChunkMax + 1) spare.push_back(std::move(b));
     }
 
     static RemoteEngine& get() {
@@ -130,6 +138,10 @@ struct RemoteEngine {
         files.clear();
     }
 
+    // A chunk's share of the budget: the whole buffer it occupies, whatever its length (a 1 MiB run
+    // in a 4 MiB buffer touches 4 MiB once the buffer has held a full chunk).
+    static uint64_t cost(const ChunkPtr&) { return kChunkMax; }
+
     void start_threads() {  // under mu
         if (!threads.empty()) return;
         for (unsigned i = 0; i < connections(); ++i) threads.emplace_back([this] { work(); });
@@ -138,15 +150,17 @@ struct RemoteEngine {
     void free_chunk(const ChunkPtr& c) {  // under mu
         if (c->state == ChunkState::kFetching) {
             c->orphan = true;
+            buffer_cv.notify_all();
             return;
         }
-        if (c->data) held -= c->len;
+        if (c->data) held -= std::min(held, cost(c));
         if (c->state != ChunkState::kQueued) {
             auto s = streams.find(c->stream);
             if (s != streams.end()) s->second.ahead -= std::min(s->second.ahead, c->len);
         }
         give_back(std::move(c->data));
         c->state = ChunkState::kFreed;
+        buffer_cv.notify_all();
         auto& idx = index[c->file];
         for (auto [it, end] = idx.equal_range(c->off); it != end; ++it)
             if (it->second == c) {
@@ -156,7 +170,10 @@ struct RemoteEngine {
         work_cv.notify_all();
     }
 
-    // The next chunk to fetch: the first queued one of the stream with the least fetched ahead.
+    // The next chunk to fetch: the first queued one of the stream with the least fetched ahead. Not held
+    // back by the budget: a request holds no buffer until its answer arrives (take_buffer), so the
+    // connections stay busy while the budget is full (with 200 ms before every response, the data
+    // of a splice took 1.89-1.94 s against 2.11-2.57 s when no request was sent while it was full).
     ChunkPtr pick() {  // under mu
         ChunkPtr best;
         uint64_t best_ahead = UINT64_MAX;
@@ -169,22 +186,51 @@ struct RemoteEngine {
                     break;
                 }
         }
-        if (best && held > 0 && held + best->len > kBudget) return nullptr;
         return best;
     }
 
     void claim(const ChunkPtr& c) {  // under mu
         c->state = ChunkState::kFetching;
-        c->data = buffer();
-        held += c->len;
         streams[c->stream].ahead += c->len;
     }
 
-    // Fetches a claimed chunk; called without the lock.
-    void fetch(const ChunkPtr& c) {
+    // Whether `c` is the first chunk of its stream still waiting for its bytes: its reader will need it
+    // before any other, so it may take one buffer over the budget (the budget is often held by chunks
+    // fetched after it, which its reader reads only after it).
+    bool first_waiting(const ChunkPtr& c) {  // under mu
+        auto s = streams.find(c->stream);
+        if (s == streams.end()) return false;
+        for (const ChunkPtr& q : s->second.chunks)
+            if (q->state == ChunkState::kQueued || (q->state == ChunkState::kFetching && !q->data))
+                return q == c;
+        return false;
+    }
+
+    // The buffer of a claimed chunk whose first body byte has arrived: waits while the budget is full,
+    // unless a reader waits for this very chunk (`wanted`) or fetches it itself (`now`): those always
+    // get one, so that every waiting reader makes progress whatever holds the budget (at most one
+    // buffer over the budget per reading thread, as when a reader fetches for itself). nullptr when
+    // the chunk is no longer wanted (its stream closed, the process stopping, an interrupt).
+    uint8_t* take_buffer(const ChunkPtr& c, bool now) {
+        std::unique_lock<std::mutex> lock(mu);
+        for (;;) {
+            if (stop || c->orphan || interrupted()) return nullptr;
+            if (now || c->wanted || held + cost(c) <= kBudget ||
+                (held + cost(c) <= kBudget + kChunkMax && first_waiting(c))) {
+                c->data = buffer();
+                held += cost(c);
+                return c->data.get();
+            }
+            buffer_cv.wait_for(lock, std::chrono::milliseconds(100));
+        }
+    }
+
+    // Fetches a claimed chunk; called without the lock. `now`: the reader fetches it for itself.
+    void fetch(const ChunkPtr& c, bool now = false) {
         std::exception_ptr err;
         try {
-            http_get_range(c->file->pin_, c->file->redirect_, c->off, c->len, c->data.get());
+            const std::function<uint8_t*()> acquire = [this, &c, now] { return take_buffer(c, now); };
+            http_get_range(c->file->pin_, c->file->redirect_, c->off, c->len, acquire);
         } catch (...) {
             err = std::current_exception();
         }
@@ -276,38 +322,74 @@ struct RemoteEngine {
 
 namespace {
 
-// hf:// revisions pinned so far: "ENDPOINT ORG/REPO REVISION" → commit.
-std::map<std::string, std::string>& pinned_commits() {
-    static std::map<std::string, std::string> m;
-    return m;
+// hf:// revisions pinned so far: "ENDPOINT ORG/REPO REVISION" → the commit, once the first file of
+// that revision has been pinned. Files opened at the same time (the shards of a set, in parallel) wait
+// for the first one's answer, so that every file of a run is pinned to one commit; when that first
+// pin fails, the next waiting file asks for itself (its own error, naming its own path).
+struct CommitPins {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, std::optional<std::string>> commits;  // nullopt: being asked
+};
+CommitPins& commit_pins() {
+    static CommitPins p;
+    return p;
 }
 
 }  // namespace
 
 std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
     RemoteEngine& e = RemoteEngine::get();
-    std::lock_guard<std::mutex> lock(e.open_mu);
-    if (auto it = e.files.find(path); it != e.files.end()) return it->second;
+    {
+        std::lock_guard<std::mutex> lock(e.open_mu);
+        if (auto it = e.files.find(path); it != e.files.end()) return it->second;
+    }
+    // Pinned outside the lock: several files (a set's shards) are pinned in parallel.
     std::shared_ptr<RemoteFile> f(new RemoteFile());
     if (const auto hub = parse_hub_path(path)) {
         const std::string key = fmt::format("{} {} {}", hub_endpoint(), hub->repo, hub->revision);
-        auto known = pinned_commits().find(key);
-        if (known != pinned_commits().end()) {
-            f->pin_ = http_pin(path, hub_resolve_url(*hub, known->second), f->redirect_);
-            f->hub_revision_ = hub->repo + "@" + known->second;
-        } else {
-            f->pin_ = http_pin(path, hub_resolve_url(*hub, hub->revision), f->redirect_);
-            const std::string commit = f->pin_.repo_commit.empty() ? hub->revision : f->pin_.repo_commit;
-            if (commit != hub->revision)  // from here on, ask for the commit, never the moving name
+        CommitPins& cp = commit_pins();
+        std::unique_lock<std::mutex> lock(cp.mu);
+        for (;;) {
+            auto it = cp.commits.find(key);
+            if (it == cp.commits.end()) break;  // nobody has it, nobody is asking: ask
+            if (it->second) {
+                const std::string commit = *it->second;
+                lock.unlock();
                 f->pin_ = http_pin(path, hub_resolve_url(*hub, commit), f->redirect_);
-            pinned_commits()[key] = commit;
-            f->hub_revision_ = hub->repo + "@" + commit;
+                f->hub_revision_ = hub->repo + "@" + commit;
+                break;
+            }
+            cp.cv.wait_for(lock, std::chrono::milliseconds(100));
+            if (interrupted()) {
+                lock.unlock();
+                check_interrupted();
+            }
+        }
+        if (f->hub_revision_.empty()) {
+            cp.commits[key] = std::nullopt;
+            lock.unlock();
+            try {
+                f->pin_ = http_pin(path, hub_resolve_url(*hub, hub->revision), f->redirect_);
+                const std::string commit = f->pin_.repo_commit.empty() ? hub->revision : f->pin_.repo_commit;
+                if (commit != hub->revision)  // from here on, ask for the commit, never the moving name
+                    f->pin_ = http_pin(path, hub_resolve_url(*hub, commit), f->redirect_);
+                f->hub_revision_ = hub->repo + "@" + commit;
+                lock.lock();
+                cp.commits[key] = commit;
+            } catch (...) {
+                if (!lock.owns_lock()) lock.lock();
+                cp.commits.erase(key);
+                cp.cv.notify_all();
+                throw;
+            }
+            cp.cv.notify_all();
         }
     } else {
         f->pin_ = http_pin(path, path, f->redirect_);
     }
-    e.files[path] = f;
-    return f;
+    std::lock_guard<std::mutex> lock(e.open_mu);
+    return e.files.emplace(path, f).first->second;  // a file pinned meanwhile by another thread wins
 }
 
 void RemoteFile::check_unchanged() {
@@ -426,11 +508,15 @@ void RemoteFile::read(uint64_t offset, void* dst_, size_t n) {
         if (c->state == ChunkState::kQueued) {  // the pool has not reached it: fetch it here
             e.claim(c);
             lock.unlock();
-            e.fetch(c);
+            e.fetch(c, true);
             lock.lock();
             continue;
         }
         if (c->state == ChunkState::kFetching) {
+            if (!c->wanted) {
+                c->wanted = true;
+                e.buffer_cv.notify_all();
+            }
             e.done_cv.wait_for(lock, std::chrono::milliseconds(100));
             if (interrupted()) {
                 lock.unlock();

@@ -7,9 +7,11 @@
 //
 // Reads come two ways. Passes over many ranges (splice's kept slabs, audit's source runs) announce
 // them first through io/prefetcher.h: each announcement is cut into requests of at most 4 MiB, ranges
-// closer than the gap policy allows are merged into one request, and a pool of connections fetches
-// them ahead of the reader, in parallel, into memory bounded by a budget (24 MiB in all, whatever the
-// number of files, passes or threads). A read takes its bytes from there and frees them. Anything not
+// closer than the gap policy allows are merged into one request, and a pool of 16 connections fetches
+// them ahead of the reader, in parallel, into memory bounded by a budget (six 4 MiB buffers in all,
+// whatever the number of files, passes or threads). A request takes its buffer only when its first
+// body byte arrives, so requests waiting on their round trips hold none. A read takes its bytes from
+// there and frees them. Anything not
 // announced (a header being parsed) is read through a small window that doubles while the reads stay
 // sequential (256 KiB up to 2 MiB), so a header costs a few requests and little more than its size.
 #pragma once
@@ -26,7 +28,8 @@ namespace gguf_reap {
 
 class RemoteFile {
   public:
-    // Pins `path` (https://, http:// or hf://). The same path opened again in this process gives the
+    // Pins `path` (https://, http:// or hf://); several files may be opened in parallel from different
+    // threads (a remote shard set's siblings are). The same path opened again in this process gives the
     // same pinned file, which lives until the process ends. Throws Error (exit 2: malformed, 404, 401/403),
     // IoError, Interrupted.
     static std::shared_ptr<RemoteFile> open(const std::string& path);

@@ -3,8 +3,13 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <filesystem>
+#include <optional>
 #include <regex>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,10 +50,11 @@ SplitKeys read_split_keys(const Shard& s) {
     return k;
 }
 
-Shard open_shard(const std::string& path, const ParseOptions& opts) {
+Shard open_shard(const std::string& path, const ParseOptions& opts,
+                 std::shared_ptr<InputFile> file = nullptr) {
     Shard s;
     s.path = path;
-    s.file = InputFile::open(path);
+    s.file = file ? std::move(file) : InputFile::open(path);
     s.header = parse_gguf_header(*s.file, opts);
     return s;
 }
@@ -79,16 +85,104 @@ std::string split_path(std::string_view prefix, int number, int count) {
     return fmt::format("{}-{:05d}-of-{:05d}.gguf", prefix, number, count);
 }
 
+namespace {
+
+// The shards of a remote set other than the given one, opened (pinned, their headers read) in
+// parallel with it: each costs round trips, and one after another they added up (docs/remote.md).
+// Started from the file name alone; the set is checked against the headers as for local files, and
+// a shard's error is thrown only when the set turns out to need that shard. After a sibling's error
+// no more are started (a name that says -of-00999 for a set of 3 asks for a few, not 998); a shard
+// not tried is opened when it is needed, so the error is the first in shard order, as before.
+class SiblingOpener {
+  public:
+    SiblingOpener(const std::string& prefix, const std::string& revision, int given, int count,
+                  const ParseOptions& opts)
+        : opts_(opts), count_(count) {
+        results_.resize(static_cast<size_t>(count) + 1);
+        for (int i = 1; i <= count; ++i)
+            if (i != given) todo_.push_back(i);
+        prefix_ = prefix;
+        revision_ = revision;
+        const size_t n = std::min<size_t>(todo_.size(), kParallel);
+        try {
+            for (size_t t = 0; t < n; ++t) threads_.emplace_back([this] { run(); });
+        } catch (...) {
+            join();
+            throw;
+        }
+    }
+    ~SiblingOpener() {  // the set was refused, or taken: no more shards are opened
+        cancel_ = true;
+        join();
+    }
+    SiblingOpener(const SiblingOpener&) = delete;
+    SiblingOpener& operator=(const SiblingOpener&) = delete;
+
+    int count() const { return count_; }
+    // Shard `i` as opened, or its error thrown (opened now if it was not tried).
+    Shard take(int i) {
+        join();
+        Result& r = results_[static_cast<size_t>(i)];
+        if (!r.tried) return open_shard(split_path(prefix_, i, count_) + revision_, opts_);
+        if (r.error) std::rethrow_exception(r.error);
+        return std::move(r.shard);
+    }
+
+  private:
+    static constexpr size_t kParallel = 8;
+    struct Result {
+        Shard shard;
+        std::exception_ptr error;
+        bool tried = false;
+    };
+    void run() {
+        for (;;) {
+            const size_t k = next_.fetch_add(1);
+            if (k >= todo_.size() || cancel_) return;
+            const int i = todo_[k];
+            Result& r = results_[static_cast<size_t>(i)];
+            r.tried = true;
+            try {
+                r.shard = open_shard(split_path(prefix_, i, count_) + revision_, opts_);
+            } catch (...) {
+                r.error = std::current_exception();
+                cancel_ = true;  // the set cannot be opened (or its name is wrong): ask for no more
+            }
+        }
+    }
+    void join() {
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
+    }
+    const ParseOptions& opts_;
+    int count_;
+    std::string prefix_, revision_;
+    std::vector<int> todo_;
+    std::atomic<size_t> next_{0};
+    std::atomic<bool> cancel_{false};  // the given shard's header disagrees with its name: stop
+    std::vector<Result> results_;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
 ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
     ShardSet set;
-    Shard given = open_shard(path, opts);
-    const SplitKeys gk = read_split_keys(given);
     // A URL's shards are named by the same rule; an hf:// path's "@REVISION" stays on every sibling.
     const bool remote = is_remote_path(path);
     // (Not a structured binding: the lambda below captures it, which clang 14 refuses.)
     const auto named_revision = split_revision_suffix(path);
     const std::string& revision = named_revision.second;
     const auto name = parse_split_name(named_revision.first);
+    // hf://: the given shard is pinned first, so that it is the one that resolves the revision and the
+    // siblings ask for its commit.
+    std::shared_ptr<InputFile> given_file;
+    if (remote && path.starts_with("hf://")) given_file = InputFile::open(path);
+    std::optional<SiblingOpener> siblings;
+    if (remote && name && name->count > 1 && name->number >= 1 && name->number <= name->count)
+        siblings.emplace(name->prefix, revision, name->number, name->count, opts);
+    Shard given = open_shard(path, opts, std::move(given_file));
+    const SplitKeys gk = read_split_keys(given);
 
     // An unsplit file: no split.count, or split.count <= 1 (gguf-split --merge writes 0).
     if (!gk.count || *gk.count <= 1) {
@@ -125,7 +219,8 @@ ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
             std::error_code ec;
             if (!remote && !std::filesystem::exists(p, ec)) throw missing();
             try {
-                set.shards_.push_back(open_shard(p, opts));
+                set.shards_.push_back(siblings && siblings->count() == count ? siblings->take(i)
+                                                                             : open_shard(p, opts));
             } catch (const Error& e) {
                 // A server says "missing" with a 404 (Error, exit 2, "... not found (HTTP 404)").
                 if (remote && e.exit_code() == kExitBadInput &&

@@ -127,4 +127,25 @@ run "$BIN" inspect "$URL/part/model-00001-of-00003.gguf"
 expect_code 2
 expect_err "$URL/part/model-00002-of-00003.gguf: shard: missing shard 2 of 3"
 
+case_ "every shard of a URL's set is pinned once; a wrong name stops the requests for its siblings"
+clear_log
+run "$BIN" inspect "$M"
+expect_code 0
+py "
+rows = [json.loads(l) for l in open('$SLOG')]
+heads = [r['path'] for r in rows if r['method'] == 'HEAD']
+assert sorted(heads) == ['/model-0000%d-of-00003.gguf' % i for i in (1, 2, 3)], heads
+" && _pass || _fail "each shard was not pinned once"
+# A name that says 999 shards for a file of 3: refused as for a file, without asking for 998 siblings.
+mkdir -p "$WORK/srv/many"
+cp "$WORK/srv/model-00002-of-00003.gguf" "$WORK/srv/many/model-00002-of-00999.gguf"
+clear_log
+run "$BIN" inspect "$URL/many/model-00002-of-00999.gguf"
+expect_code 2
+expect_err "split.count is 3 but the file name says -of-00999"
+py "
+rows = [json.loads(l) for l in open('$SLOG')]
+assert len(rows) < 100, len(rows)
+" && _pass || _fail "the siblings of a wrong name were all asked for"
+
 finish

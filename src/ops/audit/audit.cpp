@@ -162,11 +162,13 @@ std::vector<ShardBytes> byte_pass(const AuditOptions& o, bool with_source, bool 
 // The verdict holds only for files that stayed as they were opened: one truncated or rewritten during
 // the pass may have been read half old, half new, so the audit stops without one.
 void check_unchanged(const Source& src, const OutputSet& out) {
+    std::vector<const InputFile*> files;
     if (src.model)
         for (const auto& s : src.model->shards())
-            if (s.file) s.file->check_unchanged();
+            if (s.file) files.push_back(s.file.get());
     for (const OutShard& s : out.shards)
-        if (s.file) s.file->check_unchanged();
+        if (s.file) files.push_back(s.file.get());
+    InputFile::check_unchanged_all(files);
 }
 
 // The shards as found and the byte pass's counters, added up.
