@@ -28,7 +28,7 @@ constexpr std::array<std::string_view, 3> kGrovemoeLookAlikes{"ffn_gate_chexps",
 // expert width is read, how the shared experts are sized, flags, look-alikes, which blocks are MoE, whether
 // feed_forward_length sizes dense FFN tensors (model/loader_ffn.h), the optional expert tensors the loader
 // creates (ArchTakes). Two lines a row: the first five columns, then the other five.
-constexpr std::array<ArchInfo, 62> kArchs{{
+constexpr auto kArchs = std::to_array<ArchInfo>({
     // clang-format off
     {"afmoe",          "src/models/afmoe.cpp",          A::kPrunable,      W::kExpertKey,          S::kWidthTimesCount,
                        0,                                                      {},                  M::kLeadingDense, true,  T::kProbsBias},
@@ -155,7 +155,8 @@ constexpr std::array<ArchInfo, 62> kArchs{{
     {"step35",         "src/models/step35.cpp",         A::kPrunable,      W::kExpertKey,          S::kOwnKey,
                        F::kNextn,                                              {},                  M::kFromTensors,  true,  T::kProbsBias},
     // clang-format on
-}};
+});
+static_assert(std::ranges::is_sorted(kArchs, {}, &ArchInfo::name), "kArchs is sorted by name (arch_info)");
 
 }  // namespace
 

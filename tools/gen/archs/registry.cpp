@@ -8,7 +8,7 @@ namespace gguf_reap::gen {
 namespace {
 
 // Sorted by name (find_arch_preset searches it).
-constexpr std::array<ArchPreset, 62> kPresets{{
+constexpr auto kPresets = std::to_array<ArchPreset>({
     {"afmoe", build_afmoe},
     {"arctic", build_arctic},
     {"bailingmoe", build_bailingmoe},
@@ -71,7 +71,8 @@ constexpr std::array<ArchPreset, 62> kPresets{{
     {"rnd1", build_rnd1},
     {"smallthinker", build_smallthinker},
     {"step35", build_step35},
-}};
+});
+static_assert(std::ranges::is_sorted(kPresets, {}, &ArchPreset::name), "kPresets is sorted by name");
 
 }  // namespace
 
