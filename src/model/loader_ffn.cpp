@@ -363,6 +363,35 @@ std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
     }
 }
 
+SharedWidthUnderCut shared_width_under_cut(const ArchInfo& info) {
+    SharedWidthUnderCut c;
+    switch (info.shared_width) {
+        case SharedWidthRule::kFromTensors:
+        case SharedWidthRule::kOwnKey:
+            break;
+        case SharedWidthRule::kWidthTimesCount:
+        case SharedWidthRule::kWidthTimesMaxCount:
+            c.count_absorbs = true;
+            break;
+        case SharedWidthRule::kEqualsWidth:
+            c.equals_routed = true;
+            break;
+        case SharedWidthRule::kOwnKeyOrWidthTimesCount:
+            c.own_key_times_count = true;
+            c.own_key_needed = true;
+            break;
+        case SharedWidthRule::kOwnKeyElseWidthTimesCount:
+        case SharedWidthRule::kOwnKeyElseWidth:
+            c.own_key_needed = true;
+            break;
+        case SharedWidthRule::kOwnKeyElseFf:
+            // The fallback is feed_forward_length, which a cut changes only where it is the expert width.
+            c.own_key_needed = info.width_key == ExpertWidthKey::kFfKey;
+            break;
+    }
+    return c;
+}
+
 std::vector<FfnMismatch> check_loader_ffn(const ArchInfo& info, const KvLookup& kv,
                                           std::span<const TensorInfo* const> tensors) {
     std::map<int, Block> blocks;

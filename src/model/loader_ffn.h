@@ -3,9 +3,10 @@
 // 34af94cd9): which blocks are MoE and which dense, the dense FFN width (feed_forward_length, one value
 // or one per block), the routed width where it falls back to feed_forward_length, the shared experts'
 // width, grovemoe's chunk experts and deepseek4's token → expert tables. The per-architecture facts
-// are columns of the tensor table (tensor_table.h, ArchInfo); this file evaluates them. Audit
-// (ops/audit_load_rules.cpp) reports every disagreement; width pruning (width.h) sizes the shared
-// experts with the same evaluator. Attention and embedding shapes are not modelled.
+// are columns of the tensor table (tensor_table.h, ArchInfo); this file evaluates them, and is the one
+// place that reads the shared-width rules (SharedWidthRule). Audit (ops/audit_load_rules.cpp) reports
+// every disagreement; width pruning (width.h) sizes the shared experts with the same evaluator and asks
+// shared_width_under_cut() what a cut must rewrite. Attention and embedding shapes are not modelled.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,21 @@ std::optional<Derived> routed_width(const ArchInfo& info, const KvLookup& kv, in
 // width and `routed` (routed_width()) is nullopt.
 std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
                                     const std::optional<Derived>& routed, int block);
+
+// What the shared-width rule of `info` makes of a width cut (routed width F → K) that must leave the
+// shared experts W wide, read from the same rules as shared_width(): width pruning (width.h) asks this.
+struct SharedWidthUnderCut {
+    // W is F itself, with no count to absorb a change (llama4): no cut keeps the shared experts' shape.
+    bool equals_routed = false;
+    // W = F × expert_shared_count (or × max(count, 1)): the cut rewrites the count as W / K.
+    bool count_absorbs = false;
+    // Without expert_shared_feed_forward_length the loader falls back to a width the cut changes: the cut
+    // writes that key.
+    bool own_key_needed = false;
+    // The own key is multiplied by expert_shared_count (bailingmoe2): the cut writes it as W / count.
+    bool own_key_times_count = false;
+};
+SharedWidthUnderCut shared_width_under_cut(const ArchInfo& info);
 
 // One tensor whose shape or presence the loader would refuse.
 struct FfnMismatch {

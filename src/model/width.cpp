@@ -54,7 +54,6 @@ const ArchInfo& cuttable_arch(const ShardSet& model, const MoeLayout& layout) {
                         path, arch));
     const ArchInfo* info = arch_info(arch);
     const ExpertWidthKey width_key = info ? info->width_key : ExpertWidthKey::kUnknown;
-    const SharedWidthRule shared_rule = info ? info->shared_width : SharedWidthRule::kFromTensors;
     if (width_key == ExpertWidthKey::kDenseKey)
         throw UsageError(fmt::format(
             "{}: architecture '{}' takes the expert FFN width from {}.feed_forward_length, the key its dense "
@@ -62,7 +61,7 @@ const ArchInfo& cuttable_arch(const ShardSet& model, const MoeLayout& layout) {
             path, arch, arch));
     // llama4's loader sizes its shared expert as expert_feed_forward_length itself, with no count that
     // could absorb the change (`n_ff_shexp = n_ff_exp`): any K < n_ff would break the shared tensors.
-    if (shared_rule == SharedWidthRule::kEqualsWidth)
+    if (info && shared_width_under_cut(*info).equals_routed)
         throw UsageError(fmt::format(
             "{}: architecture '{}' sizes its shared expert with {}.expert_feed_forward_length too, so "
             "cutting the routed experts would change the shape llama.cpp expects of the shared expert",
@@ -183,16 +182,13 @@ void plan_shared_width(const ShardSet& model, const MoeLayout& layout, const Arc
                        std::optional<size_t> w_from, WidthRules& r) {
     const std::string arch(info.name);
     const std::string& path = model.shards().front().path;
-    const SharedWidthRule shared_rule = info.shared_width;
-    r.shared_derived = shared_rule == SharedWidthRule::kWidthTimesCount ||
-                       shared_rule == SharedWidthRule::kWidthTimesMaxCount;
+    // What the loader's shared-width rule makes of the cut (model/loader_ffn.h, where the rules are read).
+    const SharedWidthUnderCut cut = shared_width_under_cut(info);
+    r.shared_derived = cut.count_absorbs;
     if (r.shared_derived) r.shared_count_key = arch_key(arch, kExpertSharedCountKey);
     // The own shared-width key, where the loader falls back to a width the cut changes.
-    const bool times_count = shared_rule == SharedWidthRule::kOwnKeyOrWidthTimesCount;
-    const bool own_key_needed =
-        shared_rule == SharedWidthRule::kOwnKeyElseWidthTimesCount || times_count ||
-        shared_rule == SharedWidthRule::kOwnKeyElseWidth ||
-        (shared_rule == SharedWidthRule::kOwnKeyElseFf && info.width_key == ExpertWidthKey::kFfKey);
+    const bool times_count = cut.own_key_times_count;
+    const bool own_key_needed = cut.own_key_needed;
     const std::string own_key = arch_key(arch, kSharedWidthKey);
     const Kv* own = model.find_kv(own_key);
     // The loader's shared width (model/loader_ffn.h, the evaluator audit uses too) must be the tensors'
