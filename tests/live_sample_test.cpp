@@ -24,10 +24,13 @@ std::set<std::string> families(const ArchInfo& a) {
         fmt::format("status={}", static_cast<int>(a.status)),
         fmt::format("expert width={}", static_cast<int>(a.width_key)),
         fmt::format("shared width={}", static_cast<int>(a.shared_width)),
+        fmt::format("shared count={}", static_cast<int>(a.shared_count)),
         fmt::format("moe blocks={}", static_cast<int>(a.moe_blocks)),
         fmt::format("dense ff={}", a.dense_ff),
         fmt::format("look-alikes={}", !a.look_alikes.empty()),
     };
+    for (const RequiredKey& k : a.required_keys)
+        f.insert(k.positive ? "requires a key > 0" : "requires a key");
     for (int bit = 0; bit < 8; ++bit) {
         if (a.flags & (1u << bit)) f.insert(fmt::format("flag {}", 1u << bit));
         if (a.takes & (1u << bit)) f.insert(fmt::format("takes {}", 1u << bit));

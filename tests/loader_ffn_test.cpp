@@ -91,5 +91,42 @@ TEST(SharedWidth, OwnKeyFirst) {
     EXPECT_EQ(shared("qwen3moe", Keys()), std::nullopt);
 }
 
+// How the count is read is a column of the table (SharedCount), not a test of the architecture's name.
+TEST(SharedWidth, CountReadAsTheTableSays) {
+    // bailingmoe3 (and kimi-*): max(count, 1).
+    EXPECT_EQ(shared("bailingmoe3", Keys().u32("bailingmoe3.expert_shared_count", 0)), 64u);
+    EXPECT_EQ(shared("bailingmoe3", Keys().u32("bailingmoe3.expert_shared_count", 2)), 128u);
+    // laguna: 1 where the key is absent, and the sentence says so.
+    const Keys none;
+    const auto laguna = shared_width(arch("laguna"), none.lookup(), Derived{64, "F = 64"}, 1);
+    ASSERT_TRUE(laguna);
+    EXPECT_EQ(laguna->value, 64u);
+    EXPECT_EQ(laguna->why, "F = 64 × 1 (default)");
+    EXPECT_EQ(shared("laguna", Keys().u32("laguna.expert_shared_count", 0)), 0u);
+    // cohere2moe: no shared experts without a count, whatever the own key says.
+    EXPECT_EQ(shared("cohere2moe", Keys().u32("cohere2moe.expert_shared_feed_forward_length", 96)), 0u);
+    EXPECT_EQ(shared("cohere2moe", Keys()
+                                       .u32("cohere2moe.expert_shared_feed_forward_length", 96)
+                                       .u32("cohere2moe.expert_shared_count", 1)),
+              96u);
+    EXPECT_EQ(shared("cohere2moe", Keys().u32("cohere2moe.expert_shared_count", 2)), 128u);
+    // Every other architecture reads the count as it is: 0 where absent.
+    EXPECT_EQ(shared("bailingmoe", Keys()), 0u);
+}
+
+TEST(SharedWidth, RequiredKeysAreAColumn) {
+    const auto suffixes = [](std::string_view a) {
+        std::string s;
+        for (const RequiredKey& k : arch(a).required_keys)
+            s += std::string(k.suffix) + (k.positive ? " > 0" : "") + ";";
+        return s;
+    };
+    EXPECT_EQ(suffixes("kimi-k3"), "expert_shared_count;");
+    EXPECT_EQ(suffixes("ernie4_5-moe"), "interleave_moe_layer_step > 0;");
+    EXPECT_EQ(suffixes("grovemoe"), "experts_per_group > 0;");
+    EXPECT_EQ(suffixes("minimax-m2"), "expert_feed_forward_length;");
+    EXPECT_EQ(suffixes("deepseek2"), "");
+}
+
 }  // namespace
 }  // namespace gguf_reap

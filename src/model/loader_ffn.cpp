@@ -66,20 +66,6 @@ std::string shape_with(const TensorInfo& t, int axis, uint64_t v) {
     return shape(u);
 }
 
-// Keys a loader requires beyond its width key (get_key without `false`), and those it requires > 0
-// (a GGML_ASSERT).
-struct RequiredKey {
-    std::string_view arch;
-    std::string_view suffix;
-    bool positive;
-};
-constexpr RequiredKey kRequiredKeys[] = {
-    {"bailingmoe3", kExpertSharedCountKey, false}, {"ernie4_5-moe", kInterleaveMoeStepKey, true},
-    {"grovemoe", kExpertsPerGroupKey, true},       {"hunyuan-moe", kExpertWidthKey, false},
-    {"kimi-k3", kExpertSharedCountKey, false},     {"kimi-linear", kExpertSharedCountKey, false},
-    {"minimax-m2", kExpertWidthKey, false},
-};
-
 void required_keys(const ArchInfo& info, const Keys& k, std::vector<FfnMismatch>& out) {
     auto need = [&](std::string_view suffix, bool positive, std::string_view what) {
         const Kv* kv = k.find(suffix);
@@ -96,8 +82,7 @@ void required_keys(const ArchInfo& info, const Keys& k, std::vector<FfnMismatch>
     if ((info.width_key == ExpertWidthKey::kFfKey || info.width_key == ExpertWidthKey::kDenseKey) &&
         k.uint(kExpertCountKey).value_or(0) > 0)
         need(kDenseWidthKey, false, "sizes the routed experts with it, and without it as 0 wide");
-    for (const RequiredKey& r : kRequiredKeys)
-        if (r.arch == info.name) need(r.suffix, r.positive, "requires it");
+    for (const RequiredKey& r : info.required_keys) need(r.suffix, r.positive, "requires it");
 }
 
 // The FFN tensors of one block.
@@ -308,12 +293,31 @@ std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
     const uint64_t own = k.uint(kSharedWidthKey).value_or(0);
     const std::string count_said = k.said(kExpertSharedCountKey), own_said = k.said(kSharedWidthKey);
     const std::string rw = routed_w ? routed_w->why : std::string();
-    auto times = [&](uint64_t count, std::string_view note) {
-        return Derived{routed * count, fmt::format("{} × {}{}", rw, count_said, note)};
+    // The count as the loader reads it (SharedCount), and how the sentence says it.
+    uint64_t count = count_key.value_or(0);
+    std::string count_term = count_said;
+    bool defaulted = false;
+    switch (info.shared_count) {
+        case SharedCount::kAsRead:
+            break;
+        case SharedCount::kAtLeastOne:
+            count = std::max<uint64_t>(count, 1);
+            count_term = fmt::format("max({}, 1)", count_said);
+            break;
+        case SharedCount::kDefaultOne:
+            if (!count_key) {
+                count = 1;
+                count_term = "1 (default)";
+                defaulted = true;
+            }
+            break;
+        case SharedCount::kGatesShared:
+            if (count == 0) return Derived{0, count_said};
+            break;
+    }
+    auto times = [&](std::string_view note) {
+        return Derived{routed * count, fmt::format("{} × {}{}", rw, count_term, defaulted ? "" : note)};
     };
-    // cohere2moe creates its shared experts only with expert_shared_count > 0, whatever the own key says.
-    if (info.name == "cohere2moe" && count_key.value_or(0) == 0)
-        return Derived{0, fmt::format("{}", count_said)};
     if (own > 0) {
         switch (info.shared_width) {
             case SharedWidthRule::kOwnKey:
@@ -321,15 +325,12 @@ std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
             case SharedWidthRule::kOwnKeyElseWidth:
             case SharedWidthRule::kOwnKeyElseFf:
                 return Derived{own, own_said};
-            case SharedWidthRule::kOwnKeyOrWidthTimesCount: {
-                const uint64_t c = count_key.value_or(0);
-                return Derived{own * c, fmt::format("{} × {}", own_said, count_said)};
-            }
+            case SharedWidthRule::kOwnKeyOrWidthTimesCount:
+                return Derived{own * count, fmt::format("{} × {}", own_said, count_term)};
             default:
                 break;
         }
     }
-    const uint64_t count = count_key.value_or(0);
     if (info.shared_width == SharedWidthRule::kFromTensors) return std::nullopt;
     if (info.shared_width == SharedWidthRule::kOwnKey) return Derived{0, own_said};
     if (info.shared_width == SharedWidthRule::kOwnKeyElseFf) {
@@ -339,25 +340,14 @@ std::optional<Derived> shared_width(const ArchInfo& info, const KvLookup& kv,
     if (!routed_w) return std::nullopt;
     switch (info.shared_width) {
         case SharedWidthRule::kWidthTimesCount:
-            return times(count, "");
-        case SharedWidthRule::kWidthTimesMaxCount:
-            return Derived{routed * std::max<uint64_t>(count, 1),
-                           fmt::format("{} × max({}, 1)", rw, count_said)};
+            return times("");
         case SharedWidthRule::kEqualsWidth:
             return Derived{routed, rw};
         case SharedWidthRule::kOwnKeyOrWidthTimesCount:
-            return times(count, fmt::format(" ({})", own_said));
+        case SharedWidthRule::kOwnKeyElseWidthTimesCount:
+            return times(fmt::format(" ({})", own_said));
         case SharedWidthRule::kOwnKeyElseWidth:
             return Derived{routed, fmt::format("{} ({})", rw, own_said)};
-        case SharedWidthRule::kOwnKeyElseWidthTimesCount:
-            // bailingmoe3 takes max(count, 1); laguna's count defaults to 1; cohere2moe creates no shared
-            // experts without a count.
-            if (info.name == "bailingmoe3")
-                return Derived{routed * std::max<uint64_t>(count, 1),
-                               fmt::format("{} × max({}, 1) ({})", rw, count_said, own_said)};
-            if (info.name == "laguna" && !count_key)
-                return Derived{routed, fmt::format("{} × 1 (default)", rw)};
-            return times(count, fmt::format(" ({})", own_said));
         default:
             return std::nullopt;
     }
@@ -370,7 +360,6 @@ SharedWidthUnderCut shared_width_under_cut(const ArchInfo& info) {
         case SharedWidthRule::kOwnKey:
             break;
         case SharedWidthRule::kWidthTimesCount:
-        case SharedWidthRule::kWidthTimesMaxCount:
             c.count_absorbs = true;
             break;
         case SharedWidthRule::kEqualsWidth:

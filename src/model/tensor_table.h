@@ -150,13 +150,27 @@ enum class ExpertWidthKey : uint8_t {
 enum class SharedWidthRule : uint8_t {
     kFromTensors,                // unrelated to the routed experts' width (or no shared experts)
     kOwnKey,                     // <arch>.expert_shared_feed_forward_length, no fallback
-    kWidthTimesCount,            // expert_feed_forward_length × expert_shared_count
-    kWidthTimesMaxCount,         // expert_feed_forward_length × max(expert_shared_count, 1) (kimi-*)
+    kWidthTimesCount,            // expert_feed_forward_length × expert_shared_count (SharedCount)
     kEqualsWidth,                // expert_feed_forward_length itself, no count to absorb a change (llama4)
     kOwnKeyElseWidthTimesCount,  // the own key, else width × count (bailingmoe3, cohere2moe, laguna)
     kOwnKeyOrWidthTimesCount,    // (the own key, else the routed width) × count (bailingmoe2)
     kOwnKeyElseWidth,            // the own key, else the routed width (exaone-moe, hy_v3)
     kOwnKeyElseFf,               // the own key, else feed_forward_length (qwen2moe, qwen3next, hunyuan-moe)
+};
+
+// How the loader reads expert_shared_count where its shared-width rule multiplies by it.
+enum class SharedCount : uint8_t {
+    kAsRead,       // the key's value, 0 when absent
+    kAtLeastOne,   // max(expert_shared_count, 1) (kimi-*, bailingmoe3)
+    kDefaultOne,   // 1 when the key is absent (laguna)
+    kGatesShared,  // no shared experts unless expert_shared_count > 0, whatever the own key says (cohere2moe)
+};
+
+// A key an architecture's loader requires beyond its width key (get_key without `false`); `positive`:
+// and requires > 0 (a GGML_ASSERT). The suffix after "<arch>.", e.g. kExpertSharedCountKey.
+struct RequiredKey {
+    std::string_view suffix;
+    bool positive = false;
 };
 
 // Which blocks the loader builds with routed experts; the others get a dense FFN (src/models/<arch>.cpp).
@@ -200,6 +214,7 @@ struct ArchInfo {
     ArchStatus status = ArchStatus::kPrunable;
     ExpertWidthKey width_key = ExpertWidthKey::kUnknown;
     SharedWidthRule shared_width = SharedWidthRule::kFromTensors;
+    SharedCount shared_count = SharedCount::kAsRead;
     uint8_t flags = 0;  // ArchFlag bits
     // Tensors named like expert tensors that are not: a base ("ffn_norm_exps", arctic's [n_embd] norm)
     // or a base.suffix ("ffn_gate_inp.scale", gemma4's router input scale).
@@ -209,6 +224,8 @@ struct ArchInfo {
     // feed_forward_length, one value or one per block (model/loader_ffn.h).
     bool dense_ff = false;
     uint8_t takes = 0;  // ArchTakes bits (0 for an architecture that can never hold experts)
+    // The keys the loader requires beyond the width key (model/loader_ffn.cpp reports them absent).
+    std::span<const RequiredKey> required_keys = {};
 
     bool has(uint8_t flag) const { return (flags & flag) != 0; }
     bool takes_tensor(uint8_t bit) const { return (takes & bit) != 0; }

@@ -8,7 +8,7 @@
 # that names the key that was changed.
 #
 # With GGUF_REAP_LLAMA_BIN set, llama.cpp judges the files again, and a verdict that differs from the
-# recorded one fails: a newer llama.cpp that changed a rule shows up here. It asks about a sample (622 of
+# recorded one fails: a newer llama.cpp that changed a rule shows up here. It asks about a sample (668 of
 # the 2,195 rows: every row of the architectures in tests/data/live-sample.txt, and one row of every
 # key, variant and verdict besides); GGUF_REAP_LIVE_FULL=1 asks about every row. Without it that is skipped.
 # ctest-parts: llama
