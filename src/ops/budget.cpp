@@ -9,6 +9,7 @@
 #include "gguf_reap/error.h"
 #include "io/sha256.h"
 #include "io/units.h"
+#include "model/keep_count.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {
@@ -113,17 +114,23 @@ std::string budget_words(const Budget& b) {
 }
 
 std::optional<std::string> KeepRules::refusal(int64_t k) const {
-    if (k < 1 || k > expert_count)
-        return fmt::format("a block has {} experts (keep 1..{})", expert_count, expert_count);
-    if (k < floor)
-        return fmt::format("fewer than expert_used_count = {}: llama.cpp routes every token to {} experts",
-                           floor, floor);
-    if (groups > 1 && k % groups)
-        return fmt::format("not a multiple of expert_group_count = {}: every group must keep the same number",
-                           groups);
-    if (auto why =
-            expert_count_change_refusal(arch, static_cast<uint64_t>(expert_count), static_cast<uint64_t>(k)))
-        return *why;
+    // The K rules (model/keep_count.h), as clauses; then what rank knows of this model's experts.
+    if (const auto no = keep_count_refusal({expert_count, floor, groups, arch}, k)) {
+        switch (no->breach) {
+            case KeepCountBreach::kOutOfRange:
+                return fmt::format("a block has {} experts (keep 1..{})", expert_count, expert_count);
+            case KeepCountBreach::kBelowUsed:
+                return fmt::format(
+                    "fewer than expert_used_count = {}: llama.cpp routes every token to {} experts", floor,
+                    floor);
+            case KeepCountBreach::kNotGroupMultiple:
+                return fmt::format(
+                    "not a multiple of expert_group_count = {}: every group must keep the same number",
+                    groups);
+            case KeepCountBreach::kCountChange:
+                return no->why;
+        }
+    }
     if (k < min_keep) return "fewer than the protected experts: " + min_why;
     if (max_keep > 0 && k > max_keep) return "more than the live experts: " + max_why;
     return std::nullopt;

@@ -14,6 +14,7 @@
 #include "gguf_reap/error.h"
 #include "io/parallel.h"
 #include "io/paths.h"
+#include "model/keep_count.h"
 #include "model/tensor_table.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_domains.h"
@@ -81,6 +82,8 @@ int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string
         throw UsageError("give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET");
     if (opts.fit) return 0;  // chosen once the dead and protected experts are known (rank_fit.h)
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
+    const KeepCountLimits limits{E, static_cast<int64_t>(in.expert_used_count), G,
+                                 in.source ? in.source->architecture : std::string()};
     int64_t n = 0;
     if (in.imported) {
         n = static_cast<int64_t>(in.imported->plan.n_keep);
@@ -99,29 +102,30 @@ int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string
         const double r = *opts.ratio;
         if (!(r > 0 && r < 1))
             throw UsageError(fmt::format("--ratio {} must be a fraction of experts to prune, 0 < R < 1", r));
-        n = E - std::llround(r * static_cast<double>(E));
-        // With expert groups the kept count must be a multiple of the group count: round up (keep more).
-        if (G > 1 && n % G) n += G - n % G;
+        n = keep_count_for_ratio(limits, r);
         rule = fmt::format("--ratio {}", r);
     }
-    if (n < 1 || n > E)
-        throw UsageError(
-            fmt::format("{} keeps {} experts per block; a block has {} (keep 1..{})", rule, n, E, E));
-    if (in.expert_used_count > 0 && n < static_cast<int64_t>(in.expert_used_count))
-        throw UsageError(
-            fmt::format("{} keeps {} experts per block, fewer than expert_used_count = {}: llama.cpp routes "
-                        "every token to {} experts and requires expert_used_count <= expert_count; keep at "
-                        "least {}",
-                        rule, n, in.expert_used_count, in.expert_used_count, in.expert_used_count));
-    if (in.source)
-        if (const auto why = expert_count_change_refusal(in.source->architecture, static_cast<uint64_t>(E),
-                                                         static_cast<uint64_t>(n)))
-            throw UsageError(fmt::format("{} keeps {} of {} experts per block: {}", rule, n, E, *why));
-    if (G > 1 && n % G)
-        throw UsageError(
-            fmt::format("{} keeps {} experts per block, not a multiple of expert_group_count = {}: routing "
-                        "picks experts group by group, so every group must keep the same number",
-                        rule, n, G));
+    // The K rules (model/keep_count.h), worded for the rule that chose n.
+    const auto no = keep_count_refusal(limits, n);
+    if (!no) return n;
+    switch (no->breach) {
+        case KeepCountBreach::kOutOfRange:
+            throw UsageError(
+                fmt::format("{} keeps {} experts per block; a block has {} (keep 1..{})", rule, n, E, E));
+        case KeepCountBreach::kBelowUsed:
+            throw UsageError(fmt::format(
+                "{} keeps {} experts per block, fewer than expert_used_count = {}: llama.cpp routes "
+                "every token to {} experts and requires expert_used_count <= expert_count; keep at "
+                "least {}",
+                rule, n, in.expert_used_count, in.expert_used_count, in.expert_used_count));
+        case KeepCountBreach::kCountChange:
+            throw UsageError(fmt::format("{} keeps {} of {} experts per block: {}", rule, n, E, no->why));
+        case KeepCountBreach::kNotGroupMultiple:
+            throw UsageError(fmt::format(
+                "{} keeps {} experts per block, not a multiple of expert_group_count = {}: routing "
+                "picks experts group by group, so every group must keep the same number",
+                rule, n, G));
+    }
     return n;
 }
 
