@@ -388,6 +388,23 @@ TEST(EstimateKv, PerLayerHeadCountKvWithLayersWithoutAttention) {
     EXPECT_EQ(kv.bytes_per_token_per_rank(4), (2u + 1) * (64 + 32) * 2);
 }
 
+TEST(EstimateKv, MtpBlocksOnlyWhereTheLoaderReadsThem) {
+    // nextn_predict_layers counts MTP blocks only where the architecture table's flag says the loader reads
+    // it (deepseek2 does, qwen3moe does not): a stray key in a qwen3moe file leaves every block decoding.
+    const auto kv = [](const std::string& arch) {
+        return kv_of({Kv::make_string("general.architecture", arch), Kv::make_u32(arch + ".block_count", 4),
+                      Kv::make_u32(arch + ".nextn_predict_layers", 1),
+                      Kv::make_u32(arch + ".embedding_length", 256),
+                      Kv::make_u32(arch + ".attention.head_count", 4),
+                      Kv::make_u32(arch + ".attention.head_count_kv", 4),
+                      Kv::make_u32(arch + ".attention.key_length", 64),
+                      Kv::make_u32(arch + ".attention.value_length", 64)});
+    };
+    EXPECT_EQ(kv("deepseek2").attention_layers, 3u);
+    EXPECT_EQ(kv("qwen3moe").attention_layers, 4u);
+    EXPECT_EQ(kv("qwen3moe").bytes_per_token, 4u * 4 * (64 + 64) * 2);
+}
+
 TEST(EstimateKv, HybridFullAttentionInterval) {
     // qwen3next: full attention on blocks 3 and 7, recurrent layers elsewhere.
     const KvFigures kv =

@@ -179,6 +179,11 @@ std::span<const ArchInfo> architectures() {
     return kArchs;
 }
 
+bool loader_reads(std::string_view arch, uint8_t flag) {
+    const ArchInfo* info = arch_info(arch);
+    return info == nullptr || info->has(flag);
+}
+
 std::optional<std::string> expert_count_change_refusal(std::string_view arch, uint64_t from, uint64_t to) {
     if (arch == "llama4" && from == 128 && to != 128)
         return fmt::format(

@@ -47,8 +47,7 @@ struct LoaderReads {
 };
 
 LoaderReads loader_reads(std::string_view arch) {
-    const ArchInfo* info = arch_info(arch);
-    auto reads = [&](uint8_t flag) { return info == nullptr || info->has(flag); };
+    auto reads = [&](uint8_t flag) { return gguf_reap::loader_reads(arch, flag); };
     return {reads(ArchFlag::kNextn), reads(ArchFlag::kHashRouting), reads(ArchFlag::kChunkExperts)};
 }
 

@@ -241,6 +241,10 @@ std::optional<std::string> expert_count_change_refusal(std::string_view arch, ui
 const ArchInfo* arch_info(std::string_view arch);
 // Every listed architecture, sorted by name.
 std::span<const ArchInfo> architectures();
+// Whether the loader of `arch` reads what the ArchFlag bit `flag` names (nextn_predict_layers MTP blocks,
+// token → expert tables, chunk experts): its entry's flag; true for an architecture the table does not
+// list, which the generic rules read for all of them.
+bool loader_reads(std::string_view arch, uint8_t flag);
 
 // The keys of `arch` that carry expert facts: "<arch>.expert_count" and so on.
 std::string arch_key(std::string_view arch, std::string_view suffix);

@@ -14,6 +14,7 @@
 #include "gguf_reap/width.h"
 #include "io/checked.h"
 #include "io/sha256.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap {
 
@@ -343,7 +344,10 @@ KvFigures kv_cache_figures(const ShardSet& model, const KvCacheTypes& types) {
     };
     const std::string arch = model.architecture();
     const uint64_t n_layer = bounded(model, "block_count", 0, kMaxLayers);
-    const uint64_t nextn = std::min(model.arch_uint("nextn_predict_layers").value_or(0), n_layer);
+    // MTP blocks keep no KV cache, where the architecture's loader reads them (its table entry's flag).
+    const uint64_t nextn = loader_reads(arch, ArchFlag::kNextn)
+                               ? std::min(model.arch_uint(kNextnPredictLayersKey).value_or(0), n_layer)
+                               : 0;
     const uint64_t decode_layers = n_layer - nextn;
     if (decode_layers == 0) return kv;
 
