@@ -1,6 +1,7 @@
 // The K rules: how many routed experts per block a pruned model may keep, and the count a fraction
-// asks for. rank (--keep, --prune, --ratio, --from-plan) and the budget search (rank --fit, estimate
-// --fit and --sweep) ask these; each words a refusal its own way (docs/rank.md, docs/estimate.md).
+// asks for. rank (--keep, --prune, --ratio, --from-plan), the budget search (rank --fit, estimate --fit
+// and --sweep) and every command that applies a keeplist (validate_keeplist) ask these; each words a
+// refusal its own way (docs/rank.md, docs/estimate.md).
 #pragma once
 
 #include <cstdint>

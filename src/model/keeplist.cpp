@@ -12,6 +12,7 @@
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "model/keep_count.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
@@ -402,20 +403,34 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
                 "block {} keeps {} experts but block {} keeps {}: llama.cpp's expert_count is one number "
                 "for every block",
                 b.block, b.keep.size(), kl.blocks.front().block, n));
-    if (n == 0) fail("keeps no experts");
-    if (n < layout.expert_used_count)
-        fail(
-            fmt::format("keeps {} experts per block, fewer than expert_used_count = {} (llama.cpp requires "
-                        "expert_used_count <= expert_count)",
-                        n, layout.expert_used_count));
-    if (const auto why = expert_count_change_refusal(layout.arch, layout.expert_count, n))
-        fail(fmt::format("keeps {} of {} experts per block: {}", n, layout.expert_count, *why));
+    // The K rules (model/keep_count.h); whole groups are checked after n_keep, with the groups themselves.
+    const auto no = keep_count_refusal({E, static_cast<int64_t>(layout.expert_used_count),
+                                        static_cast<int64_t>(layout.expert_group_count), layout.arch},
+                                       static_cast<int64_t>(n));
+    if (no) {
+        switch (no->breach) {
+            case KeepCountBreach::kOutOfRange:  // more than E cannot be: the ids are unique and below E
+                fail("keeps no experts");
+                break;
+            case KeepCountBreach::kBelowUsed:
+                fail(fmt::format(
+                    "keeps {} experts per block, fewer than expert_used_count = {} (llama.cpp requires "
+                    "expert_used_count <= expert_count)",
+                    n, layout.expert_used_count));
+                break;
+            case KeepCountBreach::kCountChange:
+                fail(fmt::format("keeps {} of {} experts per block: {}", n, layout.expert_count, no->why));
+                break;
+            case KeepCountBreach::kNotGroupMultiple:
+                break;
+        }
+    }
     if (kl.n_keep != 0 && kl.n_keep != n && !kl.drop_form)
         fail(fmt::format("n_keep is {} but the blocks keep {} experts each", kl.n_keep, n));
     kl.n_keep = n;
     if (layout.expert_group_count > 1) {
         const uint64_t G = layout.expert_group_count;
-        if (n % G != 0)
+        if (no && no->breach == KeepCountBreach::kNotGroupMultiple)
             fail(fmt::format("keeps {} experts per block, not a multiple of expert_group_count = {}", n, G));
         const int64_t per_group = E / static_cast<int64_t>(G);
         for (const auto& b : kl.blocks) {
