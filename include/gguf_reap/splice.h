@@ -203,6 +203,9 @@ struct SpliceResult {
         uint64_t bytes = 0;
         uint64_t requests = 0;
         uint64_t retries = 0;
+        // hf:// only: "ORG/REPO@COMMIT", the revision pinned when the source was read (the output's bytes
+        // do not record it: they are a local splice's).
+        std::string revision;
     };
     std::optional<Fetched> fetched;
     uint64_t resumed_bytes = 0;  // output bytes an interrupted run had written, not written again

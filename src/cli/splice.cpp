@@ -114,6 +114,7 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
         j["bytes_fetched"] = fetched->bytes;
         j["http_requests"] = fetched->requests;
         j["http_retries"] = fetched->retries;
+        if (!fetched->revision.empty()) j["source_revision"] = fetched->revision;  // hf:// only
         j["resumed_bytes"] = resumed;
     }
     if (r) {
@@ -162,6 +163,9 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r,
         std::cout << fmt::format("fetched  {} ({} bytes, {} HTTP requests{})\n", human_bytes(fetched->bytes),
                                  with_commas(fetched->bytes), with_commas(fetched->requests),
                                  fetched->retries ? fmt::format(", {} retried", fetched->retries) : "");
+    if (fetched && !fetched->revision.empty())
+        std::cout << fmt::format("revision {} (the Hub revision pinned when the source was read)\n",
+                                 fetched->revision);
     if (resumed)
         std::cout << fmt::format("resumed  {} ({} bytes) written by an interrupted run\n",
                                  human_bytes(resumed), with_commas(resumed));
