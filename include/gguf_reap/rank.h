@@ -25,7 +25,7 @@
 #include "gguf_reap/events.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/plan_interchange.h"
-#include "ops/budget.h"
+#include "services/budget.h"
 #include "ops/rank/imatrix_sanity.h"
 
 namespace gguf_reap {

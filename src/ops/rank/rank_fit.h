@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gguf_reap/rank.h"
-#include "ops/budget.h"
+#include "services/budget.h"
 
 namespace gguf_reap {
 

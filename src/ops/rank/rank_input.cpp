@@ -20,7 +20,7 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/imatrix_domains.h"
+#include "services/imatrix_domains.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/down_norms.h"
 #include "ops/rank/imatrix_scan.h"
@@ -227,7 +227,7 @@ struct BlockEntries {
     std::vector<std::vector<int64_t>> width;  // 0: no entry
 };
 
-// Each imatrix's ffn_down_exps entries (ops/imatrix_domains.h) with the experts of every one, the
+// Each imatrix's ffn_down_exps entries (services/imatrix_domains.h) with the experts of every one, the
 // same everywhere and as in the model; the blocks, when no model gave them.
 BlockEntries match_entries(const RankOptions& opts, const std::vector<DomainSpec>& specs,
                            const std::vector<ImatrixFile>& ims, const ModelInfo& model, RankInput& in) {
