@@ -22,7 +22,7 @@
 
 #include "format/perplexity_log.h"
 #include "gguf_reap/events.h"
-#include "model/llama_args.h"
+#include "gguf_reap/llama_args.h"
 #include "ops/rank/imatrix_sanity.h"
 
 namespace gguf_reap {

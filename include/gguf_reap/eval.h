@@ -23,7 +23,7 @@
 
 #include "format/perplexity_log.h"
 #include "gguf_reap/events.h"
-#include "model/llama_args.h"
+#include "gguf_reap/llama_args.h"
 
 namespace gguf_reap {
 
@@ -49,7 +49,7 @@ struct EvalRequest {
     std::string llama_bin_env;  // $GGUF_REAP_LLAMA_BIN
     std::string path_env;       // $PATH
     // --llama-args (default $GGUF_REAP_LLAMA_ARGS): after gguf-reap's own arguments on every run of
-    // llama-perplexity and llama-completion (model/llama_args.h), and part of the base-logits cache key.
+    // llama-perplexity and llama-completion (gguf_reap/llama_args.h), and part of the base-logits cache key.
     LlamaArgs llama_args;
     uint64_t ctx = 512;              // -c
     std::optional<uint64_t> chunks;  // --chunks; null = every chunk the text holds

@@ -67,7 +67,7 @@ std::string read_log(const std::string& path);
 // log so far.
 std::string run_tool(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
                      const std::string& label, int64_t progress_total, int64_t (*count)(std::string_view));
-// Appends the --llama-args words `tool` takes (model/llama_args.h): after every argument gguf-reap gives.
+// Appends the --llama-args words `tool` takes (gguf_reap/llama_args.h): after every argument gguf-reap gives.
 inline void append_llama_args(const Ctx& c, LlamaTool tool, std::vector<std::string>& argv) {
     const std::vector<std::string> extra = c.q.llama_args.for_tool(tool);
     argv.insert(argv.end(), extra.begin(), extra.end());
