@@ -121,7 +121,7 @@ void check_rank_options(const RankOptions& opts) {
 }
 
 // deepseek4's hash-routed blocks: how many (token, slot) entries of each one's token → expert table
-// name each expert (ops/hash_routing.h).
+// name each expert (services/hash_routing.h).
 void count_hash_entries(const ModelInfo& model, RankInput& in) {
     const MoeLayout& L = model.layout;
     for (const auto& b : L.blocks) {
