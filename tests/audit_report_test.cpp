@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf_reap/audit.h"
-#include "ops/audit/audit_report.h"
+#include "services/audit_report.h"
 #include "test_util.h"
 
 namespace gguf_reap {

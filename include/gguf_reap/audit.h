@@ -153,7 +153,7 @@ struct AuditResult {
 AuditResult audit(const AuditRequest& request, const Events& events = {});
 
 // The `audit --json` document of one audit (docs/audit.md); `card --audit` reads it back
-// (src/ops/audit/audit_report.h), and both take its key names from one file.
+// (src/services/audit_report.h), and both take its key names from one file.
 nlohmann::ordered_json audit_report_json(const AuditRequest& request, const AuditResult& result);
 
 }  // namespace ops

@@ -29,7 +29,7 @@
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/provenance.h"
-#include "ops/audit/audit_report.h"
+#include "services/audit_report.h"
 #include "ops/eval/eval_internal.h"
 #include "ops/rank/rank_lodo.h"
 

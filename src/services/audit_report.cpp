@@ -1,6 +1,6 @@
 // The `audit --json` document, written (audit_report_json) and read back (read_audit_document) with the
 // same key names.
-#include "ops/audit/audit_report.h"
+#include "services/audit_report.h"
 
 #include <ctime>
 
