@@ -1,5 +1,5 @@
 // The `audit --json` document: what ops::audit_report_json writes, read_audit_document reads back (the
-// one owner of its key names, src/ops/audit/audit_report.h).
+// one owner of its key names, src/services/audit_report.h).
 #include <fstream>
 
 #include <gtest/gtest.h>

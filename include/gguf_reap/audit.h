@@ -129,11 +129,6 @@ struct AuditReport {
     bool passed() const { return findings.empty(); }
 };
 
-// Runs the audit. Throws InputError/UsageError (bad source, keeplist, manifest, or an OUTPUT that is
-// not a GGUF file at all), IoError, Interrupted.
-// `events` gets the byte pass's progress (bytes of the output read, all shards together).
-AuditReport run_audit(const AuditOptions& opts, const Events& events = {});
-
 namespace ops {
 
 // One `gguf-reap audit`: the audit, then the manifest of the output when one is asked for and the

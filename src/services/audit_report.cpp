@@ -11,6 +11,7 @@
 #include "gguf_reap/error.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap {
 

@@ -8,8 +8,9 @@
 
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
-#include "gguf_reap/splice.h"
+#include "model/provenance.h"
 #include "services/hash_routing.h"
+#include "services/splice_plan.h"
 
 namespace gguf_reap {
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gguf_reap/eval.h"
+#include "model/model_identity.h"
 #include "model/shard_set.h"
 
 namespace gguf_reap::eval_detail {
@@ -74,8 +75,6 @@ inline void append_llama_args(const Ctx& c, LlamaTool tool, std::vector<std::str
 }
 // Opens a model; InputError when it is not one or has no vocabulary.
 EvalModel open_eval_model(const std::string& path);
-// sha256 over every shard's header bytes [0, data_start), in shard order.
-std::string source_identity(const ShardSet& s);
 // InputError when `out` was not made from `src`: its provenance says another expert count, or its
 // tensor list (names, types) or vocabulary disagrees.
 void check_same_source(const EvalModel& src, const EvalModel& out);

@@ -20,11 +20,13 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "services/imatrix_domains.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/down_norms.h"
+#include "ops/rank/imatrix_sanity.h"
 #include "ops/rank/imatrix_scan.h"
+#include "ops/rank/rank_steps.h"
 #include "ops/rank/score_file.h"
+#include "services/imatrix_domains.h"
 
 namespace gguf_reap {
 
