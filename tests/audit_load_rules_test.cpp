@@ -7,6 +7,7 @@
 
 #include "gguf_builder.h"
 #include "gguf_reap/audit.h"
+#include "ops/audit/audit_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -1,11 +1,11 @@
 // The `audit --json` document: what ops::audit_report_json writes, read_audit_document reads back (the
-// one owner of its key names, src/ops/audit/audit_report.h).
+// one owner of its key names, src/services/audit_report.h).
 #include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "gguf_reap/audit.h"
-#include "ops/audit/audit_report.h"
+#include "services/audit_report.h"
 #include "test_util.h"
 
 namespace gguf_reap {

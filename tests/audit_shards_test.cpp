@@ -2,6 +2,8 @@
 // shards, wrong split keys, unreadable siblings, keeplists that do not fit, corrupt provenance, and sha256
 // manifests. The outputs come from audit_test_support.h's independent writer.
 #include "audit_test_support.h"
+#include "io/sha256.h"
+#include "ops/audit/audit_steps.h"
 
 #include <atomic>
 #include <mutex>

@@ -5,6 +5,8 @@
 #include "audit_test_support.h"
 #include "gguf_builder.h"
 #include "gguf_reap/manifest.h"
+#include "io/sha256.h"
+#include "ops/audit/audit_steps.h"
 
 namespace gguf_reap {
 namespace {

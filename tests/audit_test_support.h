@@ -18,6 +18,7 @@
 #include "gguf_reap/error.h"
 #include "io/input_file.h"
 #include "model/shard_set.h"
+#include "ops/audit/audit_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap::audit_test {

@@ -13,6 +13,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/width.h"
 #include "io/input_file.h"
+#include "ops/audit/audit_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

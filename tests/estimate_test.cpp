@@ -13,6 +13,7 @@
 #include "gguf_builder.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
+#include "model/shard_set.h"
 #include "test_util.h"
 
 namespace gguf_reap {

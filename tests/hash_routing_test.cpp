@@ -1,4 +1,4 @@
-// deepseek4's token → expert tables (ops/hash_routing.h): kept ids renumbered, pruned ids redirected to
+// deepseek4's token → expert tables (services/hash_routing.h): kept ids renumbered, pruned ids redirected to
 // the kept expert with the most similar router row that the token's row does not already name.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "gguf_reap/error.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/splice/hash_routing.h"
+#include "services/hash_routing.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -17,6 +17,7 @@
 #include "gguf_builder.h"
 #include "gguf_reap/inspect.h"
 #include "model/shard_set.h"
+#include "model/tensor_table.h"
 #include "test_util.h"
 
 namespace gguf_reap {

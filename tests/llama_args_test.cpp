@@ -1,6 +1,6 @@
 // model/llama_args: --llama-args split as a shell splits words, collisions refused, and each llama.cpp
 // tool given only the options its --help lists (llama.cpp 34af94cd9).
-#include "model/llama_args.h"
+#include "gguf_reap/llama_args.h"
 
 #include <gtest/gtest.h>
 

@@ -14,6 +14,7 @@
 #include "format/npz.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/max_min.h"
+#include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -12,6 +12,7 @@
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/plan_interchange.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -214,7 +214,7 @@ TEST_F(PlanWidthTest, LegacyDatWithExpertCountFromGgufAndDeadExperts) {
 
 TEST_F(PlanWidthTest, LegacyDatWithoutABlockIsNotedAndScoredFromTheOthers) {
     // The 2024-25 .dat writer skipped every entry with a never-routed expert: b.dat has no block 2, so
-    // a.gguf alone scores it (rank says the same, in the same words: ops/imatrix_domains.cpp).
+    // a.gguf alone scores it (rank says the same, in the same words: services/imatrix_domains.cpp).
     write_gguf_imatrix(dir_.file("a.gguf"), {{1, {{1, 2, 3, 4}, {1}}}, {2, {{4, 3, 2, 1}, {1}}}}, 4, 1);
     write_dat_imatrix(dir_.file("b.dat"), {{1, {9, 0, 0, 0}}}, 1);
     const PlanWidthResult r =

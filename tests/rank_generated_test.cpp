@@ -7,6 +7,7 @@
 #include "gguf_reap/rank.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -14,6 +14,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/rank_lodo.h"
+#include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

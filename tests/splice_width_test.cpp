@@ -17,6 +17,7 @@
 #include "format/npz.h"
 #include "gguf_reap/splice.h"
 #include "io/input_file.h"
+#include "model/provenance.h"
 #include "model/shard_set.h"
 #include "test_util.h"
 #include "width_test_support.h"

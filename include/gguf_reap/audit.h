@@ -129,11 +129,6 @@ struct AuditReport {
     bool passed() const { return findings.empty(); }
 };
 
-// Runs the audit. Throws InputError/UsageError (bad source, keeplist, manifest, or an OUTPUT that is
-// not a GGUF file at all), IoError, Interrupted.
-// `events` gets the byte pass's progress (bytes of the output read, all shards together).
-AuditReport run_audit(const AuditOptions& opts, const Events& events = {});
-
 namespace ops {
 
 // One `gguf-reap audit`: the audit, then the manifest of the output when one is asked for and the
@@ -153,7 +148,7 @@ struct AuditResult {
 AuditResult audit(const AuditRequest& request, const Events& events = {});
 
 // The `audit --json` document of one audit (docs/audit.md); `card --audit` reads it back
-// (src/ops/audit/audit_report.h), and both take its key names from one file.
+// (src/services/audit_report.h), and both take its key names from one file.
 nlohmann::ordered_json audit_report_json(const AuditRequest& request, const AuditResult& result);
 
 }  // namespace ops

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "format/perplexity_log.h"
 #include "gguf_reap/events.h"
-#include "model/llama_args.h"
-#include "ops/rank/imatrix_sanity.h"
+#include "gguf_reap/llama_args.h"
+#include "gguf_reap/perplexity.h"
+#include "gguf_reap/sanity_problem.h"
 
 namespace gguf_reap {
 

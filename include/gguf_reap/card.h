@@ -244,17 +244,6 @@ struct CardResult {
     std::exception_ptr write_error;
 };
 
-// The card's Markdown and JSON, both from the same facts.
-void measured_section(std::string& s, const CardFacts& f);  // "" without an eval
-nlohmann::ordered_json card_eval_json(const CardEval& e);
-class ShardSet;
-// Reads `eval -o` JSON and keeps the rows of `output` (a ShardSet of the build): InputError when it was
-// made against another source (`source_identity`) or measured other builds.
-CardEval read_card_eval(const std::string& path, const ShardSet& output, const std::string& source_identity);
-
-std::string render_card_markdown(const CardFacts& f);
-nlohmann::ordered_json card_json(const CardFacts& f);
-
 namespace ops {
 // One `gguf-reap card`. Throws InputError (an input that is bad or disagrees with another, naming both
 // files and the field), UsageError (options, an existing -o without --force), IoError.

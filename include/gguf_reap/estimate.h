@@ -16,12 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf_reap/moe_layout.h"
 #include "gguf_reap/splice.h"
 #include "gguf_reap/width.h"
-#include "model/moe_layout.h"
-#include "model/shard_set.h"
 
 namespace gguf_reap {
+
+class ShardSet;  // src/model/shard_set.h
 
 // Where llama.cpp puts the weights when one GPU runs the model with the host's RAM beside it
 // (docs/estimate.md, "One GPU and RAM"): everything on the GPU (-ngl 99), or the routed experts in RAM,

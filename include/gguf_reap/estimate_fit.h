@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/budget.h"
+#include "gguf_reap/budget.h"
 
 namespace gguf_reap {
 

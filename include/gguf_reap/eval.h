@@ -21,9 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "format/perplexity_log.h"
 #include "gguf_reap/events.h"
-#include "model/llama_args.h"
+#include "gguf_reap/llama_args.h"
+#include "gguf_reap/perplexity.h"
 
 namespace gguf_reap {
 
@@ -49,7 +49,7 @@ struct EvalRequest {
     std::string llama_bin_env;  // $GGUF_REAP_LLAMA_BIN
     std::string path_env;       // $PATH
     // --llama-args (default $GGUF_REAP_LLAMA_ARGS): after gguf-reap's own arguments on every run of
-    // llama-perplexity and llama-completion (model/llama_args.h), and part of the base-logits cache key.
+    // llama-perplexity and llama-completion (gguf_reap/llama_args.h), and part of the base-logits cache key.
     LlamaArgs llama_args;
     uint64_t ctx = 512;              // -c
     std::optional<uint64_t> chunks;  // --chunks; null = every chunk the text holds
@@ -203,13 +203,6 @@ struct EvalResult {
     // the reason. The results are still returned, for the caller to show.
     std::string write_error;
 };
-
-nlohmann::ordered_json eval_json(const EvalResult& r);
-// The generations file's name for -o FILE: FILE's stem + ".generations.jsonl" (eval.json →
-// eval.generations.jsonl).
-std::string generations_path_for(const std::string& json_out);
-// The plot: mean KLD against size, one line per text, one point per OUT.
-std::string eval_svg(const EvalResult& r);
 
 namespace ops {
 // One `gguf-reap eval`. Throws UsageError (options, a missing llama-perplexity, a duplicate text name,

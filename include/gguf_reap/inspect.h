@@ -3,15 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "format/imatrix.h"
-#include "model/moe_layout.h"
-#include "model/shard_set.h"
+#include "gguf_reap/moe_layout.h"
 
 namespace gguf_reap {
+
+class ShardSet;     // src/model/shard_set.h
+class ImatrixFile;  // src/format/imatrix.h
 
 // Tensors grouped as a model card groups them: class = name without "blk.N." and without ".weight"
 // (e.g. "ffn_down_exps", "token_embd", "exp_probs_b.bias"), per ggml type.
@@ -53,9 +55,9 @@ namespace ops {
 
 // One `gguf-reap inspect PATH`: an imatrix (GGUF or legacy .dat) or a model (any shard).
 struct InspectResult {
-    std::optional<ImatrixFile> imatrix;
-    std::optional<ShardSet> model;
-    ModelSummary summary;  // models only
+    std::shared_ptr<const ImatrixFile> imatrix;  // an imatrix, as opened
+    std::shared_ptr<const ShardSet> model;       // a model, as opened
+    ModelSummary summary;                        // models only
 };
 InspectResult inspect(const std::string& path);
 

@@ -13,6 +13,7 @@
 // Shard names are file names without a directory: a copy is verified wherever it lives.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,20 +21,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/sha256.h"
-#include "model/shard_set.h"
-
 namespace gguf_reap {
 
+class ShardSet;  // src/model/shard_set.h
+
 // Digests are held as 32 bytes, not as their 64 hex digits: a Kimi-K3 source manifest has 412,160.
+// (The same type as Sha256::Digest, src/io/sha256.h.)
+using ManifestDigest = std::array<uint8_t, 32>;
 struct ManifestTensor {
     std::string name;
     uint64_t offset = 0;  // absolute byte offset of the payload in its shard file
     uint64_t nbytes = 0;
-    Sha256::Digest sha256{};
+    ManifestDigest sha256{};
     // Expert-indexed tensors (version 2): expert e's bytes are [offset + e·slab_bytes, +slab_bytes).
     uint64_t slab_bytes = 0;
-    std::vector<Sha256::Digest> slabs;  // sha256 of each expert's slab; empty for other tensors
+    std::vector<ManifestDigest> slabs;  // sha256 of each expert's slab; empty for other tensors
 };
 
 struct ManifestShard {

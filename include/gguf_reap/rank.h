@@ -1,6 +1,7 @@
 // rank: imatrix data → per-expert scores → consensus across domains → rules → KeepList (+ receipt, npz).
 //
-// Three steps, each a plain function (docs/method.md has the formulas):
+// ops::rank runs three steps, each a plain function of src/ops/rank/rank_steps.h (docs/method.md has the
+// formulas):
 //   load_rank_input()   reads only what it needs from each input (one ffn_down_exps entry per MoE
 //                       block, straight from the file) into RankInput: per domain × block × expert
 //                       counts and energies. Memory is O(domains × blocks × experts).
@@ -21,12 +22,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/budget.h"
 #include "gguf_reap/calibrate.h"
 #include "gguf_reap/events.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/plan_interchange.h"
-#include "ops/budget.h"
-#include "ops/rank/imatrix_sanity.h"
+#include "gguf_reap/sanity_problem.h"
 
 namespace gguf_reap {
 
@@ -133,7 +134,7 @@ struct RankInput {
     std::string plan_sha256;
     int64_t plan_k = 0;
     std::vector<std::string> notes;  // what was derived, what could not be, and from where
-    // deepseek4's hash-routed blocks (ops/hash_routing.h): per block, how many (token, slot) entries
+    // deepseek4's hash-routed blocks (services/hash_routing.h): per block, how many (token, slot) entries
     // of its token → expert table name each source expert, so the receipt can say how many the kept
     // set redirects.
     std::map<int, std::vector<uint64_t>> hash_entries;
@@ -152,10 +153,6 @@ struct RankInput {
     std::string model_name;    // with --model: general.name, else ""
     std::shared_ptr<const BudgetModel> budget_model;  // --fit: the model's headers (ops::rank opens it)
 };
-
-// Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit
-// together or options the inputs cannot satisfy), IoError.
-RankInput load_rank_input(const RankOptions& opts);
 
 struct DeadExpert {
     int block = 0;
@@ -238,23 +235,12 @@ struct RankDecision {
     size_t idx(size_t b, size_t e) const { return b * static_cast<size_t>(expert_count) + e; }
 };
 
-// Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
-RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
-
 // Output file names inside --out.
 inline constexpr const char* kKeeplistFile = "keeplist.json";
 inline constexpr const char* kRankingFile = "ranking.npz";
 inline constexpr const char* kReceiptFile = "REAP-KEEPLIST-RECEIPT.md";
 inline constexpr const char* kExportedPlanFile = "reap_plan.json";  // --export (both formats' name)
 
-// The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,
-// datasets, chunks, tokens), neuron plan, safety margin.
-nlohmann::ordered_json rank_method_json(const RankInput& in, const RankDecision& r);
-// The receipt's Markdown text.
-std::string render_receipt(const RankInput& in, const RankDecision& r);
-// The sentence the seed's model card states: "no pruned expert ranks better than R of N in any domain,
-// in any layer (median layer: M); the closest to being kept is blk.B expert E, ranked R in DOMAIN".
-std::string safety_margin_sentence(const RankDecision& r);
 // The same sentence from the keeplist's method.safety_margin fields (what `card` reads back); the last
 // clause only when `block`, `expert` and `domain` are known (a keeplist of an older rank has none).
 std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_count, double median_layer,
@@ -262,13 +248,11 @@ std::string safety_margin_sentence(int64_t best_pruned_rank, int64_t expert_coun
 // The criterion's formula and the consensus rule in words, as the receipt and the model card state them.
 const char* criterion_formula(Criterion c);
 const char* consensus_text(Consensus c);
-// A JSON summary (the --json document and the basis of the text summary).
-nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankDecision& r);
-
-// Writes the three files into `dir` (created if missing), each atomically. Existing files are
-// refused unless `force`. `threads` build them in parallel (0: one per core). Throws UsageError / IoError.
-void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::string& dir, bool force,
-                        int threads = 0);
+// The blind-spot sentence of the receipt and the card (rank's leave-one-domain-out estimate,
+// src/ops/rank/rank_lodo.h): "a kind of text the calibration did not cover loses up to N points of its expert
+// energy (worst: DOMAIN)", `drop` a fraction (seen − unseen); `score_mass`: criterion external. A drop of 0
+// or less says that no domain kept less when left out, and names none.
+std::string blind_spot_sentence(double drop, const std::string& domain, bool score_mass);
 
 namespace ops {
 
@@ -291,9 +275,14 @@ struct RankResult {
 // Reports each input note (info), the time of each step (debug) and the result's warnings (warn).
 RankResult rank(const RankRequest& request, const Events& events = {});
 
-}  // namespace ops
+// What rank's input check (docs/rank.md, "Input sanity") finds in `imatrices` read against `model` (any
+// shard; "" = none): calibrate checks the files it made with it. Throws as rank does.
+std::vector<SanityProblem> imatrix_sanity(const std::string& model, const std::vector<DomainSpec>& imatrices);
+// The experts dead in every imatrix (rank's rule), counted per MoE block of `model` and contiguous
+// expert group: dead[block][group], the blocks' ids in `blocks`. estimate --imatrix bounds K with it.
+std::vector<std::vector<int64_t>> dead_expert_counts(const std::vector<DomainSpec>& imatrices,
+                                                     const std::string& model, std::vector<int>& blocks);
 
-// Spearman rank correlation (average ranks for ties); NaN when either side is constant or n < 2.
-double spearman(const std::vector<double>& a, const std::vector<double>& b);
+}  // namespace ops
 
 }  // namespace gguf_reap

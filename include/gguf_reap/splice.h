@@ -1,4 +1,5 @@
-// splice: write the pruned model. Plan first, then move bytes. ops::splice (below) runs the steps:
+// splice: write the pruned model. Plan first, then move bytes. ops::splice (below) runs the steps
+// (src/services/splice_plan.h):
 //
 //   plan_splice(model, layout, keeplist, options)   → SplicePlan   pure: headers, extents, exact sizes
 //   check_outputs(outputs, inputs, force)           → OutputCheck  aliasing, existing outputs, free space
@@ -24,17 +25,17 @@
 #include <string>
 #include <vector>
 
-#include "format/gguf.h"
-#include "format/imatrix.h"
+#include "gguf_reap/copy_report.h"
 #include "gguf_reap/events.h"
 #include "gguf_reap/keeplist.h"
+#include "gguf_reap/moe_layout.h"
 #include "gguf_reap/width.h"
-#include "io/copy_engine.h"
-#include "model/moe_layout.h"
-#include "model/provenance.h"
-#include "model/shard_set.h"
 
 namespace gguf_reap {
+
+class ShardSet;     // src/model/shard_set.h
+class ImatrixFile;  // src/format/imatrix.h
+struct SplicePlan;  // src/services/splice_plan.h
 
 // A width cut (--neuron-plan): every routed expert keeps K of its n_ff FFN channels.
 struct WidthCut {
@@ -86,80 +87,10 @@ struct SpliceOptions {
     bool drop_mtp = false;
 };
 
-// A tensor as it will be written: its bytes are [data_offset, data_offset + info.nbytes) of the file,
-// followed by zero padding to the alignment.
-struct PlannedTensor {
-    size_t source_tensor = 0;  // index into ShardSet::tensors() (imatrix: into its file's entries)
-    TensorInfo info;           // name, n_dims, ne, type as written; offset relative to the data section
-    uint64_t data_offset = 0;  // absolute offset of the data in the output file
-    int expert_axis = -1;      // the sliced axis, -1 for a tensor copied whole
-    uint64_t slabs = 0;        // expert slabs copied (sliced tensors)
-    size_t extents = 0;        // source ranges after merging adjacent kept slabs
-};
-
-// One output file: its exact bytes as a copy job, and what they mean.
-struct PlannedFile {
-    CopyJob job;  // job.path is the final name, job.size the exact file size
-    uint32_t version = 3;
-    uint32_t alignment = 0;  // 0 for a legacy .dat imatrix
-    uint64_t header_bytes = 0;
-    size_t kv_count = 0;  // the KVs themselves are in the header bytes (job.literals[0])
-    std::vector<PlannedTensor> tensors;
-    size_t sliced_tensors = 0;
-    uint64_t slabs = 0;
-    uint64_t bytes_read() const;  // bytes taken from sources
-};
-
-struct SplicePlan {
-    // Sources the jobs' segments refer to: the model's shards in order, then the imatrix if any.
-    // Borrowed: the ShardSet and ImatrixFile the plan was made from must outlive it.
-    std::vector<const InputFile*> sources;
-    std::vector<PlannedFile> shards;
-    std::optional<PlannedFile> imatrix;
-    std::string source_path;
-    uint64_t source_expert_count = 0;
-    uint64_t kept_expert_count = 0;
-    size_t moe_blocks = 0;
-    size_t tensor_count = 0;
-    int64_t native_width = 0;  // width cut only: n_ff of the source ...
-    int64_t width = 0;         // ... and K (0: no width cut)
-    // deepseek4's hash-routed blocks: per block, the (token, slot) entries of its table and how many
-    // named a pruned expert and now name a kept one (ops/hash_routing.h).
-    struct HashTableRewrite {
-        int block = 0;
-        uint64_t entries = 0;
-        uint64_t redirected = 0;
-    };
-    std::vector<HashTableRewrite> hash_rewrites;
-    uint64_t dropped_blocks = 0;  // --drop-mtp: nextn blocks left out
-
-    size_t sliced_tensors() const;
-    uint64_t slabs() const;
-    size_t extents() const;          // source extents of the model shards after merging
-    uint64_t bytes_read() const;     // from sources, all files
-    uint64_t bytes_written() const;  // sum of exact file sizes
-    std::vector<const CopyJob*> jobs() const;
-};
-
 // Output file names for n shards: OUT_PREFIX-00001-of-0000n.gguf; for n == 1 the single file
 // OUT_PREFIX.gguf (OUT_PREFIX itself when it already ends in .gguf). A trailing ".gguf" on the prefix
 // is dropped before numbering.
 std::vector<std::string> splice_output_paths(const std::string& out_prefix, size_t n);
-
-// The whole output, computed without touching a disk. Preconditions: `keeplist` passed
-// validate_keeplist against `layout`; `imatrix` (optional) is the source imatrix. Throws UsageError
-// when the split options cannot be met (more shards than tensors, more than 65535 shards) and
-// InputError when the imatrix does not fit the model.
-SplicePlan plan_splice(const ShardSet& model, const MoeLayout& layout, const KeepList& keeplist,
-                       const SpliceOptions& options, const ImatrixFile* imatrix = nullptr);
-
-// The pruned imatrix, GGUF or legacy .dat as the input: every "_exps" entry keeps the rows (GGUF
-// in_sum2 and counts) or values (.dat) of the kept experts in ascending order; everything else is
-// copied unchanged. With a width cut, ffn_down_exps entries also keep only the kept channels' values
-// of each kept expert (ne0 n_ff → K). `source_index` is the imatrix's index in SplicePlan::sources.
-PlannedFile plan_imatrix_prune(const ImatrixFile& imatrix, uint32_t source_index, const ShardSet& model,
-                               const MoeLayout& layout, const KeepList& keeplist, const std::string& out_path,
-                               const WidthCut* width = nullptr);
 
 namespace ops {
 
@@ -182,16 +113,18 @@ struct SpliceRequest {
 
 // Everything a splice decided and did. It owns what the plan borrows.
 struct SpliceResult {
-    explicit SpliceResult(ShardSet m) : model(std::move(m)) {}
-    ShardSet model;
+    std::shared_ptr<const ShardSet> model;  // the source, as opened (the plan borrows it)
     MoeLayout layout;
     KeepList keeplist;
     // "ranked on A-f16.gguf, applied to A-Q8_0.gguf (...)" when the keeplist was ranked on another model
     // of the same layout (keeplist_applies_to); "" when it was ranked on this one.
     std::string keeplist_note;
     std::optional<WidthCut> width;
-    std::optional<ImatrixFile> imatrix;
-    SplicePlan plan;
+    std::shared_ptr<const ImatrixFile> imatrix;  // --imatrix-in, as opened (the plan borrows it)
+    // Every output file's exact bytes (src/services/splice_plan.h): what was (or would be) written.
+    std::shared_ptr<const SplicePlan> plan;
+    std::vector<std::string> outputs;  // the plan's files, final names: the shards in order, then the imatrix
+    uint64_t bytes_written = 0;        // their sizes summed (a dry run: what would be written)
     std::vector<std::string> replaced;             // existing outputs that were (or would be) replaced
     std::vector<std::string> stale_siblings;       // shards of another set under the prefix, removed
     std::vector<std::string> removed_temporaries;  // left by an interrupted run, removed

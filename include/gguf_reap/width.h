@@ -23,11 +23,12 @@
 #include <variant>
 #include <vector>
 
-#include "format/npz.h"
-#include "model/moe_layout.h"
-#include "model/shard_set.h"
+#include "gguf_reap/moe_layout.h"
 
 namespace gguf_reap {
+
+class ShardSet;   // src/model/shard_set.h
+struct NpyArray;  // src/format/npz.h
 
 struct WidthRules {
     int64_t native_width = 0;    // n_ff: ffn_down_exps ne0 (the same in every MoE block)

@@ -13,6 +13,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
 #include "io/units.h"
+#include "ops/card/card_steps.h"
 
 namespace gguf_reap::cli {
 

@@ -13,7 +13,7 @@
 
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/events.h"
-#include "model/llama_args.h"
+#include "gguf_reap/llama_args.h"
 
 namespace CLI {
 class App;
@@ -62,7 +62,7 @@ KvCacheTypes cache_types_option(const LlamaCppOptions& o);
 // two words written as --cache-type-k and --cache-type-v.
 std::vector<std::string> llama_cpp_spellings(int argc, char** argv);
 // --llama-args "ARGS" when given (even empty), else $GGUF_REAP_LLAMA_ARGS, split into words
-// (model/llama_args.h). UsageError naming the one it read.
+// (gguf_reap/llama_args.h). UsageError naming the one it read.
 LlamaArgs llama_args_option(const std::optional<std::string>& given);
 
 // Prints exactly one JSON document on stdout.

@@ -12,6 +12,7 @@
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/estimate_fit.h"
 #include "io/units.h"
+#include "services/budget.h"
 
 namespace gguf_reap::cli {
 

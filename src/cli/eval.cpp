@@ -17,6 +17,7 @@
 #include "io/progress.h"
 #include "io/units.h"
 #include "model/vocab_text.h"
+#include "ops/eval/eval_report.h"
 
 namespace gguf_reap::cli {
 

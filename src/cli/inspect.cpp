@@ -15,6 +15,7 @@
 #include "gguf_reap/inspect.h"
 #include "io/units.h"
 #include "model/shard_set.h"
+#include "model/tensor_table.h"
 
 namespace gguf_reap::cli {
 

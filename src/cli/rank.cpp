@@ -11,6 +11,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/rank_lodo.h"
+#include "ops/rank/rank_steps.h"
 
 namespace gguf_reap::cli {
 

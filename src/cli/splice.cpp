@@ -10,6 +10,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/splice.h"
 #include "io/units.h"
+#include "services/splice_plan.h"
 
 namespace gguf_reap::cli {
 
@@ -192,9 +193,9 @@ int run_splice(const SpliceCli& c) {
     const auto r = ops::splice(q, cli_events(!c.quiet));
     const CopyReport* copy = r->copy ? &*r->copy : nullptr;
     if (c.json)
-        print_json(report_json(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note));
+        print_json(report_json(*r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note));
     else
-        print_text(r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note);
+        print_text(*r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note);
     return kExitOk;
 }
 

@@ -28,12 +28,9 @@
 #include <string_view>
 #include <vector>
 
-namespace gguf_reap {
+#include "gguf_reap/perplexity.h"
 
-struct ValueErr {
-    double value = 0;
-    double err = 0;
-};
+namespace gguf_reap {
 
 // One per-chunk row of a KLD run: running values over chunks 1..chunk.
 struct KldChunkRow {
@@ -51,20 +48,6 @@ struct PerplexityRunShape {
     int64_t n_ctx = 0;
     int64_t batch = 0;
     int64_t n_seq = 0;
-};
-
-// The figures of a KLD run, from its summary or its last chunk row.
-struct KldFigures {
-    std::string from;  // "summary" or "last chunk row"
-    int64_t chunks = 0;
-    ValueErr ppl_output;
-    std::optional<ValueErr> ppl_source;  // summary only ("Mean PPL(base)")
-    ValueErr ln_ppl_ratio;
-    ValueErr kld;
-    // Summary only: null when the run printed no such line.
-    std::optional<double> kld_median, kld_p99, kld_p999, kld_max;
-    ValueErr rms_dp;    // percent
-    ValueErr same_top;  // percent
 };
 
 struct TooFewTokens {

@@ -1,5 +1,5 @@
-// --llama-args: split, checked and shared out between llama.cpp's tools (model/llama_args.h).
-#include "model/llama_args.h"
+// --llama-args: split, checked and shared out between llama.cpp's tools (gguf_reap/llama_args.h).
+#include "gguf_reap/llama_args.h"
 
 #include <algorithm>
 #include <map>

@@ -12,6 +12,13 @@
 
 namespace gguf_reap {
 
+ExpertRole ExpertTensor::role() const {
+    return kind->role;
+}
+int ExpertTensor::axis() const {
+    return kind->expert_axis;
+}
+
 const MoeBlock* MoeLayout::find_block(int block) const {
     for (const auto& b : blocks)
         if (b.block == block) return &b;

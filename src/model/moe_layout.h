@@ -15,51 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "gguf_reap/moe_layout.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {
-
-struct ExpertTensor {
-    std::string name;
-    size_t tensor = 0;                       // index into ShardSet::tensors()
-    const ExpertTensorKind* kind = nullptr;  // what it is: role, projection, axes (tensor_table.h)
-    uint64_t slab = 0;                       // bytes per expert
-
-    ExpertRole role() const { return kind->role; }
-    int axis() const { return kind->expert_axis; }  // which ne[] is the expert axis
-};
-
-struct MoeBlock {
-    int block = 0;                      // N of blk.N
-    std::vector<ExpertTensor> tensors;  // in model tensor order
-    uint64_t slab_bytes = 0;            // bytes of one expert's weight slabs (ExpertRole::kWeight)
-    uint64_t slab_bytes_all = 0;        // bytes of one expert across every expert-indexed tensor
-    // deepseek4's hash-routed blocks: the ffn_gate_tid2eid tensor (I32 [expert_used_count, n_vocab],
-    // values = source expert ids), whose values splice rewrites (ops/hash_routing.h).
-    std::optional<size_t> hash_table;
-};
-
-struct MoeLayout {
-    std::string arch;
-    uint64_t expert_count = 0;
-    uint64_t expert_used_count = 0;
-    uint64_t expert_shared_count = 0;
-    uint64_t expert_group_count = 0;
-    uint64_t expert_group_used_count = 0;
-    uint64_t leading_dense_block_count = 0;
-    uint64_t block_count = 0;
-    uint64_t nextn_predict_layers = 0;  // 0 for a listed architecture whose loader has no MTP blocks
-    std::vector<MoeBlock> blocks;       // ascending block id
-
-    // Bytes of every expert-indexed tensor, and the share of them that the expert weights hold.
-    uint64_t expert_tensor_bytes = 0;
-    const MoeBlock* find_block(int block) const;
-    bool is_expert_tensor(size_t tensor) const;
-    // Whether blk.N is an MTP (nextn) block: one of the last nextn_predict_layers of block_count
-    // (reference §5.2). Plain decoding never reads them.
-    bool is_nextn_block(int block) const;
-};
 
 // Builds the layout from general.architecture and <arch>.expert_count. Throws InputError naming the
 // tensor when something looks expert-indexed but has the wrong shape, a deepseek4 token → expert table

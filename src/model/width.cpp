@@ -16,6 +16,7 @@
 #include "format/npz.h"
 #include "gguf_reap/error.h"
 #include "model/loader_ffn.h"
+#include "model/shard_set.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {

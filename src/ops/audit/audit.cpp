@@ -19,6 +19,7 @@
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/audit/audit_internal.h"
+#include "ops/audit/audit_steps.h"
 
 namespace gguf_reap {
 

@@ -262,7 +262,7 @@ KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, 
 
 namespace {
 
-// deepseek4's token → expert table (ops/hash_routing.h states the rewrite): every entry that named a
+// deepseek4's token → expert table (services/hash_routing.h states the rewrite): every entry that named a
 // kept expert names its new index; every entry that named a pruned one names a kept expert; no row
 // names an expert twice. Read whole from both files (a few MB), compared here.
 void check_hash_table(const ShardSet& src, const TensorRef& sref, const OutShard& s, const TensorInfo& t,

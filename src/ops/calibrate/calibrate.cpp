@@ -20,10 +20,10 @@
 #include "io/preflight.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "model/model_identity.h"
 #include "model/shard_set.h"
 #include "model/vocab_text.h"
 #include "ops/calibrate/calibrate_internal.h"
-#include "ops/eval/eval_internal.h"
 
 namespace gguf_reap {
 
@@ -312,14 +312,11 @@ void write_json(const CalibrateResult& r, const std::string& dir, bool complete)
     out.commit();
 }
 
-// rank's input sanity check (ops/rank/imatrix_sanity.h) over the imatrices just written.
+// rank's input sanity check (ops::imatrix_sanity) over the imatrices just written.
 std::vector<SanityProblem> sanity(const CalibrateRequest& q, const CalibrateResult& r) {
-    RankOptions opts;
-    opts.model = q.model;
-    for (const CalibrateTextFacts& t : r.texts) opts.imatrices.push_back({t.name, t.imatrix});
-    opts.keep = 1;
-    opts.hash_inputs = false;
-    return load_rank_input(opts).sanity;
+    std::vector<DomainSpec> imatrices;
+    for (const CalibrateTextFacts& t : r.texts) imatrices.push_back({t.name, t.imatrix});
+    return ops::imatrix_sanity(q.model, imatrices);
 }
 
 }  // namespace
@@ -357,7 +354,7 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     r.model = q.model;
     for (const Shard& s : model.shards()) r.model_shards.push_back(base_name(s.path));
     r.model_bytes = model.total_bytes();
-    r.source_identity = eval_detail::source_identity(model);
+    r.source_identity = source_identity(model);
     r.expert_count = model.arch_uint("expert_count").value_or(0);
     r.expert_used_count = model.arch_uint("expert_used_count").value_or(0);
     r.ctx = q.ctx;

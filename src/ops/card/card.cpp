@@ -28,10 +28,11 @@
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "io/units.h"
+#include "model/model_identity.h"
+#include "model/moe_layout.h"
 #include "model/provenance.h"
-#include "ops/audit/audit_report.h"
-#include "ops/eval/eval_internal.h"
-#include "ops/rank/rank_lodo.h"
+#include "ops/card/card_steps.h"
+#include "services/audit_report.h"
 
 namespace gguf_reap {
 
@@ -614,8 +615,7 @@ CardResult card(const CardRequest& q, const Events& events) {
     }
 
     // The measurement: an eval of exactly this build, against this source.
-    if (!q.eval_json.empty())
-        f.eval = read_card_eval(q.eval_json, out.set, eval_detail::source_identity(src.set));
+    if (!q.eval_json.empty()) f.eval = read_card_eval(q.eval_json, out.set, source_identity(src.set));
 
     if (f.eval)
         for (const CardEvalText& t : f.eval->texts)

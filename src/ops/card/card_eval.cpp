@@ -13,6 +13,7 @@
 #include "io/units.h"
 #include "model/shard_set.h"
 #include "model/vocab_text.h"
+#include "ops/card/card_steps.h"
 
 namespace gguf_reap {
 

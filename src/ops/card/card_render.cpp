@@ -5,6 +5,7 @@
 #include "gguf_reap/manifest.h"
 #include "io/paths.h"
 #include "io/units.h"
+#include "ops/card/card_steps.h"
 
 namespace gguf_reap {
 

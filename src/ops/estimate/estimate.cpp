@@ -8,13 +8,18 @@
 #include <fmt/format.h>
 
 #include "format/ggml_types.h"
+#include "format/gguf.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/splice.h"
 #include "gguf_reap/width.h"
 #include "io/checked.h"
 #include "io/sha256.h"
+#include "model/moe_layout.h"
+#include "model/provenance.h"
+#include "model/shard_set.h"
 #include "model/tensor_table.h"
+#include "services/splice_plan.h"
 
 namespace gguf_reap {
 

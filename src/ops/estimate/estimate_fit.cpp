@@ -8,12 +8,14 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/rank.h"
 #include "io/output_file.h"
 #include "io/output_lock.h"
 #include "io/preflight.h"
 #include "io/units.h"
+#include "model/shard_set.h"
 #include "ops/estimate/sweep_svg.h"
-#include "ops/rank/rank_fit.h"
+#include "services/budget.h"
 
 namespace gguf_reap {
 
@@ -42,7 +44,7 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
         std::vector<DomainSpec> specs;
         for (const std::string& s : q.imatrices) specs.push_back(parse_domain_spec(s));
         std::vector<int> blocks;
-        const auto dead = dead_counts(specs, q.model, blocks);
+        const auto dead = ops::dead_expert_counts(specs, q.model, blocks);
         apply_dead_rule(out.rules, blocks, dead);
         out.dead_only = out.rules.max_keep > 0 ? out.rules.max_keep : out.expert_count;
     }

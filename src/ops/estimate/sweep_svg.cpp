@@ -7,7 +7,7 @@
 
 #include "io/output_file.h"
 #include "io/units.h"
-#include "ops/svg.h"
+#include "services/svg.h"
 
 namespace gguf_reap {
 

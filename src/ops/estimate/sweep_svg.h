@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/budget.h"
+#include "services/budget.h"
 
 namespace gguf_reap {
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "format/perplexity_log.h"
 #include "gguf_reap/error.h"
 #include "io/child_process.h"
 #include "io/output_file.h"
@@ -20,6 +21,7 @@
 #include "io/units.h"
 #include "ops/eval/eval_behaviour.h"
 #include "ops/eval/eval_internal.h"
+#include "ops/eval/eval_report.h"
 
 namespace gguf_reap {
 

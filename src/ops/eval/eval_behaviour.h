@@ -31,7 +31,7 @@ struct Panel {
 
 // The option checks (UsageError): names, duplicates, --gen-tokens, --parallel.
 void check_behaviour_request(const EvalRequest& q);
-// --llama-args for llama-server: UsageError for what gguf-reap sets itself (model/llama_args.h), and for
+// --llama-args for llama-server: UsageError for what gguf-reap sets itself (gguf_reap/llama_args.h), and for
 // -np/--parallel (give --parallel K) and -n/--predict (give --gen-tokens N).
 void check_server_args(const LlamaArgs& args);
 // A panel file: one prompt per line (blank lines skipped; a trailing '\r' dropped), or, for a name

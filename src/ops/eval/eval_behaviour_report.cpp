@@ -6,7 +6,7 @@
 #include "gguf_reap/eval.h"
 #include "io/paths.h"
 #include "ops/eval/eval_behaviour.h"
-#include "ops/svg.h"
+#include "services/svg.h"
 
 namespace gguf_reap::eval_detail {
 

@@ -17,6 +17,7 @@
 #include "model/provenance.h"
 #include "ops/eval/eval_behaviour.h"
 #include "ops/eval/eval_internal.h"
+#include "ops/eval/eval_report.h"
 
 namespace gguf_reap::eval_detail {
 
@@ -94,22 +95,6 @@ EvalModel open_eval_model(const std::string& path) {
                          "the model has no vocabulary; llama-perplexity cannot run it");
     m.n_vocab = tokens->count;
     return m;
-}
-
-std::string source_identity(const ShardSet& s) {
-    Sha256 h;
-    std::vector<uint8_t> buf;
-    for (const Shard& sh : s.shards()) {
-        const uint64_t n = sh.header.data_start;
-        for (uint64_t at = 0; at < n;) {
-            const size_t step = static_cast<size_t>(std::min<uint64_t>(n - at, uint64_t{1} << 20));
-            buf.resize(step);
-            sh.file->read(at, buf.data(), step);
-            h.update(buf.data(), step);
-            at += step;
-        }
-    }
-    return h.finish_hex();
 }
 
 void check_same_source(const EvalModel& src, const EvalModel& out) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gguf_reap/eval.h"
+#include "model/model_identity.h"
 #include "model/shard_set.h"
 
 namespace gguf_reap::eval_detail {
@@ -67,15 +68,13 @@ std::string read_log(const std::string& path);
 // log so far.
 std::string run_tool(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
                      const std::string& label, int64_t progress_total, int64_t (*count)(std::string_view));
-// Appends the --llama-args words `tool` takes (model/llama_args.h): after every argument gguf-reap gives.
+// Appends the --llama-args words `tool` takes (gguf_reap/llama_args.h): after every argument gguf-reap gives.
 inline void append_llama_args(const Ctx& c, LlamaTool tool, std::vector<std::string>& argv) {
     const std::vector<std::string> extra = c.q.llama_args.for_tool(tool);
     argv.insert(argv.end(), extra.begin(), extra.end());
 }
 // Opens a model; InputError when it is not one or has no vocabulary.
 EvalModel open_eval_model(const std::string& path);
-// sha256 over every shard's header bytes [0, data_start), in shard order.
-std::string source_identity(const ShardSet& s);
 // InputError when `out` was not made from `src`: its provenance says another expert count, or its
 // tensor list (names, types) or vocabulary disagrees.
 void check_same_source(const EvalModel& src, const EvalModel& out);

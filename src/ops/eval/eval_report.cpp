@@ -8,7 +8,7 @@
 #include "io/paths.h"
 #include "ops/eval/eval_behaviour.h"
 #include "ops/eval/eval_internal.h"
-#include "ops/svg.h"
+#include "services/svg.h"
 
 namespace gguf_reap {
 

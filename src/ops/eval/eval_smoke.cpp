@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "format/completion_session.h"
+#include "format/perplexity_log.h"
 #include "gguf_reap/error.h"
 #include "io/input_file.h"
 #include "io/output_file.h"

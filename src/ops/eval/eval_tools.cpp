@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "format/perplexity_log.h"
 #include "gguf_reap/error.h"
 #include "io/child_process.h"
 #include "io/output_file.h"

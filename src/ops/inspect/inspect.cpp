@@ -4,6 +4,10 @@
 #include <map>
 
 #include "format/ggml_types.h"
+#include "format/gguf.h"
+#include "format/imatrix.h"
+#include "model/moe_layout.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap {
 
@@ -65,10 +69,10 @@ namespace ops {
 InspectResult inspect(const std::string& path) {
     InspectResult r;
     if (detect_imatrix(path) != ImatrixKind::kNotImatrix) {
-        r.imatrix = ImatrixFile::open(path);
+        r.imatrix = std::make_shared<const ImatrixFile>(ImatrixFile::open(path));
         return r;
     }
-    r.model = ShardSet::open(path);
+    r.model = std::make_shared<const ShardSet>(ShardSet::open(path));
     r.summary = summarize_model(*r.model);
     return r;
 }

@@ -9,21 +9,13 @@
 // inputs instead (exit 2).
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <string>
 #include <vector>
+
+#include "gguf_reap/sanity_problem.h"
 
 namespace gguf_reap {
 
 struct RankInput;
-
-struct SanityProblem {
-    std::string file;                // the imatrix at fault ("" for a disagreement between files)
-    std::optional<uint64_t> offset;  // its counts tensor's data, where one entry is at fault
-    std::string field;               // e.g. "entry 'blk.3.ffn_down_exps.weight' counts"
-    std::string message;             // names the domain, the block and both numbers
-};
 
 // Pure: the problems of `in`'s GGUF domains (legacy .dat files store no counts). With
 // in.expert_used_count == 0 (no --model) the top-k is taken from the first block that has data, and

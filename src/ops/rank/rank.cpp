@@ -14,6 +14,7 @@
 #include "io/output_file.h"
 #include "io/output_lock.h"
 #include "ops/rank/rank_fit.h"
+#include "ops/rank/rank_steps.h"
 
 namespace gguf_reap {
 
@@ -164,6 +165,16 @@ RankResult rank(const RankRequest& q, const Events& events) {
     o.ranking_path = (base / kRankingFile).string();
     o.receipt_path = (base / kReceiptFile).string();
     return o;
+}
+
+std::vector<SanityProblem> imatrix_sanity(const std::string& model,
+                                          const std::vector<DomainSpec>& imatrices) {
+    RankOptions opts;
+    opts.model = model;
+    opts.imatrices = imatrices;
+    opts.keep = 1;
+    opts.hash_inputs = false;
+    return load_rank_input(opts).sanity;
 }
 
 }  // namespace ops

@@ -20,6 +20,7 @@
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_fit.h"
 #include "ops/rank/rank_lodo.h"
+#include "ops/rank/rank_steps.h"
 
 namespace gguf_reap {
 

@@ -7,6 +7,7 @@
 
 #include "gguf_reap/error.h"
 #include "ops/rank/rank_domains.h"
+#include "ops/rank/rank_steps.h"
 
 namespace gguf_reap {
 
@@ -63,8 +64,10 @@ void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget)
     r.fit = std::move(a);
 }
 
-std::vector<std::vector<int64_t>> dead_counts(const std::vector<DomainSpec>& imatrices,
-                                              const std::string& model, std::vector<int>& blocks) {
+// ops::dead_expert_counts (include/gguf_reap/rank.h): what estimate --imatrix bounds K with.
+std::vector<std::vector<int64_t>> ops::dead_expert_counts(const std::vector<DomainSpec>& imatrices,
+                                                          const std::string& model,
+                                                          std::vector<int>& blocks) {
     RankOptions o;
     o.imatrices = imatrices;
     o.model = model;

@@ -1,5 +1,5 @@
 // rank --fit (docs/rank.md): K is chosen from a budget once the dead and protected experts are known,
-// so that it obeys every rule rank has; and the dead-expert test that rank and estimate share.
+// so that it obeys every rule rank has.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gguf_reap/rank.h"
-#include "ops/budget.h"
+#include "services/budget.h"
 
 namespace gguf_reap {
 
@@ -18,10 +18,5 @@ std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opt
 // Sets r.n_keep, r.rule and r.fit: the largest K that fits `budget` and keeps every protected
 // expert (r.protect) and no dead one (r.dead). Throws UsageError when no legal K fits.
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget);
-
-// estimate --imatrix: the experts dead in every imatrix (rank's rule), counted per MoE block of the
-// model and contiguous expert group: dead[block][group].
-std::vector<std::vector<int64_t>> dead_counts(const std::vector<DomainSpec>& imatrices,
-                                              const std::string& model, std::vector<int>& blocks);
 
 }  // namespace gguf_reap

@@ -20,11 +20,13 @@
 #include "io/sha256.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/imatrix_domains.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/down_norms.h"
+#include "ops/rank/imatrix_sanity.h"
 #include "ops/rank/imatrix_scan.h"
+#include "ops/rank/rank_steps.h"
 #include "ops/rank/score_file.h"
+#include "services/imatrix_domains.h"
 
 namespace gguf_reap {
 
@@ -121,7 +123,7 @@ void check_rank_options(const RankOptions& opts) {
 }
 
 // deepseek4's hash-routed blocks: how many (token, slot) entries of each one's token → expert table
-// name each expert (ops/hash_routing.h).
+// name each expert (services/hash_routing.h).
 void count_hash_entries(const ModelInfo& model, RankInput& in) {
     const MoeLayout& L = model.layout;
     for (const auto& b : L.blocks) {
@@ -227,7 +229,7 @@ struct BlockEntries {
     std::vector<std::vector<int64_t>> width;  // 0: no entry
 };
 
-// Each imatrix's ffn_down_exps entries (ops/imatrix_domains.h) with the experts of every one, the
+// Each imatrix's ffn_down_exps entries (services/imatrix_domains.h) with the experts of every one, the
 // same everywhere and as in the model; the blocks, when no model gave them.
 BlockEntries match_entries(const RankOptions& opts, const std::vector<DomainSpec>& specs,
                            const std::vector<ImatrixFile>& ims, const ModelInfo& model, RankInput& in) {

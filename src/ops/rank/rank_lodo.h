@@ -29,11 +29,6 @@ void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision&
 // is known.
 std::optional<size_t> worst_blind_spot(const RankDecision& r);
 
-// "a kind of text the calibration did not cover loses up to N points of its expert energy (worst:
-// DOMAIN)", `drop` a fraction (seen − unseen); `score_mass`: criterion external. A drop of 0 or less
-// says that no domain kept less when left out, and names none.
-std::string blind_spot_sentence(double drop, const std::string& domain, bool score_mass);
-
 // method.blind_spot of the keeplist (and blind_spot in rank --json): docs/keeplist.md.
 nlohmann::ordered_json blind_spot_json(const RankInput& in, const RankDecision& r);
 

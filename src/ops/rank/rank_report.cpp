@@ -17,6 +17,8 @@
 #include "io/units.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_lodo.h"
+#include "ops/rank/rank_steps.h"
+#include "services/budget.h"
 
 namespace gguf_reap {
 

@@ -27,7 +27,7 @@
 #include "io/signals.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
-#include "ops/imatrix_domains.h"
+#include "services/imatrix_domains.h"
 
 namespace gguf_reap {
 
@@ -224,7 +224,7 @@ WidthModel open_model(const PlanWidthRequest& opts, PlanWidthResult& res) {
     return m;
 }
 
-// Each imatrix's ffn_down_exps entries (ops/imatrix_domains.h), and the experts and width of every
+// Each imatrix's ffn_down_exps entries (services/imatrix_domains.h), and the experts and width of every
 // entry, the same everywhere (and as in the model).
 ImatrixDomains match_domains(const PlanWidthRequest& opts, const std::vector<ImatrixFile>& ims,
                              const WidthModel& model, PlanWidthResult& res) {

@@ -1,5 +1,5 @@
-// Matching imatrices to MoE blocks (ops/imatrix_domains.h), for rank and plan-width.
-#include "ops/imatrix_domains.h"
+// Matching imatrices to MoE blocks (services/imatrix_domains.h), for rank and plan-width.
+#include "services/imatrix_domains.h"
 
 #include <algorithm>
 #include <optional>

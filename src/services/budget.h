@@ -18,56 +18,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/budget.h"
 #include "gguf_reap/estimate.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 
 namespace gguf_reap {
 
-enum class BudgetKind { kSize, kMemory };
-
-struct Budget {
-    BudgetKind kind = BudgetKind::kSize;
-    uint64_t bytes = 0;     // size on disk, or memory per device
-    uint64_t ctx = 0;       // memory: tokens of KV cache
-    uint64_t overhead = 0;  // memory: bytes besides weights and KV cache
-    uint64_t tp = 1;        // memory: tensor-parallel degree (1: one machine's memory)
-    std::string text;       // as given: "memory=288GiB,ctx=8192"
-    std::string amount;     // the size as given: "288GiB"
-};
-
-// "size=SIZE" or "memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]". Throws UsageError, one line that
-// starts with "--fit 'TEXT': ".
-Budget parse_budget(std::string_view text);
-// For a sentence: "277 GB on disk", "288 GiB with 8,192 tokens of context".
-std::string budget_words(const Budget& b);
-
-// The counts of experts per block that may be kept: rank's rules, as far as each is known.
-struct KeepRules {
-    int64_t expert_count = 0;
-    int64_t floor = 1;     // expert_used_count: llama.cpp routes every token to that many
-    int64_t groups = 1;    // expert_group_count: K is a multiple of it
-    std::string arch;      // expert_count_change_refusal (llama4)
-    int64_t min_keep = 1;  // rank: the protected experts of the fullest group, times the groups
-    std::string min_why;
-    int64_t max_keep = 0;  // rank or --imatrix: dead experts are always pruned (0: expert_count)
-    std::string max_why;
-    // Why K is not a legal count (a clause: "fewer than expert_used_count = 16"), or nullopt.
-    std::optional<std::string> refusal(int64_t k) const;
-    std::vector<int64_t> legal() const;  // ascending
-};
 KeepRules model_keep_rules(const MoeLayout& layout);
 // The dead-expert rule from dead counts per MoE block (`blocks`: their ids) and contiguous group
 // (dead[block][group]): K ≤ groups × min over (block, group) of the live experts.
 void apply_dead_rule(KeepRules& rules, const std::vector<int>& blocks,
                      const std::vector<std::vector<int64_t>>& dead);
-
-struct BudgetPoint {
-    int64_t k = 0;
-    ModelFigures figures;  // of the splice that keeps k experts per block
-    FitRow row;            // memory at the budget's tp, ctx and overhead
-    uint64_t value = 0;    // what the budget limits: file bytes (+ slack) or row.need()
-};
 
 // The model's headers, its MoE layout, KV cache figures and the width plan (if any), read once.
 class BudgetModel {
@@ -89,16 +51,6 @@ class BudgetModel {
     AfterPlan plan_;
 };
 
-struct FitAnswer {
-    Budget budget;
-    BudgetPoint at;                            // the K chosen
-    std::optional<BudgetPoint> above;          // K + 1; none when K is every expert
-    std::optional<std::string> above_refusal;  // why K + 1 is not legal, when it is not
-    int64_t min_legal = 0, max_legal = 0;
-    std::string min_why, max_why;  // the rules that bound the legal K (rank's or the dead experts)
-    bool above_fits() const { return above && above->value <= budget.bytes; }
-};
-
 // The largest legal K whose value is at most the budget. Throws UsageError when no K is legal, or
 // when none fits: "--fit 'size=1MB': nothing fits: the smallest reachable is ... at K = 4".
 FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepRules& rules);
@@ -112,11 +64,6 @@ nlohmann::ordered_json budget_json(const Budget& b);
 // estimate --sweep: every 1/16 of E that is legal, plus `extra` (the dead-only count, --fit's K),
 // ascending, without repeats.
 std::vector<int64_t> sweep_counts(const KeepRules& rules, const std::vector<int64_t>& extra);
-struct SweepRow {
-    int64_t k = 0;
-    ModelFigures figures;
-    std::vector<FitRow> per_gpu;  // one per requested tp
-};
 std::vector<SweepRow> sweep(const BudgetModel& model, const std::vector<int64_t>& ks,
                             const std::vector<uint64_t>& tp, uint64_t ctx, uint64_t overhead);
 

@@ -1,6 +1,6 @@
 // The `audit --json` document, written (audit_report_json) and read back (read_audit_document) with the
 // same key names.
-#include "ops/audit/audit_report.h"
+#include "services/audit_report.h"
 
 #include <ctime>
 
@@ -11,6 +11,7 @@
 #include "gguf_reap/error.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "model/shard_set.h"
 
 namespace gguf_reap {
 

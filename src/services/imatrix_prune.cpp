@@ -11,7 +11,8 @@
 
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
-#include "gguf_reap/splice.h"
+#include "model/tensor_table.h"
+#include "services/splice_plan.h"
 
 namespace gguf_reap {
 

@@ -8,8 +8,9 @@
 
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
-#include "gguf_reap/splice.h"
-#include "ops/splice/hash_routing.h"
+#include "model/provenance.h"
+#include "services/hash_routing.h"
+#include "services/splice_plan.h"
 
 namespace gguf_reap {
 
@@ -363,7 +364,7 @@ OutputTensors output_tensors(const ShardSet& model, const MoeLayout& layout, con
         if (!kb) throw std::logic_error(fmt::format("keeplist lacks block {}", b.block));
         for (const ExpertTensor& et : b.tensors) out.how[et.tensor] = {&et, &kb->keep, o.width, bi};
     }
-    // Hash-routed blocks: their token → expert tables are written rewritten (ops/hash_routing.h).
+    // Hash-routed blocks: their token → expert tables are written rewritten (services/hash_routing.h).
     for (const MoeBlock& b : layout.blocks)
         if (b.hash_table && !(o.drop_mtp && layout.is_nextn_block(b.block))) {
             HashRewrite h = rewrite_hash_table(model, b, kl.find_block(b.block)->keep);

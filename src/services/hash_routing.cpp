@@ -1,5 +1,5 @@
-// The rewrite of deepseek4's token → expert tables (ops/hash_routing.h).
-#include "ops/splice/hash_routing.h"
+// The rewrite of deepseek4's token → expert tables (services/hash_routing.h).
+#include "services/hash_routing.h"
 
 #include <algorithm>
 #include <cmath>

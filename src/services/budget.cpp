@@ -1,5 +1,5 @@
 // budget: parse a budget, the legal K, and the binary search over them with splice's planner.
-#include "ops/budget.h"
+#include "services/budget.h"
 
 #include <algorithm>
 #include <set>

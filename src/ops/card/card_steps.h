@@ -1,0 +1,24 @@
+// The steps of ops::card (include/gguf_reap/card.h) the CLI and the tests call: the card's Markdown and
+// JSON, both rendered from the same facts, and the eval.json a card reads.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf_reap/card.h"
+
+namespace gguf_reap {
+
+// The card's Markdown and JSON, both from the same facts.
+void measured_section(std::string& s, const CardFacts& f);  // "" without an eval
+nlohmann::ordered_json card_eval_json(const CardEval& e);
+class ShardSet;
+// Reads `eval -o` JSON and keeps the rows of `output` (a ShardSet of the build): InputError when it was
+// made against another source (`source_identity`) or measured other builds.
+CardEval read_card_eval(const std::string& path, const ShardSet& output, const std::string& source_identity);
+
+std::string render_card_markdown(const CardFacts& f);
+nlohmann::ordered_json card_json(const CardFacts& f);
+
+}  // namespace gguf_reap

@@ -1,0 +1,40 @@
+// The steps of ops::rank (include/gguf_reap/rank.h), each a plain function: read the inputs, decide,
+// write the three files; and the texts and JSON made from a decision.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf_reap/rank.h"
+
+namespace gguf_reap {
+
+// Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit
+// together or options the inputs cannot satisfy), IoError.
+RankInput load_rank_input(const RankOptions& opts);
+
+// Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
+RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
+
+// The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,
+// datasets, chunks, tokens), neuron plan, safety margin.
+nlohmann::ordered_json rank_method_json(const RankInput& in, const RankDecision& r);
+// The receipt's Markdown text.
+std::string render_receipt(const RankInput& in, const RankDecision& r);
+// The sentence the seed's model card states: "no pruned expert ranks better than R of N in any domain,
+// in any layer (median layer: M); the closest to being kept is blk.B expert E, ranked R in DOMAIN".
+std::string safety_margin_sentence(const RankDecision& r);
+// A JSON summary (the --json document and the basis of the text summary).
+nlohmann::ordered_json rank_summary_json(const RankInput& in, const RankDecision& r);
+
+// Writes the three files into `dir` (created if missing), each atomically. Existing files are
+// refused unless `force`. `threads` build them in parallel (0: one per core). Throws UsageError / IoError.
+void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::string& dir, bool force,
+                        int threads = 0);
+
+// Spearman rank correlation (average ranks for ties); NaN when either side is constant or n < 2.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace gguf_reap
