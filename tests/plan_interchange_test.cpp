@@ -156,8 +156,8 @@ TEST(PlanInterchangeFixtures, RoundTripThroughRank) {
             rank_experts(load_rank_input(i), i);
             FAIL() << "no error";
         } catch (const UsageError& e) {
-            EXPECT_STREQ(
-                e.what(),
+            EXPECT_EQ(
+                test::shown(e),
                 "--from-plan decides which experts are kept: give no --keep, --prune, --ratio or --fit");
         }
     }
