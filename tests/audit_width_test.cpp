@@ -204,7 +204,7 @@ TEST_F(AuditWidthTest, RefusesWithoutThePlanAndNamesAnotherPlan) {
         audit(std::nullopt);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        const std::string what = e.what();
+        const std::string what = test::shown(e);
         EXPECT_EQ(what.rfind(out() + ": was width-spliced with plan sha256 ", 0), 0u) << what;
         EXPECT_NE(what.find(": pass --neuron-plan (the plan it was cut with) to verify its expert tensors"),
                   std::string::npos)
@@ -249,8 +249,8 @@ TEST_F(AuditWidthTest, PlanNeedsSourceAndAnUnquantizedDown) {
         run_audit(o);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        EXPECT_STREQ(e.what(),
-                     "--neuron-plan needs --source: the plan says which source channels the output keeps");
+        EXPECT_EQ(test::shown(e),
+                  "--neuron-plan needs --source: the plan says which source channels the output keeps");
     }
     make("", 32);
     auto r = run_gen(fmt::format("model --skeleton --preset tiny --type-exps F16 --type-down Q8_0 -o {}",
