@@ -232,7 +232,7 @@ TEST_F(AuditWidthTest, WithoutProvenanceTheWidthKeySaysWhatIsMissing) {
         audit(std::nullopt);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        EXPECT_EQ(std::string(e.what()),
+        EXPECT_EQ(test::shown(e),
                   out() +
                       ": has deepseek2.expert_feed_forward_length = 32 but the source has 64: it was "
                       "width-spliced (without provenance keys); pass --neuron-plan (the plan it was cut "

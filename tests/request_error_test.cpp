@@ -18,14 +18,16 @@ TEST(RequestError, NamesTheFieldAndTheCliSpellsTheOption) {
     const RequestError e({RequestField::kRatio, " 1.5 must be a fraction of experts to prune, 0 < R < 1"});
     EXPECT_STREQ(e.what(), "ratio 1.5 must be a fraction of experts to prune, 0 < R < 1");
     EXPECT_EQ(e.exit_code(), kExitBadInput);
-    EXPECT_EQ(cli::option_message(e.message()), "--ratio 1.5 must be a fraction of experts to prune, 0 < R < 1");
+    EXPECT_EQ(cli::option_message(e.message()),
+              "--ratio 1.5 must be a fraction of experts to prune, 0 < R < 1");
     const RequestError two({RequestField::kImatrixIn, " and ", RequestField::kImatrixOut, " go together"});
     EXPECT_STREQ(two.what(), "imatrix_in and imatrix_out go together");
     EXPECT_EQ(test::shown(two), "--imatrix-in and --imatrix-out go together");
 }
 
 TEST(RequestError, InputAndIoErrorsCarryTheirPiecesToo) {
-    const InputError in("p.txt", std::nullopt, "prompts", Message{RequestField::kPrompts, " chat: no prompt"});
+    const InputError in("p.txt", std::nullopt, "prompts",
+                        Message{RequestField::kPrompts, " chat: no prompt"});
     EXPECT_STREQ(in.what(), "p.txt: prompts: prompts chat: no prompt");
     EXPECT_EQ(test::shown(in), "p.txt: prompts: --prompts chat: no prompt");
     EXPECT_EQ(in.detail(), "prompts chat: no prompt");
