@@ -108,9 +108,9 @@ inline Message operator+(Message a, const Message& b) {
 // The message as one string, each field spelled by `spell` (field_name when empty).
 std::string render(const Message& m, const FieldSpelling& spell = {});
 
-// Base of every error gguf-reap raises on purpose.
-// A message that names request fields keeps its pieces: what() spells the fields by field_name, and a
-// caller that spells them its own way (the CLI: as options) renders message() instead.
+// Base of every error gguf-reap raises on purpose. A message that names request fields keeps its
+// pieces: what() spells the fields by field_name, and a caller that spells them its own way (the CLI: as
+// options) renders message() instead.
 class Error : public std::runtime_error {
   public:
     Error(int exit_code, const std::string& message) : std::runtime_error(message), exit_code_(exit_code) {}
