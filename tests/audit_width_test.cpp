@@ -205,7 +205,7 @@ TEST_F(AuditWidthTest, RefusesWithoutThePlanAndNamesAnotherPlan) {
         audit(std::nullopt);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        const std::string what = e.what();
+        const std::string what = test::shown(e);
         EXPECT_EQ(what.rfind(out() + ": was width-spliced with plan sha256 ", 0), 0u) << what;
         EXPECT_NE(what.find(": pass --neuron-plan (the plan it was cut with) to verify its expert tensors"),
                   std::string::npos)
@@ -233,7 +233,7 @@ TEST_F(AuditWidthTest, WithoutProvenanceTheWidthKeySaysWhatIsMissing) {
         audit(std::nullopt);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        EXPECT_EQ(std::string(e.what()),
+        EXPECT_EQ(test::shown(e),
                   out() +
                       ": has deepseek2.expert_feed_forward_length = 32 but the source has 64: it was "
                       "width-spliced (without provenance keys); pass --neuron-plan (the plan it was cut "
@@ -250,8 +250,8 @@ TEST_F(AuditWidthTest, PlanNeedsSourceAndAnUnquantizedDown) {
         run_audit(o);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        EXPECT_STREQ(e.what(),
-                     "--neuron-plan needs --source: the plan says which source channels the output keeps");
+        EXPECT_EQ(test::shown(e),
+                  "--neuron-plan needs --source: the plan says which source channels the output keeps");
     }
     make("", 32);
     auto r = run_gen(fmt::format("model --skeleton --preset tiny --type-exps F16 --type-down Q8_0 -o {}",

@@ -18,7 +18,7 @@ std::string usage_error(const std::string& text) {
     try {
         parse_budget(text);
     } catch (const UsageError& e) {
-        return e.what();
+        return test::shown(e);
     }
     return "(no error)";
 }

@@ -295,7 +295,7 @@ TEST_F(EstimateGenerated, KeeplistForAnotherModelIsRefused) {
         try {
             run(in);
         } catch (const UsageError& e) {
-            return std::string(e.what());
+            return test::shown(e);
         }
         return std::string("no error");
     };
@@ -331,7 +331,7 @@ TEST(EstimateTp, RefusesBadItems) {
         try {
             parse_tp_list(text);
         } catch (const UsageError& e) {
-            return std::string(e.what());
+            return test::shown(e);
         }
         return std::string("no error");
     };

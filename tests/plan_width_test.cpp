@@ -86,7 +86,7 @@ class PlanWidthTest : public ::testing::Test {
         try {
             ops::plan_width(o);
         } catch (const UsageError& e) {
-            std::string what = e.what();
+            std::string what = test::shown(e);
             for (size_t at; (at = what.find(dir_.path().string() + "/")) != std::string::npos;)
                 what.erase(at, dir_.path().string().size() + 1);
             return what;

@@ -251,7 +251,7 @@ TEST(RankFixtures, OutputsAreWrittenAndReadBack) {
         write_rank_outputs(in, r, dir.path().string(), false);
         FAIL() << "overwrote without --force";
     } catch (const UsageError& e) {
-        EXPECT_EQ(std::string(e.what()), dir.file("keeplist.json") + " exists; use --force to overwrite it");
+        EXPECT_EQ(test::shown(e), dir.file("keeplist.json") + " exists; use --force to overwrite it");
     }
     EXPECT_NO_THROW(write_rank_outputs(in, r, dir.path().string(), true));
 }
@@ -265,7 +265,7 @@ TEST(RankFixtures, LegacyImatrixRefusesEnergyAndSaysWhatToUse) {
         load_rank_input(o);
         FAIL();
     } catch (const UsageError& e) {
-        const std::string m = e.what();
+        const std::string m = test::shown(e);
         EXPECT_NE(m.find("tiny-deepseek2.chat.imatrix.dat: a legacy .dat imatrix holds only each expert's "
                          "mean energy"),
                   std::string::npos)

@@ -26,7 +26,7 @@ class RankGenerated : public ::testing::Test {
             const RankInput in = load_rank_input(o);
             rank_experts(in, o);
         } catch (const UsageError& e) {
-            return e.what();
+            return test::shown(e);
         }
         return "(no error)";
     }

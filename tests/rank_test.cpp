@@ -12,6 +12,7 @@
 #include "gguf_reap/rank.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_steps.h"
+#include "test_util.h"
 
 namespace gguf_reap {
 namespace {
@@ -62,7 +63,7 @@ std::string usage_error(const RankInput& in, const RankOptions& o) {
     try {
         rank_experts(in, o);
     } catch (const UsageError& e) {
-        return e.what();
+        return test::shown(e);
     }
     return "(no error)";
 }

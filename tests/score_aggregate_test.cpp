@@ -80,7 +80,7 @@ TEST(ScoreAggregate, MeanWithoutCountsNeedsTheFlag) {
         load_rank_input(o);
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        EXPECT_EQ(std::string(e.what()),
+        EXPECT_EQ(test::shown(e),
                   dir.file("s.json") +
                       ": block 1: 'reap' is a per-token mean, which rank sums over the routed tokens (mean × "
                       "activation_counts) by default, but the block has no activation_counts: add them, or "

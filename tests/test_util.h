@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/options.h"
+#include "gguf_reap/error.h"
+
 namespace gguf_reap::test {
 
 // A fresh directory under the system temp dir, removed at destruction.
@@ -50,14 +53,21 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
 std::string sha256_hex(const uint8_t* data, size_t n);
 std::string sha256_file_range(const std::string& path, uint64_t offset, uint64_t n);
 
-// What `f` throws as an E (any exception by default), as its what(); "(no error)" when it returns. An
-// exception of another type is not caught: the test fails on it.
+// The error as the CLI prints it (after "gguf-reap: error: "): what(), with the request fields a
+// library message names spelled as gguf-reap's options (cli/options.h).
+inline std::string shown(const std::exception& e) {
+    const auto* g = dynamic_cast<const Error*>(&e);
+    return g && !g->message().empty() ? cli::option_message(g->message()) : std::string(e.what());
+}
+
+// What `f` throws as an E (any exception by default), as the CLI shows it (shown()); "(no error)" when it
+// returns. An exception of another type is not caught: the test fails on it.
 template <typename E = std::exception>
 std::string error_of(const std::function<void()>& f) {
     try {
         f();
     } catch (const E& e) {
-        return e.what();
+        return shown(e);
     }
     return "(no error)";
 }

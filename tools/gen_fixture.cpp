@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/options.h"
 #include "gen/archs.h"
 #include "gen/imatrix.h"
 #include "gen/model.h"
@@ -225,7 +226,10 @@ int run(int argc, char** argv) {
         return model.sub->parsed() ? model.run() : imatrix.run();
     } catch (const Error& e) {
         std::fflush(stdout);
-        std::cerr << "gguf-reap-gen: error: " << e.what() << "\n";
+        // The library's messages name request fields; spelled as gguf-reap's options, as gguf-reap prints
+        // them.
+        std::cerr << "gguf-reap-gen: error: "
+                  << (e.message().empty() ? e.what() : cli::option_message(e.message())) << "\n";
         return e.exit_code();
     } catch (const std::bad_alloc&) {
         std::cerr << "gguf-reap-gen: error: out of memory\n";

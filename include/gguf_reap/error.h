@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace gguf_reap {
 
@@ -18,14 +20,109 @@ enum ExitCode : int {
     kExitInterrupted = 130,
 };
 
-// Base of every error gguf-reap raises on purpose.
+// A field of a request (RankOptions::ratio, SpliceOptions::imatrix_in, EvalRequest::texts, ...): what a
+// message is about when the request, not a file, is at fault. The library names the field and its value;
+// the CLI spells the field as the option that sets it (src/cli/options.cpp), so that the user reads
+// "--ratio 1.5 must be ..." where a library caller reads "ratio 1.5 must be ...".
+enum class RequestField : uint8_t {
+    kBaseModel,
+    kCacheDir,
+    kCalibration,
+    kChat,
+    kChunks,
+    kConsensus,
+    kCriterion,
+    kCtx,
+    kDropMtp,
+    kDryRun,
+    kExport,
+    kFit,
+    kForce,
+    kFromPlan,
+    kGenTokens,
+    kGpuMem,
+    kGranularity,
+    kHfRepo,
+    kImatrix,
+    kImatrixIn,
+    kImatrixOut,
+    kJson,
+    kKeep,
+    kKeeplist,
+    kLlamaArgs,
+    kLlamaBin,
+    kManifest,
+    kManifestOut,
+    kModel,
+    kNCpuMoe,
+    kNeuronPlan,
+    kNoProvenance,
+    kNoResume,
+    kOverhead,
+    kParallel,
+    kPrompts,
+    kProtect,
+    kPrune,
+    kRatio,
+    kReceipt,
+    kReference,
+    kScoreAggregate,
+    kScoreField,
+    kScores,
+    kServerTimeout,
+    kSmokePrompt,
+    kSmokeTokens,
+    kSource,
+    kSourceManifest,
+    kSplitCount,
+    kSplitMaxSize,
+    kSplitMaxTensors,
+    kStrict,
+    kSuperChannelRatio,
+    kSuperShare,
+    kSvg,
+    kText,
+    kThreads,
+    kTokens,
+    kTp,
+    kCount  // not a field: the number of them
+};
+// The field's name as the library spells it: "ratio", "imatrix_in".
+const char* field_name(RequestField f);
+
+// A message in pieces: text, and fields that whoever shows it spells (field_name, or a CLI's option).
+// Implicit, so that a message reads {RequestField::kRatio, " 1.5 must be ..."}.
+struct MessagePart {
+    MessagePart(RequestField f) : field(f) {}
+    MessagePart(std::string t) : text(std::move(t)) {}
+    MessagePart(const char* t) : text(t) {}
+    std::optional<RequestField> field;
+    std::string text;
+};
+using Message = std::vector<MessagePart>;
+using FieldSpelling = std::function<std::string(RequestField)>;
+inline Message operator+(Message a, const Message& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+// The message as one string, each field spelled by `spell` (field_name when empty).
+std::string render(const Message& m, const FieldSpelling& spell = {});
+
+// Base of every error gguf-reap raises on purpose. A message that names request fields keeps its
+// pieces: what() spells the fields by field_name, and a caller that spells them its own way (the CLI: as
+// options) renders message() instead.
 class Error : public std::runtime_error {
   public:
     Error(int exit_code, const std::string& message) : std::runtime_error(message), exit_code_(exit_code) {}
+    Error(int exit_code, Message message)
+        : std::runtime_error(render(message)), exit_code_(exit_code), message_(std::move(message)) {}
     int exit_code() const { return exit_code_; }
+    // The pieces of what(); empty when it names no request field.
+    const Message& message() const { return message_; }
 
   private:
     int exit_code_;
+    Message message_;
 };
 
 // Bad input file: names the file, the byte offset and the field. what() is the full one-line message:
@@ -33,6 +130,8 @@ class Error : public std::runtime_error {
 class InputError : public Error {
   public:
     InputError(std::string file, std::optional<uint64_t> offset, std::string field, std::string message);
+    // A message that names request fields ("... (--strict)").
+    InputError(std::string file, std::optional<uint64_t> offset, std::string field, const Message& message);
 
     const std::string& file() const { return file_; }
     const std::optional<uint64_t>& offset() const { return offset_; }
@@ -50,6 +149,14 @@ class InputError : public Error {
 class UsageError : public Error {
   public:
     explicit UsageError(const std::string& message) : Error(kExitBadInput, message) {}
+    explicit UsageError(Message message) : Error(kExitBadInput, std::move(message)) {}
+};
+
+// A request the inputs cannot satisfy, or whose fields contradict each other: a UsageError whose message
+// names the fields at fault ({RequestField::kRatio, " 1.5 must be ..."}).
+class RequestError : public UsageError {
+  public:
+    explicit RequestError(Message message) : UsageError(std::move(message)) {}
 };
 
 // I/O or system failure (exit 3): "<file>: <operation>: <strerror>".
@@ -57,6 +164,7 @@ class IoError : public Error {
   public:
     IoError(const std::string& file, const std::string& operation, int errno_value);
     IoError(const std::string& file, const std::string& message);
+    IoError(const std::string& file, const Message& message);
     int errno_value() const { return errno_; }
 
   private:

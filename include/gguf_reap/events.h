@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "gguf_reap/error.h"
+
 namespace gguf_reap {
 
 struct Events {
@@ -18,6 +20,9 @@ struct Events {
     std::function<void(std::string_view label, uint64_t total)> on_progress_begin;
     std::function<void(uint64_t)> on_progress;
     std::function<void()> on_progress_end;
+    // How messages in pieces spell request fields (error.h, Message): field_name when empty; the CLI
+    // spells them as its options.
+    FieldSpelling spell;
 
     void debug(const std::string& m) const {
         if (on_debug) on_debug(m);
@@ -28,6 +33,8 @@ struct Events {
     void warn(const std::string& m) const {
         if (on_warn) on_warn(m);
     }
+    void info(const Message& m) const { info(render(m, spell)); }
+    void warn(const Message& m) const { warn(render(m, spell)); }
 };
 
 // Calls events.on_progress_end when it goes, so a pass that throws still closes its display.

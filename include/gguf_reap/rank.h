@@ -184,12 +184,20 @@ struct BlindSpot {
     std::string unknown;   // "" when unseen was computed
 };
 
+// How the number of experts kept was chosen: the request's keep, prune, ratio or fit, with its value as
+// given, or an imported plan. rule_message() says it in words.
+struct RankRule {
+    enum class Kind : uint8_t { kKeep, kPrune, kRatio, kFit, kPlan };
+    Kind kind = Kind::kKeep;
+    std::string value;  // "13", "3", "0.25", "size=277GB"; kPlan: "the hipfire plan reap_plan.json"
+};
+
 struct RankDecision {
     Criterion criterion = Criterion::kEnergy;
     Consensus consensus = Consensus::kMinRank;
     int64_t expert_count = 0;
     int64_t n_keep = 0;
-    std::string rule;  // "--prune 3", "--keep 13", "--ratio 0.25", "--fit size=277GB: K = 720, ..."
+    RankRule rule;
     std::optional<FitAnswer> fit;  // --fit: the budget, K and the size or memory at K and K + 1
     std::vector<int> blocks;
     std::vector<std::string> domain_names;

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "gguf_reap/error.h"
 #include "io/progress.h"
 #include "io/signals.h"
@@ -112,6 +113,7 @@ void print_json(const nlohmann::ordered_json& doc) {
 
 Events cli_events(bool progress) {
     Events e;
+    e.spell = option_spelling;
     e.on_debug = [](const std::string& m) { spdlog::debug("{}", m); };
     e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
     e.on_warn = [](const std::string& m) { spdlog::warn("{}", m); };
@@ -194,7 +196,8 @@ int run(int argc, char** argv) {
         return kExitBadInput;
     } catch (const Error& e) {
         std::fflush(stdout);
-        std::cerr << "gguf-reap: error: " << e.what() << "\n";
+        std::cerr << "gguf-reap: error: " << (e.message().empty() ? e.what() : option_message(e.message()))
+                  << "\n";
         return e.exit_code();
     } catch (const std::bad_alloc&) {
         std::cerr << "gguf-reap: error: out of memory\n";

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/estimate_fit.h"
@@ -284,7 +285,7 @@ void print_fit_text(const EstimateFitResult& e, const EstimateFitRequest& q) {
         std::cout << fmt::format(
             "dead-only    K = {}: the most experts kept when only dead ones are pruned ({})\n", *e.dead_only,
             e.rules.max_why.empty() ? "no dead experts" : e.rules.max_why);
-    if (e.fit) std::cout << fit_sentence(*e.fit) << "\n";
+    if (e.fit) std::cout << option_message(fit_sentence(*e.fit)) << "\n";
     if (e.sweep.empty()) return;
     std::cout << fmt::format("\nper GPU: weights + KV cache ({} tokens) + overhead {}\n", with_commas(q.ctx),
                              human_bytes(q.overhead));

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/rank_lodo.h"
@@ -111,7 +112,7 @@ void print_text(const ops::RankResult& o) {
         r.blocks.size(), r.expert_count, in.domains.size(), fmt::join(r.domain_names, ", "),
         criterion_name(r.criterion), consensus_name(r.consensus));
     std::cout << fmt::format("keep {} of {} per block ({}): {} pruned per block\n", r.n_keep, r.expert_count,
-                             r.rule, r.expert_count - r.n_keep);
+                             option_message(rule_message(r)), r.expert_count - r.n_keep);
     // Counts, not lists: a Kimi-K3-shaped model has 92 MoE blocks; the per-block lists are in the
     // receipt and in --json.
     if (r.dead_experts.empty()) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf_reap/error.h"
+
 namespace gguf_reap {
 
 struct ChildExit {
@@ -59,6 +61,6 @@ std::optional<std::string> find_executable(const std::string& name, const std::s
 // $GGUF_REAP_LLAMA_BIN). Missing: UsageError "NAME not found WHERE: [WHY; ]give --llama-bin DIR
 // (llama.cpp's build/bin) or set GGUF_REAP_LLAMA_BIN=DIR", WHERE naming the place looked in.
 std::string find_llama_tool(const std::string& name, const std::string& dir, const std::string& env_dir,
-                            const std::string& path_list, const std::string& why = "");
+                            const std::string& path_list, const Message& why = {});
 
 }  // namespace gguf_reap

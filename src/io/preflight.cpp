@@ -98,7 +98,8 @@ OutputCheck check_outputs(const std::vector<PlannedOutput>& outputs, const std::
         if (path_exists(out)) {
             if (std::filesystem::is_directory(out, ec))
                 throw UsageError(fmt::format("{}: is a directory; an output file cannot replace it", out));
-            if (!force) throw UsageError(fmt::format("{}: already exists (use --force to replace it)", out));
+            if (!force)
+                throw RequestError({out + ": already exists (use ", RequestField::kForce, " to replace it)"});
             r.replaced.push_back(out);
         }
         auto& [where, bytes] = need[st.st_dev];

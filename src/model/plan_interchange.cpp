@@ -131,10 +131,13 @@ std::string export_plan(PlanFormat f, const KeepList& kl, uint64_t block_count, 
     nlohmann::ordered_json j;
     if (f == PlanFormat::kHipfire) {
         if (kl.blocks.size() != block_count)
-            throw UsageError(fmt::format(
-                "--export hipfire: the model has {} layers but {} MoE layers; hipfire's reap_plan.json needs "
-                "a row of kept experts for every layer and says nothing of dense ones: use --export keepmap",
-                block_count, kl.blocks.size()));
+            throw RequestError(
+                {RequestField::kExport,
+                 fmt::format(" hipfire: the model has {} layers but {} MoE layers; hipfire's "
+                             "reap_plan.json needs a row of kept experts for every layer and says "
+                             "nothing of dense ones: use ",
+                             block_count, kl.blocks.size()),
+                 RequestField::kExport, " keepmap"});
         nlohmann::ordered_json rows = nlohmann::ordered_json::array();
         for (const KeepBlock& b : kl.blocks) rows.push_back(b.keep);
         j["version"] = 1;

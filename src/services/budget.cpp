@@ -51,7 +51,7 @@ Budget parse_budget(std::string_view text) {
     Budget b;
     b.text = std::string(text);
     const auto bad = [&](const std::string& why) {
-        return UsageError(fmt::format("--fit '{}': {}", text, why));
+        return RequestError({RequestField::kFit, fmt::format(" '{}': {}", text, why)});
     };
     std::set<std::string> seen;
     size_t start = 0;
@@ -171,8 +171,9 @@ BudgetModel::BudgetModel(const std::string& model_path, const std::string& neuro
                          std::string tool_version)
     : model_(ShardSet::open(model_path)), layout_(build_moe_layout(model_)), kv_(kv_cache_figures(model_)) {
     if (layout_.blocks.empty())
-        throw UsageError(fmt::format("--fit: {} has no routed experts to prune (architecture '{}')",
-                                     model_path, layout_.arch));
+        throw RequestError(
+            {RequestField::kFit, fmt::format(": {} has no routed experts to prune (architecture '{}')",
+                                             model_path, layout_.arch)});
     plan_ = load_after_plan(model_, layout_, neuron_plan_path, drop_mtp, std::move(tool_version));
 }
 
@@ -193,11 +194,12 @@ BudgetPoint BudgetModel::point(const Budget& b, int64_t k) const {
 FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepRules& rules) {
     const std::vector<int64_t> legal = rules.legal();
     if (legal.empty())
-        throw UsageError(fmt::format("--fit '{}': no K is legal: K must be at least {}{} and at most {}{}",
-                                     budget.text, std::max(rules.min_keep, rules.floor),
-                                     rules.min_why.empty() ? "" : " (" + rules.min_why + ")",
-                                     rules.max_keep ? rules.max_keep : rules.expert_count,
-                                     rules.max_why.empty() ? "" : " (" + rules.max_why + ")"));
+        throw RequestError(
+            {RequestField::kFit, fmt::format(" '{}': no K is legal: K must be at least {}{} and at most {}{}",
+                                             budget.text, std::max(rules.min_keep, rules.floor),
+                                             rules.min_why.empty() ? "" : " (" + rules.min_why + ")",
+                                             rules.max_keep ? rules.max_keep : rules.expert_count,
+                                             rules.max_why.empty() ? "" : " (" + rules.max_why + ")")});
     FitAnswer a;
     a.budget = budget;
     a.min_legal = legal.front();
@@ -208,11 +210,11 @@ FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepR
     BudgetPoint lo = model.point(budget, legal.front());
     if (lo.value > budget.bytes) {
         const bool size = budget.kind == BudgetKind::kSize;
-        throw UsageError(
-            fmt::format("--fit '{}': nothing fits: the smallest reachable is {}{} at K = {} (the fewest "
-                        "experts kept that "
-                        "is legal)",
-                        budget.text, bytes_text(lo.value), size ? " on disk" : " per device", lo.k));
+        throw RequestError(
+            {RequestField::kFit,
+             fmt::format(" '{}': nothing fits: the smallest reachable is {}{} at K = {} (the fewest "
+                         "experts kept that is legal)",
+                         budget.text, bytes_text(lo.value), size ? " on disk" : " per device", lo.k)});
     }
     size_t good = 0, bad = legal.size();  // legal[good] fits; legal[bad] does not (or is past the end)
     while (bad - good > 1) {
@@ -233,7 +235,7 @@ FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepR
     return a;
 }
 
-std::string fit_sentence(const FitAnswer& a) {
+Message fit_sentence(const FitAnswer& a) {
     const bool size = a.budget.kind == BudgetKind::kSize;
     const auto what = [&](const BudgetPoint& p) {
         if (size) return bytes_text(p.value) + " on disk";
@@ -241,12 +243,16 @@ std::string fit_sentence(const FitAnswer& a) {
                            human_bytes(p.row.weights), human_bytes(p.row.kv_cache),
                            human_bytes(p.row.overhead));
     };
-    std::string s = fmt::format("--fit {}: K = {}, {}", a.budget.text, a.at.k, what(a.at));
-    if (!a.above)
-        return s + fmt::format("; every expert fits the budget of {} bytes", with_commas(a.budget.bytes));
-    s += fmt::format("; K + 1 = {} would be {}", a.above->k, what(*a.above));
-    if (!a.above_fits()) return s + fmt::format(", over the budget of {} bytes", with_commas(a.budget.bytes));
-    return s + fmt::format(", within the budget, but is not legal: {}", a.above_refusal.value_or(""));
+    std::string s = fmt::format(" {}: K = {}, {}", a.budget.text, a.at.k, what(a.at));
+    if (!a.above) {
+        s += fmt::format("; every expert fits the budget of {} bytes", with_commas(a.budget.bytes));
+    } else {
+        s += fmt::format("; K + 1 = {} would be {}", a.above->k, what(*a.above));
+        s += a.above_fits()
+                 ? fmt::format(", within the budget, but is not legal: {}", a.above_refusal.value_or(""))
+                 : fmt::format(", over the budget of {} bytes", with_commas(a.budget.bytes));
+    }
+    return {RequestField::kFit, s};
 }
 
 std::string fit_receipt_line(const FitAnswer& a) {

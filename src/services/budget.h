@@ -54,8 +54,9 @@ class BudgetModel {
 // The largest legal K whose value is at most the budget. Throws UsageError when no K is legal, or
 // when none fits: "--fit 'size=1MB': nothing fits: the smallest reachable is ... at K = 4".
 FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepRules& rules);
-// "K = 720: 276.9 GB (…) on disk; K + 1 = 721 would be …, over 277 GB": the receipt's and rank's rule.
-std::string fit_sentence(const FitAnswer& a);
+// "fit size=277GB: K = 720: 276.9 GB (…) on disk; K + 1 = 721 would be …, over 277 GB": the receipt's and
+// rank's rule.
+Message fit_sentence(const FitAnswer& a);
 nlohmann::ordered_json fit_json(const FitAnswer& a);
 // The receipt's line: "- Budget: the most experts that fit 288 GiB with 8,192 tokens of context ...".
 std::string fit_receipt_line(const FitAnswer& a);

@@ -224,7 +224,8 @@ PlannedFile plan_imatrix_prune(const ImatrixFile& im, uint32_t source_index, con
                                const MoeLayout& layout, const KeepList& kl, const std::string& out_path,
                                const WidthCut* width) {
     if (out_path.empty())
-        throw UsageError("--imatrix-in needs --imatrix-out (where the pruned imatrix goes)");
+        throw RequestError({RequestField::kImatrixIn, " needs ", RequestField::kImatrixOut,
+                            " (where the pruned imatrix goes)"});
     switch (im.kind()) {
         case ImatrixKind::kGguf:
             return plan_gguf(im, source_index, model, layout, kl, out_path, width);

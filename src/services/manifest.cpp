@@ -522,7 +522,7 @@ void check_manifest_destination(const std::string& path, const std::vector<std::
             if (::stat(in.c_str(), &s) == 0 && s.st_dev == d.st_dev && s.st_ino == d.st_ino)
                 throw UsageError(fmt::format("{}: the manifest would overwrite an input ({})", dest, in));
         }
-        if (!force) throw UsageError(fmt::format("{}: exists; pass --force to replace it", dest));
+        if (!force) throw RequestError({dest + ": exists; pass ", RequestField::kForce, " to replace it"});
     }
 }
 

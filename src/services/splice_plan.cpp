@@ -290,7 +290,7 @@ Cuts balanced_cuts(const std::vector<uint64_t>& weight, uint64_t first_extra, si
 }
 
 Cuts max_tensor_cuts(size_t n, uint64_t per_shard) {
-    if (per_shard == 0) throw UsageError("--split-max-tensors must be at least 1");
+    if (per_shard == 0) throw RequestError({RequestField::kSplitMaxTensors, " must be at least 1"});
     Cuts cuts;
     for (size_t i = 0; i < n; i += per_shard) cuts.push_back(i);
     cuts.push_back(n);
@@ -302,7 +302,7 @@ Cuts max_tensor_cuts(size_t n, uint64_t per_shard) {
 // llama-gguf-split.
 Cuts max_size_cuts(const std::vector<TensorInfo>& infos, uint64_t first_kv_bytes, uint32_t first_alignment,
                    uint64_t other_kv_bytes, uint64_t max_bytes) {
-    if (max_bytes == 0) throw UsageError("--split-max-size must be more than 0 bytes");
+    if (max_bytes == 0) throw RequestError({RequestField::kSplitMaxSize, " must be more than 0 bytes"});
     Cuts cuts{0};
     uint64_t head = kFixedHeader + first_kv_bytes, data = 0;
     uint32_t align = first_alignment;
@@ -374,10 +374,9 @@ OutputTensors output_tensors(const ShardSet& model, const MoeLayout& layout, con
     // The tensors written, in source order (--drop-mtp leaves out the nextn blocks').
     if (o.drop_mtp) {
         if (layout.nextn_predict_layers == 0)
-            throw UsageError(
-                fmt::format("--drop-mtp: {} has no MTP blocks ({}.nextn_predict_layers is 0 or "
-                            "absent)",
-                            plan.source_path, layout.arch));
+            throw RequestError({RequestField::kDropMtp,
+                                fmt::format(": {} has no MTP blocks ({}.nextn_predict_layers is 0 or absent)",
+                                            plan.source_path, layout.arch)});
         plan.dropped_blocks = layout.nextn_predict_layers;
     }
     for (size_t i = 0; i < refs.size(); ++i) {
@@ -413,10 +412,11 @@ Cuts shard_cuts(const ShardSet& model, const MoeLayout& layout, const KeepList& 
             cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size());
             break;
         case SplitMode::kCount:
-            if (o.split_value == 0) throw UsageError("--split-count must be at least 1");
+            if (o.split_value == 0) throw RequestError({RequestField::kSplitCount, " must be at least 1"});
             if (o.split_value > kMaxShards)
-                throw UsageError(fmt::format(
-                    "--split-count {} is more than the 65535 shards split.count can number", o.split_value));
+                throw RequestError(
+                    {RequestField::kSplitCount,
+                     fmt::format(" {} is more than the 65535 shards split.count can number", o.split_value)});
             cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
             break;
         case SplitMode::kMaxTensors:
@@ -578,13 +578,16 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
     if (const auto* partial = std::get_if<PartialRowBlock>(&in_blocks)) {
         const PartialBlock& p = partial->at;
         const int64_t bs = partial->block_size;
-        throw UsageError(fmt::format(
-            "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut keeps whole blocks "
-            "only, but {} keeps {} of the {} channels {}..{} of block {} expert {}: make the plan with "
-            "`plan-width --granularity block --model {}` (or width-splice a BF16/F16 copy and requantise "
-            "it with llama-quantize)",
-            model_path, partial->row_type->tensor, ggml_type_display(partial->row_type->type), bs, plan_path,
-            p.kept, bs, p.group * bs, p.group * bs + bs - 1, p.block, p.expert, model_path));
+        throw RequestError(
+            {fmt::format(
+                 "{}: tensor '{}' is {}, whose rows hold blocks of {} values: a width cut keeps whole "
+                 "blocks only, but {} keeps {} of the {} channels {}..{} of block {} expert {}: make the "
+                 "plan with `plan-width ",
+                 model_path, partial->row_type->tensor, ggml_type_display(partial->row_type->type), bs,
+                 plan_path, p.kept, bs, p.group * bs, p.group * bs + bs - 1, p.block, p.expert),
+             RequestField::kGranularity, " block ", RequestField::kModel,
+             fmt::format(" {}` (or width-splice a BF16/F16 copy and requantise it with llama-quantize)",
+                         model_path)});
     }
     for (const auto& [bs, u] : std::get<std::map<int64_t, NeuronPlan>>(in_blocks)) {
         auto& out = w.block_rows[bs];

@@ -63,18 +63,21 @@ namespace {
 // Options that cannot go together, refused before anything is opened.
 void check_options(const AuditOptions& o) {
     if (o.source && o.source_manifest)
-        throw UsageError("--source and --source-manifest: give one (the manifest stands for the source)");
+        throw RequestError({RequestField::kSource, " and ", RequestField::kSourceManifest,
+                            ": give one (the manifest stands for the source)"});
     if (o.keeplist && !o.source && !o.source_manifest)
-        throw UsageError(
-            "--keeplist needs --source or --source-manifest: the keeplist says which source experts the "
-            "output keeps");
+        throw RequestError({RequestField::kKeeplist, " needs ", RequestField::kSource, " or ",
+                            RequestField::kSourceManifest,
+                            ": the keeplist says which source experts the output keeps"});
     if (o.neuron_plan && o.source_manifest)
-        throw UsageError(
-            "--neuron-plan needs --source, not --source-manifest: a width cut keeps rows and columns of "
-            "each slab, which the manifest's whole-slab hashes cannot vouch for");
+        throw RequestError(
+            {RequestField::kNeuronPlan, " needs ", RequestField::kSource, ", not ",
+             RequestField::kSourceManifest,
+             ": a width cut keeps rows and columns of each slab, which the manifest's whole-slab "
+             "hashes cannot vouch for"});
     if (o.neuron_plan && !o.source)
-        throw UsageError(
-            "--neuron-plan needs --source: the plan says which source channels the output keeps");
+        throw RequestError({RequestField::kNeuronPlan, " needs ", RequestField::kSource,
+                            ": the plan says which source channels the output keeps"});
 }
 
 // The source model, or the model its manifest describes, and its experts.
@@ -94,10 +97,12 @@ void open_source(const AuditOptions& o, Source& s) {
         s.layout = build_moe_layout(*s.model);
         for (const MoeBlock& b : s.layout.blocks)
             if (b.hash_table)
-                throw UsageError(fmt::format(
-                    "{}: blk.{} routes by a token → expert table, whose values pruning rewrites: only the "
-                    "source's own values can check the rewrite, so audit this model with --source",
-                    *o.source_manifest, b.block));
+                throw RequestError(
+                    {fmt::format(
+                         "{}: blk.{} routes by a token → expert table, whose values pruning rewrites: "
+                         "only the source's own values can check the rewrite, so audit this model with ",
+                         *o.source_manifest, b.block),
+                     RequestField::kSource});
     }
 }
 

@@ -91,10 +91,10 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     const auto recorded_sha = recorded ? recorded->as_string() : std::nullopt;
     if (!plan_path) {
         if (recorded)
-            throw UsageError(
-                fmt::format("{}: was width-spliced with plan sha256 {}: pass --neuron-plan (the plan it "
-                            "was cut with) to verify its expert tensors",
-                            first.path, recorded_sha.value_or(recorded->display())));
+            throw RequestError({fmt::format("{}: was width-spliced with plan sha256 {}: pass ", first.path,
+                                            recorded_sha.value_or(recorded->display())),
+                                RequestField::kNeuronPlan,
+                                " (the plan it was cut with) to verify its expert tensors"});
         // Without provenance keys a width cut still shows in the expert width: say what is missing
         // rather than report every expert tensor's shape.
         const std::string key = arch_key(src.architecture(), kExpertWidthKey);
@@ -102,10 +102,12 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
         const auto out_w = out_kv ? out_kv->as_uint() : std::nullopt;
         const auto src_w = src.arch_uint(std::string(kExpertWidthKey));
         if (out_w && src_w && *out_w < *src_w)
-            throw UsageError(fmt::format(
-                "{}: has {} = {} but the source has {}: it was width-spliced (without provenance keys); "
-                "pass --neuron-plan (the plan it was cut with) to verify its expert tensors",
-                first.path, key, *out_w, *src_w));
+            throw RequestError(
+                {fmt::format(
+                     "{}: has {} = {} but the source has {}: it was width-spliced (without provenance "
+                     "keys); pass ",
+                     first.path, key, *out_w, *src_w),
+                 RequestField::kNeuronPlan, " (the plan it was cut with) to verify its expert tensors"});
         return nullptr;
     }
     auto w = std::make_shared<WidthAudit>();
@@ -231,11 +233,12 @@ KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, 
             return k;
         }
         if (!layout.blocks.empty() && *n != layout.expert_count)
-            throw UsageError(fmt::format(
-                "{}: the output has {} experts per block, the source {}, and the output carries no "
-                "gguf_reap.kept.* "
-                "keys (written with --no-provenance?): pass the keeplist it was made from with --keeplist",
-                first.path, *n, layout.expert_count));
+            throw RequestError(
+                {fmt::format("{}: the output has {} experts per block, the source {}, and the output "
+                             "carries no gguf_reap.kept.* keys (written with ",
+                             first.path, *n, layout.expert_count),
+                 RequestField::kNoProvenance, "?): pass the keeplist it was made from with ",
+                 RequestField::kKeeplist});
         k.valid = true;
         k.from = "unchanged";
         k.n = layout.expert_count;

@@ -50,23 +50,27 @@ struct Ctx {
 };
 
 void check_request(const CalibrateRequest& q) {
-    if (q.texts.empty()) throw UsageError("calibrate: give at least one --text NAME=FILE");
+    if (q.texts.empty())
+        throw RequestError({"calibrate: give at least one ", RequestField::kText, " NAME=FILE"});
     if (q.out_dir.empty()) throw UsageError("calibrate: give -o DIR, where the imatrices go");
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
-        throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
+        throw RequestError(
+            {RequestField::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
     if (q.tokens && *q.tokens < 2 * q.ctx)
-        throw UsageError(fmt::format(
-            "--tokens {}: llama-imatrix needs at least 2 x ctx = {} tokens at --ctx {}; give more tokens "
-            "or a smaller --ctx",
-            *q.tokens, 2 * q.ctx, q.ctx));
+        throw RequestError(
+            {RequestField::kTokens,
+             fmt::format(" {}: llama-imatrix needs at least 2 x ctx = {} tokens at ", *q.tokens, 2 * q.ctx),
+             RequestField::kCtx, fmt::format(" {}; give more tokens or a smaller ", q.ctx),
+             RequestField::kCtx});
     std::set<std::string> names;
     for (const CalibrateText& t : q.texts) {
         if (!valid_input_name(t.name))
-            throw UsageError(fmt::format(
-                "--text '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", t.name, t.path));
+            throw RequestError({RequestField::kText,
+                                fmt::format(" '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'",
+                                            t.name, t.path)});
         if (!names.insert(t.name).second)
-            throw UsageError(
-                fmt::format("--text {} is given twice; give each kind of text one name", t.name));
+            throw RequestError({RequestField::kText,
+                                fmt::format(" {} is given twice; give each kind of text one name", t.name)});
     }
     q.llama_args.check(LlamaTool::imatrix);
 }
@@ -162,11 +166,13 @@ void cut_text(Ctx& c, const ShardSet& model, const std::string& text, CalibrateT
         if (k < 1 || k > static_cast<int64_t>(ids.size())) continue;
         const auto prefix = first_tokens(vocab, ids, static_cast<size_t>(k), bos, read);
         if (!prefix)
-            throw IoError(c.tools.tokenize,
-                          fmt::format("--text {}={}: its first {} tokens do not spell the start of the text "
-                                      "(a tokenizer gguf-reap cannot cut); give a text already cut, without "
-                                      "--tokens",
-                                      f.name, f.path, k));
+            throw IoError(
+                c.tools.tokenize,
+                Message{RequestField::kText,
+                        fmt::format(" {}={}: its first {} tokens do not spell the start of the text (a "
+                                    "tokenizer gguf-reap cannot cut); give a text already cut, without ",
+                                    f.name, f.path, k),
+                        RequestField::kTokens});
         const auto again = tokenize(c, *prefix, fmt::format("the first {} tokens of {}", k, f.path), nullptr);
         if (static_cast<int64_t>(again.size()) != n) continue;
         // llama-imatrix's -f drops one trailing newline: the file ends in one more than the cut.
@@ -180,9 +186,11 @@ void cut_text(Ctx& c, const ShardSet& model, const std::string& text, CalibrateT
         f.used_tokens = n;
         return;
     }
-    throw IoError(c.tools.tokenize,
-                  fmt::format("--text {}={}: no cut near its first {} tokens tokenizes alone to {} tokens",
-                              f.name, f.path, n, n));
+    throw IoError(
+        c.tools.tokenize,
+        Message{RequestField::kText, fmt::format(" {}={}: no cut near its first {} tokens tokenizes alone "
+                                                 "to {} tokens",
+                                                 f.name, f.path, n, n)});
 }
 
 // What decides an imatrix, hashed: a domain whose key and file are unchanged is not computed again.
@@ -240,9 +248,11 @@ void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
     f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const ImatrixLog parsed = parse_imatrix_log(text);
     if (parsed.too_few_tokens)
-        throw UsageError(
-            fmt::format("--text {}={}: llama-imatrix needs at least {} tokens at --ctx {}; it read {}",
-                        f.name, f.path, parsed.too_few_tokens->needed, c.q.ctx, parsed.too_few_tokens->have));
+        throw RequestError({RequestField::kText,
+                            fmt::format(" {}={}: llama-imatrix needs at least {} tokens at ", f.name, f.path,
+                                        parsed.too_few_tokens->needed),
+                            RequestField::kCtx,
+                            fmt::format(" {}; it read {}", c.q.ctx, parsed.too_few_tokens->have)});
     if (!e.ok())
         throw IoError(c.tools.imatrix, fmt::format("llama-imatrix on {} failed ({}); its last lines:\n{}",
                                                    f.name, e.describe(), last_lines(text, kErrorLines)));
@@ -383,15 +393,18 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
         const auto ids = tokenize(c, as_read(text), t.path, &f.tokenize_command);
         f.tokens = static_cast<int64_t>(ids.size());
         if (q.tokens && f.tokens < static_cast<int64_t>(*q.tokens))
-            throw UsageError(
-                fmt::format("--text {}={}: {} tokens, fewer than --tokens {}; give a longer text or "
-                            "a smaller --tokens",
-                            t.name, t.path, f.tokens, *q.tokens));
+            throw RequestError(
+                {RequestField::kText, fmt::format(" {}={}: {} tokens, fewer than ", t.name, t.path, f.tokens),
+                 RequestField::kTokens, fmt::format(" {}; give a longer text or a smaller ", *q.tokens),
+                 RequestField::kTokens});
         if (!q.tokens && f.tokens < static_cast<int64_t>(2 * q.ctx))
-            throw UsageError(fmt::format(
-                "--text {}={}: {} tokens, too short for llama-imatrix at --ctx {} (it needs at least 2 x ctx "
-                "= {}); give a longer text or a smaller --ctx",
-                t.name, t.path, f.tokens, q.ctx, 2 * q.ctx));
+            throw RequestError(
+                {RequestField::kText,
+                 fmt::format(" {}={}: {} tokens, too short for llama-imatrix at ", t.name, t.path, f.tokens),
+                 RequestField::kCtx,
+                 fmt::format(" {} (it needs at least 2 x ctx = {}); give a longer text or a smaller ", q.ctx,
+                             2 * q.ctx),
+                 RequestField::kCtx});
         if (q.tokens) {
             cut_text(c, model, text, f, ids);
         } else {

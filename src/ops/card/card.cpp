@@ -322,7 +322,7 @@ void check_destination(const CardRequest& q, const OpenedModel& src, const Opene
     if (const std::string* in = same_file_as(q.out_path, inputs))
         throw UsageError(fmt::format("{} is an input ({}): refusing to write over it", q.out_path, *in));
     if (!q.force && path_exists(q.out_path))
-        throw UsageError(fmt::format("{} exists; use --force to overwrite it", q.out_path));
+        throw RequestError({q.out_path + " exists; use ", RequestField::kForce, " to overwrite it"});
 }
 
 std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) {
@@ -503,11 +503,12 @@ void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events
             f.base_model_from = "the hf:// source";
         }
         if (f.base_model.empty())
-            events.warn(fmt::format(
-                "{} names no Hugging Face repository (general.source.huggingface.repository, "
-                "general.source.repo_url, general.repo_url, general.source.url, general.url): the card has "
-                "no base_model; give --base-model ORG/NAME",
-                src.path));
+            events.warn(Message{
+                fmt::format("{} names no Hugging Face repository (general.source.huggingface.repository, "
+                            "general.source.repo_url, general.repo_url, general.source.url, "
+                            "general.url): the card has no base_model; give ",
+                            src.path),
+                RequestField::kBaseModel, " ORG/NAME"});
     }
     f.license = kv_string(src.set, "general.license");
     f.license_name = kv_string(src.set, "general.license.name");
@@ -593,7 +594,7 @@ CardResult card(const CardRequest& q, const Events& events) {
     std::optional<OutputFile> file;
     if (!q.out_path.empty()) {
         if (!q.force && path_exists(q.out_path))
-            throw UsageError(fmt::format("{} exists; use --force to overwrite it", q.out_path));
+            throw RequestError({q.out_path + " exists; use ", RequestField::kForce, " to overwrite it"});
         file.emplace(q.out_path);  // first: its error names the path as given
         lock.emplace(q.out_path);
     }
@@ -629,7 +630,8 @@ CardResult card(const CardRequest& q, const Events& events) {
 
     // Every input agreed: what the card could say better.
     if (q.hf_repo.empty())
-        events.warn("no --hf-repo ORG/REPO: the card's \"How to run\" has no `llama-server -hf` line");
+        events.warn(Message{"no ", RequestField::kHfRepo,
+                            " ORG/REPO: the card's \"How to run\" has no `llama-server -hf` line"});
     else if (f.quant.empty())
         events.warn(
             fmt::format("{} names no quantisation (Q4_K_M, IQ2_XXS, ...): the -hf lines name the "

@@ -31,7 +31,8 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
         std::vector<std::string> inputs{q.model};
         if (!q.neuron_plan.empty()) inputs.push_back(q.neuron_plan);
         if (const std::string* in = same_file_as(q.svg, inputs))
-            throw UsageError(fmt::format("--svg {} is an input ({}): refusing to write over it", q.svg, *in));
+            throw RequestError({RequestField::kSvg,
+                                fmt::format(" {} is an input ({}): refusing to write over it", q.svg, *in)});
         svg.emplace(q.svg);  // first: its error names the path as given
         lock.emplace(q.svg);
     }

@@ -140,10 +140,13 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
         if (!cached()) {
             const FreeSpace free = free_space(c.cache_dir);
             if (free.available < base.bytes)
-                throw UsageError(fmt::format(
-                    "the base logits of --text {} need {} ({} bytes) in {}, which has {} free; free some "
-                    "space or give --cache-dir on a larger disk (or fewer --chunks)",
-                    t.name, human_bytes(base.bytes), base.bytes, c.cache_dir, human_bytes(free.available)));
+                throw RequestError(
+                    {"the base logits of ", RequestField::kText,
+                     fmt::format(" {} need {} ({} bytes) in {}, which has {} free; free some space "
+                                 "or give ",
+                                 t.name, human_bytes(base.bytes), base.bytes, c.cache_dir,
+                                 human_bytes(free.available)),
+                     RequestField::kCacheDir, " on a larger disk (or fewer ", RequestField::kChunks, ")"});
             c.ev.info(fmt::format("base logits of {} ({}): {} in {}", t.name, base_name(model.path),
                                   human_bytes(base.bytes), base.file));
             OutputFile logits(base.file);
@@ -157,9 +160,11 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
             const BaseLog b = parse_base_log(text);
             if (b.too_few_tokens)
-                throw UsageError(fmt::format(
-                    "--text {}={}: llama-perplexity needs at least {} tokens at --ctx {}; the text has {}",
-                    t.name, t.path, b.too_few_tokens->needed, c.q.ctx, b.too_few_tokens->have));
+                throw RequestError({RequestField::kText,
+                                    fmt::format(" {}={}: llama-perplexity needs at least {} tokens at ",
+                                                t.name, t.path, b.too_few_tokens->needed),
+                                    RequestField::kCtx,
+                                    fmt::format(" {}; the text has {}", c.q.ctx, b.too_few_tokens->have)});
             std::error_code ec;
             const uint64_t written = fs::file_size(logits.temp_path(), ec);
             // The final estimate may be lost with the logger's last lines (see kld_run); the KLD runs
@@ -353,10 +358,14 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
         f.tokens = count_tokens(c, src, t, text, f.tokenize_command);
         const auto need = static_cast<int64_t>(2 * q.ctx);
         if (f.tokens < need)
-            throw UsageError(fmt::format(
-                "--text {}={}: {} tokens, too short for one chunk at --ctx {} "
-                "(llama-perplexity needs at least 2 x ctx = {}); give a longer text or a smaller --ctx",
-                t.name, t.path, f.tokens, q.ctx, need));
+            throw RequestError(
+                {RequestField::kText,
+                 fmt::format(" {}={}: {} tokens, too short for one chunk at ", t.name, t.path, f.tokens),
+                 RequestField::kCtx,
+                 fmt::format(" {} (llama-perplexity needs at least 2 x ctx = {}); give a longer "
+                             "text or a smaller ",
+                             q.ctx, need),
+                 RequestField::kCtx});
         f.chunks = f.tokens / static_cast<int64_t>(q.ctx);
         if (q.chunks) f.chunks = std::min<int64_t>(f.chunks, static_cast<int64_t>(*q.chunks));
         f.scored_tokens = f.chunks * static_cast<int64_t>(q.ctx - 1 - q.ctx / 2);

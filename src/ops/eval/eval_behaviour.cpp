@@ -170,22 +170,29 @@ std::string completion_request_settings(uint64_t gen_tokens) {
 
 void check_behaviour_request(const EvalRequest& q) {
     if (q.panels.empty()) {
-        if (q.chat) throw UsageError("--chat needs --prompts NAME=FILE: it changes how prompts are sent");
+        if (q.chat)
+            throw RequestError({RequestField::kChat, " needs ", RequestField::kPrompts,
+                                " NAME=FILE: it changes how prompts are sent"});
         return;
     }
     if (q.gen_tokens < 1 || q.gen_tokens > kMaxGenTokens)
-        throw UsageError(fmt::format("--gen-tokens {}: give 1 to {} tokens", q.gen_tokens, kMaxGenTokens));
+        throw RequestError(
+            {RequestField::kGenTokens, fmt::format(" {}: give 1 to {} tokens", q.gen_tokens, kMaxGenTokens)});
     if (q.parallel < 1 || q.parallel > kMaxParallel)
-        throw UsageError(fmt::format("--parallel {}: give 1 to {} slots", q.parallel, kMaxParallel));
+        throw RequestError(
+            {RequestField::kParallel, fmt::format(" {}: give 1 to {} slots", q.parallel, kMaxParallel)});
     if (q.server_timeout_s < 1 || q.server_timeout_s > 86400)
-        throw UsageError(fmt::format("--server-timeout {}: give 1 to 86400 seconds", q.server_timeout_s));
+        throw RequestError(
+            {RequestField::kServerTimeout, fmt::format(" {}: give 1 to 86400 seconds", q.server_timeout_s)});
     std::set<std::string> names;
     for (const EvalPanel& p : q.panels) {
         if (!valid_input_name(p.name))
-            throw UsageError(fmt::format(
-                "--prompts '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", p.name, p.path));
+            throw RequestError({RequestField::kPrompts,
+                                fmt::format(" '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'",
+                                            p.name, p.path)});
         if (!names.insert(p.name).second)
-            throw UsageError(fmt::format("--prompts {} is given twice; give each panel one name", p.name));
+            throw RequestError({RequestField::kPrompts,
+                                fmt::format(" {} is given twice; give each panel one name", p.name)});
     }
 }
 
@@ -193,12 +200,13 @@ void check_server_args(const LlamaArgs& args) {
     args.check(LlamaTool::server);
     for (const LlamaArg& a : args.grouped()) {
         if (a.option == "-np" || a.option == "--parallel")
-            throw UsageError(
-                fmt::format("{} {}: gguf-reap sets llama-server's slots itself; give --parallel K",
-                            args.origin, a.option));
+            throw RequestError({fmt::format("{} {}: gguf-reap sets llama-server's slots itself; give ",
+                                            args.origin, a.option),
+                                RequestField::kParallel, " K"});
         if (a.option == "-n" || a.option == "--predict" || a.option == "--n-predict")
-            throw UsageError(fmt::format("{} {}: each request sets its length; give --gen-tokens N",
-                                         args.origin, a.option));
+            throw RequestError(
+                {fmt::format("{} {}: each request sets its length; give ", args.origin, a.option),
+                 RequestField::kGenTokens, " N"});
     }
 }
 
@@ -254,7 +262,8 @@ Panel read_panel(const EvalPanel& p) {
     if (panel.prompts.empty())
         throw InputError(
             p.path, std::nullopt, "prompts",
-            fmt::format("--prompts {}: the panel has no prompt (blank lines are skipped)", p.name));
+            Message{RequestField::kPrompts,
+                    fmt::format(" {}: the panel has no prompt (blank lines are skipped)", p.name)});
     panel.facts.prompts = static_cast<int64_t>(panel.prompts.size());
     return panel;
 }
@@ -291,7 +300,8 @@ std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint6
 }
 
 std::string find_llama_server(const EvalRequest& q) {
-    return find_llama_tool("llama-server", q.llama_bin, q.llama_bin_env, q.path_env, "--prompts runs it");
+    return find_llama_tool("llama-server", q.llama_bin, q.llama_bin_env, q.path_env,
+                           {RequestField::kPrompts, " runs it"});
 }
 
 void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,

@@ -24,45 +24,49 @@ namespace gguf_reap::eval_detail {
 void check_request(const EvalRequest& q) {
     if (q.outputs.empty()) throw UsageError("eval: give at least one pruned build (OUT)");
     if (q.texts.empty() && q.panels.empty())
-        throw UsageError("eval: give at least one --text NAME=FILE or --prompts NAME=FILE");
+        throw RequestError({"eval: give at least one ", RequestField::kText, " NAME=FILE or ",
+                            RequestField::kPrompts, " NAME=FILE"});
     check_behaviour_request(q);
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
-        throw UsageError(fmt::format("--ctx {}: give a context of 16 to 1048576 tokens", q.ctx));
-    if (q.chunks && *q.chunks == 0) throw UsageError("--chunks 0: give at least 1 chunk");
+        throw RequestError(
+            {RequestField::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
+    if (q.chunks && *q.chunks == 0) throw RequestError({RequestField::kChunks, " 0: give at least 1 chunk"});
     // llama.cpp's tools read local files only: a model at a URL would fail at its first run.
-    const auto local = [](const std::string& option, const std::string& path) {
+    const auto local = [](Message option, const std::string& path) {
         if (is_remote_path(path))
-            throw UsageError(
-                fmt::format("{}{}: llama.cpp's tools, which eval runs on every model, read only "
-                            "local files; download it first and give its path",
-                            option, path));
+            throw RequestError(
+                option + Message{fmt::format("{}: llama.cpp's tools, which eval runs on every model, "
+                                             "read only local files; download it first and give its path",
+                                             path)});
     };
-    local("--source ", q.source);
-    local("--reference ", q.reference);
-    for (const std::string& o : q.outputs) local("", o);
+    local({RequestField::kSource, " "}, q.source);
+    local({RequestField::kReference, " "}, q.reference);
+    for (const std::string& o : q.outputs) local({}, o);
     if (!q.reference.empty() && q.texts.empty())
-        throw UsageError(
-            fmt::format("--reference {}: give --text NAME=FILE too; the reference is measured "
-                        "by KL divergence on texts",
-                        q.reference));
+        throw RequestError({RequestField::kReference, fmt::format(" {}: give ", q.reference),
+                            RequestField::kText,
+                            " NAME=FILE too; the reference is measured by KL divergence on texts"});
     if (q.smoke_tokens > 0 && q.smoke_prompt.empty())
-        throw UsageError("--smoke-tokens needs --smoke-prompt TEXT: the prompt the greedy tokens follow");
+        throw RequestError({RequestField::kSmokeTokens, " needs ", RequestField::kSmokePrompt,
+                            " TEXT: the prompt the greedy tokens follow"});
     if (!q.smoke_prompt.empty()) {
         if (q.smoke_prompt.size() > kMaxSmokePromptBytes)
-            throw UsageError(fmt::format("--smoke-prompt: {} bytes; give a prompt of at most {} bytes",
-                                         q.smoke_prompt.size(), kMaxSmokePromptBytes));
+            throw RequestError(
+                {RequestField::kSmokePrompt, fmt::format(": {} bytes; give a prompt of at most {} bytes",
+                                                         q.smoke_prompt.size(), kMaxSmokePromptBytes)});
         if (q.smoke_tokens < 1 || q.smoke_tokens > kMaxSmokeTokens)
-            throw UsageError(
-                fmt::format("--smoke-tokens {}: give 1 to {} tokens", q.smoke_tokens, kMaxSmokeTokens));
+            throw RequestError({RequestField::kSmokeTokens,
+                                fmt::format(" {}: give 1 to {} tokens", q.smoke_tokens, kMaxSmokeTokens)});
     }
     std::set<std::string> names;
     for (const EvalText& t : q.texts) {
         if (!valid_input_name(t.name))
-            throw UsageError(fmt::format(
-                "--text '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'", t.name, t.path));
+            throw RequestError({RequestField::kText,
+                                fmt::format(" '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'",
+                                            t.name, t.path)});
         if (!names.insert(t.name).second)
-            throw UsageError(
-                fmt::format("--text {} is given twice; give each kind of text one name", t.name));
+            throw RequestError({RequestField::kText,
+                                fmt::format(" {} is given twice; give each kind of text one name", t.name)});
     }
     if (q.json_out.empty()) return;
     std::vector<std::string> inputs{q.source};
@@ -137,18 +141,20 @@ void check_same_source(const EvalModel& src, const EvalModel& out) {
 void check_reference(const EvalModel& src, const EvalModel& ref) {
     const std::string from = base_name(src.path);
     if (source_identity(ref.set) == source_identity(src.set))
-        throw UsageError(
-            fmt::format("--reference {}: this is the source {} itself (the same header bytes); "
-                        "give the same model at another quantisation (BF16, F16), or leave "
-                        "--reference out",
-                        ref.path, from));
-    const std::string what = "--reference must be the source model at another quantisation";
+        throw RequestError(
+            {RequestField::kReference,
+             fmt::format(" {}: this is the source {} itself (the same header bytes); give the same "
+                         "model at another quantisation (BF16, F16), or leave ",
+                         ref.path, from),
+             RequestField::kReference, " out"});
+    const Message what{RequestField::kReference, " must be the source model at another quantisation"};
     if (ref.set.architecture() != src.set.architecture()) {
         const Kv* k = ref.set.find_kv("general.architecture");
         throw InputError(ref.path, k ? std::optional<uint64_t>(k->file_offset) : std::nullopt,
                          "general.architecture",
-                         fmt::format("is {} where the source {} is {}: {}", ref.set.architecture(), from,
-                                     src.set.architecture(), what));
+                         Message{fmt::format("is {} where the source {} is {}: ", ref.set.architecture(),
+                                             from, src.set.architecture())} +
+                             what);
     }
     const Kv* rt = ref.set.find_kv("tokenizer.ggml.tokens");
     const Kv* st = src.set.find_kv("tokenizer.ggml.tokens");
@@ -163,14 +169,15 @@ void check_reference(const EvalModel& src, const EvalModel& ref) {
             how = fmt::format("token {} differs from the source {}'s", i, from);
         }
         throw InputError(ref.path, rt->file_offset, "tokenizer.ggml.tokens",
-                         fmt::format("{}: another vocabulary; {}", how, what));
+                         Message{how + ": another vocabulary; "} + what);
     }
     if (ref.expert_count != src.expert_count) {
         const std::string key = ref.set.architecture() + ".expert_count";
         const Kv* k = ref.set.find_kv(key);
         throw InputError(ref.path, k ? std::optional<uint64_t>(k->file_offset) : std::nullopt, key,
-                         fmt::format("{} experts per block where the source {} has {}: {}", ref.expert_count,
-                                     from, src.expert_count, what));
+                         Message{fmt::format("{} experts per block where the source {} has {}: ",
+                                             ref.expert_count, from, src.expert_count)} +
+                             what);
     }
 }
 

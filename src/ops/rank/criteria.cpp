@@ -98,30 +98,32 @@ void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
     for (const auto& d : in.domains) {
         if (d.format != "dat") continue;
         if (c.needs.totals)
-            throw UsageError(fmt::format(
-                "{}: a legacy .dat imatrix holds only each expert's mean energy (scaled by one ncall shared "
-                "by all experts) and no per-expert routing counts, so --criterion {} cannot be computed "
-                "from it; use the GGUF imatrix of the same run (llama-imatrix --output-format gguf, the "
-                "default since 2025-07) or --criterion reap-mean",
-                d.path, c.name));
+            throw RequestError(
+                {fmt::format("{}: a legacy .dat imatrix holds only each expert's mean energy (scaled by one "
+                             "ncall shared by all experts) and no per-expert routing counts, so ",
+                             d.path),
+                 RequestField::kCriterion,
+                 fmt::format(" {} cannot be computed from it; use the GGUF imatrix of the same run "
+                             "(llama-imatrix --output-format gguf, the default since 2025-07) or ",
+                             c.name),
+                 RequestField::kCriterion, " reap-mean"});
         if (opts.consensus == Consensus::kPooled)
-            throw UsageError(
-                fmt::format("{}: --consensus pooled adds raw counts and sums across domains (as "
-                            "llama-imatrix merges files), which a legacy .dat does not hold; use "
-                            "min-rank, mean-rank or sum",
-                            d.path));
+            throw RequestError(
+                {d.path + ": ", RequestField::kConsensus,
+                 " pooled adds raw counts and sums across domains (as llama-imatrix merges files), "
+                 "which a legacy .dat does not hold; use min-rank, mean-rank or sum"});
     }
     if (!c.pooled && opts.consensus == Consensus::kPooled)
-        throw UsageError(
-            "--consensus pooled needs raw counts and sums; external scores are already per-block "
-            "results: use min-rank, mean-rank or sum");
+        throw RequestError({RequestField::kConsensus,
+                            " pooled needs raw counts and sums; external scores are already per-block "
+                            "results: use min-rank, mean-rank or sum"});
     if (c.needs.counts)
         for (const auto& d : in.domains)
             if (d.format == "json")
-                throw UsageError(
-                    fmt::format("--criterion {} reads imatrix counts; use --criterion external --score-field "
-                                "activation_counts",
-                                c.name));
+                throw RequestError({RequestField::kCriterion,
+                                    fmt::format(" {} reads imatrix counts; use ", c.name),
+                                    RequestField::kCriterion, " external ", RequestField::kScoreField,
+                                    " activation_counts"});
 }
 
 std::string criterion_choices(std::string_view sep, std::string_view last_sep) {

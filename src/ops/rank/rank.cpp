@@ -121,7 +121,7 @@ RankResult rank(const RankRequest& q, const Events& events) {
         if (q.options.export_format) outs.push_back((fs::path(q.out_dir) / kExportedPlanFile).string());
         for (const std::string& p : outs)
             if (!q.force && fs::exists(p))
-                throw UsageError(fmt::format("{} exists; use --force to overwrite it", p));
+                throw RequestError({p + " exists; use ", RequestField::kForce, " to overwrite it"});
         for (const std::string& p : outs) OutputFile(p).discard();
         lock.emplace(outs.front());
     }
@@ -134,13 +134,13 @@ RankResult rank(const RankRequest& q, const Events& events) {
     std::string exported;  // --export: the plan's text, checked before anything is written
     if (q.options.export_format) {
         if (*q.options.export_format == PlanFormat::kHipfire && o.input.block_count == 0)
-            throw UsageError(
-                "--export hipfire needs --model: hipfire's plan has a row for every layer of it");
+            throw RequestError({RequestField::kExport, " hipfire needs ", RequestField::kModel,
+                                ": hipfire's plan has a row for every layer of it"});
         exported = export_plan(*q.options.export_format, o.result.keeplist, o.input.block_count,
                                static_cast<uint64_t>(o.input.expert_count), o.input.model_name);
         const std::string path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
         if (!q.force && std::filesystem::exists(path))
-            throw UsageError(fmt::format("{} exists; use --force to overwrite it", path));
+            throw RequestError({path + " exists; use ", RequestField::kForce, " to overwrite it"});
     }
     // The work is done: a failure to write it still leaves the summary to print (RankResult::write_error).
     try {

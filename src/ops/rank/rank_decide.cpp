@@ -72,15 +72,33 @@ std::vector<int32_t> rank_desc(const std::vector<double>& score) {
 
 namespace {
 
-int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string& rule) {
+Message rule_words(const RankRule& u) {
+    switch (u.kind) {
+        case RankRule::Kind::kKeep:
+            return {RequestField::kKeep, " " + u.value};
+        case RankRule::Kind::kPrune:
+            return {RequestField::kPrune, " " + u.value};
+        case RankRule::Kind::kRatio:
+            return {RequestField::kRatio, " " + u.value};
+        case RankRule::Kind::kFit:
+            return {RequestField::kFit, " " + u.value};
+        case RankRule::Kind::kPlan:
+            break;
+    }
+    return {u.value};
+}
+
+int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, RankRule& rule) {
     const int64_t E = in.expert_count;
     const int given =
         opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value() + opts.fit.has_value();
     if (in.imported && given != 0)
-        throw UsageError(
-            "--from-plan decides which experts are kept: give no --keep, --prune, --ratio or --fit");
+        throw RequestError({RequestField::kFromPlan, " decides which experts are kept: give no ",
+                            RequestField::kKeep, ", ", RequestField::kPrune, ", ", RequestField::kRatio,
+                            " or ", RequestField::kFit});
     if (!in.imported && given != 1)
-        throw UsageError("give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET");
+        throw RequestError({"give exactly one of ", RequestField::kKeep, " N, ", RequestField::kPrune, " N, ",
+                            RequestField::kRatio, " R or ", RequestField::kFit, " BUDGET"});
     if (opts.fit) return 0;  // chosen once the dead and protected experts are known (rank_fit.h)
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
     const KeepCountLimits limits{E, static_cast<int64_t>(in.expert_used_count), G,
@@ -88,49 +106,63 @@ int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, std::string
     int64_t n = 0;
     if (in.imported) {
         n = static_cast<int64_t>(in.imported->plan.n_keep);
-        rule = fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format),
-                           base_name(in.imported->path));
+        rule = {RankRule::Kind::kPlan,
+                fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format),
+                            base_name(in.imported->path))};
     } else if (opts.keep) {
         n = *opts.keep;
-        rule = fmt::format("--keep {}", n);
+        rule = {RankRule::Kind::kKeep, std::to_string(n)};
     } else if (opts.prune) {
         if (*opts.prune < 0 || *opts.prune >= E)
-            throw UsageError(fmt::format("--prune {}: a block has {} experts; prune between 0 and {}",
-                                         *opts.prune, E, E - 1));
+            throw RequestError(
+                {RequestField::kPrune,
+                 fmt::format(" {}: a block has {} experts; prune between 0 and {}", *opts.prune, E, E - 1)});
         n = E - *opts.prune;
-        rule = fmt::format("--prune {}", *opts.prune);
+        rule = {RankRule::Kind::kPrune, std::to_string(*opts.prune)};
     } else {
         const double r = *opts.ratio;
         if (!(r > 0 && r < 1))
-            throw UsageError(fmt::format("--ratio {} must be a fraction of experts to prune, 0 < R < 1", r));
+            throw RequestError({RequestField::kRatio,
+                                fmt::format(" {} must be a fraction of experts to prune, 0 < R < 1", r)});
         n = keep_count_for_ratio(limits, r);
-        rule = fmt::format("--ratio {}", r);
+        rule = {RankRule::Kind::kRatio, fmt::format("{}", r)};
     }
     // The K rules (model/keep_count.h), worded for the rule that chose n.
     const auto no = keep_count_refusal(limits, n);
     if (!no) return n;
+    const Message said = rule_words(rule);
     switch (no->breach) {
         case KeepCountBreach::kOutOfRange:
-            throw UsageError(
-                fmt::format("{} keeps {} experts per block; a block has {} (keep 1..{})", rule, n, E, E));
+            throw RequestError(
+                said +
+                Message{fmt::format(" keeps {} experts per block; a block has {} (keep 1..{})", n, E, E)});
         case KeepCountBreach::kBelowUsed:
-            throw UsageError(fmt::format(
-                "{} keeps {} experts per block, fewer than expert_used_count = {}: llama.cpp routes "
-                "every token to {} experts and requires expert_used_count <= expert_count; keep at "
-                "least {}",
-                rule, n, in.expert_used_count, in.expert_used_count, in.expert_used_count));
+            throw RequestError(
+                said +
+                Message{fmt::format(
+                    " keeps {} experts per block, fewer than expert_used_count = {}: llama.cpp routes "
+                    "every token to {} experts and requires expert_used_count <= expert_count; keep at "
+                    "least {}",
+                    n, in.expert_used_count, in.expert_used_count, in.expert_used_count)});
         case KeepCountBreach::kCountChange:
-            throw UsageError(fmt::format("{} keeps {} of {} experts per block: {}", rule, n, E, no->why));
+            throw RequestError(said +
+                               Message{fmt::format(" keeps {} of {} experts per block: {}", n, E, no->why)});
         case KeepCountBreach::kNotGroupMultiple:
-            throw UsageError(fmt::format(
-                "{} keeps {} experts per block, not a multiple of expert_group_count = {}: routing "
-                "picks experts group by group, so every group must keep the same number",
-                rule, n, G));
+            throw RequestError(
+                said + Message{fmt::format(
+                           " keeps {} experts per block, not a multiple of expert_group_count = {}: routing "
+                           "picks experts group by group, so every group must keep the same number",
+                           n, G)});
     }
     return n;
 }
 
 }  // namespace
+
+Message rule_message(const RankDecision& r) {
+    if (r.rule.kind == RankRule::Kind::kFit && r.fit) return fit_sentence(*r.fit);
+    return rule_words(r.rule);
+}
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     const size_t n = a.size();
@@ -303,17 +335,22 @@ void add_protected_option(const RankInput& in, const RankOptions& opts, const Ra
     for (const auto& p : opts.protect) {
         auto it = std::lower_bound(in.blocks.begin(), in.blocks.end(), p.block);
         if (it == in.blocks.end() || *it != p.block)
-            throw UsageError(fmt::format("--protect {}:{}: block {} is not an MoE block (MoE blocks: {}..{})",
-                                         p.block, p.expert, p.block, in.blocks.front(), in.blocks.back()));
+            throw RequestError(
+                {RequestField::kProtect,
+                 fmt::format(" {}:{}: block {} is not an MoE block (MoE blocks: {}..{})", p.block, p.expert,
+                             p.block, in.blocks.front(), in.blocks.back())});
         if (p.expert >= E)
-            throw UsageError(fmt::format("--protect {}:{}: expert {} is out of range (experts 0..{})",
-                                         p.block, p.expert, p.expert, E - 1));
+            throw RequestError(
+                {RequestField::kProtect, fmt::format(" {}:{}: expert {} is out of range (experts 0..{})",
+                                                     p.block, p.expert, p.expert, E - 1)});
         const size_t b = static_cast<size_t>(it - in.blocks.begin());
         if (r.dead[r.idx(b, static_cast<size_t>(p.expert))])
-            throw UsageError(
-                fmt::format("--protect {}:{}: this expert was never routed in any domain; dead experts are "
-                            "always pruned (remove it from --protect, or add a domain in which it is routed)",
-                            p.block, p.expert));
+            throw RequestError(
+                {RequestField::kProtect,
+                 fmt::format(" {}:{}: this expert was never routed in any domain; dead experts are "
+                             "always pruned (remove it from ",
+                             p.block, p.expert),
+                 RequestField::kProtect, ", or add a domain in which it is routed)"});
         SuperExpert& se = supers[{b, static_cast<size_t>(p.expert)}];
         se.block = p.block;
         se.expert = p.expert;
@@ -410,16 +447,21 @@ void keep_as_planned(const RankInput& in, const ExpertGroup& x, int64_t quota, R
 void keep_best(const ExpertGroup& x, int64_t quota, bool groups, RankDecision& r) {
     const size_t members = static_cast<size_t>(x.end - x.first);
     if (static_cast<int64_t>(x.prot.size()) > quota)
-        throw UsageError(
-            fmt::format("{} has {} protected experts ({}) but {} keeps only {}{}: keep more, or "
-                        "protect fewer (--super-share, --super-channel-ratio, --protect)",
-                        x.where, x.prot.size(), join_ids(x.prot), r.rule, quota, groups ? " per group" : ""));
+        throw RequestError(Message{fmt::format("{} has {} protected experts ({}) but ", x.where,
+                                               x.prot.size(), join_ids(x.prot))} +
+                           rule_message(r) +
+                           Message{fmt::format(" keeps only {}{}: keep more, or protect fewer (", quota,
+                                               groups ? " per group" : ""),
+                                   RequestField::kSuperShare, ", ", RequestField::kSuperChannelRatio, ", ",
+                                   RequestField::kProtect, ")"});
     if (static_cast<int64_t>(members - x.dead.size()) < quota)
-        throw UsageError(fmt::format(
-            "{} has {} dead experts ({}), which are always pruned, but {} keeps {}{}: "
-            "keep at most {}{}",
-            x.where, x.dead.size(), join_ids(x.dead), r.rule, quota, groups ? " per group" : " per block",
-            members - x.dead.size(), groups ? " per group" : " per block (prune at least the dead ones)"));
+        throw RequestError(
+            Message{fmt::format("{} has {} dead experts ({}), which are always pruned, but ", x.where,
+                                x.dead.size(), join_ids(x.dead))} +
+            rule_message(r) +
+            Message{fmt::format(" keeps {}{}: keep at most {}{}", quota, groups ? " per group" : " per block",
+                                members - x.dead.size(),
+                                groups ? " per group" : " per block (prune at least the dead ones)")});
     std::vector<int64_t> candidates = x.candidates;
     std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t c) {
         return r.consensus_rank[r.idx(x.b, static_cast<size_t>(a))] <

@@ -33,8 +33,8 @@ std::vector<std::vector<int64_t>> per_group(const std::vector<uint8_t>& mask, si
 
 std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opts) {
     if (opts.model.empty())
-        throw UsageError(fmt::format("--fit {} needs --model: the sizes come from the model's tensors",
-                                     opts.fit ? opts.fit->text : ""));
+        throw RequestError({RequestField::kFit, fmt::format(" {} needs ", opts.fit ? opts.fit->text : ""),
+                            RequestField::kModel, ": the sizes come from the model's tensors"});
     // With --neuron-plan, --model is already the width-cut build (docs/rank.md, "Neuron plans"): its
     // own sizes are those of the width-cut build, so the plan is not applied again.
     return std::make_shared<const BudgetModel>(opts.model, "", false,
@@ -42,7 +42,9 @@ std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opt
 }
 
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget) {
-    if (!in.budget_model) throw UsageError(fmt::format("--fit {} needs --model", budget.text));
+    if (!in.budget_model)
+        throw RequestError(
+            {RequestField::kFit, fmt::format(" {} needs ", budget.text), RequestField::kModel});
     const BudgetModel& m = *in.budget_model;
     KeepRules rules = model_keep_rules(m.layout());
     const int64_t E = r.expert_count, G = groups_of(in);
@@ -60,7 +62,7 @@ void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget)
     apply_dead_rule(rules, r.blocks, per_group(r.dead, B, E, G));
     FitAnswer a = fit_budget(m, budget, rules);
     r.n_keep = a.at.k;
-    r.rule = fit_sentence(a);
+    r.rule = {RankRule::Kind::kFit, budget.text};
     r.fit = std::move(a);
 }
 

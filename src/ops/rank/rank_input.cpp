@@ -106,20 +106,22 @@ void check_rank_options(const RankOptions& opts) {
     const CriterionSpec& criterion = criterion_spec(opts.criterion);
     const bool external = criterion.needs.score_files;
     if (external && opts.score_files.empty())
-        throw UsageError(
-            "--criterion external needs score files: --scores NAME=FILE (JSON, see docs/rank.md)");
+        throw RequestError({RequestField::kCriterion, " external needs score files: ", RequestField::kScores,
+                            " NAME=FILE (JSON, see docs/rank.md)"});
     if (external && !opts.imatrices.empty())
-        throw UsageError(
-            "--criterion external ranks by --scores files; --imatrix cannot be combined with it");
+        throw RequestError({RequestField::kCriterion, " external ranks by ", RequestField::kScores,
+                            " files; ", RequestField::kImatrix, " cannot be combined with it"});
     if (!external && !opts.score_files.empty())
-        throw UsageError("--scores files are only read with --criterion external");
-    if (!external && opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
+        throw RequestError(
+            {RequestField::kScores, " files are only read with ", RequestField::kCriterion, " external"});
+    if (!external && opts.imatrices.empty())
+        throw RequestError({"give at least one ", RequestField::kImatrix, " NAME=FILE"});
     if (criterion.needs.down_weights && opts.model.empty())
-        throw UsageError(
-            fmt::format("--criterion {} needs --model: {}", criterion.name, criterion.model_why));
+        throw RequestError({RequestField::kCriterion, fmt::format(" {} needs ", criterion.name),
+                            RequestField::kModel, std::string(": ") + criterion.model_why});
     if (external && !opts.neuron_plan.empty())
-        throw UsageError(
-            "--neuron-plan restricts imatrix energies; it does not apply to --criterion external");
+        throw RequestError({RequestField::kNeuronPlan, " restricts imatrix energies; it does not apply to ",
+                            RequestField::kCriterion, " external"});
 }
 
 // deepseek4's hash-routed blocks: how many (token, slot) entries of each one's token → expert table
@@ -213,11 +215,11 @@ int64_t entry_expert_count(const ImatrixFile& im, const DomainSpec& spec, size_t
     std::string how;
     auto derived = legacy_expert_count(im, b, how);
     if (!derived)
-        throw UsageError(
-            fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
-                        "this file has no router and gate/up entries to derive it from: give "
-                        "--model (or a GGUF imatrix of the same model)",
-                        spec.path, e.name));
+        throw RequestError(
+            {fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
+                         "this file has no router and gate/up entries to derive it from: give ",
+                         spec.path, e.name),
+             RequestField::kModel, " (or a GGUF imatrix of the same model)"});
     if (bi == 0)
         in.notes.push_back(fmt::format("{}: expert count {} derived from {}", spec.name, *derived, how));
     return *derived;
@@ -326,18 +328,19 @@ void check_model_widths(const RankOptions& opts, const ModelInfo& model,
                                 opts.model, t.name, t.ne[0], plan->k));
             size_t from = 0;  // the first domain with data for the block (all agree)
             while (from + 1 < specs.size() && !x.width[from][bi]) ++from;
-            throw UsageError(fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}{}",
-                                         opts.model, t.name, t.ne[0], specs[from].path, block_width[bi],
-                                         t.ne[0] < block_width[bi]
-                                             ? ": a width-pruned model needs its --neuron-plan"
-                                             : ": the imatrix was made for another model"));
+            throw RequestError(
+                Message{fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}",
+                                    opts.model, t.name, t.ne[0], specs[from].path, block_width[bi])} +
+                (t.ne[0] < block_width[bi]
+                     ? Message{": a width-pruned model needs its ", RequestField::kNeuronPlan}
+                     : Message{": the imatrix was made for another model"}));
         }
         if (criterion.needs.down_weights && !can_dequantize(t.type))
-            throw UsageError(
-                fmt::format("{}: {} is {}: {} reads the down-projection weights and handles "
-                            "F32, F16, BF16 and Q8_0 only; use --criterion energy, or a model file with "
-                            "such a down projection",
-                            opts.model, t.name, ggml_type_display(t.type), criterion.name));
+            throw RequestError({fmt::format("{}: {} is {}: {} reads the down-projection weights and handles "
+                                            "F32, F16, BF16 and Q8_0 only; use ",
+                                            opts.model, t.name, ggml_type_display(t.type), criterion.name),
+                                RequestField::kCriterion,
+                                " energy, or a model file with such a down projection"});
     }
 }
 
@@ -360,8 +363,8 @@ void attach_calibration(const RankOptions& opts, RankInput& in) {
         dom.calibration = std::move(rec);
     }
     if (!opts.calibration.empty() && !any)
-        throw UsageError(
-            fmt::format("--calibration {}: it records none of the imatrices given", opts.calibration));
+        throw RequestError({RequestField::kCalibration,
+                            fmt::format(" {}: it records none of the imatrices given", opts.calibration)});
 }
 
 // Each imatrix's metadata: format, size, datasets, chunks and tokens.
@@ -388,12 +391,13 @@ void check_sanity(const RankOptions& opts, RankInput& in) {
     in.sanity = check_imatrix_sanity(in);
     if (!opts.strict || in.sanity.empty()) return;
     const SanityProblem& p = in.sanity.front();
-    const std::string more =
+    const Message more =
         in.sanity.size() > 1
-            ? fmt::format(" (--strict; {} input problems in all, listed without it)", in.sanity.size())
-            : std::string(" (--strict)");
-    if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, p.message + more);
-    throw UsageError(p.message + more);
+            ? Message{" (", RequestField::kStrict,
+                      fmt::format("; {} input problems in all, listed without it)", in.sanity.size())}
+            : Message{" (", RequestField::kStrict, ")"};
+    if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, Message{p.message} + more);
+    throw RequestError(Message{p.message} + more);
 }
 
 // --criterion external: the score files (ops/score_file.h), their sizes and hashes, and --from-plan.

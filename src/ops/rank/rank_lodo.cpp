@@ -104,10 +104,10 @@ std::string select_without(const RankInput& in, const RankOptions& opts, const R
         }
         if (n_prot > sh.quota)
             return fmt::format("blk.{} would have {} protected experts, more than {} keeps", r.blocks[b],
-                               n_prot, r.rule);
+                               n_prot, rule_text(r));
         if (static_cast<int64_t>(G) - n_dead < sh.quota)
             return fmt::format("blk.{} would have {} dead experts, more than {} prunes", r.blocks[b], n_dead,
-                               r.rule);
+                               rule_text(r));
         keep_first(order, candidates, static_cast<size_t>(sh.quota - n_prot), keep);
     }
     if (opts.consensus == Consensus::kMaxMin) {

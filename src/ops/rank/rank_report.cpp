@@ -22,6 +22,17 @@
 
 namespace gguf_reap {
 
+// A keeplist's "rule" is rank's option and its value, "--ratio 0.25" (docs/keeplist.md): the file's
+// spelling, whoever calls rank.
+std::string rule_text(const RankDecision& r) {
+    return render(rule_message(r), [](RequestField f) {
+        return f == RequestField::kKeep    ? "--keep"
+               : f == RequestField::kPrune ? "--prune"
+               : f == RequestField::kRatio ? "--ratio"
+                                           : "--fit";
+    });
+}
+
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -125,7 +136,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
         if (in.score_is_mean) m["score_aggregate"] = in.score_times_counts ? "sum" : "mean";
     }
     m["consensus"] = consensus_name(r.consensus);
-    m["rule"] = r.rule;
+    m["rule"] = rule_text(r);
     if (r.fit) m["fit"] = fit_json(*r.fit);
     m["tie_break"] = kTieRule;
     m["super_expert"] = {{"share_threshold", r.super_share},
@@ -177,7 +188,7 @@ json rank_summary_json(const RankInput& in, const RankDecision& r) {
     json j;
     j["expert_count"] = r.expert_count;
     j["n_keep"] = r.n_keep;
-    j["rule"] = r.rule;
+    j["rule"] = rule_text(r);
     if (r.fit) j["fit"] = fit_json(*r.fit);
     j["criterion"] = criterion_name(r.criterion);
     j["consensus"] = consensus_name(r.consensus);
@@ -257,7 +268,7 @@ void receipt_decision(const RankInput& in, const RankDecision& r, Markdown& md) 
     md.line(fmt::format(
         "- Keep **{} of {}** routed experts in each of the {} MoE blocks (blk.{}–blk.{}), rule `{}`: {} "
         "experts pruned in all.",
-        r.n_keep, r.expert_count, B, r.blocks.front(), r.blocks.back(), r.rule,
+        r.n_keep, r.expert_count, B, r.blocks.front(), r.blocks.back(), rule_text(r),
         static_cast<int64_t>(B) * (r.expert_count - r.n_keep)));
     if (r.fit) md.line(fit_receipt_line(*r.fit));
     if (in.imported)
@@ -541,7 +552,8 @@ void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::s
     const fs::path base(dir);
     for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
         if (!force && fs::exists(base / f))
-            throw UsageError(fmt::format("{} exists; use --force to overwrite it", (base / f).string()));
+            throw RequestError(
+                {(base / f).string() + " exists; use ", RequestField::kForce, " to overwrite it"});
 
     // The three files are built and written in parallel (the ranking's arrays are most of the bytes),
     // each under its temporary name; they are renamed into place only when all three are written, the

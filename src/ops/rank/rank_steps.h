@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 
 namespace gguf_reap {
@@ -17,6 +18,12 @@ RankInput load_rank_input(const RankOptions& opts);
 
 // Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
 RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
+
+// The rule as a message: {RequestField::kRatio, " 0.25"}; a fit adds the K it chose and the sizes at K and
+// K + 1 (fit_sentence). The CLI reads "--ratio 0.25".
+Message rule_message(const RankDecision& r);
+// The rule as a keeplist's "rule" and the report record it, in rank's option spelling: "--ratio 0.25".
+std::string rule_text(const RankDecision& r);
 
 // The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,
 // datasets, chunks, tokens), neuron plan, safety margin.

@@ -96,7 +96,8 @@ void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model)
     // at high ratios a mean keeps rarely routed experts and drops busy ones (docs/method.md).
     in.score_is_mean = field == "reap" || field == "ean_mean" || field == "avg_gate_weight";
     if (opts.score_aggregate != "sum" && opts.score_aggregate != "mean")
-        throw UsageError(fmt::format("--score-aggregate is 'sum' or 'mean', not '{}'", opts.score_aggregate));
+        throw RequestError({RequestField::kScoreAggregate,
+                            fmt::format(" is 'sum' or 'mean', not '{}'", opts.score_aggregate)});
     in.score_times_counts = in.score_is_mean && opts.score_aggregate == "sum";
     for (size_t d = 0; d < files.size(); ++d) {
         const std::string& path = opts.score_files[d].path;
@@ -117,9 +118,10 @@ void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model)
                 std::string have;
                 for (const auto& [k, v] : o.items())
                     if (v.is_array()) have += (have.empty() ? "" : ", ") + k;
-                throw UsageError(
-                    fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with --score-field",
-                                path, b, field, have.empty() ? "none" : have));
+                throw RequestError(
+                    {fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with ", path, b,
+                                 field, have.empty() ? "none" : have),
+                     RequestField::kScoreField});
             }
             std::vector<double> s =
                 external_array(o[field], path, fmt::format("block {} '{}'", b, field), in.expert_count);
@@ -144,12 +146,15 @@ void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model)
             }
             if (in.score_times_counts) {
                 if (!o.contains("activation_counts"))
-                    throw UsageError(fmt::format(
-                        "{}: block {}: '{}' is a per-token mean, which rank sums over the routed tokens "
-                        "(mean × activation_counts) by default, but the block has no activation_counts: "
-                        "add them, or give --score-aggregate mean for the REAP paper's per-token form "
-                        "(docs/method.md: it keeps rarely routed experts at high ratios)",
-                        path, b, field));
+                    throw RequestError(
+                        {fmt::format(
+                             "{}: block {}: '{}' is a per-token mean, which rank sums over the routed tokens "
+                             "(mean × activation_counts) by default, but the block has no "
+                             "activation_counts: add them, or give ",
+                             path, b, field),
+                         RequestField::kScoreAggregate,
+                         " mean for the REAP paper's per-token form (docs/method.md: it keeps rarely routed "
+                         "experts at high ratios)"});
                 for (size_t e = 0; e < n; ++e) st.external[e] *= st.count[e];
             }
         }

@@ -71,10 +71,10 @@ void preflight(SpliceResult& r, const std::vector<std::string>& inputs, const st
                             "choose another output prefix",
                             p, *in));
         if (!force)
-            throw UsageError(
-                fmt::format("{}: belongs to another shard set under the same prefix and would be "
-                            "taken for part of the output (use --force to remove it)",
-                            p));
+            throw RequestError(
+                {p + ": belongs to another shard set under the same prefix and would be taken for "
+                     "part of the output (use ",
+                 RequestField::kForce, " to remove it)"});
         r.stale_siblings.push_back(p);
     }
 }
@@ -153,8 +153,8 @@ ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std:
     };
     if (old && !q.resume) {
         discard();
-        events.info(
-            fmt::format("starting over (--no-resume): removed the partial output of an interrupted run"));
+        events.info(Message{"starting over (", RequestField::kNoResume,
+                            "): removed the partial output of an interrupted run"});
     } else if (old && old->identity != now.identity) {
         discard();
         events.info(fmt::format("starting over: an interrupted run left a partial output, but {}",
@@ -178,9 +178,11 @@ ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std:
 
 std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& events) {
     if (q.imatrix_in.empty() != q.options.imatrix_out.empty())
-        throw UsageError("--imatrix-in and --imatrix-out go together: give both or neither");
+        throw RequestError({RequestField::kImatrixIn, " and ", RequestField::kImatrixOut,
+                            " go together: give both or neither"});
     if (q.keeplist.empty() && q.neuron_plan.empty())
-        throw UsageError("splice needs --keeplist, --neuron-plan or both: nothing to prune");
+        throw RequestError({"splice needs ", RequestField::kKeeplist, ", ", RequestField::kNeuronPlan,
+                            " or both: nothing to prune"});
 
     // Open the source, the keeplist and the neuron plan, and check that they fit each other.
     const HttpCounts http_before = http_counts();

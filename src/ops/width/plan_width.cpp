@@ -183,14 +183,15 @@ struct WidthModel {
 // The options and the outputs, checked before anything is read: the plan and receipt paths, which
 // must not exist (without --force) or be an input.
 void check_request(const PlanWidthRequest& opts, PlanWidthResult& res) {
-    if (opts.imatrices.empty()) throw UsageError("give at least one --imatrix NAME=FILE");
+    if (opts.imatrices.empty())
+        throw RequestError({"give at least one ", RequestField::kImatrix, " NAME=FILE"});
     check_domain_names(opts.imatrices);
     if (opts.out.empty()) throw UsageError("give the plan file with -o plan.npz");
     res.plan_path = opts.out;
     res.receipt_path = opts.receipt.empty() ? default_receipt_path(opts.out) : opts.receipt;
     if (res.receipt_path == res.plan_path)
-        throw UsageError(fmt::format("the receipt and the plan would both be {}: give --receipt another name",
-                                     res.plan_path));
+        throw RequestError({fmt::format("the receipt and the plan would both be {}: give ", res.plan_path),
+                            RequestField::kReceipt, " another name"});
     std::vector<std::string> inputs;
     for (const auto& d : opts.imatrices) inputs.push_back(d.path);
     for (const std::string& out : {res.plan_path, res.receipt_path}) {
@@ -199,11 +200,11 @@ void check_request(const PlanWidthRequest& opts, PlanWidthResult& res) {
             if (id && id == file_identity(in))
                 throw UsageError(fmt::format("{} is an input ({}): refusing to write over it", out, in));
         if (!opts.force && path_exists(out))
-            throw UsageError(fmt::format("{} exists; use --force to overwrite it", out));
+            throw RequestError({out + " exists; use ", RequestField::kForce, " to overwrite it"});
     }
     if (opts.granularity == Granularity::kBlock && opts.model.empty())
-        throw UsageError(
-            "--granularity block needs --model: the block size comes from the model's tensor types");
+        throw RequestError({RequestField::kGranularity, " block needs ", RequestField::kModel,
+                            ": the block size comes from the model's tensor types"});
 }
 
 WidthModel open_model(const PlanWidthRequest& opts, PlanWidthResult& res) {
@@ -244,10 +245,10 @@ ImatrixDomains match_domains(const PlanWidthRequest& opts, const std::vector<Ima
         const DomainSpec& spec = opts.imatrices[d];
         const bool legacy = ims[d].kind() == ImatrixKind::kLegacy;
         if (legacy && res.expert_count == 0)
-            throw UsageError(
-                fmt::format("{}: the legacy .dat format does not store the expert count of {}: give "
-                            "--model (or a GGUF imatrix of the same model)",
-                            spec.path, e.name));
+            throw RequestError(
+                {fmt::format("{}: the legacy .dat format does not store the expert count of {}: give ",
+                             spec.path, e.name),
+                 RequestField::kModel, " (or a GGUF imatrix of the same model)"});
         const int64_t E = legacy ? res.expert_count : e.n_mat;
         if (E < 1 || e.nval % E != 0)
             throw InputError(ims[d].path(), e.entry_offset, fmt::format("entry '{}'", e.name),
@@ -293,14 +294,15 @@ std::vector<std::string> choose_k(const PlanWidthRequest& opts, const WidthModel
     if (model.set) {
         check_width(model.rules, opts.k, opts.model);
     } else if (opts.k < 1 || opts.k > res.native_width) {
-        throw UsageError(fmt::format(
-            "K = {} is not a legal expert width for {}: {}; legal widths are 1 to {} (without --model only "
-            "this "
-            "range is checked; give --model to apply the block-size and shared-expert rules)",
-            opts.k, opts.imatrices.front().path,
-            opts.k < 1 ? "an expert keeps at least one channel"
-                       : fmt::format("it exceeds the imatrix's expert width {}", res.native_width),
-            res.native_width));
+        throw RequestError(
+            {fmt::format("K = {} is not a legal expert width for {}: {}; legal widths are 1 to {} (without ",
+                         opts.k, opts.imatrices.front().path,
+                         opts.k < 1
+                             ? "an expert keeps at least one channel"
+                             : fmt::format("it exceeds the imatrix's expert width {}", res.native_width),
+                         res.native_width),
+             RequestField::kModel, " only this range is checked; give ", RequestField::kModel,
+             " to apply the block-size and shared-expert rules)"});
     }
     return block_sources;
 }
