@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -111,7 +112,7 @@ TEST(BehaviourDistinct4, PooledWithinGenerations) {
 }
 
 std::vector<nlohmann::json> recorded(const std::string& build) {
-    std::ifstream in(std::string(GGUF_REAP_TEST_DATA) + "/llama-server/" + build + ".jsonl");
+    std::ifstream in(fmt::format("{}/llama-server/{}.jsonl", GGUF_REAP_TEST_DATA, build));
     EXPECT_TRUE(in) << build;
     std::vector<nlohmann::json> v;
     for (std::string line; std::getline(in, line);) v.push_back(nlohmann::json::parse(line));

@@ -39,7 +39,7 @@ std::set<std::string> families(const ArchInfo& a) {
 }
 
 std::vector<std::string> sample() {
-    std::ifstream in(std::string(GGUF_REAP_TEST_DATA) + "/live-sample.txt");
+    std::ifstream in(fmt::format("{}/live-sample.txt", GGUF_REAP_TEST_DATA));
     std::vector<std::string> archs;
     std::string line;
     while (std::getline(in, line)) {

@@ -4,13 +4,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace gguf_reap {
 namespace {
 
 std::string recorded(const std::string& name) {
-    std::ifstream in(std::string(GGUF_REAP_TEST_DATA) + "/llama-perplexity/" + name, std::ios::binary);
+    std::ifstream in(fmt::format("{}/llama-perplexity/{}", GGUF_REAP_TEST_DATA, name), std::ios::binary);
     EXPECT_TRUE(in) << name;
     std::stringstream ss;
     ss << in.rdbuf();

@@ -9,6 +9,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/events.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
 namespace gguf_reap {

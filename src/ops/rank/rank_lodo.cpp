@@ -1,5 +1,6 @@
 // The leave-one-domain-out estimate (ops/rank_lodo.h).
 #include "ops/rank/rank_lodo.h"
+#include "ops/rank/rank_steps.h"
 
 #include <algorithm>
 #include <cmath>

@@ -192,7 +192,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     const auto count_fetched = [&] {
         if (!remote) return;
         const HttpCounts now = http_counts();
-        const RemoteFile* first = r->model.shards().front().file->remote();
+        const RemoteFile* first = r->model->shards().front().file->remote();
         r->fetched = SpliceResult::Fetched{now.bytes - http_before.bytes, now.requests - http_before.requests,
                                            now.retries - http_before.retries,
                                            first ? first->hub_revision() : std::string()};
