@@ -12,7 +12,7 @@ JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libspdlog-dev
           libgtest-dev libzip-dev libssl-dev python3 python3-numpy clang libclang-rt-14-dev clang-format
-          librsvg2-bin libcurl4-openssl-dev help2man dpkg-dev)
+          librsvg2-bin libcurl4-openssl-dev help2man dpkg-dev file)
 
 install_missing() {
     local missing=()

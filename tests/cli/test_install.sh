@@ -59,8 +59,8 @@ run "$WORK/embed-pc" "$WORK/m.gguf" "$WORK/m.imatrix.gguf" "$WORK/out-pc"
 expect_code 0
 cmp -s "$WORK/out-pc/pruned.gguf" "$WORK/cli-pruned.gguf" && _pass || _fail "the pkg-config build's output differs from the CLI's"
 
-have_dpkg() { command -v dpkg-deb && command -v dpkg-shlibdeps; }
-if part deb "the Debian package: no dpkg-deb or dpkg-shlibdeps (apt-get install dpkg-dev)" have_dpkg; then
+have_dpkg() { command -v dpkg-deb && command -v dpkg-shlibdeps && command -v file; }
+if part deb "the Debian package: no dpkg-deb, dpkg-shlibdeps or file (apt-get install dpkg-dev file)" have_dpkg; then
     case_ "cpack -G DEB: Depends from the linked libraries; bin, headers, man pages; the unpacked binary runs"
     run bash -c "cd '$BUILD' && cpack -G DEB -B '$WORK/deb'"
     expect_code 0
