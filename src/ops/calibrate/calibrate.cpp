@@ -62,16 +62,7 @@ void check_request(const CalibrateRequest& q) {
              fmt::format(" {}: llama-imatrix needs at least 2 x ctx = {} tokens at ", *q.tokens, 2 * q.ctx),
              RequestField::kCtx, fmt::format(" {}; give more tokens or a smaller ", q.ctx),
              RequestField::kCtx});
-    std::set<std::string> names;
-    for (const CalibrateText& t : q.texts) {
-        if (!valid_input_name(t.name))
-            throw RequestError({RequestField::kText,
-                                fmt::format(" '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'",
-                                            t.name, t.path)});
-        if (!names.insert(t.name).second)
-            throw RequestError({RequestField::kText,
-                                fmt::format(" {} is given twice; give each kind of text one name", t.name)});
-    }
+    check_input_names(RequestField::kText, q.texts, "kind of text");
     q.llama_args.check(LlamaTool::imatrix);
 }
 

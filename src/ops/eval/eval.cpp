@@ -310,7 +310,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     // The models: every OUT must be a build of the source, the reference the source at another
     // quantisation.
     const EvalModel src = open_eval_model(q.source);
-    const std::string identity = source_identity(src.set);
+    const std::string& identity = src.identity;
     std::optional<EvalModel> ref;
     if (!q.reference.empty()) {
         ref.emplace(open_eval_model(q.reference));
@@ -320,7 +320,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     for (const std::string& o : q.outputs) {
         outs.push_back(open_eval_model(o));
         // The source given again (or a copy of it) would measure KLD 0 against itself: not a build.
-        if (source_identity(outs.back().set) == identity)
+        if (outs.back().identity == identity)
             throw UsageError(
                 fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
                             "it; give the pruned builds as OUT",
@@ -339,9 +339,8 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     r.source_identity = identity;
     r.source_main_type = main_type(src.set);
     if (ref)
-        r.reference = EvalReferenceFacts{{ref->path, ref->shard_names, ref->bytes, ref->expert_count},
-                                         source_identity(ref->set),
-                                         main_type(ref->set)};
+        r.reference = EvalReferenceFacts{
+            {ref->path, ref->shard_names, ref->bytes, ref->expert_count}, ref->identity, main_type(ref->set)};
     r.ctx = q.ctx;
     r.batch = kBatch;
     r.chunks_requested = q.chunks;

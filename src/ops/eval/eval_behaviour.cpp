@@ -184,16 +184,7 @@ void check_behaviour_request(const EvalRequest& q) {
     if (q.server_timeout_s < 1 || q.server_timeout_s > 86400)
         throw RequestError(
             {RequestField::kServerTimeout, fmt::format(" {}: give 1 to 86400 seconds", q.server_timeout_s)});
-    std::set<std::string> names;
-    for (const EvalPanel& p : q.panels) {
-        if (!valid_input_name(p.name))
-            throw RequestError({RequestField::kPrompts,
-                                fmt::format(" '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'",
-                                            p.name, p.path)});
-        if (!names.insert(p.name).second)
-            throw RequestError({RequestField::kPrompts,
-                                fmt::format(" {} is given twice; give each panel one name", p.name)});
-    }
+    check_input_names(RequestField::kPrompts, q.panels, "panel");
 }
 
 void check_server_args(const LlamaArgs& args) {

@@ -58,16 +58,7 @@ void check_request(const EvalRequest& q) {
             throw RequestError({RequestField::kSmokeTokens,
                                 fmt::format(" {}: give 1 to {} tokens", q.smoke_tokens, kMaxSmokeTokens)});
     }
-    std::set<std::string> names;
-    for (const EvalText& t : q.texts) {
-        if (!valid_input_name(t.name))
-            throw RequestError({RequestField::kText,
-                                fmt::format(" '{}={}': NAME must be 1 to 64 letters, digits, '_', '-' or '.'",
-                                            t.name, t.path)});
-        if (!names.insert(t.name).second)
-            throw RequestError({RequestField::kText,
-                                fmt::format(" {} is given twice; give each kind of text one name", t.name)});
-    }
+    check_input_names(RequestField::kText, q.texts, "kind of text");
     if (q.json_out.empty()) return;
     std::vector<std::string> inputs{q.source};
     if (!q.reference.empty()) inputs.push_back(q.reference);
@@ -89,7 +80,7 @@ void check_request(const EvalRequest& q) {
 }
 
 EvalModel open_eval_model(const std::string& path) {
-    EvalModel m{path, ShardSet::open(path), {}, 0, 0, 0};
+    EvalModel m{path, ShardSet::open(path), {}, 0, 0, 0, {}};
     for (const Shard& s : m.set.shards()) m.shard_names.push_back(base_name(s.path));
     m.bytes = m.set.total_bytes();
     m.expert_count = m.set.arch_uint("expert_count").value_or(0);
@@ -98,6 +89,7 @@ EvalModel open_eval_model(const std::string& path) {
         throw InputError(path, std::nullopt, "tokenizer.ggml.tokens",
                          "the model has no vocabulary; llama-perplexity cannot run it");
     m.n_vocab = tokens->count;
+    m.identity = source_identity(m.set);
     return m;
 }
 
@@ -140,7 +132,7 @@ void check_same_source(const EvalModel& src, const EvalModel& out) {
 
 void check_reference(const EvalModel& src, const EvalModel& ref) {
     const std::string from = base_name(src.path);
-    if (source_identity(ref.set) == source_identity(src.set))
+    if (ref.identity == src.identity)
         throw RequestError(
             {RequestField::kReference,
              fmt::format(" {}: this is the source {} itself (the same header bytes); give the same "

@@ -24,6 +24,7 @@ struct EvalModel {
     uint64_t bytes = 0;
     uint64_t expert_count = 0;
     uint64_t n_vocab = 0;
+    std::string identity;  // source_identity(set): the sha256 of its shard headers
 };
 
 struct LlamaTools {
