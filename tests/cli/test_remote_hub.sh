@@ -69,6 +69,9 @@ expect_code 0
 for i in 1 2 3; do cmp -s "$WORK/local-0000$i-of-00003.gguf" "$WORK/h-0000$i-of-00003.gguf" && _pass || _fail "shard $i differs"; done
 grep -qF "$SECRET" "$OUT" "$ERR" "$WORK"/h-0000* && _fail "the token is in an output" || _pass
 expect_json "d['bytes_fetched'] > 0 and d['source_revision'] == 'org/repo@$COMMIT'"
+run "$BIN" splice "$H" --keeplist "$WORK/drop.json" -o "$WORK/h-table" --dry-run
+expect_code 0
+expect_out "revision org/repo@$COMMIT (the Hub revision pinned when the source was read)"
 run "$BIN" audit "$WORK/h-00001-of-00003.gguf" --source "$H" --keeplist "$WORK/drop.json" --json
 expect_code 0
 grep -qF "$SECRET" "$OUT" "$ERR" && _fail "the token is in audit's report" || _pass
