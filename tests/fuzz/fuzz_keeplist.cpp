@@ -1,6 +1,7 @@
 // libFuzzer target: keeplist JSON. Any text either parses or raises InputError; a parsed keeplist is
-// checked against a small fixed MoE layout, where UsageError is the only allowed failure, and a
-// keeplist that passes must survive a serialise → parse round trip unchanged (that is how `rank`
+// checked against a small fixed MoE layout, where a refusal (InputError for a keeplist of another
+// layout, UsageError for a plan the layout cannot take) is the only allowed failure, and a keeplist
+// that passes must survive a serialise → parse round trip unchanged (that is how `rank`
 // hands keeplists to `splice` and `audit`).
 #include <cstdint>
 #include <string>
@@ -51,6 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         KeepList copy = kl;
         try {
             validate_keeplist(copy, make_layout(groups), "fuzz.json");
+        } catch (const InputError&) {
+            continue;
         } catch (const UsageError&) {
             continue;
         }

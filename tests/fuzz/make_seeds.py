@@ -267,6 +267,9 @@ def main():
     write("fuzz_manifest", "regress-number-overflow.json",
           '{"format": "gguf-reap.manifest", "version": 1E400, "shards": []}\n')
     write("fuzz_keeplist", "regress-version-wraps.json", '{"version": 4294967297, "blocks": []}\n')
+    # A keeplist ranked on another architecture: validate_keeplist refuses it with InputError (issue 33).
+    write("fuzz_keeplist", "regress-other-arch.json",
+          '{"version":1,"source":{"architecture":"deepseek1","expert_count":16},"blocks":[]}\n')
     fixtures = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "../../../shared/fixtures")
     shard = os.path.join(fixtures, "shards/tiny-deepseek2-IQ2_XXS-00002-of-00003.gguf")
     if os.path.exists(shard):
