@@ -8,7 +8,7 @@
 
 #include "gguf_reap/error.h"
 #include "io/units.h"
-#include "services/budget.h"
+#include "services/budget_search.h"
 #include "test_util.h"
 
 namespace gguf_reap {

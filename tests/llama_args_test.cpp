@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/options.h"
 #include "gguf_reap/error.h"
 
 namespace gguf_reap {
@@ -13,9 +14,9 @@ using Words = std::vector<std::string>;
 
 std::string usage_error(const std::string& text, LlamaTool tool = LlamaTool::perplexity) {
     try {
-        LlamaArgs::parse(text).check(tool);
+        LlamaArgs::parse(text, "--llama-args").check(tool);  // as the CLI names them
     } catch (const UsageError& e) {
-        return e.what();
+        return e.message().empty() ? e.what() : cli::option_message(e.message());  // as the CLI prints it
     }
     return "";
 }
@@ -95,6 +96,14 @@ TEST(LlamaArgs, RefusesEachCollision) {
         usage_error("-ngl 99 -c 4096"),
         "--llama-args: -c collides with an argument gguf-reap sets for llama-perplexity: give gguf-reap's "
         "--ctx N instead");
+    try {  // the library names the field, the CLI spells it as its option (above)
+        LlamaArgs::parse("-c 4096").check(LlamaTool::perplexity);
+        ADD_FAILURE() << "-c was not refused";
+    } catch (const RequestError& e) {
+        EXPECT_STREQ(e.what(),
+                     "llama_args: -c collides with an argument gguf-reap sets for llama-perplexity: give "
+                     "gguf-reap's ctx N instead");
+    }
     EXPECT_EQ(
         usage_error("--no-ppl", LlamaTool::imatrix),
         "--llama-args: --no-ppl collides with an argument gguf-reap sets for llama-imatrix: calibrate sets "

@@ -71,10 +71,11 @@ for path in sorted(glob.glob("src/cli/*.cpp")):
 llama = set(re.findall(r"--([a-z][a-z0-9-]*)", open("src/model/llama_args_table.inc", encoding="utf-8").read()))
 # Options every llama.cpp tool takes (so the per-tool table leaves them out) that gguf-reap's argv use.
 llama |= {"version", "help", "cpu-moe", "n-cpu-moe", "cache-type-k", "cache-type-v", "threads", "model",
-          "ctx-size", "hf-repo", "temp", "top-k", "seed", "log-disable", "stdin", "ids", "show-count", "no-escape"}
+          "ctx-size", "hf-repo", "temp", "top-k", "seed", "log-disable", "stdin", "ids", "show-count", "no-escape",
+          "parallel"}
 
 counted = []
-files = sorted(f for d in ("io", "format", "model", "ops") for f in glob.glob(f"src/{d}/**/*", recursive=True)
+files = sorted(f for d in ("io", "format", "model", "services", "ops") for f in glob.glob(f"src/{d}/**/*", recursive=True)
                if re.search(r"\.(cpp|h|inc)$", f))
 for path in files:
     for line, lit in literals(open(path, encoding="utf-8").read()):
@@ -92,7 +93,7 @@ for path in files:
 if verbose:
     for path, line, lit in counted:
         print(f'{path}:{line}: "{lit}"')
-print(f"count-flag-literals: {len(counted)} string literal(s) in src/{{io,format,model,ops}} name a "
+print(f"count-flag-literals: {len(counted)} string literal(s) in src/{{io,format,model,services,ops}} name a "
       f"gguf-reap option (limit {limit}; {len(ours)} options)")
 sys.exit(1 if len(counted) > limit else 0)
 PY

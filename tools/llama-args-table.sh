@@ -3,7 +3,7 @@
 # from their --help. Run it against the pinned build (tests/data/llama-perplexity/README.md) when the pin
 # moves:  tools/llama-args-table.sh /path/to/llama.cpp/build/bin >src/model/llama_args_table.inc
 # The options every tool takes (llama.cpp's "common params": -ngl, -ot, --n-cpu-moe, -ts, --rpc, ...) are
-# not listed: model/llama_args.cpp passes an option in no list to every tool that takes --llama-args.
+# not listed: model/llama_args_rules.cpp passes an option in no list to every tool that takes --llama-args.
 set -euo pipefail
 L=${1:?usage: tools/llama-args-table.sh LLAMA_BIN_DIR}
 tmp=$(mktemp -d)

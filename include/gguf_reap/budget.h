@@ -1,6 +1,6 @@
 // The budget `rank --fit` and `estimate --fit` answer (docs/rank.md and docs/estimate.md, "--fit"), the
 // rules on K, the answer and the rows of `estimate --sweep`: the plain data of their requests and results.
-// The search itself is src/services/budget.h.
+// The search itself is src/services/budget_search.h.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +53,7 @@ struct BudgetPoint {
     uint64_t value = 0;    // what the budget limits: file bytes (+ slack) or row.need()
 };
 
-// The model's headers a --fit search reads once (src/services/budget.h).
+// The model's headers a --fit search reads once (src/services/budget_search.h).
 class BudgetModel;
 
 struct FitAnswer {

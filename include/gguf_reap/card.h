@@ -207,6 +207,8 @@ struct CardEval {
 };
 
 struct CardFacts {
+    // How the card names gguf-reap's request fields in its recipes (Events::spell; ops::card sets it).
+    FieldSpelling spell;
     std::string tool;
     std::string base_model, base_model_from;  // "" when unknown
     // An hf:// source: "ORG/REPO@COMMIT", the revision pinned when it was read (docs/remote.md); else "".

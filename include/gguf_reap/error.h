@@ -107,6 +107,9 @@ inline Message operator+(Message a, const Message& b) {
 }
 // The message as one string, each field spelled by `spell` (field_name when empty).
 std::string render(const Message& m, const FieldSpelling& spell = {});
+// One field spelled by `spell` (field_name when empty): documents (the receipt, the card) name the
+// request's fields this way, as messages do.
+std::string spelled(RequestField f, const FieldSpelling& spell = {});
 
 // Base of every error gguf-reap raises on purpose. A message that names request fields keeps its
 // pieces: what() spells the fields by field_name, and a caller that spells them its own way (the CLI: as

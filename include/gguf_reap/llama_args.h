@@ -30,12 +30,12 @@ struct LlamaArg {
 
 struct LlamaArgs {
     std::vector<std::string> words;  // as split, in order
-    std::string origin;              // "--llama-args" or "GGUF_REAP_LLAMA_ARGS": named in errors
+    std::string origin;              // where they came from, named in errors: the CLI says "--llama-args"
 
     // Splits `text` into words as a POSIX shell would, expanding nothing: blanks separate words;
     // '...' is literal; inside "..." a backslash escapes only \ " $ ` and newline; elsewhere a backslash
     // escapes the next character. UsageError for an unclosed quote or a trailing backslash.
-    static LlamaArgs parse(std::string_view text, std::string origin = "--llama-args");
+    static LlamaArgs parse(std::string_view text, std::string origin = "llama_args");
 
     bool empty() const { return words.empty(); }
     // The words grouped into options and their values. A word is an option when it starts with '-' and is

@@ -152,6 +152,7 @@ struct RankInput {
     uint64_t block_count = 0;  // with --model: <arch>.block_count (for --export hipfire)
     std::string model_name;    // with --model: general.name, else ""
     std::shared_ptr<const BudgetModel> budget_model;  // --fit: the model's headers (ops::rank opens it)
+    FieldSpelling spell;  // how the receipt names the request's fields (Events::spell; ops::rank sets it)
 };
 
 struct DeadExpert {

@@ -13,7 +13,7 @@
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/estimate_fit.h"
 #include "io/units.h"
-#include "services/budget.h"
+#include "services/budget_search.h"
 
 namespace gguf_reap::cli {
 

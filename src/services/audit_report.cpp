@@ -151,7 +151,7 @@ AuditDocument read_audit_document(const std::string& path, const std::string& au
     const std::string text = read_small_file(path, kAuditFileLimit, "audit report");
     const json j = parse_json_input<json>(text, path, 64, kAuditMaxValues, "an audit report");
     if (!j.is_object())
-        throw InputError(path, std::nullopt, "json", "not an `audit --json` document (not an object)");
+        throw InputError(path, std::nullopt, "json", "not an audit report (not a JSON object)");
     AuditDocument a;
     const std::string result = read_string(j, key::kResult, path, "");
     const json& summary = j.contains(key::kSummary) ? j[key::kSummary] : json();
@@ -176,7 +176,7 @@ AuditDocument read_audit_document(const std::string& path, const std::string& au
     a.bytes_compared = read_uint(summary, key::kBytesCompared, path, in_summary);
     if (read_uint(summary, key::kFindings, path, in_summary) != 0)
         throw InputError(path, std::nullopt, in_summary + key::kFindings,
-                         "not 0 in a passing audit: the report is not `audit --json` output");
+                         "not 0 in a passing audit: this is not the report an audit wrote");
 
     if (!j.contains(key::kShards) || !j[key::kShards].is_array())
         throw InputError(path, std::nullopt, key::kShards, "missing or not an array");

@@ -151,7 +151,7 @@ std::vector<std::vector<uint64_t>> output_slab_bytes(const OutputSet& out, Audit
         return slabs;
     } catch (const InputError& e) {
         report.notes.push_back(fmt::format(
-            "the manifest records no per-expert slab hashes (it cannot serve --source-manifest): {}",
+            "the manifest records no per-expert slab hashes (it cannot serve as the source's manifest): {}",
             e.what()));
         return {};
     }

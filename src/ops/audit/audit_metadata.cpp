@@ -189,10 +189,10 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
             std::string why;
             if (kv.key == arch_key(arch, kBlockCountKey)) {
                 want = Kv::make_int_like(kv, bc - d);
-                why = fmt::format("--drop-mtp: {} nextn block(s) left out of {}", d, bc);
+                why = fmt::format("MTP dropped: {} nextn block(s) left out of {}", d, bc);
             } else if (kv.key == arch_key(arch, kNextnPredictLayersKey)) {
                 want = Kv::make_int_like(kv, 0);
-                why = "--drop-mtp: no nextn blocks are left";
+                why = "MTP dropped: no nextn blocks are left";
             } else if (kv.type == GgufType::kArray && kv.count == bc && kv.key.starts_with(arch + ".") &&
                        kv.elem_type != GgufType::kString && gguf_scalar_size(kv.elem_type) > 0) {
                 Kv t = kv;
@@ -201,7 +201,7 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
                 t.raw.resize(12 + gguf_scalar_size(kv.elem_type) * n);
                 std::memcpy(t.raw.data() + 4, &n, 8);
                 want = std::move(t);
-                why = fmt::format("--drop-mtp: a per-layer array loses the last {} (nextn) element(s)", d);
+                why = fmt::format("MTP dropped: a per-layer array loses the last {} (nextn) element(s)", d);
             }
             if (want) {
                 owned.push_back(std::move(*want));
@@ -253,7 +253,7 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
             owned.push_back(
                 Kv::make_u32(kProvenanceDroppedNextnKey, static_cast<uint32_t>(kept.dropped_nextn)));
             exp.push_back({kProvenanceDroppedNextnKey, Match::kExact, &owned.back(),
-                           "--drop-mtp: the nextn blocks left out"});
+                           "MTP dropped: the nextn blocks left out"});
         }
         for (int block : kept.moe_blocks)
             exp.push_back({fmt::format("{}{}", kProvenanceKeptPrefix, block), Match::kPresence, nullptr,

@@ -216,7 +216,7 @@ KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, 
         }
     } else if (!first.header) {
         report.notes.push_back(
-            "shard 1's header is unreadable and no --keeplist was given: the kept experts are "
+            "shard 1's header is unreadable and no keeplist was given: the kept experts are "
             "unknown, so expert tensors are not verified");
     } else {
         // No record of a pruning: then the output must be the source's experts, all of them (a re-split

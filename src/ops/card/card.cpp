@@ -135,8 +135,9 @@ std::string check_keeplist_source(const KeepList& kl, const std::string& kl_path
                                   const MoeLayout& layout) {
     if (!kl.source)
         throw InputError(kl_path, std::nullopt, "source",
-                         "missing: a hand-written drop spec says nothing of its model; give the directory "
-                         "`gguf-reap rank --model` wrote");
+                         Message{"missing: a hand-written drop spec says nothing of its model; give the "
+                                 "directory `gguf-reap rank ",
+                                 RequestField::kModel, "` wrote"});
     return keeplist_applies_to(kl, kl_path, keeplist_source_of(src.set, layout), src.path);
 }
 
@@ -370,21 +371,24 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
             kProvenanceNeuronPlanShaKey));
     if (!f.audit.audited)
         v.push_back(
-            "The files were not audited: that every kept tensor is byte-identical to the source was not "
-            "checked (`gguf-reap audit OUTPUT --source MODEL --manifest-out MANIFEST.json`).");
+            fmt::format("The files were not audited: that every kept tensor is byte-identical to the source "
+                        "was not checked (`gguf-reap audit OUTPUT {} MODEL {} MANIFEST.json`).",
+                        opt(f, RequestField::kSource), opt(f, RequestField::kManifestOut)));
     else if (!f.audit.with_source)
         v.push_back(
-            "The audit checked the files' structure only (it was run without --source): their bytes were "
-            "not compared with the source.");
+            fmt::format("The audit checked the files' structure only (it was run without {}): their bytes "
+                        "were not compared with the source.",
+                        opt(f, RequestField::kSource)));
     if (!f.method.output_names_keeplist)
         v.push_back(fmt::format(
-            "The output carries no {} (spliced with --no-provenance?): that it was made with this keeplist "
-            "is checked only by its expert count.",
-            kProvenanceKeeplistShaKey));
+            "The output carries no {} (spliced with {}?): that it was made with this keeplist is checked "
+            "only by its expert count.",
+            kProvenanceKeeplistShaKey, opt(f, RequestField::kNoProvenance)));
     if (!f.method.source_identified)
-        v.push_back(
-            "The keeplist was ranked without --model: that it was made for this source is checked only by "
-            "its expert count.");
+        v.push_back(fmt::format(
+            "The keeplist was ranked without {}: that it was made for this source is checked only "
+            "by its expert count.",
+            opt(f, RequestField::kModel)));
     v.push_back(
         f.eval ? "That llama.cpp runs this build well beyond the measurements above: audit checks "
                  "llama.cpp's load-time rules for expert tensors, and llama.cpp ran the build only for "
@@ -495,7 +499,7 @@ void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events
     if (first && first->remote()) f.source_revision = first->remote()->hub_revision();
     if (!q.base_model.empty()) {
         f.base_model = q.base_model;
-        f.base_model_from = "--base-model";
+        f.base_model_from = spelled(RequestField::kBaseModel, events.spell);
     } else {
         std::tie(f.base_model, f.base_model_from) = base_model_of(src.set);
         if (f.base_model.empty() && !f.source_revision.empty()) {  // the repository it was read from
@@ -605,6 +609,7 @@ CardResult card(const CardRequest& q, const Events& events) {
     const RankKeeplist k = read_rank_keeplist(q.rank_dir, src, out);
     if (!q.out_path.empty()) check_destination(q, src, out, k.path);
     CardFacts f = model_facts(q, src, out, k);
+    f.spell = events.spell;
 
     // The audit: a pass of exactly these files.
     std::vector<std::string> audit_sha;

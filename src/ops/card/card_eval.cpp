@@ -264,14 +264,14 @@ std::string rate_text(const CardRate& r) {
 }
 
 // Per panel: loops and natural ends of this build against the source's, with n.
-void behaviour_lines(std::string& s, const std::vector<CardBehaviour>& v) {
+void behaviour_lines(std::string& s, const std::vector<CardBehaviour>& v, const std::string& prompts) {
     for (const CardBehaviour& b : v)
         s += fmt::format(
             "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, llama-server; "
-            "`gguf-reap "
-            "eval --prompts`): this build falls into a repetition loop in {} against the source's {}, and "
+            "`gguf-reap eval {}`): this build falls into a repetition loop in {} against the source's {}, "
+            "and "
             "ends naturally in {} against the source's {}.\n\n",
-            b.panel, b.gen_tokens, rate_text(b.build_loops), rate_text(b.source_loops),
+            b.panel, b.gen_tokens, prompts, rate_text(b.build_loops), rate_text(b.source_loops),
             rate_text(b.build_ends), rate_text(b.source_ends));
 }
 
@@ -279,7 +279,7 @@ void behaviour_lines(std::string& s, const std::vector<CardBehaviour>& v) {
 
 namespace {
 void kld_table(std::string& s, const CardEval& e);
-void reference_table(std::string& s, const CardEvalReference& r);
+void reference_table(std::string& s, const CardEvalReference& r, const std::string& reference);
 }  // namespace
 
 void measured_section(std::string& s, const CardFacts& f) {
@@ -287,9 +287,9 @@ void measured_section(std::string& s, const CardFacts& f) {
     const CardEval& e = *f.eval;
     s += "## Measured against the source\n\n";
     if (!e.texts.empty()) kld_table(s, e);
-    if (e.reference) reference_table(s, *e.reference);
+    if (e.reference) reference_table(s, *e.reference, opt(f, RequestField::kReference));
     if (e.smoke) smoke_line(s, *e.smoke);
-    behaviour_lines(s, e.behaviour);
+    behaviour_lines(s, e.behaviour, opt(f, RequestField::kPrompts));
     std::string build;
     for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
     std::string cmd;
@@ -326,12 +326,12 @@ void kld_table(std::string& s, const CardEval& e) {
 
 // eval --reference: per text, the source (its quantisation alone) and this build (quantisation and
 // pruning) against the unpruned reference, each row labelled.
-void reference_table(std::string& s, const CardEvalReference& r) {
+void reference_table(std::string& s, const CardEvalReference& r, const std::string& reference) {
     s += fmt::format(
         "The same measures against the unpruned reference `{}` ({}) instead of the source "
-        "(`gguf-reap eval --reference`): the source's row is what its {} quantisation costs, this "
+        "(`gguf-reap eval {}`): the source's row is what its {} quantisation costs, this "
         "build's is what the whole build costs, quantisation and pruning together.\n\n",
-        r.name, r.main_type, r.source_type);
+        r.name, r.main_type, reference, r.source_type);
     s += fmt::format(
         "| text | against {} | tokens | PPL {} → model | mean KLD | 99 % KLD | same top token |\n",
         r.main_type, r.main_type);

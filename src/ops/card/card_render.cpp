@@ -130,9 +130,10 @@ void method_section(std::string& s, const CardFacts& f) {
     if (!m.from_plan_file.empty())
         s += fmt::format(
             "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with `rank "
-            "--from-plan`. The criterion and consensus below only score that plan.\n",
+            "{}`. The criterion and consensus below only score that plan.\n",
             m.from_plan_file, m.from_plan_format,
-            m.from_plan_sha256.empty() ? std::string() : ", sha256 `" + m.from_plan_sha256 + "`");
+            m.from_plan_sha256.empty() ? std::string() : ", sha256 `" + m.from_plan_sha256 + "`",
+            opt(f, RequestField::kFromPlan));
     s += fmt::format(
         "- Criterion `{}`: {}{}.\n", m.criterion, m.criterion_words,
         m.score_field.empty() ? std::string() : fmt::format(" (score field `{}`)", m.score_field));
@@ -214,22 +215,22 @@ void verified_section(std::string& s, const CardFacts& f) {
         if (!a.source_manifest.empty())
             s += fmt::format(
                 "The bytes were compared by sha256 with the source's manifest `{}` (sha256 `{}`: a hash per "
-                "tensor and per expert slab of the source, made by `gguf-reap audit SOURCE --manifest-out`), "
+                "tensor and per expert slab of the source, made by `gguf-reap audit SOURCE {}`), "
                 "not with the source files themselves.\n\n",
-                a.source_manifest, a.source_manifest_sha256);
+                a.source_manifest, a.source_manifest_sha256, opt(f, RequestField::kManifestOut));
     } else {
         s += fmt::format(
             "**PASS (structure only)**: `gguf-reap audit` ({}, {}) checked the structure of {} tensors in {} "
-            "(run without --source: the bytes were not compared with the source).\n\n",
-            a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"));
+            "(run without {}: the bytes were not compared with the source).\n\n",
+            a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"),
+            opt(f, RequestField::kSource));
     }
     if (!f.manifest_name.empty())
         s += fmt::format(
-            "Manifest `{}`, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} "
-            "--manifest "
+            "Manifest `{}`, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} {} "
             "{}` verifies a copy; `sha256sum -c {}` checks the shards).\n\n",
-            f.manifest_name, f.manifest_sha256, f.build.first_shard, f.manifest_name,
-            manifest_sums_path(f.manifest_name));
+            f.manifest_name, f.manifest_sha256, f.build.first_shard, opt(f, RequestField::kManifest),
+            f.manifest_name, manifest_sums_path(f.manifest_name));
 }
 
 void hardware_section(std::string& s, const CardFacts& f) {
@@ -240,7 +241,8 @@ void hardware_section(std::string& s, const CardFacts& f) {
         "RAM holds the token embeddings{}. GiB = 2^30 bytes.\n\n",
         f.offload_flag.empty() ? "" : " " + f.offload_flag,
         f.offload_flag.empty() ? "every other weight" : "the weights not in RAM",
-        f.ctx ? "the KV cache for " + plural(f.ctx, "token", "tokens") : std::string("no KV cache (--ctx 0)"),
+        f.ctx ? "the KV cache for " + plural(f.ctx, "token", "tokens")
+              : fmt::format("no KV cache ({} 0)", opt(f, RequestField::kCtx)),
         f.overhead ? fmt::format(" and {} GiB of overhead", gib(f.overhead))
                    : std::string(" and no overhead"),
         f.offload_flag.empty() ? "" : " and the routed experts the flag moves there");
@@ -260,9 +262,10 @@ void hardware_section(std::string& s, const CardFacts& f) {
         "cache: {} bytes per token ({}, {}).\n\n",
         f.ctx ? fmt::format("weights + KV cache for {} + overhead {} GiB", plural(f.ctx, "token", "tokens"),
                             gib(f.overhead))
-              : fmt::format("weights + overhead {} GiB (no KV cache budgeted: --ctx 0)", gib(f.overhead)),
+              : fmt::format("weights + overhead {} GiB (no KV cache budgeted: {} 0)", gib(f.overhead),
+                            opt(f, RequestField::kCtx)),
         f.gpu_mem ? fmt::format(", against {} GiB per GPU", gib(f.gpu_mem))
-                  : std::string("; no fit verdict without --gpu-mem"),
+                  : "; no fit verdict without " + opt(f, RequestField::kGpuMem),
         with_commas(f.kv_bytes_per_token), f.kv_kind, cache);
     s += "| TP | weights per GPU, GiB | KV cache, GiB | total per GPU, GiB | fits | KV bytes per token per "
          "GPU |\n";
@@ -311,9 +314,10 @@ void files_section(std::string& s, const CardFacts& f) {
         s += "sha256 from the audit, which hashed every shard.\n\n";
     else
         s += fmt::format(
-            "The sha256 of the shards is not recorded: run `gguf-reap audit {} --source {} --manifest-out "
-            "MANIFEST.json` and give `gguf-reap card --manifest MANIFEST.json`.\n\n",
-            f.build.first_shard, f.source.first_shard);
+            "The sha256 of the shards is not recorded: run `gguf-reap audit {} {} {} {} MANIFEST.json` and "
+            "give `gguf-reap card {} MANIFEST.json`.\n\n",
+            f.build.first_shard, opt(f, RequestField::kSource), f.source.first_shard,
+            opt(f, RequestField::kManifestOut), opt(f, RequestField::kManifest));
 }
 
 json column_json(const CardModelColumn& c) {
@@ -351,9 +355,10 @@ std::string render_card_markdown(const CardFacts& f) {
         with_commas(f.experts_removed), with_commas(f.source.expert_count), with_commas(f.build.expert_count),
         f.build.moe_blocks, f.build.expert_used_count, decimal_size(f.build.file_bytes),
         plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes),
-        f.method.fit_words.empty() ? std::string()
-                                   : fmt::format(" {} is the most experts that fit {} (`rank --fit`).",
-                                                 with_commas(f.build.expert_count), f.method.fit_words));
+        f.method.fit_words.empty()
+            ? std::string()
+            : fmt::format(" {} is the most experts that fit {} (`rank {}`).",
+                          with_commas(f.build.expert_count), f.method.fit_words, opt(f, RequestField::kFit)));
     // The verdict a visitor reads first: measured figures, in the words docs/eval.md gives them.
     if (f.quality.empty()) {
         s += "**Quality**: not measured against the source (no `gguf-reap eval`; see Not verified).\n\n";

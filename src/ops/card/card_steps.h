@@ -10,6 +10,11 @@
 
 namespace gguf_reap {
 
+// A request field as the card names it (CardFacts::spell): "--source" for the CLI.
+inline std::string opt(const CardFacts& f, RequestField field) {
+    return spelled(field, f.spell);
+}
+
 // The card's Markdown and JSON, both from the same facts.
 void measured_section(std::string& s, const CardFacts& f);  // "" without an eval
 nlohmann::ordered_json card_eval_json(const CardEval& e);

@@ -15,7 +15,7 @@
 #include "io/units.h"
 #include "model/shard_set.h"
 #include "ops/estimate/sweep_svg.h"
-#include "services/budget.h"
+#include "services/budget_search.h"
 
 namespace gguf_reap {
 
@@ -59,8 +59,8 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
     out.sweep = sweep(m, sweep_counts(out.rules, extra), out.tp, q.ctx, q.overhead);
     if (!q.svg.empty()) {
         SweepPlot plot;
-        if (q.gpu_mem) plot.lines.push_back({"--gpu-mem " + human_bytes(q.gpu_mem), q.gpu_mem});
-        if (q.fit) plot.lines.push_back({"--fit " + q.fit->text, q.fit->bytes});
+        if (q.gpu_mem) plot.lines.push_back({"GPU memory " + human_bytes(q.gpu_mem), q.gpu_mem});
+        if (q.fit) plot.lines.push_back({"budget " + q.fit->text, q.fit->bytes});
         plot.title = fmt::format("{}: size and per-GPU memory against K (of {} experts)",
                                  std::filesystem::path(out.model_path).filename().string(), out.expert_count);
         plot.tp = out.tp;
@@ -68,7 +68,7 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
         plot.source_bytes = m.model().total_bytes();
         if (out.fit) {
             plot.chosen = out.fit->at.k;
-            plot.chosen_label = "--fit " + q.fit->text;
+            plot.chosen_label = "budget " + q.fit->text;
         }
         plot.ctx = q.ctx;
         plot.overhead = q.overhead;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "services/budget.h"
+#include "services/budget_search.h"
 
 namespace gguf_reap {
 

@@ -51,11 +51,11 @@ void check_run_shape(const Ctx& c, const std::string& label, const std::optional
                         label, last_lines(text, kErrorLines)));
     }
     if (shape->chunks != chunks || shape->n_ctx != static_cast<int64_t>(c.q.ctx))
-        throw IoError(c.tools.perplexity,
-                      fmt::format("{}: computed {} chunks of {} tokens where {} chunks of {} were asked for "
-                                  "(--chunks {} -c {}); its last lines:\n{}",
-                                  label, shape->chunks, shape->n_ctx, chunks, c.q.ctx, chunks, c.q.ctx,
-                                  last_lines(text, kErrorLines)));
+        throw IoError(
+            c.tools.perplexity,
+            fmt::format("{}: computed {} chunks of {} tokens where {} chunks of {} were asked for; "
+                        "its last lines:\n{}",
+                        label, shape->chunks, shape->n_ctx, chunks, c.q.ctx, last_lines(text, kErrorLines)));
 }
 
 int64_t count_rows(std::string_view log) {

@@ -105,7 +105,7 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
             prompts[i] = j["prompt"].get<std::string>();
             if (prompts[i].size() + q.gen_tokens + 8 > slot)
                 server.fail(fmt::format(
-                    "--chat: the template makes prompt {} of {} {} bytes, more than the {} "
+                    "the chat template makes prompt {} of {} {} bytes, more than the {} "
                     "its slot has room for with {} generated tokens",
                     i + 1, p.facts.name, prompts[i].size(), slot - q.gen_tokens - 8, q.gen_tokens));
         });

@@ -126,6 +126,7 @@ RankResult rank(const RankRequest& q, const Events& events) {
         lock.emplace(outs.front());
     }
     o.input = load_rank_input(q.options);
+    o.input.spell = events.spell;
     if (q.options.fit) o.input.budget_model = open_rank_budget_model(q.options);
     const auto t1 = clock::now();
     for (const auto& n : o.input.notes) events.info(n);

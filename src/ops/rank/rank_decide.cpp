@@ -355,7 +355,8 @@ void add_protected_option(const RankInput& in, const RankOptions& opts, const Ra
         se.block = p.block;
         se.expert = p.expert;
         se.by_option = true;
-        se.reason = se.reason.empty() ? "--protect" : se.reason + "; --protect";
+        const std::string asked = keeplist_field(RequestField::kProtect);
+        se.reason = se.reason.empty() ? asked : se.reason + "; " + asked;
     }
 }
 
@@ -439,7 +440,8 @@ void keep_as_planned(const RankInput& in, const ExpertGroup& x, int64_t quota, R
     for (int64_t e : x.prot)
         if (!r.keep[r.idx(x.b, static_cast<size_t>(e))])
             r.warnings.push_back(fmt::format(
-                "the plan prunes blk.{} expert {}, which is protected here (a super-expert or --protect)",
+                "the plan prunes blk.{} expert {}, which is protected here (a super-expert or protected on "
+                "request)",
                 blk, e));
 }
 

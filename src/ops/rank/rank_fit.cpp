@@ -56,7 +56,8 @@ void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget)
             if (G * prot[b][g] > rules.min_keep) {
                 rules.min_keep = G * prot[b][g];
                 rules.min_why = fmt::format(
-                    "blk.{}{} has {} protected experts (super-experts or --protect), which are always kept",
+                    "blk.{}{} has {} protected experts (super-experts or protected on request), which are "
+                    "always kept",
                     r.blocks[b], G > 1 ? fmt::format(" group {}", g) : "", prot[b][g]);
             }
     apply_dead_rule(rules, r.blocks, per_group(r.dead, B, E, G));

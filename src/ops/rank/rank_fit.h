@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gguf_reap/rank.h"
-#include "services/budget.h"
+#include "services/budget_search.h"
 
 namespace gguf_reap {
 

@@ -87,8 +87,7 @@ std::string select_without(const RankInput& in, const RankOptions& opts, const R
         prot[e] = sh.by_option[r.idx(b, e)];
         if (prot[e] && dead[e])
             return fmt::format(
-                "--protect {}:{} names an expert never routed in the other domains, which rank "
-                "refuses",
+                "the protected expert {}:{} is never routed in the other domains, which rank refuses",
                 r.blocks[b], e);
         for (size_t d = 0; d < D && !prot[e]; ++d) prot[e] = d != skip && sh.hit[(d * B + b) * NE + e];
     }
@@ -231,7 +230,7 @@ json blind_spot_json(const RankInput& in, const RankDecision& r) {
         j["worst"] = nullptr;
         j["estimate"] = nullptr;
         j["why"] = in.domains.size() < 2 ? "one calibration domain: there is nothing to leave out"
-                   : in.imported         ? "the kept experts come from another tool's plan (--from-plan)"
+                   : in.imported         ? "the kept experts come from another tool's plan (imported)"
                                          : "no domain's share could be computed without it";
     }
     return j;

@@ -18,19 +18,18 @@
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
-#include "services/budget.h"
+#include "services/budget_search.h"
 
 namespace gguf_reap {
 
-// A keeplist's "rule" is rank's option and its value, "--ratio 0.25" (docs/keeplist.md): the file's
-// spelling, whoever calls rank.
+// A keeplist names a request field as "--" and the field's name: the rule "--ratio 0.25", the reason
+// "--protect" (docs/keeplist.md). It is the file's spelling, whoever calls rank.
+std::string keeplist_field(RequestField f) {
+    return "--" + std::string(field_name(f));
+}
+
 std::string rule_text(const RankDecision& r) {
-    return render(rule_message(r), [](RequestField f) {
-        return f == RequestField::kKeep    ? "--keep"
-               : f == RequestField::kPrune ? "--prune"
-               : f == RequestField::kRatio ? "--ratio"
-                                           : "--fit";
-    });
+    return render(rule_message(r), keeplist_field);
 }
 
 namespace {
@@ -270,27 +269,28 @@ void receipt_decision(const RankInput& in, const RankDecision& r, Markdown& md) 
         "experts pruned in all.",
         r.n_keep, r.expert_count, B, r.blocks.front(), r.blocks.back(), rule_text(r),
         static_cast<int64_t>(B) * (r.expert_count - r.n_keep)));
-    if (r.fit) md.line(fit_receipt_line(*r.fit));
+    if (r.fit) md.line(fit_receipt_line(*r.fit, in.spell));
     if (in.imported)
         md.line(fmt::format(
             "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with "
-            "`--from-plan`. The criterion and consensus below only score them: the ranks, the safety "
+            "`{}`. The criterion and consensus below only score them: the ranks, the safety "
             "margin, the dead and super-expert checks (warnings, not refusals) describe that plan.",
             base_name(in.imported->path), plan_format_name(in.imported->plan.format),
-            in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256));
+            in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256,
+            spelled(RequestField::kFromPlan, in.spell)));
     md.line(
         fmt::format("- Criterion `{}`: {}.", criterion_name(r.criterion), criterion_formula(r.criterion)));
     if (criterion_spec(r.criterion).needs.score_files) {
         if (!in.score_is_mean)
             md.line(fmt::format("  Score field: `{}`.", in.score_field));
         else if (in.score_times_counts)
-            md.line(
-                fmt::format("  Score field: `{}`, a per-token mean, summed over the routed tokens: `{}` × "
-                            "`activation_counts` (the default; `--score-aggregate mean` keeps the mean).",
-                            in.score_field, in.score_field));
+            md.line(fmt::format(
+                "  Score field: `{}`, a per-token mean, summed over the routed tokens: `{}` × "
+                "`activation_counts` (the default; `{} mean` keeps the mean).",
+                in.score_field, in.score_field, spelled(RequestField::kScoreAggregate, in.spell)));
         else
-            md.line(fmt::format("  Score field: `{}`, a per-token mean, as given (`--score-aggregate mean`).",
-                                in.score_field));
+            md.line(fmt::format("  Score field: `{}`, a per-token mean, as given (`{} mean`).",
+                                in.score_field, spelled(RequestField::kScoreAggregate, in.spell)));
     }
     md.line(fmt::format("- Consensus `{}`: {}.", consensus_name(r.consensus), consensus_text(r.consensus)));
     md.line(fmt::format("- Ties: {}.", kTieRule));
@@ -375,7 +375,7 @@ void receipt_per_block(const RankInput& in, const RankDecision& r, Markdown& md)
 }
 
 // The dead experts, and the super-experts and protected ones with the thresholds that found them.
-void receipt_dead_and_protected(const RankDecision& r, Markdown& md) {
+void receipt_dead_and_protected(const RankInput& in, const RankDecision& r, Markdown& md) {
     md.line("## Dead experts");
     md.line("");
     if (r.dead_experts.empty()) md.line("None: every expert was routed in at least one domain.");
@@ -387,8 +387,8 @@ void receipt_dead_and_protected(const RankDecision& r, Markdown& md) {
     md.line(fmt::format(
         "Detection: an expert carrying at least {:.1f} % of its block's energy in some domain, or whose "
         "hottest ffn_down_exps input channel is at least {:.0f}× the block's median hottest channel; plus "
-        "`--protect`. Always kept.",
-        100 * r.super_share, r.super_channel_ratio));
+        "`{}`. Always kept.",
+        100 * r.super_share, r.super_channel_ratio, spelled(RequestField::kProtect, in.spell)));
     md.line("");
     if (r.protected_experts.empty()) md.line("None found.");
     for (const auto& p : r.protected_experts)
@@ -432,10 +432,10 @@ void receipt_domain_shares(const RankInput& in, const RankDecision& r, Markdown&
     if (!std::isnan(r.worst_share)) {
         md.line("");
         md.line(
-            fmt::format("Worst domain: {} keeps {} of its {} mass in blk.{} (what `--consensus max-min` "
+            fmt::format("Worst domain: {} keeps {} of its {} mass in blk.{} (what `{} max-min` "
                         "maximises, block by block).",
                         in.domains[r.worst_domain].name, pct(r.worst_share), criterion_name(r.criterion),
-                        r.blocks[r.worst_block]));
+                        r.blocks[r.worst_block], spelled(RequestField::kConsensus, in.spell)));
     }
     md.line("");
 }
@@ -451,10 +451,11 @@ void receipt_mtp_blocks(const RankInput& in, Markdown& md) {
     md.line("");
     md.line(
         fmt::format("{} {} the model's multi-token-prediction (nextn) block{}. {} ranked and pruned like the "
-                    "others, as a plain `splice` cuts {}; `splice --drop-mtp` leaves {} out of the model "
+                    "others, as a plain `splice` cuts {}; `splice {}` leaves {} out of the model "
                     "instead, with {} keeplist entr{}, for those who do not use speculative decoding.",
                     fmt::join(names, ", "), one ? "is" : "are", one ? "" : "s", one ? "It is" : "They are",
-                    one ? "it" : "them", one ? "it" : "them", one ? "its" : "their", one ? "y" : "ies"));
+                    one ? "it" : "them", spelled(RequestField::kDropMtp, in.spell), one ? "it" : "them",
+                    one ? "its" : "their", one ? "y" : "ies"));
 }
 
 // Hash-routed blocks: how many token → expert entries the kept set redirects.
@@ -505,7 +506,7 @@ std::string render_receipt(const RankInput& in, const RankDecision& r) {
     receipt_decision(in, r, md);
     receipt_inputs(in, r, md);
     receipt_per_block(in, r, md);
-    receipt_dead_and_protected(r, md);
+    receipt_dead_and_protected(in, r, md);
     receipt_domain_shares(in, r, md);
     md.text += blind_spot_receipt(in, r);  // rank_lodo.h
     md.text.pop_back();  // the section's closing blank line: the next section starts with its own

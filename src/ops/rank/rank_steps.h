@@ -22,7 +22,9 @@ RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
 // The rule as a message: {RequestField::kRatio, " 0.25"}; a fit adds the K it chose and the sizes at K and
 // K + 1 (fit_sentence). The CLI reads "--ratio 0.25".
 Message rule_message(const RankDecision& r);
-// The rule as a keeplist's "rule" and the report record it, in rank's option spelling: "--ratio 0.25".
+// A request field as a keeplist names it: "--" and field_name ("--ratio", "--protect").
+std::string keeplist_field(RequestField f);
+// The rule as a keeplist's "rule" and the report record it: "--ratio 0.25".
 std::string rule_text(const RankDecision& r);
 
 // The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,

@@ -156,9 +156,12 @@ const char* field_name(RequestField f) {
 
 std::string render(const Message& m, const FieldSpelling& spell) {
     std::string s;
-    for (const auto& p : m)
-        s += p.field ? (spell ? spell(*p.field) : std::string(field_name(*p.field))) : p.text;
+    for (const auto& p : m) s += p.field ? spelled(*p.field, spell) : p.text;
     return s;
+}
+
+std::string spelled(RequestField f, const FieldSpelling& spell) {
+    return spell ? spell(f) : std::string(field_name(f));
 }
 
 InputError::InputError(std::string file, std::optional<uint64_t> offset, std::string field,

@@ -1,5 +1,5 @@
 // budget: parse a budget, the legal K, and the binary search over them with splice's planner.
-#include "services/budget.h"
+#include "services/budget_search.h"
 
 #include <algorithm>
 #include <set>
@@ -255,12 +255,13 @@ Message fit_sentence(const FitAnswer& a) {
     return {RequestField::kFit, s};
 }
 
-std::string fit_receipt_line(const FitAnswer& a) {
+std::string fit_receipt_line(const FitAnswer& a, const FieldSpelling& spell) {
     const bool size = a.budget.kind == BudgetKind::kSize;
     return fmt::format(
-        "- Budget `--fit {}`: K = {} is the most experts per block that fit {} ({} bytes){}. {} The legal K "
+        "- Budget `{} {}`: K = {} is the most experts per block that fit {} ({} bytes){}. {} The legal K "
         "here are {}..{}{}.",
-        a.budget.text, a.at.k, budget_words(a.budget), with_commas(a.budget.bytes),
+        spelled(RequestField::kFit, spell), a.budget.text, a.at.k, budget_words(a.budget),
+        with_commas(a.budget.bytes),
         a.above ? (a.above_fits() ? fmt::format(" and are legal (K + 1 = {} fits but is not legal: {})",
                                                 a.above->k, a.above_refusal.value_or(""))
                                   : fmt::format(": K + 1 = {} would need {} bytes, {} too many", a.above->k,
@@ -268,7 +269,8 @@ std::string fit_receipt_line(const FitAnswer& a) {
                                                 with_commas(a.above->value - a.budget.bytes)))
                 : " (every expert fits)",
         size ? "The size is splice's own plan (headers, padding, the source's shard layout), as "
-               "`splice --dry-run` computes it."
+               "`splice " +
+                   spelled(RequestField::kDryRun, spell) + "` computes it."
              : "The memory is `estimate`'s: weights per device + KV cache for the context + overhead.",
         a.min_legal, a.max_legal,
         a.max_why.empty() ? "" : fmt::format(" (at most {}: {})", a.max_legal, a.max_why));

@@ -452,11 +452,13 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
 
 ShardSet manifest_model(const Manifest& m, const std::string& path) {
     if (m.version < 2)
-        throw InputError(path, std::nullopt, "version",
-                         fmt::format("a version {} manifest records no headers and no slab hashes, so it "
-                                     "cannot stand for the source: make one with `gguf-reap audit SOURCE "
-                                     "--manifest-out FILE`",
-                                     m.version));
+        throw InputError(
+            path, std::nullopt, "version",
+            Message{fmt::format("a version {} manifest records no headers and no slab hashes, so "
+                                "it cannot stand for the source: make one with `gguf-reap audit "
+                                "SOURCE ",
+                                m.version),
+                    RequestField::kManifestOut, " FILE`"});
     if (m.shards.empty()) throw InputError(path, std::nullopt, "shards", "lists no shard");
     std::vector<std::pair<std::string, Header>> headers;
     for (size_t i = 0; i < m.shards.size(); ++i) {
@@ -464,9 +466,10 @@ ShardSet manifest_model(const Manifest& m, const std::string& path) {
         const std::string at = fmt::format("shards[{}]", i);
         if (ms.header.empty())
             throw InputError(path, std::nullopt, at + ".header",
-                             fmt::format("missing: shard \"{}\" has no header recorded (a manifest written "
-                                         "with --manifest-out records one for every shard)",
-                                         ms.name));
+                             Message{fmt::format("missing: shard \"{}\" has no header recorded (a manifest "
+                                                 "written with ",
+                                                 ms.name),
+                                     RequestField::kManifestOut, " records one for every shard)"});
         // Named "MANIFEST:SHARD" in messages: the header's bytes are the manifest's copy of that shard's.
         ParseOptions po;
         po.require_data = false;

@@ -59,7 +59,7 @@ FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepR
 Message fit_sentence(const FitAnswer& a);
 nlohmann::ordered_json fit_json(const FitAnswer& a);
 // The receipt's line: "- Budget: the most experts that fit 288 GiB with 8,192 tokens of context ...".
-std::string fit_receipt_line(const FitAnswer& a);
+std::string fit_receipt_line(const FitAnswer& a, const FieldSpelling& spell = {});
 nlohmann::ordered_json budget_json(const Budget& b);
 
 // estimate --sweep: every 1/16 of E that is legal, plus `extra` (the dead-only count, --fit's K),

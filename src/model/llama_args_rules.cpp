@@ -28,7 +28,7 @@ constexpr unsigned kEveryTool = ~0u;
 struct Collision {
     std::vector<std::string_view> names;
     unsigned tools;
-    std::string_view instead;
+    Message instead;
 };
 
 const std::vector<Collision>& collisions() {
@@ -36,40 +36,43 @@ const std::vector<Collision>& collisions() {
         {{"-m", "--model", "-mu", "--model-url", "-dr", "--docker-repo", "-hf", "-hfr", "--hf-repo", "-hff",
           "--hf-file"},
          kEveryTool,
-         "gguf-reap gives the model (-m) itself"},
+         {"gguf-reap gives the model (-m) itself"}},
         {{"-f", "--file", "-bf", "--binary-file", "-p", "--prompt", "--stdin"},
          kEveryTool,
-         "gguf-reap gives the text (-f, or -p for the smoke test) itself"},
-        {{"-e", "--escape", "--no-escape"}, kEveryTool, "gguf-reap feeds every text verbatim (--no-escape)"},
-        {{"-c", "--ctx-size"}, kEveryTool, "give gguf-reap's --ctx N instead"},
-        {{"-b", "--batch-size"}, kEveryTool, "gguf-reap sets the batch (-b) itself"},
-        {{"-t", "--threads"}, kEveryTool, "give gguf-reap's --threads N instead"},
+         {"gguf-reap gives the text (-f, or -p for the smoke test) itself"}},
+        {{"-e", "--escape", "--no-escape"},
+         kEveryTool,
+         {"gguf-reap feeds every text verbatim (--no-escape)"}},
+        {{"-c", "--ctx-size"}, kEveryTool, {"give gguf-reap's ", RequestField::kCtx, " N instead"}},
+        {{"-b", "--batch-size"}, kEveryTool, {"gguf-reap sets the batch (-b) itself"}},
+        {{"-t", "--threads"}, kEveryTool, {"give gguf-reap's ", RequestField::kThreads, " N instead"}},
         {{"-o", "--output", "--output-file", "--output-format"},
          kEveryTool,
-         "gguf-reap names the output file itself"},
+         {"gguf-reap names the output file itself"}},
         {{"--chunks", "--chunk", "--from-chunk"},
          kEveryTool,
-         "gguf-reap sets the chunks itself (eval --chunks N, calibrate --tokens N)"},
+         {"gguf-reap sets the chunks itself (eval ", RequestField::kChunks, " N, calibrate ",
+          RequestField::kTokens, " N)"}},
         {{"--kl-divergence", "--kl-divergence-base", "--save-all-logits"},
          kEveryTool,
-         "gguf-reap runs the KL-divergence passes itself"},
-        {{"--in-file"}, kEveryTool, "calibrate computes each imatrix from its own text alone"},
+         {"gguf-reap runs the KL-divergence passes itself"}},
+        {{"--in-file"}, kEveryTool, {"calibrate computes each imatrix from its own text alone"}},
         {{"-h", "--help", "--usage", "--version", "--completion-bash", "-cl", "--cache-list",
           "--list-devices"},
          kEveryTool,
-         "it makes llama.cpp print and exit"},
+         {"it makes llama.cpp print and exit"}},
         {{"--log-disable", "--log-file", "--log-colors", "--log-prefix", "--no-log-prefix",
           "--log-timestamps", "--no-log-timestamps", "-lv", "--verbosity", "--log-verbosity"},
          kEveryTool,
-         "gguf-reap reads llama.cpp's log as llama.cpp prints it by default"},
+         {"gguf-reap reads llama.cpp's log as llama.cpp prints it by default"}},
         {{"--ppl", "--no-ppl", "--save-frequency", "-ofreq", "--output-frequency", "--show-statistics",
           "--parse-special"},
          bit(LlamaTool::imatrix),
-         "calibrate sets how llama-imatrix runs and saves itself"},
+         {"calibrate sets how llama-imatrix runs and saves itself"}},
         {{"--hellaswag", "--hellaswag-tasks", "--winogrande", "--winogrande-tasks", "--multiple-choice",
           "--multiple-choice-tasks", "--ppl-stride", "--ppl-output-type"},
          bit(LlamaTool::perplexity),
-         "eval runs llama-perplexity's KL-divergence mode, not another"},
+         {"eval runs llama-perplexity's KL-divergence mode, not another"}},
         {{"-n",
           "--predict",
           "--n-predict",
@@ -96,8 +99,8 @@ const std::vector<Collision>& collisions() {
           "-sysf",
           "--system-prompt-file"},
          bit(LlamaTool::completion),
-         "the smoke test sets its greedy generation itself (give --smoke-tokens N)"},
-        {{"--host", "--port"}, bit(LlamaTool::server), "gguf-reap starts llama-server on 127.0.0.1 itself"},
+         {"the smoke test sets its greedy generation itself (give ", RequestField::kSmokeTokens, " N)"}},
+        {{"--host", "--port"}, bit(LlamaTool::server), {"gguf-reap starts llama-server on 127.0.0.1 itself"}},
     };
     return table;
 }
@@ -223,8 +226,10 @@ void LlamaArgs::check(LlamaTool tool) const {
         const std::string_view name = option_name(a.option);
         for (const Collision& c : collisions())
             if ((c.tools & bit(tool)) && std::find(c.names.begin(), c.names.end(), name) != c.names.end())
-                throw UsageError(fmt::format("{}: {} collides with an argument gguf-reap sets for {}: {}",
-                                             origin, name, llama_tool_name(tool), c.instead));
+                throw RequestError(
+                    Message{fmt::format("{}: {} collides with an argument gguf-reap sets for {}: ", origin,
+                                        name, llama_tool_name(tool))} +
+                    c.instead);
     }
 }
 
