@@ -1,6 +1,7 @@
 # CMakeLists.txt lists the sources (issue 35; docs/design.md): every .cpp under src/ and tools/gen/, every
-# public header, and every tests/*_test.cpp is named in a list, so that a file added without a line fails here instead of being left out of
-# the library, and the build never depends on what a glob found.
+# public header, every tests/*_test.cpp and every tests/cli/test_*.sh is named in a list, so that a file
+# added without a line fails here instead of being left out, and the build never depends on what a glob
+# found.
 source "$(dirname "$0")/lib.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -16,5 +17,11 @@ while IFS= read -r f; do
     grep -qE "^[[:space:]]*$f\)?\$" "$SRC/tests/CMakeLists.txt" || missing="$missing $f"
 done < <(cd "$SRC/tests" && find . -maxdepth 1 -name '*_test.cpp' | sed 's|^\./||' | sort)
 [ -z "$missing" ] && _pass || _fail "unit tests not listed in tests/CMakeLists.txt:$missing"
-grep -q 'file(GLOB' "$SRC/CMakeLists.txt" "$SRC/tests/fuzz/CMakeLists.txt" && _fail "a CMakeLists.txt still globs sources" || _pass
+missing=""
+while IFS= read -r f; do
+    grep -qE "^[[:space:]]*$f\)?\$" "$SRC/tests/CMakeLists.txt" || missing="$missing $f"
+done < <(cd "$SRC/tests" && find cli -maxdepth 1 -name 'test_*.sh' | sort)
+[ -z "$missing" ] && _pass || _fail "CLI tests not listed in tests/CMakeLists.txt:$missing"
+grep -q 'file(GLOB' "$SRC/CMakeLists.txt" "$SRC/tests/CMakeLists.txt" "$SRC/tests/fuzz/CMakeLists.txt" &&
+    _fail "a CMakeLists.txt still globs sources" || _pass
 finish
