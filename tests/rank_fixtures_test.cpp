@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "cli/options.h"
 #include "format/npz.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/keeplist.h"
@@ -247,6 +248,16 @@ TEST(RankFixtures, OutputsAreWrittenAndReadBack) {
     EXPECT_NE(text.find("be6f9030dde34296c4ebb12e7abb8c85dcf17a70bfc3d6163e7b82ce2661d7c0"),
               std::string::npos);
     EXPECT_NE(text.find("blk.2 expert 6"), std::string::npos);
+    // The receipt names request fields as its caller spells them: field names for a library caller that
+    // sets no spelling, the CLI's options for the CLI (RankInput::spell, from Events::spell).
+    EXPECT_NE(text.find("plus `protect`. Always kept."), std::string::npos);
+    EXPECT_EQ(text.find("--protect"), std::string::npos);
+    RankInput spelled_in = in;
+    spelled_in.spell = cli::option_spelling;
+    write_rank_outputs(spelled_in, r, dir.file("cli"), false);
+    const auto cli_receipt = test::read_file(dir.file("cli/REAP-KEEPLIST-RECEIPT.md"));
+    const std::string cli_text(cli_receipt.begin(), cli_receipt.end());
+    EXPECT_NE(cli_text.find("plus `--protect`. Always kept."), std::string::npos);
     try {
         write_rank_outputs(in, r, dir.path().string(), false);
         FAIL() << "overwrote without --force";

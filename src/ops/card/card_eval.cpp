@@ -269,8 +269,7 @@ void behaviour_lines(std::string& s, const std::vector<CardBehaviour>& v, const 
         s += fmt::format(
             "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, llama-server; "
             "`gguf-reap eval {}`): this build falls into a repetition loop in {} against the source's {}, "
-            "and "
-            "ends naturally in {} against the source's {}.\n\n",
+            "and ends naturally in {} against the source's {}.\n\n",
             b.panel, b.gen_tokens, prompts, rate_text(b.build_loops), rate_text(b.source_loops),
             rate_text(b.build_ends), rate_text(b.source_ends));
 }
