@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf_reap/audit.h"
+#include "gguf_reap/version.h"
 #include "services/audit_report.h"
 #include "test_util.h"
 
@@ -44,7 +45,7 @@ TEST(AuditReport, WhatTheCliWritesCardReadsBack) {
 
     test::TempDir dir;
     const AuditDocument d = read_audit_document(write_doc(dir, j), "out");
-    EXPECT_EQ(d.tool, std::string("gguf-reap ") + GGUF_REAP_VERSION);
+    EXPECT_EQ(d.tool, std::string(GGUF_REAP_TOOL));
     EXPECT_EQ(d.date, j["date"]);
     EXPECT_EQ(d.shards, 2u);
     EXPECT_EQ(d.tensors, 12u);

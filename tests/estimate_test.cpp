@@ -13,6 +13,7 @@
 #include "gguf_builder.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
+#include "gguf_reap/version.h"
 #include "model/shard_set.h"
 #include "test_util.h"
 
@@ -103,7 +104,7 @@ class EstimateGenerated : public ::testing::Test {
     static std::string file(const std::string& name) { return dir_->file(name); }
     static EstimateResult run(EstimateRequest in) {
         ShardSet m = ShardSet::open(file("m.gguf"));
-        in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+        in.tool_version = std::string(GGUF_REAP_TOOL);
         return estimate_model(m, in);
     }
     static TempDir* dir_;
@@ -208,7 +209,7 @@ TEST_F(EstimateGenerated, PlanOnAQuantizedDownProjectionIsEstimatedAsRequantised
     // expert count, keeplist sha256, two kept-id arrays of 8, plan sha256, source width), to within
     // the header's padding (32 bytes).
     uint64_t prov = 0;
-    for (const Kv& kv : {Kv::make_string("gguf_reap.version", std::string("gguf-reap ") + GGUF_REAP_VERSION),
+    for (const Kv& kv : {Kv::make_string("gguf_reap.version", std::string(GGUF_REAP_TOOL)),
                          Kv::make_u32("gguf_reap.source_expert_count", 8),
                          Kv::make_string("gguf_reap.keeplist_sha256", std::string(64, 'a')),
                          Kv::make_string("gguf_reap.neuron_plan_sha256", std::string(64, 'a')),

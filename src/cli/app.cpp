@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "io/progress.h"
 #include "io/signals.h"
 #include "io/units.h"
@@ -149,7 +150,7 @@ int run(int argc, char** argv) {
     CLI::App app{"gguf-reap: remove routed experts from MoE GGUF models, byte-exact, and prove it.",
                  "gguf-reap"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("gguf-reap ") + GGUF_REAP_VERSION);
+    app.set_version_flag("--version", std::string(GGUF_REAP_TOOL));
     GlobalOptions g;
     app.add_flag("-v,--verbose", g.verbose, "More log output on stderr");
     app.add_flag("-q,--quiet", g.quiet, "Only warnings and errors on stderr");

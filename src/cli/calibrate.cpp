@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "gguf_reap/calibrate.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "io/progress.h"
 #include "io/units.h"
 
@@ -121,7 +122,7 @@ int run_calibrate(const CalibrateCli& c, const GlobalOptions& g) {
     if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
     if (const char* p = std::getenv("PATH")) q.path_env = p;
     q.llama_args = llama_args_option(c.llama_args);
-    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    q.tool_version = std::string(GGUF_REAP_TOOL);
 
     const CalibrateResult r = ops::calibrate(q, calibrate_events(g));
     for (const SanityProblem& p : r.sanity) spdlog::warn("{}: {}", p.file, p.message);

@@ -12,6 +12,7 @@
 #include "gguf_reap/card.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
+#include "gguf_reap/version.h"
 #include "io/units.h"
 #include "ops/card/card_steps.h"
 
@@ -69,7 +70,7 @@ int run_card(const CardCli& c) {
     q.notes = c.notes;
     q.out_path = c.out;
     q.force = c.force;
-    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    q.tool_version = std::string(GGUF_REAP_TOOL);
 
     // Read and cross-check every input, compute the facts once, render (and write) the card.
     const CardResult o = ops::card(q, cli_events(false));

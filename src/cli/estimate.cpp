@@ -12,6 +12,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/estimate_fit.h"
+#include "gguf_reap/version.h"
 #include "io/units.h"
 #include "services/budget_search.h"
 
@@ -336,7 +337,7 @@ int run_estimate_fit(const EstimateCli& c) {
         take("overhead", q.fit->overhead, q.overhead, "--overhead");
     }
     q.svg = c.svg;
-    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    q.tool_version = std::string(GGUF_REAP_TOOL);
     const EstimateFitResult e = ops::estimate_fit(q);
     if (e.write_error) q.svg.clear();  // not "wrote FILE": the error below says why
     if (c.json)
@@ -363,7 +364,7 @@ int run_estimate(const EstimateCli& c) {
     in.ctx = ctx_option(c.ctx);
     in.offload = offload_option(c.llama);
     in.cache_types = cache_types_option(c.llama);
-    in.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    in.tool_version = std::string(GGUF_REAP_TOOL);
 
     // Open, read the keeplist / plan as splice would, compute, report.
     const EstimateResult e = ops::estimate(in);

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/eval.h"
+#include "gguf_reap/version.h"
 #include "io/progress.h"
 #include "io/units.h"
 #include "model/vocab_text.h"
@@ -234,7 +235,7 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
     q.json_out = c.out;
     q.smoke_prompt = c.smoke_prompt;
     q.smoke_tokens = c.smoke_tokens.value_or(c.smoke_prompt.empty() ? 0 : kDefaultSmokeTokens);
-    q.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    q.tool_version = std::string(GGUF_REAP_TOOL);
 
     const EvalResult r = ops::eval(q, eval_events(g));
     if (c.json)

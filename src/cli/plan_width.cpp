@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/plan_width.h"
+#include "gguf_reap/version.h"
 
 namespace gguf_reap::cli {
 
@@ -63,7 +64,7 @@ int run_plan_width(const PlanWidthCli& c) {
     o.model = c.model;
     o.force = c.force;
     o.granularity = c.granularity == "block" ? Granularity::kBlock : Granularity::kChannel;
-    o.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    o.tool_version = std::string(GGUF_REAP_TOOL);
     const PlanWidthResult r = ops::plan_width(o, cli_events(false));
     if (c.json) {
         nlohmann::ordered_json j = r.receipt;

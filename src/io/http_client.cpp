@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "io/remote_url.h"
 #include "io/signals.h"
 
@@ -230,7 +231,7 @@ Reply send(const std::string& url, BodyCheck* body, bool with_token) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "gguf-reap/" GGUF_REAP_VERSION);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "gguf-reap/" GGUF_REAP_VERSION_STRING);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, stall_seconds());
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_seconds());

@@ -9,6 +9,7 @@
 #include "format/json_input.h"
 #include "gguf_reap/audit.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "model/shard_set.h"
@@ -117,7 +118,7 @@ nlohmann::ordered_json audit_report_json(const AuditRequest& q, const AuditResul
     const AuditReport& r = o.report;
     json j;
     j[key::kResult] = r.passed() ? "pass" : "fail";
-    j[key::kTool] = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    j[key::kTool] = std::string(GGUF_REAP_TOOL);
     j[key::kDate] = utc_now_iso8601();  // when the audit finished
     j[key::kOutput] = c.output;
     j[key::kSource] = or_null(c.source);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/moe_layout.h"
@@ -28,7 +29,7 @@ Sha256::Digest digest_of(const std::string& hex) {
 
 Manifest build_manifest(const OutputSet& out, const std::vector<ShardBytes>& bytes) {
     Manifest m;
-    m.tool = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    m.tool = std::string(GGUF_REAP_TOOL);
     for (size_t i = 0; i < out.shards.size(); ++i) {
         const OutShard& s = out.shards[i];
         if (!s.file) continue;

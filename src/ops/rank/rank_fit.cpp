@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_steps.h"
 
@@ -37,8 +38,7 @@ std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opt
                             RequestField::kModel, ": the sizes come from the model's tensors"});
     // With --neuron-plan, --model is already the width-cut build (docs/rank.md, "Neuron plans"): its
     // own sizes are those of the width-cut build, so the plan is not applied again.
-    return std::make_shared<const BudgetModel>(opts.model, "", false,
-                                               std::string("gguf-reap ") + GGUF_REAP_VERSION);
+    return std::make_shared<const BudgetModel>(opts.model, "", false, std::string(GGUF_REAP_TOOL));
 }
 
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget) {

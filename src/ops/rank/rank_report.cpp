@@ -11,6 +11,7 @@
 #include "format/npz.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "gguf_reap/version.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/paths.h"
@@ -123,7 +124,7 @@ std::string safety_margin_sentence(const RankDecision& r) {
 json rank_method_json(const RankInput& in, const RankDecision& r) {
     json m;
     m["tool"] = "gguf-reap rank";
-    m["tool_version"] = GGUF_REAP_VERSION;
+    m["tool_version"] = GGUF_REAP_VERSION_STRING;
     m["criterion"] = criterion_name(r.criterion);
     if (in.imported)
         m["from_plan"] = {
@@ -501,7 +502,7 @@ std::string render_receipt(const RankInput& in, const RankDecision& r) {
     md.line("# REAP keeplist receipt");
     md.line("");
     md.line(fmt::format("Made by gguf-reap {} `rank`. Keeplist: `{}`; per-expert scores and ranks: `{}`.",
-                        GGUF_REAP_VERSION, kKeeplistFile, kRankingFile));
+                        GGUF_REAP_VERSION_STRING, kKeeplistFile, kRankingFile));
     md.line("");
     receipt_decision(in, r, md);
     receipt_inputs(in, r, md);

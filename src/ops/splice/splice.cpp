@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/version.h"
 #include "io/copy_engine.h"
 #include "io/http_client.h"
 #include "io/output_lock.h"
@@ -217,7 +218,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     // (docs/splice.md).
     SpliceOptions so = q.options;
     so.keeplist_sha256 = q.keeplist.empty() ? sha256_hex("", 0) : sha256_file(q.keeplist);
-    if (so.tool_version.empty()) so.tool_version = std::string("gguf-reap ") + GGUF_REAP_VERSION;
+    if (so.tool_version.empty()) so.tool_version = std::string(GGUF_REAP_TOOL);
     if (r->width) so.width = &*r->width;
     r->plan = std::make_shared<const SplicePlan>(
         plan_splice(*r->model, r->layout, r->keeplist, so, r->imatrix ? r->imatrix.get() : nullptr));
