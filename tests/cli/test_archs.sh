@@ -195,6 +195,21 @@ run "$BIN" audit "$D/p.gguf" --source "$D/m.gguf"
 expect_code 0
 expect_out "PASS"
 load glm4moe "$D/p.gguf" "MTP-dropped"
+case_ "--drop-mtp: audit names a block_count that still counts the dropped block, and why it expects another"
+cp "$D/p.gguf" "$D/p5.gguf"
+/usr/bin/python3 - "$D/p5.gguf" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    data = f.read(1 << 20)
+    key = b"glm4moe.block_count"
+    at = data.index(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+    assert struct.unpack_from("<I", data, at)[0] == 4  # GGUF_TYPE_UINT32
+    assert struct.unpack_from("<I", data, at + 4)[0] == 4
+    f.seek(at + 4); f.write(struct.pack("<I", 5))
+PY
+run "$BIN" audit "$D/p5.gguf" --source "$D/m.gguf"
+expect_code 1
+expect_out "value 5 differs from the expected 4 (MTP dropped: 1 nextn block(s) left out of 5"
 run "$BIN" estimate "$D/m.gguf" --keeplist "$D/rank/keeplist.json" --drop-mtp --json
 expect_code 0
 expect_json "d['after']['file_bytes'] == $(stat -c %s "$D/p.gguf") and d['after']['nextn_bytes'] == 0 and d['before']['nextn_bytes'] > 0"

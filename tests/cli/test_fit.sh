@@ -146,6 +146,9 @@ sizes = [int(c.get("data-bytes")) for c in series[0].findall(f"{ns}circle")]
 assert sizes == [r["file_bytes"] for r in d["sweep"]]
 budgets = sorted(int(g.get("data-bytes")) for g in root.findall(f"{ns}g[@class='budget']"))
 assert budgets == sorted([d["fit"]["budget"]["bytes"], int(sys.argv[3])]), budgets
+# Labelled by what they are, for a reader of the plot: the budget as given, the GPU memory.
+labels = sorted(g.find(f"{ns}text").text for g in root.findall(f"{ns}g[@class='budget']"))
+assert "budget " + d["fit"]["budget"]["text"] in labels and any(l.startswith("GPU memory ") for l in labels), labels
 PY
 run "$BIN" estimate "$K3" --sweep --tp 2
 expect_code 0
