@@ -25,8 +25,8 @@ struct Budget {
     std::string amount;     // the size as given: "288GiB"
 };
 
-// "size=SIZE" or "memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]". Throws UsageError, one line that
-// starts with "--fit 'TEXT': ".
+// "size=SIZE" or "memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]". Throws RequestError, one line that
+// starts with the fit field and the text ("fit 'TEXT': ", which the CLI reads "--fit 'TEXT': ").
 Budget parse_budget(std::string_view text);
 // For a sentence: "277 GB on disk", "288 GiB with 8,192 tokens of context".
 std::string budget_words(const Budget& b);

@@ -58,6 +58,7 @@ enum class RequestField : uint8_t {
     kNeuronPlan,
     kNoProvenance,
     kNoResume,
+    kOut,  // where the result is written (the CLI's -o)
     kOverhead,
     kParallel,
     kPrompts,

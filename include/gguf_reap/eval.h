@@ -181,6 +181,9 @@ struct EvalResult {
     uint64_t source_expert_count = 0;
     std::string source_identity;   // sha256 over the shard headers
     std::string source_main_type;  // the type of most of its tensor bytes ("Q8_0", …)
+    EvalOutputFacts source_facts() const {
+        return {source, source_shards, source_bytes, source_expert_count};
+    }
     uint64_t ctx = 0, batch = 0;
     std::optional<uint64_t> chunks_requested;
     std::vector<EvalTextFacts> texts;

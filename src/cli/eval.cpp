@@ -188,7 +188,7 @@ void print_kld(const EvalResult& r) {
     print_kld_table(r, fmt::format("against the source ({}): what pruning cost", r.source_main_type),
                     r.outputs, r.runs);
     if (!r.reference) return;
-    std::vector<EvalOutputFacts> models{{r.source, r.source_shards, r.source_bytes, r.source_expert_count}};
+    std::vector<EvalOutputFacts> models{r.source_facts()};
     models.insert(models.end(), r.outputs.begin(), r.outputs.end());
     print_kld_table(r,
                     fmt::format("against the reference {} ({}): what the whole build costs, the source's "

@@ -1,5 +1,5 @@
-// The one table from request fields to the options that set them (gguf_reap/error.h, RequestField): the
-// library names a field ("ratio"), the user reads the option ("--ratio").
+// From request fields to the options that set them (gguf_reap/error.h, RequestField): the library names
+// a field ("ratio", "imatrix_in"), the user reads the option ("--ratio", "--imatrix-in").
 #pragma once
 
 #include <string>

@@ -94,6 +94,8 @@ const char* field_name(RequestField f) {
             return "no_provenance";
         case RequestField::kNoResume:
             return "no_resume";
+        case RequestField::kOut:
+            return "out";
         case RequestField::kOverhead:
             return "overhead";
         case RequestField::kParallel:

@@ -52,7 +52,8 @@ struct Ctx {
 void check_request(const CalibrateRequest& q) {
     if (q.texts.empty())
         throw RequestError({"calibrate: give at least one ", RequestField::kText, " NAME=FILE"});
-    if (q.out_dir.empty()) throw UsageError("calibrate: give -o DIR, where the imatrices go");
+    if (q.out_dir.empty())
+        throw RequestError({"calibrate: give ", RequestField::kOut, " DIR, where the imatrices go"});
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw RequestError(
             {RequestField::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
@@ -340,9 +341,12 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
             if (ext == ".txt" && !q.tokens) continue;
             const std::string o = q.out_dir + "/" + t.name + ext;
             if (const std::string* in = same_file_as(o, inputs))
-                throw UsageError(fmt::format(
-                    "-o {}: {} would be written, and it is an input of this calibrate ({}); give another -o",
-                    q.out_dir, o, *in));
+                throw RequestError(
+                    {RequestField::kOut,
+                     fmt::format(" {}: {} would be written, and it is an input of this calibrate ({}); give "
+                                 "another ",
+                                 q.out_dir, o, *in),
+                     RequestField::kOut});
         }
 
     // The model, as eval identifies it.

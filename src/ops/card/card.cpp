@@ -373,22 +373,22 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
         v.push_back(
             fmt::format("The files were not audited: that every kept tensor is byte-identical to the source "
                         "was not checked (`gguf-reap audit OUTPUT {} MODEL {} MANIFEST.json`).",
-                        opt(f, RequestField::kSource), opt(f, RequestField::kManifestOut)));
+                        card_option(f, RequestField::kSource), card_option(f, RequestField::kManifestOut)));
     else if (!f.audit.with_source)
         v.push_back(
             fmt::format("The audit checked the files' structure only (it was run without {}): their bytes "
                         "were not compared with the source.",
-                        opt(f, RequestField::kSource)));
+                        card_option(f, RequestField::kSource)));
     if (!f.method.output_names_keeplist)
         v.push_back(fmt::format(
             "The output carries no {} (spliced with {}?): that it was made with this keeplist is checked "
             "only by its expert count.",
-            kProvenanceKeeplistShaKey, opt(f, RequestField::kNoProvenance)));
+            kProvenanceKeeplistShaKey, card_option(f, RequestField::kNoProvenance)));
     if (!f.method.source_identified)
         v.push_back(fmt::format(
             "The keeplist was ranked without {}: that it was made for this source is checked only "
             "by its expert count.",
-            opt(f, RequestField::kModel)));
+            card_option(f, RequestField::kModel)));
     v.push_back(
         f.eval ? "That llama.cpp runs this build well beyond the measurements above: audit checks "
                  "llama.cpp's load-time rules for expert tensors, and llama.cpp ran the build only for "
@@ -590,8 +590,9 @@ CardResult card(const CardRequest& q, const Events& events) {
     est.offload = q.offload;
     est.tool_version = q.tool_version;
     if (!q.out_path.empty() && fs::is_directory(q.out_path))
-        throw UsageError(
-            fmt::format("-o {} is a directory: give the card's file name (README.md)", q.out_path));
+        throw RequestError(
+            {RequestField::kOut,
+             fmt::format(" {} is a directory: give the card's file name (README.md)", q.out_path)});
     // -o checked and locked before any input is read: it may not exist without --force, and its
     // temporary is made now, so that a directory nobody can write to fails first.
     std::optional<OutputLock> lock;

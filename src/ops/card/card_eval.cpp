@@ -286,9 +286,9 @@ void measured_section(std::string& s, const CardFacts& f) {
     const CardEval& e = *f.eval;
     s += "## Measured against the source\n\n";
     if (!e.texts.empty()) kld_table(s, e);
-    if (e.reference) reference_table(s, *e.reference, opt(f, RequestField::kReference));
+    if (e.reference) reference_table(s, *e.reference, card_option(f, RequestField::kReference));
     if (e.smoke) smoke_line(s, *e.smoke);
-    behaviour_lines(s, e.behaviour, opt(f, RequestField::kPrompts));
+    behaviour_lines(s, e.behaviour, card_option(f, RequestField::kPrompts));
     std::string build;
     for (char c : e.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
     std::string cmd;

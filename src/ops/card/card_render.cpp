@@ -133,7 +133,7 @@ void method_section(std::string& s, const CardFacts& f) {
             "{}`. The criterion and consensus below only score that plan.\n",
             m.from_plan_file, m.from_plan_format,
             m.from_plan_sha256.empty() ? std::string() : ", sha256 `" + m.from_plan_sha256 + "`",
-            opt(f, RequestField::kFromPlan));
+            card_option(f, RequestField::kFromPlan));
     s += fmt::format(
         "- Criterion `{}`: {}{}.\n", m.criterion, m.criterion_words,
         m.score_field.empty() ? std::string() : fmt::format(" (score field `{}`)", m.score_field));
@@ -217,19 +217,19 @@ void verified_section(std::string& s, const CardFacts& f) {
                 "The bytes were compared by sha256 with the source's manifest `{}` (sha256 `{}`: a hash per "
                 "tensor and per expert slab of the source, made by `gguf-reap audit SOURCE {}`), "
                 "not with the source files themselves.\n\n",
-                a.source_manifest, a.source_manifest_sha256, opt(f, RequestField::kManifestOut));
+                a.source_manifest, a.source_manifest_sha256, card_option(f, RequestField::kManifestOut));
     } else {
         s += fmt::format(
             "**PASS (structure only)**: `gguf-reap audit` ({}, {}) checked the structure of {} tensors in {} "
             "(run without {}: the bytes were not compared with the source).\n\n",
             a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"),
-            opt(f, RequestField::kSource));
+            card_option(f, RequestField::kSource));
     }
     if (!f.manifest_name.empty())
         s += fmt::format(
             "Manifest `{}`, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} {} "
             "{}` verifies a copy; `sha256sum -c {}` checks the shards).\n\n",
-            f.manifest_name, f.manifest_sha256, f.build.first_shard, opt(f, RequestField::kManifest),
+            f.manifest_name, f.manifest_sha256, f.build.first_shard, card_option(f, RequestField::kManifest),
             f.manifest_name, manifest_sums_path(f.manifest_name));
 }
 
@@ -242,7 +242,7 @@ void hardware_section(std::string& s, const CardFacts& f) {
         f.offload_flag.empty() ? "" : " " + f.offload_flag,
         f.offload_flag.empty() ? "every other weight" : "the weights not in RAM",
         f.ctx ? "the KV cache for " + plural(f.ctx, "token", "tokens")
-              : fmt::format("no KV cache ({} 0)", opt(f, RequestField::kCtx)),
+              : fmt::format("no KV cache ({} 0)", card_option(f, RequestField::kCtx)),
         f.overhead ? fmt::format(" and {} GiB of overhead", gib(f.overhead))
                    : std::string(" and no overhead"),
         f.offload_flag.empty() ? "" : " and the routed experts the flag moves there");
@@ -263,9 +263,9 @@ void hardware_section(std::string& s, const CardFacts& f) {
         f.ctx ? fmt::format("weights + KV cache for {} + overhead {} GiB", plural(f.ctx, "token", "tokens"),
                             gib(f.overhead))
               : fmt::format("weights + overhead {} GiB (no KV cache budgeted: {} 0)", gib(f.overhead),
-                            opt(f, RequestField::kCtx)),
+                            card_option(f, RequestField::kCtx)),
         f.gpu_mem ? fmt::format(", against {} GiB per GPU", gib(f.gpu_mem))
-                  : "; no fit verdict without " + opt(f, RequestField::kGpuMem),
+                  : "; no fit verdict without " + card_option(f, RequestField::kGpuMem),
         with_commas(f.kv_bytes_per_token), f.kv_kind, cache);
     s += "| TP | weights per GPU, GiB | KV cache, GiB | total per GPU, GiB | fits | KV bytes per token per "
          "GPU |\n";
@@ -316,8 +316,8 @@ void files_section(std::string& s, const CardFacts& f) {
         s += fmt::format(
             "The sha256 of the shards is not recorded: run `gguf-reap audit {} {} {} {} MANIFEST.json` and "
             "give `gguf-reap card {} MANIFEST.json`.\n\n",
-            f.build.first_shard, opt(f, RequestField::kSource), f.source.first_shard,
-            opt(f, RequestField::kManifestOut), opt(f, RequestField::kManifest));
+            f.build.first_shard, card_option(f, RequestField::kSource), f.source.first_shard,
+            card_option(f, RequestField::kManifestOut), card_option(f, RequestField::kManifest));
 }
 
 json column_json(const CardModelColumn& c) {
@@ -355,10 +355,10 @@ std::string render_card_markdown(const CardFacts& f) {
         with_commas(f.experts_removed), with_commas(f.source.expert_count), with_commas(f.build.expert_count),
         f.build.moe_blocks, f.build.expert_used_count, decimal_size(f.build.file_bytes),
         plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes),
-        f.method.fit_words.empty()
-            ? std::string()
-            : fmt::format(" {} is the most experts that fit {} (`rank {}`).",
-                          with_commas(f.build.expert_count), f.method.fit_words, opt(f, RequestField::kFit)));
+        f.method.fit_words.empty() ? std::string()
+                                   : fmt::format(" {} is the most experts that fit {} (`rank {}`).",
+                                                 with_commas(f.build.expert_count), f.method.fit_words,
+                                                 card_option(f, RequestField::kFit)));
     // The verdict a visitor reads first: measured figures, in the words docs/eval.md gives them.
     if (f.quality.empty()) {
         s += "**Quality**: not measured against the source (no `gguf-reap eval`; see Not verified).\n\n";

@@ -11,7 +11,7 @@
 namespace gguf_reap {
 
 // A request field as the card names it (CardFacts::spell): "--source" for the CLI.
-inline std::string opt(const CardFacts& f, RequestField field) {
+inline std::string card_option(const CardFacts& f, RequestField field) {
     return spelled(field, f.spell);
 }
 

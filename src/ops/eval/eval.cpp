@@ -338,13 +338,11 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     r.source_expert_count = src.expert_count;
     r.source_identity = identity;
     r.source_main_type = main_type(src.set);
-    if (ref)
-        r.reference = EvalReferenceFacts{
-            {ref->path, ref->shard_names, ref->bytes, ref->expert_count}, ref->identity, main_type(ref->set)};
+    if (ref) r.reference = EvalReferenceFacts{ref->facts(), ref->identity, main_type(ref->set)};
     r.ctx = q.ctx;
     r.batch = kBatch;
     r.chunks_requested = q.chunks;
-    for (const EvalModel& o : outs) r.outputs.push_back({o.path, o.shard_names, o.bytes, o.expert_count});
+    for (const EvalModel& o : outs) r.outputs.push_back(o.facts());
 
     // The texts: hashed, tokenized, long enough for one chunk.
     for (const EvalText& t : q.texts) {

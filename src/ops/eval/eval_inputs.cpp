@@ -70,13 +70,14 @@ void check_request(const EvalRequest& q) {
     const std::string svg = svg_path_for(q.json_out);
     if (q.json_out.size() <= 5 || q.json_out.compare(q.json_out.size() - 5, 5, ".json") != 0 ||
         q.json_out.back() == '/')
-        throw UsageError(
-            fmt::format("-o {}: name a .json file, e.g. eval.json (its plot is written beside it, "
-                        "eval.svg)",
-                        q.json_out));
+        throw RequestError({RequestField::kOut,
+                            fmt::format(" {}: name a .json file, e.g. eval.json (its plot is written beside "
+                                        "it, eval.svg)",
+                                        q.json_out)});
     for (const std::string& o : {q.json_out, svg, generations_path_for(q.json_out)})
         if (const std::string* in = same_file_as(o, inputs))
-            throw UsageError(fmt::format("-o {}: {} is an input of this eval ({})", q.json_out, o, *in));
+            throw RequestError({RequestField::kOut,
+                                fmt::format(" {}: {} is an input of this eval ({})", q.json_out, o, *in)});
 }
 
 EvalModel open_eval_model(const std::string& path) {

@@ -25,6 +25,7 @@ struct EvalModel {
     uint64_t expert_count = 0;
     uint64_t n_vocab = 0;
     std::string identity;  // source_identity(set): the sha256 of its shard headers
+    EvalOutputFacts facts() const { return {path, shard_names, bytes, expert_count}; }
 };
 
 struct LlamaTools {

@@ -186,7 +186,7 @@ void check_request(const PlanWidthRequest& opts, PlanWidthResult& res) {
     if (opts.imatrices.empty())
         throw RequestError({"give at least one ", RequestField::kImatrix, " NAME=FILE"});
     check_domain_names(opts.imatrices);
-    if (opts.out.empty()) throw UsageError("give the plan file with -o plan.npz");
+    if (opts.out.empty()) throw RequestError({"give the plan file with ", RequestField::kOut, " plan.npz"});
     res.plan_path = opts.out;
     res.receipt_path = opts.receipt.empty() ? default_receipt_path(opts.out) : opts.receipt;
     if (res.receipt_path == res.plan_path)
