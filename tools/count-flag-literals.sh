@@ -8,7 +8,7 @@
 #
 # How it counts:
 #  - gguf-reap's options are the option spellings src/cli/*.cpp registers with CLI11 (string literals made
-#    of option spellings only, e.g. "-o,--output", "--ratio").
+#    of option spellings only, e.g. "-o,--output", "--ratio"), long ones and short ones (-o, -q, -v).
 #  - In the library's sources (comments stripped), every string literal is one candidate; it counts once
 #    when it names one or more of those options ("--ratio {}", "give --force to replace it").
 #  - A literal made only of option words that llama.cpp takes ("--chunks", "--version", "--cpu-moe", a
@@ -61,12 +61,15 @@ def literals(text):
     return out
 
 flag_re = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
+# A short option standing as a word ("give -o DIR"): -o, -q, -v.
+short_re = re.compile(r"(?<![\w-])(-[a-zA-Z])(?![\w-])")
 
 ours = set()
 for path in sorted(glob.glob("src/cli/*.cpp")):
     for _, lit in literals(open(path, encoding="utf-8").read()):
         if re.fullmatch(r"[-a-zA-Z0-9]+(,[-a-zA-Z0-9]+)*", lit) and "--" in lit:
             ours.update(m.group(1) for m in flag_re.finditer(lit))
+            ours.update(m.group(1) for m in short_re.finditer(lit))
 
 llama = set(re.findall(r"--([a-z][a-z0-9-]*)", open("src/model/llama_args_table.inc", encoding="utf-8").read()))
 # Options every llama.cpp tool takes (so the per-tool table leaves them out) that gguf-reap's argv use.
@@ -80,6 +83,7 @@ files = sorted(f for d in ("io", "format", "model", "services", "ops") for f in 
 for path in files:
     for line, lit in literals(open(path, encoding="utf-8").read()):
         names = [m.group(1) for m in flag_re.finditer(lit) if m.group(1) in ours]
+        names += [m.group(1) for m in short_re.finditer(lit) if m.group(1) in ours]
         if not names:
             continue
         words = lit.split(" ")

@@ -366,6 +366,12 @@ mkdir -p "$WORK/empty"
 refuse "a rank directory without keeplist.json" \
     "$WORK/empty: keeplist.json: missing (give the directory \`gguf-reap rank -o\` wrote)" \
     "$BIN" card "$P" --source "$M" --rank "$WORK/empty"
+refuse "a rank directory that is a file" \
+    "$WORK/audit.json: not a directory (give the directory \`gguf-reap rank -o\` wrote)" \
+    "$BIN" card "$P" --source "$M" --rank "$WORK/audit.json"
+refuse "an --eval report that is not eval's" \
+    "$WORK/audit.json: kind: not a \`gguf-reap eval -o\` report" \
+    "${CARD[@]}" --eval "$WORK/audit.json"
 # The hardware options are estimate's, with its messages; a bad one fails before a model is opened.
 refuse "--gpu-mem 0" "--gpu-mem must be more than 0 bytes" "${CARD[@]}" --gpu-mem 0
 refuse "--ctx -1" "--ctx '-1' is not a number of tokens (a whole number, e.g. 131072)" "${CARD[@]}" --ctx -1

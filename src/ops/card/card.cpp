@@ -413,13 +413,15 @@ RankKeeplist read_rank_keeplist(const std::string& rank_dir, const OpenedModel& 
     std::error_code ec;
     if (!fs::exists(rank_dir, ec)) throw InputError(rank_dir, std::nullopt, "", kMissingPathWords);
     if (!fs::is_directory(rank_dir, ec))
-        throw InputError(rank_dir, std::nullopt, "",
-                         "not a directory (give the directory `gguf-reap rank -o` wrote)");
+        throw InputError(
+            rank_dir, std::nullopt, "",
+            Message{"not a directory (give the directory `gguf-reap rank ", RequestField::kOut, "` wrote)"});
     RankKeeplist k;
     k.path = (fs::path(rank_dir) / kKeeplistFile).string();
     if (!fs::exists(k.path, ec))
-        throw InputError(rank_dir, std::nullopt, kKeeplistFile,
-                         "missing (give the directory `gguf-reap rank -o` wrote)");
+        throw InputError(
+            rank_dir, std::nullopt, kKeeplistFile,
+            Message{"missing (give the directory `gguf-reap rank ", RequestField::kOut, "` wrote)"});
     k.text = read_small_file(k.path, uint64_t{64} << 20, "keeplist");
     k.kl = KeepList::parse(k.text, k.path);
     const MoeLayout layout = build_moe_layout(src.set);

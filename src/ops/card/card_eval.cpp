@@ -31,7 +31,8 @@ const json& field(const json& j, const std::string& key, json::value_t t, const 
                   const std::string& where) {
     const std::string name = where.empty() ? key : fmt::format("{}.{}", where, key);
     if (!j.is_object() || !j.contains(key))
-        throw InputError(path, std::nullopt, name, "missing (is this `gguf-reap eval -o` output?)");
+        throw InputError(path, std::nullopt, name,
+                         Message{"missing (is this `gguf-reap eval ", RequestField::kOut, "` output?)"});
     const json& v = j[key];
     const bool ok = t == json::value_t::number_float
                         ? v.is_number()
@@ -171,7 +172,8 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
     const json doc = parse_json_input<json>(text, path, 16, kEvalMaxValues, "an eval report");
     using vt = json::value_t;
     if (!doc.is_object() || doc.value("kind", "") != "gguf-reap eval")
-        throw InputError(path, std::nullopt, "kind", "not a `gguf-reap eval -o` report");
+        throw InputError(path, std::nullopt, "kind",
+                         Message{"not a `gguf-reap eval ", RequestField::kOut, "` report"});
     const json& src = field(doc, "source", vt::object, path, "");
     const std::string id = field(src, "identity", vt::string, path, "source").get<std::string>();
     if (id != source_identity)
