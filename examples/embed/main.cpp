@@ -29,16 +29,17 @@ int main(int argc, char** argv) {
         splice.model = model;
         splice.keeplist = ranked.keeplist_path;
         splice.options.out_prefix = out + "/pruned";
-        gguf_reap::ops::splice(splice);
+        const auto spliced = gguf_reap::ops::splice(splice);  // its outputs: the shards' final names
 
         gguf_reap::ops::AuditRequest audit;
-        audit.options.output = out + "/pruned.gguf";
+        audit.options.output = spliced->outputs.front();
         audit.options.source = model;
         audit.options.keeplist = ranked.keeplist_path;
         const gguf_reap::ops::AuditResult audited = gguf_reap::ops::audit(audit);
-        std::printf("ranked into %s, spliced into %s.gguf, audit %s (%zu findings)\n", rank.out_dir.c_str(),
-                    splice.options.out_prefix.c_str(), audited.report.passed() ? "passed" : "FAILED",
-                    audited.report.findings.size());
+        std::printf("ranked into %s, spliced into %s (%llu bytes), audit %s (%zu findings)\n",
+                    rank.out_dir.c_str(), spliced->outputs.front().c_str(),
+                    static_cast<unsigned long long>(spliced->bytes_written),
+                    audited.report.passed() ? "passed" : "FAILED", audited.report.findings.size());
         return audited.report.passed() ? 0 : 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "embed: %s\n", e.what());

@@ -49,7 +49,7 @@ run cmake --build "$WORK/embed"
 expect_code 0
 run "$WORK/embed/embed" "$WORK/m.gguf" "$WORK/m.imatrix.gguf" "$WORK/out"
 expect_code 0
-expect_out "audit passed (0 findings)"
+expect_out "spliced into $WORK/out/pruned.gguf ($(stat -c %s "$WORK/cli-pruned.gguf") bytes), audit passed (0 findings)"
 cmp -s "$WORK/out/pruned.gguf" "$WORK/cli-pruned.gguf" && _pass || _fail "the API's output differs from the CLI's"
 
 case_ "the same program built with pkg-config"
