@@ -1,4 +1,4 @@
-// Other tools' keep plans (model/plan_interchange.h): files written by hand from each format's
+// Other tools' keep plans (gguf_reap/plan_interchange.h): files written by hand from each format's
 // definition (hipfire's crates/hipfire-reap/src/plan.rs and scripts/reap/build_keepall_sidecar.py; the
 // keep map of 0xSero's published reap_plan.json as hipfire's build_reap_keepmap.py reads it), their
 // refusals, export, and the round trip through rank --from-plan / --export on the fixtures.

@@ -1,4 +1,4 @@
-// Other tools' expert keep plans (model/plan_interchange.h).
+// Other tools' expert keep plans (gguf_reap/plan_interchange.h).
 #include "gguf_reap/plan_interchange.h"
 
 #include <algorithm>

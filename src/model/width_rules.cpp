@@ -1,4 +1,4 @@
-// Width (neuron) pruning rules (model/width.h): which expert FFN widths a model can be cut
+// Width (neuron) pruning rules (gguf_reap/width.h): which expert FFN widths a model can be cut
 // to, read from the tensors themselves and from how llama.cpp's loader reads the widths (reference §5).
 #include "gguf_reap/width.h"
 

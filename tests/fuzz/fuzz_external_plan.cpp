@@ -1,4 +1,4 @@
-// libFuzzer target: other tools' keep plans (model/plan_interchange.h). Any text either parses or
+// libFuzzer target: other tools' keep plans (gguf_reap/plan_interchange.h). Any text either parses or
 // raises InputError; a parsed plan has ascending, unique, equally long rows, and survives export as a
 // keep map and parsing again unchanged.
 #include <algorithm>
