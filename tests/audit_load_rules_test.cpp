@@ -1,5 +1,6 @@
-// Structural audit's load-time rules (ops/audit_load_rules.cpp): every condition under which llama.cpp's
-// loader refuses a model with experts is a finding naming the key or the tensor, without --source.
+// Structural audit's load-time rules (ops/audit/audit_load_rules.cpp): every condition under which
+// llama.cpp's loader refuses a model with experts is a finding naming the key or the tensor, without
+// --source.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,4 +1,4 @@
-// rank's input sanity (ops/imatrix_sanity.h): routed-expert counts against top-k × tokens, blocks with
+// rank's input sanity (ops/rank/imatrix_sanity.h): routed-expert counts against top-k × tokens, blocks with
 // no routed data, chunk sizes and dataset lists between files; on hand-built inputs whose numbers are
 // chosen so that each rule decides, and end to end on a fixture imatrix whose counts were altered.
 #include <gtest/gtest.h>

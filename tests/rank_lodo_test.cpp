@@ -1,4 +1,4 @@
-// The leave-one-domain-out estimate (ops/rank_lodo.h): each domain's share of its own routed energy
+// The leave-one-domain-out estimate (ops/rank/rank_lodo.h): each domain's share of its own routed energy
 // kept by the real selection (seen) and by the same selection made without it (unseen). By hand on a
 // small case, against real rank runs without the domain for every consensus, with external scores,
 // with one domain, in ranking.npz (read by numpy), and on the trained fixture.

@@ -127,7 +127,7 @@ struct RankInput {
     uint64_t expert_group_count = 0;       // 0 or 1 = no groups
     std::vector<DomainData> domains;
     std::string score_field;          // external: the field used
-    bool score_is_mean = false;       // external: the field is a per-token mean (ops/score_file.h)
+    bool score_is_mean = false;       // external: the field is a per-token mean (ops/rank/score_file.h)
     bool score_times_counts = false;  // ... and was multiplied by activation_counts (--score-aggregate sum)
     // --neuron-plan
     std::string plan_path;
@@ -141,7 +141,7 @@ struct RankInput {
     // MTP (nextn) blocks among `blocks` (with --model): ranked like the others; `splice --drop-mtp`
     // leaves them out, with their keeplist entries.
     std::vector<int> nextn_blocks;
-    // What the GGUF imatrices' counts and metadata contradict (ops/imatrix_sanity.h): warnings.
+    // What the GGUF imatrices' counts and metadata contradict (ops/rank/imatrix_sanity.h): warnings.
     std::vector<SanityProblem> sanity;
     // --from-plan: the plan, its file and sha256 ("" when not hashed).
     struct Imported {
@@ -174,7 +174,7 @@ struct SuperExpert {
     std::string reason;
 };
 
-// One domain's line of the leave-one-domain-out estimate (ops/rank_lodo.h, docs/method.md "What an
+// One domain's line of the leave-one-domain-out estimate (ops/rank/rank_lodo.h, docs/method.md "What an
 // uncalibrated kind of text would lose"): its share of its own routed energy (criterion external: of its
 // score mass) kept by this selection (seen) and by the same selection made without it (unseen), summed
 // over the MoE blocks. NaN where it cannot be computed; `unknown` then says why.
@@ -234,7 +234,7 @@ struct RankDecision {
     std::vector<double> retained_share;
     double worst_share = std::numeric_limits<double>::quiet_NaN();
     size_t worst_domain = 0, worst_block = 0;
-    std::vector<BlindSpot> blind_spot;  // per domain (ops/rank_lodo.h)
+    std::vector<BlindSpot> blind_spot;  // per domain (ops/rank/rank_lodo.h)
     std::vector<std::string> warnings;
     KeepList keeplist;
 

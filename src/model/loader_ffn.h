@@ -4,7 +4,7 @@
 // or one per block), the routed width where it falls back to feed_forward_length, the shared experts'
 // width, grovemoe's chunk experts and deepseek4's token → expert tables. The per-architecture facts
 // are columns of the tensor table (tensor_table.h, ArchInfo); this file evaluates them, and is the one
-// place that reads the shared-width rules (SharedWidthRule). Audit (ops/audit_load_rules.cpp) reports
+// place that reads the shared-width rules (SharedWidthRule). Audit (ops/audit/audit_load_rules.cpp) reports
 // every disagreement; width pruning (width.h) sizes the shared experts with the same evaluator and asks
 // shared_width_under_cut() what a cut must rewrite. Attention and embedding shapes are not modelled.
 #pragma once
@@ -72,7 +72,7 @@ struct FfnMismatch {
 
 // Every disagreement between the FFN tensors of `tensors` (the whole model, every shard) and what the
 // keys make the loader expect of them, block by block (after the keys it requires and lacks). Routed-expert
-// counts and widths are audit's own checks (ops/audit_load_rules.cpp).
+// counts and widths are audit's own checks (ops/audit/audit_load_rules.cpp).
 std::vector<FfnMismatch> check_loader_ffn(const ArchInfo& info, const KvLookup& kv,
                                           std::span<const TensorInfo* const> tensors);
 

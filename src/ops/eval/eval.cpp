@@ -1,4 +1,4 @@
-// eval: check → tokenize → base runs (cached) → KLD runs → smoke test (optional) → report (ops/eval.h,
+// eval: check → tokenize → base runs (cached) → KLD runs → smoke test (optional) → report (gguf_reap/eval.h,
 // docs/eval.md).
 #include "gguf_reap/eval.h"
 

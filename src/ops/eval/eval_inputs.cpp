@@ -1,4 +1,4 @@
-// eval's checks of its inputs before anything runs (ops/eval.h).
+// eval's checks of its inputs before anything runs (gguf_reap/eval.h).
 #include <algorithm>
 #include <filesystem>
 #include <map>

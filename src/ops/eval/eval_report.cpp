@@ -1,4 +1,4 @@
-// eval's JSON document and its plot (ops/eval.h; the schema is in docs/eval.md).
+// eval's JSON document and its plot (gguf_reap/eval.h; the schema is in docs/eval.md).
 #include <cmath>
 #include <filesystem>
 

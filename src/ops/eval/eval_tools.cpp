@@ -1,4 +1,4 @@
-// eval's runner: llama.cpp's tools found and run, without a shell (ops/eval.h).
+// eval's runner: llama.cpp's tools found and run, without a shell (gguf_reap/eval.h).
 #include <algorithm>
 #include <optional>
 

@@ -1,4 +1,4 @@
-// rank's input sanity checks (ops/imatrix_sanity.h).
+// rank's input sanity checks (ops/rank/imatrix_sanity.h).
 #include "ops/rank/imatrix_sanity.h"
 
 #include <algorithm>

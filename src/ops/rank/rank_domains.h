@@ -1,5 +1,5 @@
-// rank, the domains' side of the decision (ops/rank.h), and the warnings about the inputs: each domain's
-// share of the criterion's mass per expert and block, the max-min search applied to the keep mask
+// rank, the domains' side of the decision (gguf_reap/rank.h), and the warnings about the inputs: each
+// domain's share of the criterion's mass per expert and block, the max-min search applied to the keep mask
 // (ops/max_min.h), and the retained shares every consensus reports (RankDecision::retained_share, worst_*).
 #pragma once
 
@@ -12,7 +12,7 @@
 namespace gguf_reap {
 
 // "Leave no domain out": the default `skip` of the functions below. Leaving one out is how the
-// leave-one-domain-out estimate (ops/rank_lodo.h) reruns the selection without it.
+// leave-one-domain-out estimate (ops/rank/rank_lodo.h) reruns the selection without it.
 inline constexpr size_t kNoDomain = static_cast<size_t>(-1);
 
 // The median (the mean of the two middle values for an even count); NaN for none.

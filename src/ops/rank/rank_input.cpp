@@ -400,7 +400,7 @@ void check_sanity(const RankOptions& opts, RankInput& in) {
     throw RequestError(Message{p.message} + more);
 }
 
-// --criterion external: the score files (ops/score_file.h), their sizes and hashes, and --from-plan.
+// --criterion external: the score files (ops/rank/score_file.h), their sizes and hashes, and --from-plan.
 void load_score_input(const RankOptions& opts, const ModelInfo& model, RankInput& in) {
     load_score_domains(opts, in, model.set.has_value());
     for (auto& dom : in.domains) {

@@ -1,4 +1,4 @@
-// The leave-one-domain-out estimate (ops/rank_lodo.h).
+// The leave-one-domain-out estimate (ops/rank/rank_lodo.h).
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
 

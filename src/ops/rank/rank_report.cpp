@@ -538,7 +538,7 @@ static std::vector<std::pair<std::string, NpyArray>> ranking_arrays(const RankIn
     arrays.emplace_back("dead", NpyArray::boolean({B, E}, r.dead));
     arrays.emplace_back("protected", NpyArray::boolean({B, E}, r.protect));
     arrays.emplace_back("retained_share", NpyArray::f64({D, B}, r.retained_share));
-    std::vector<double> lodo;  // [D, 2]: kept seen, kept unseen (ops/rank_lodo.h)
+    std::vector<double> lodo;  // [D, 2]: kept seen, kept unseen (ops/rank/rank_lodo.h)
     for (const BlindSpot& x : r.blind_spot) lodo.insert(lodo.end(), {x.seen, x.unseen});
     arrays.emplace_back("lodo_share", NpyArray::f64({D, 2}, lodo));
     if (!in.plan_path.empty()) arrays.emplace_back("spearman", NpyArray::f64({D, B}, r.spearman));
