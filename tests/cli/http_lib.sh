@@ -28,10 +28,44 @@ start_server() {
     PORT=$(cat "$WORK/port")
     URL=http://127.0.0.1:$PORT
 }
-# fault JSON: the server's faults from now on (its counters restart).
-fault() { printf '%s' "$1" >"$CONTROL.tmp" && mv "$CONTROL.tmp" "$CONTROL"; sleep 0.01; }
+# fault JSON: the server's faults from now on (its counters restart, even for the same faults again:
+# each setting is numbered). The server reads the file at every request, so the next request sees it.
+FAULT_GEN=0
+fault() {
+    FAULT_GEN=$((FAULT_GEN + 1))
+    printf '{"gen": %d, %s' "$FAULT_GEN" "${1#\{}" >"$CONTROL.tmp" && mv "$CONTROL.tmp" "$CONTROL"
+}
 no_fault() { rm -f "$CONTROL"; }
 # clear_log: forget the requests so far.
 clear_log() { : >"$SLOG"; }
+# settle: returns once the server has logged every request of the clients that have exited (it
+# answers when no other connection is open). Call it before reading the log after a run.
+settle() {
+    /usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/.settle", timeout=130).read()' "$URL"
+}
 # served_bytes: body bytes the server sent since clear_log.
-served_bytes() { /usr/bin/python3 -c 'import json,sys; print(sum(json.loads(l)["sent"] for l in open(sys.argv[1])))' "$SLOG"; }
+served_bytes() {
+    settle
+    /usr/bin/python3 -c 'import json,sys; print(sum(json.loads(l)["sent"] for l in open(sys.argv[1])))' "$SLOG"
+}
+# log_has PYTHON_EXPR: true when EXPR holds, with `rows` the requests logged since clear_log.
+log_has() {
+    /usr/bin/python3 - "$SLOG" "$1" <<'PY'
+import json, sys
+try:
+    rows = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n")]
+except OSError:
+    rows = []
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+# wait_until CMD ARGS...: waits for an event, polling CMD until it succeeds; false if it never does
+# within 120 s (a safety net for a broken run, not a time the test relies on).
+wait_until() {
+    local i
+    for i in $(seq 2400); do
+        "$@" && return 0
+        sleep 0.05
+    done
+    return 1
+}

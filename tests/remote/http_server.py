@@ -4,20 +4,43 @@
 Serves --root over HTTP/1.1 (keep-alive) with single byte ranges (206 + Content-Range), HEAD, strong
 ETags, and the Hub's layout: /ORG/REPO/resolve/REV/PATH serves ROOT/ORG/REPO/PATH for REV "main" or the
 --hub-commit, with X-Repo-Commit; with --cdn-host it answers those with a 302 to
-http://CDN_HOST:PORT/cdn/ORG/REPO/PATH instead, as the Hub sends file bytes from a CDN. With
---require-token, hub paths need "Authorization: Bearer TOKEN" (401 without, 403 with another).
+http://CDN_HOST:PORT/cdn/ORG/REPO/PATH?sig=head (the answer to a HEAD) or ?sig=get (to a GET) instead,
+as the Hub sends file bytes from a CDN through signed URLs. With --require-token, hub paths need
+"Authorization: Bearer TOKEN" (401 without, 403 with another).
 
-Faults come from --control, a JSON file re-read whenever it changes (its counters restart then):
-  {"status": 500, "count": 2}   the first 2 ranged GETs answer 500 (429 adds Retry-After: 1)
+Faults come from --control, a JSON file read at every request (its counters restart when it changes):
+  {"status": 500, "count": 2}   the first 2 ranged GETs answer 500 (429 adds Retry-After: 1;
+                                "retry_after": N sends Retry-After: N with any status)
   {"cut": 2}                    the first 2 ranged GETs send half their body and close the connection
-  {"stall": 1, "stall_s": 3}    the first ranged GET waits 3 s before answering
+  {"stall": 1}                  the first ranged GET gets no answer until the client hangs up
+  {"stall_mid": 1}              the first ranged GET sends half its body, then nothing until the client
+                                hangs up
+  {"hold_after": N}             once the ranged GETs have sent N body bytes, every later ranged GET is
+                                logged at once with "held": true and then held until the client hangs up
+                                (a test waits for that line, then stops the client at a known point)
   {"etag_after": 5}             from the 6th ranged GET on, every file has another ETag
+  {"head_change": "etag"}       every HEAD of a path after its first shows another ETag ("size": a size
+                                one byte larger); GETs are unchanged, so only a check made with a HEAD
+                                (the end-of-run check) sees the change
   {"wrong_range": 1}            the first ranged GET answers with Content-Range shifted by one byte
+  {"wrong_length": 1}           the first ranged GET announces a Content-Length of the range's length
+                                plus "length_delta" (default -1) and sends that many bytes
+  {"expire": 404}               (with --cdn-host) a CDN URL handed out to a HEAD has expired when ranges
+                                are asked: ranged GETs of it answer 404 (or 401, 403, 410); URLs handed
+                                out to GETs stay valid
   {"full200": true}             Range is ignored: 200 and the whole file
   {"delay_ms": 40}              every response waits 40 ms first (the benchmark's latency)
+What waits for the client to hang up (stall, stall_mid, hold_after) gives up after --hold-cap seconds
+(default 60) and then answers as usual: a client without its stall timeout sees a slow success, not a
+hang.
+
 Every request is logged to --log as one JSON line: method, path, host, range, status, bytes of body
-sent, and the Authorization header as received (the tests check where a token went).
-The port is written to --port-file once listening. Stop it with SIGTERM to its pid.
+sent, the Authorization header as received (the tests check where a token went), "arrived" (the
+server's monotonic clock when the request line arrived, in seconds), "t" (wall clock when logged), and
+what a fault did to it: "cut", "stalled" (the client hung up), "held".
+GET /.settle answers once every other connection is closed: a test asks it after a client exited,
+before it reads the log (the server logs a request after its last byte went out, which may be after
+the client has what it needs). The port is written to --port-file once listening. Stop it with SIGTERM to its pid.
 """
 import argparse
 import json
@@ -32,25 +55,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ARGS = None
 LOCK = threading.Lock()
-STATE = {"mtime": None, "control": {}, "ranged": 0}
+LIVE = threading.Condition()  # guards CONNECTIONS
+CONNECTIONS = 0
+STATE = {"text": "", "control": {}, "ranged": 0, "sent": 0, "heads": {}}
 
 
 def control():
-    """The fault settings, re-read when the file changed (counters restart)."""
+    """The fault settings, read at every request (a file of a few bytes); the counters restart whenever
+    its text changes (the tests' fault() numbers each setting, so that the same one set again counts
+    as a change)."""
     if not ARGS.control:
         return {}
     try:
-        mtime = os.stat(ARGS.control).st_mtime_ns
-    except FileNotFoundError:
-        mtime = None
+        with open(ARGS.control) as f:
+            text = f.read()
+    except OSError:
+        text = ""
     with LOCK:
-        if mtime != STATE["mtime"]:
-            STATE["mtime"] = mtime
+        if text != STATE["text"]:
+            STATE["text"] = text
             STATE["ranged"] = 0
+            STATE["sent"] = 0
+            STATE["heads"] = {}
             try:
-                with open(ARGS.control) as f:
-                    STATE["control"] = json.load(f) if mtime else {}
-            except (OSError, ValueError):
+                STATE["control"] = json.loads(text) if text else {}
+            except ValueError:
                 STATE["control"] = {}
         return dict(STATE["control"])
 
@@ -69,16 +98,46 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def setup(self):
+        global CONNECTIONS
+        super().setup()
+        with LIVE:
+            CONNECTIONS += 1
+
+    def finish(self):
+        global CONNECTIONS
+        try:
+            super().finish()
+        finally:
+            with LIVE:
+                CONNECTIONS -= 1
+                LIVE.notify_all()
+
+    def settle(self):
+        """GET /.settle answers once no other connection is open: after a client has exited, every
+        request it made is then in the log. Not logged itself."""
+        with LIVE:
+            LIVE.wait_for(lambda: CONNECTIONS <= 1, timeout=ARGS.hold_cap)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def parse_request(self):
+        self.arrived = time.monotonic()
+        return super().parse_request()
+
     def do_HEAD(self):
         self.serve(head=True)
 
     def do_GET(self):
+        if self.path == "/.settle":
+            return self.settle()
         self.serve(head=False)
 
-    def finish_log(self, status, sent, rng):
-        log({"t": round(time.time(), 4), "method": self.command, "path": self.path, "host": self.headers.get("Host", ""),
-             "range": rng, "status": status, "sent": sent,
-             "auth": self.headers.get("Authorization")})
+    def finish_log(self, status, sent, rng, **more):
+        log({"t": round(time.time(), 4), "arrived": round(self.arrived, 6), "method": self.command,
+             "path": self.path, "host": self.headers.get("Host", ""), "range": rng, "status": status,
+             "sent": sent, "auth": self.headers.get("Authorization"), **more})
 
     def plain(self, status, text, extra=None):
         body = text.encode()
@@ -91,9 +150,24 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         self.finish_log(status, 0, self.headers.get("Range"))
 
-    def resolve(self):
+    def hung_up(self):
+        """Waits until the client closes the connection (True) or --hold-cap seconds pass (False). The
+        client sends nothing more on a connection whose answer it awaits, so the first recv that
+        returns is its hang-up."""
+        self.wfile.flush()
+        self.connection.settimeout(ARGS.hold_cap)
+        try:
+            return self.connection.recv(1) == b""
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+        finally:
+            self.connection.settimeout(None)
+
+    def resolve(self, c):
         """(file path, extra headers) for the request, or None after answering it."""
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         m = re.match(r"^/([^/]+)/([^/]+)/resolve/([^/]+)/(.+)$", path)
         if m:
             org, repo, rev, rel = m.groups()
@@ -111,10 +185,14 @@ class Handler(BaseHTTPRequestHandler):
             extra = {"X-Repo-Commit": ARGS.hub_commit}
             if ARGS.cdn_host:
                 port = self.server.server_address[1]
-                self.plain(302, "", {**extra, "Location": f"http://{ARGS.cdn_host}:{port}/cdn/{org}/{repo}/{rel}"})
+                sig = "head" if self.command == "HEAD" else "get"
+                self.plain(302, "", {**extra, "Location": f"http://{ARGS.cdn_host}:{port}/cdn/{org}/{repo}/{rel}?sig={sig}"})
                 return None
             return os.path.join(ARGS.root, org, repo, rel), extra
         if path.startswith("/cdn/"):
+            if c.get("expire") and query == "sig=head" and self.command == "GET" and self.headers.get("Range"):
+                self.plain(c["expire"], "expired")
+                return None
             return os.path.join(ARGS.root, path[5:]), {}
         return os.path.join(ARGS.root, path.lstrip("/")), {}
 
@@ -122,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
         c = control()
         if c.get("delay_ms"):
             time.sleep(c["delay_ms"] / 1000.0)
-        got = self.resolve()
+        got = self.resolve(c)
         if got is None:
             return
         fpath, extra = got
@@ -132,19 +210,38 @@ class Handler(BaseHTTPRequestHandler):
         st = os.stat(fpath)
         size = st.st_size
         rng = self.headers.get("Range")
+        etag = '"%x-%x"' % (size, st.st_mtime_ns)
         n = 0
+        held = False
         if rng and not head:
             with LOCK:
                 STATE["ranged"] += 1
                 n = STATE["ranged"]
-        etag = '"%x-%x"' % (size, st.st_mtime_ns)
+                held = c.get("hold_after") is not None and STATE["sent"] >= c["hold_after"]
+        shown_size = size
+        if head and c.get("head_change"):
+            with LOCK:
+                seen = STATE["heads"].get(self.path, 0)
+                STATE["heads"][self.path] = seen + 1
+            if seen and c["head_change"] == "size":
+                shown_size = size + 1
+            elif seen:
+                etag = '"changed-%x"' % size
         if c.get("etag_after") is not None and n > c["etag_after"]:
             etag = '"changed-%x"' % size
         if n and c.get("status") and n <= c.get("count", 1):
-            self.plain(c["status"], "fault", {"Retry-After": "1"} if c["status"] == 429 else None)
+            after = c.get("retry_after", 1 if c["status"] == 429 else None)
+            self.plain(c["status"], "fault", {"Retry-After": str(after)} if after is not None else None)
             return
-        if n and n <= c.get("stall", 0):
-            time.sleep(c.get("stall_s", 3))
+        if held:
+            self.finish_log(0, 0, rng, held=True)
+            if self.hung_up():
+                self.close_connection = True
+                return
+        if n and n <= c.get("stall", 0) and self.hung_up():
+            self.close_connection = True
+            self.finish_log(0, 0, rng, stalled=True)
+            return
         start, end, status = 0, size - 1, 200
         if rng and not c.get("full200"):
             m = re.match(r"^bytes=(\d+)-(\d+)$", rng)
@@ -153,6 +250,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
             start, end, status = int(m.group(1)), int(m.group(2)), 206
         length = end - start + 1
+        if head:
+            length = shown_size
+        elif n and n <= c.get("wrong_length", 0):
+            length = max(0, min(length + c.get("length_delta", -1), size - start))
         self.send_response(status)
         for k, v in extra.items():
             self.send_header(k, v)
@@ -164,22 +265,35 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {shown}-{end if shown == start else end + 1}/{size}")
         self.end_headers()
         sent = 0
+        more = {}
         if not head:
             self.wfile.flush()
             cut = n and n <= c.get("cut", 0)
-            count = length // 2 if cut else length
+            stall_mid = n and n <= c.get("stall_mid", 0)
+            count = length // 2 if cut or stall_mid else length
             with open(fpath, "rb") as f:
                 try:
                     sent = self.connection.sendfile(f, start, count) if count else 0
+                    if stall_mid:
+                        if self.hung_up():
+                            cut = True
+                            more["stalled"] = True
+                        else:
+                            sent += self.connection.sendfile(f, start + count, length - count)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
             if cut:
+                if not more:
+                    more["cut"] = True  # (a stalled body is closed too, but the client hung up first)
                 self.close_connection = True
                 try:
                     self.connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        self.finish_log(status, sent, rng)
+            if rng:
+                with LOCK:
+                    STATE["sent"] += sent
+        self.finish_log(status, sent, rng, **more)
 
 
 class Server(ThreadingHTTPServer):
@@ -200,6 +314,7 @@ def main():
     p.add_argument("--hub-commit", default="0123456789abcdef0123456789abcdef01234567")
     p.add_argument("--cdn-host")
     p.add_argument("--require-token")
+    p.add_argument("--hold-cap", type=float, default=60.0)
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
