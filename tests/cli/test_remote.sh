@@ -13,9 +13,10 @@ LOCAL=$WORK/srv/model-00001-of-00003.gguf
 printf '{"drop": {"1": [0, 1, 5], "2": [2, 3, 9], "3": [14, 15, 7]}}' >"$WORK/drop.json"
 "$BIN" splice "$LOCAL" --keeplist "$WORK/drop.json" -o "$WORK/local" -q >/dev/null || { echo "local splice failed"; exit 1; }
 export GGUF_REAP_HTTP_BACKOFF_MS=20 GGUF_REAP_HTTP_RETRIES=3
-start_server "$WORK/srv"
+start_server "$WORK/srv" --hold-cap 30
 M=$URL/model-00002-of-00003.gguf
-py() { /usr/bin/python3 -c "import json, sys; $1"; }
+# py CODE: Python with json and sys, once the server has logged every request of the runs so far.
+py() { settle && /usr/bin/python3 -c "import json, sys; $1"; }
 # same_as_local PREFIX: PREFIX's three shards are byte for byte the local splice's.
 same_as_local() {
     local i ok=0
@@ -62,7 +63,6 @@ same_as_local "$WORK/r"
 SENT=$(served_bytes)
 # What the server sent is what splice counts as fetched, plus at most one read-ahead request (4 MiB) that
 # was stopped when splice had what it needed (seen on a loaded machine: 256 KiB more sent than counted).
-FETCHED=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["bytes_fetched"])' "$OUT")
 expect_json "d['bytes_fetched'] <= $SENT <= d['bytes_fetched'] + (4 << 20) and d['bytes_fetched'] <= 1.10 * d['bytes_written'] and d['http_requests'] > 3"
 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/r" --force
 expect_code 0
@@ -75,26 +75,70 @@ expect_code 0
 expect_out "PASS: 3 shard(s)"
 
 case_ "transient faults are retried: 500, 429 with Retry-After, a body cut short, a stalled answer"
-for f in '{"status": 500, "count": 2}' '{"status": 429, "count": 1}' '{"cut": 3}' '{"status": 503, "count": 1}'; do
+for f in '{"status": 500, "count": 2}' '{"status": 429, "count": 1, "retry_after": 2}' '{"cut": 3}' '{"status": 503, "count": 1}'; do
     fault "$f"
     clear_log
     run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/f" --force --json
     CASE="fault $f" expect_code 0
     CASE="fault $f" same_as_local "$WORK/f"
     CASE="fault $f" expect_json "d['http_retries'] >= 1"
+    settle && cp "$SLOG" "$WORK/log.$(echo "$f" | tr -dc 'a-z0-9')"
 done
-fault '{"stall": 1, "stall_s": 3}'
-GGUF_REAP_HTTP_TIMEOUT=1 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/f" --force --json
-CASE="stall" expect_code 0
-CASE="stall" same_as_local "$WORK/f"
-# A cut body resumes at its byte: the bytes fetched are those of a clean run, never a whole range twice.
+# Retry-After is honoured, not merely a retry counted: the server's clock says the 429'd range was asked
+# again no sooner than 2 s after the 429 (the backoff alone would have waited 20 ms). A lower bound only:
+# however slow the machine, a retry cannot come early.
+py "
+rows = [json.loads(l) for l in open('$WORK/log.status429count1retryafter2')]
+first = [r for r in rows if r['status'] == 429]
+assert len(first) == 1, first
+f = first[0]
+again = [r['arrived'] - f['arrived'] for r in rows
+         if r['path'] == f['path'] and r['range'] == f['range'] and r['arrived'] > f['arrived']]
+assert again and min(again) >= 2.0, (f, again)
+" && _pass || _fail "the 429's range was asked again before its Retry-After of 2 s"
+
+# The stall timeout: an answer that does not come, and a body that stops halfway. The server holds each
+# until gguf-reap hangs up (it gives up after 60 s and then answers: without the timeout, a slow success
+# with no retry). GGUF_REAP_HTTP_TIMEOUT=1: a second without a byte is a stall.
+for f in '{"stall": 1}' '{"stall_mid": 1}'; do
+    fault "$f"
+    clear_log
+    GGUF_REAP_HTTP_TIMEOUT=1 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/f" --force --json
+    CASE="$f" expect_code 0
+    CASE="$f" same_as_local "$WORK/f"
+    CASE="$f" expect_json "d['http_retries'] >= 1"
+    # The stalled request was given up by gguf-reap, and the rest of its range asked again.
+    py "
+rows = [json.loads(l) for l in open('$SLOG')]
+st = [r for r in rows if r.get('stalled')]
+assert len(st) == 1, st
+s = st[0]
+a, b = map(int, s['range'][6:].split('-'))
+rest = 'bytes=%d-%d' % (a + s['sent'], b)
+assert any(r['path'] == s['path'] and r['range'] == rest and r['status'] == 206 for r in rows), (s, rest)
+" && _pass || CASE="$f" _fail "the stalled request was not given up and the rest of it asked again"
+done
+# A cut body resumes at its byte: each cut request is followed by one for the rest of its range, and no
+# range is asked twice from its start (the server's log, not a byte count that read-ahead timing moves).
 fault '{"cut": 2}'
 clear_log
 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/f" --force --json
-CASE="resume at the byte" expect_json "d['bytes_fetched'] == $FETCHED"
+CASE="resume at the byte" expect_code 0
+CASE="resume at the byte" same_as_local "$WORK/f"
+py "
+rows = [json.loads(l) for l in open('$SLOG')]
+cut = [r for r in rows if r.get('cut')]
+assert len(cut) == 2, cut
+for c in cut:
+    a, b = map(int, c['range'][6:].split('-'))
+    assert 0 < c['sent'] < b - a + 1, c
+    rest = 'bytes=%d-%d' % (a + c['sent'], b)
+    assert any(r['path'] == c['path'] and r['range'] == rest and r['status'] == 206 for r in rows), (c, rest)
+    assert [r for r in rows if r['path'] == c['path'] and r['range'] == c['range']] == [c], c
+" && CASE="resume at the byte" _pass || CASE="resume at the byte" _fail "a cut range was not resumed at its byte"
 no_fault
 
-case_ "refusals: a changed ETag, a wrong Content-Range, 200 for a range: exit 3, no output"
+case_ "refusals: a changed ETag, a wrong Content-Range or Content-Length, 200 for a range: exit 3, no output"
 rm -f "$WORK"/x-*
 fault '{"etag_after": 4}'
 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/x"
@@ -105,6 +149,14 @@ fault '{"wrong_range": 1}'
 run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/x"
 expect_code 3
 expect_err "the server answered Content-Range 'bytes "
+# A 206 with the right Content-Range but a Content-Length one byte short (it sends that many) or long.
+for delta in -1 1; do
+    fault '{"wrong_length": 1, "length_delta": '$delta'}'
+    run "$BIN" inspect "$M"
+    CASE="Content-Length $delta" expect_code 3
+    CASE="Content-Length $delta" expect_err "$M: asked for 262144 bytes, the server announced Content-Length $((262144 + delta))"
+    CASE="Content-Length $delta" expect_err_lines 1
+done
 fault '{"full200": true}'
 run "$BIN" inspect "$M"
 expect_code 3
@@ -116,6 +168,40 @@ run "$BIN" inspect "$M"
 expect_code 3
 expect_err "$M: gave up after 4 attempts: HTTP 500"
 no_fault
+
+case_ "a source that changed where only the end-of-run HEAD sees it (ETag, size): exit 3, no output"
+# Every GET answers as at the start; each shard's second HEAD (splice's and audit's check before their
+# result) shows another ETag, or one more byte.
+declare -A WHAT=([etag]=ETag [size]=size)
+for what in etag size; do
+    rm -f "$WORK"/x-* "$WORK"/.x-* "$WORK"/.x.gguf-reap-*
+    fault '{"head_change": "'$what'"}'
+    clear_log
+    run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/x"
+    CASE="splice, $what" expect_code 3
+    if [ $what = etag ]; then
+        CASE="splice, $what" expect_err "changed on the server while gguf-reap was reading it (its ETag went from \""
+    else
+        CASE="splice, $what" expect_err "changed on the server while gguf-reap was reading it (its size went from 7"
+    fi
+    CASE="splice, $what" expect_err "; nothing made from it is kept: run again"
+    CASE="splice, $what" expect_err_lines 1
+    ls "$WORK"/x-* >/dev/null 2>&1 && CASE="splice, $what" _fail "an output exists under its final name" ||
+        _pass
+    py "
+rows = [json.loads(l) for l in open('$SLOG')]
+heads = [r['path'] for r in rows if r['method'] == 'HEAD']
+assert sorted(heads) == sorted(['/model-0000%d-of-00003.gguf' % i for i in (1, 2, 3)] * 2), heads
+" && _pass || CASE="splice, $what" _fail "not one HEAD per shard at the start and one at the end"
+    fault '{"head_change": "'$what'"}'
+    run "$BIN" audit "$WORK/r-00001-of-00003.gguf" --source "$M" --keeplist "$WORK/drop.json"
+    CASE="audit, $what" expect_code 3
+    CASE="audit, $what" expect_err "changed on the server while gguf-reap was reading it (its ${WHAT[$what]} went from"
+    CASE="audit, $what" expect_err_lines 1
+    grep -q PASS "$OUT" && CASE="audit, $what" _fail "audit gave a verdict" || _pass
+done
+no_fault
+rm -f "$WORK"/.x-* "$WORK"/.x.gguf-reap-*
 
 case_ "404: exit 2 naming the URL; a missing sibling is a missing shard"
 run "$BIN" inspect "$URL/nothing-here.gguf"
