@@ -446,7 +446,12 @@ void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, u
         Walk w = walk(pin.display, start, &body, &token_sent);
         done += w.reply.received;
         g_bytes.fetch_add(w.reply.received, std::memory_order_relaxed);
-        if (done == n && w.reply.status == 206 && !w.retry) break;
+        if (done == n && w.reply.status == 206 && !w.retry) {
+            // After a walk from the origin, its target is the one to remember: the expired one would
+            // cost every later range a refusal and a walk of its own.
+            if (from_origin) cache.set(w.final_url);
+            break;
+        }
         if (w.reply.received > 0) attempt = 0;  // a cut body that made progress resumes without penalty
         if (!w.retry && w.reply.status == 206) w.retry = Retry{"the body ended early"};
         if (!w.retry) {

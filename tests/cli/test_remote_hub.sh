@@ -16,7 +16,9 @@ export HF_ENDPOINT=$URL HF_HOME=$WORK/hf-home GGUF_REAP_HTTP_BACKOFF_MS=20
 unset HF_TOKEN HF_TOKEN_PATH XDG_CACHE_HOME
 mkdir -p "$HF_HOME"
 H=hf://org/repo/q8/model-00002-of-00003.gguf
-py() { /usr/bin/python3 -c "import json, sys; rows = [json.loads(l) for l in open('$SLOG')]; $1"; }
+# py CODE: Python with `rows`, the requests logged since clear_log, once the server has logged every
+# request of the runs so far.
+py() { settle && /usr/bin/python3 -c "import json, sys; rows = [json.loads(l) for l in open('$SLOG')]; $1"; }
 
 case_ "no token: exit 2, one line saying how to give one"
 run "$BIN" inspect "$H"
@@ -94,6 +96,42 @@ run "$BIN" card "$WORK/c-00001-of-00003.gguf" --source "$H" --rank "$WORK/rank" 
 expect_code 0
 expect_out "Pruned from \`org/repo@$COMMIT\` (the Hub revision pinned when the source was read)."
 grep -qF "$SECRET" "$OUT" "$WORK/rank"/* && _fail "the token is in the card or rank's outputs" || _pass
+
+# The CDN URL remembered from the pin (a signed URL) has expired when the ranges are asked: its answer
+# sends gguf-reap back to the origin once, which hands out a URL that works; the next ranges use that one.
+for status in 401 403 404 410; do
+    case_ "a remembered redirect target that answers $status is walked again from the origin"
+    fault '{"expire": '$status'}'
+    clear_log
+    HF_TOKEN=$SECRET run "$BIN" inspect --json "$H"
+    expect_code 0
+    expect_json "len(d['shards']) == 3 and d['expert_count'] == 16"
+    py "
+expired = [r for r in rows if r['status'] == $status]
+assert len(expired) == 3 and all(r['path'].endswith('?sig=head') for r in expired), expired
+for e in expired:
+    cdn = e['path'].split('?')[0]
+    name = cdn.split('/')[-1]
+    later = [r for r in rows if r['arrived'] > e['arrived']]
+    assert any(r['host'].startswith('127.0.0.1:') and r['method'] == 'GET' and r['status'] == 302 and
+               r['path'].endswith('/$COMMIT/q8/' + name) for r in later), ('no walk from the origin', e)
+    assert any(r['path'] == cdn + '?sig=get' and r['range'] == e['range'] and r['status'] == 206
+               for r in later), ('the range was not fetched from the new URL', e)
+" && _pass || _fail "HTTP $status from the remembered CDN URL was not walked again from the origin"
+done
+case_ "after a walk from the origin, the new target is remembered: one expired answer per shard"
+fault '{"expire": 404}'
+clear_log
+HF_TOKEN=$SECRET GGUF_REAP_HTTP_CONNECTIONS=1 run "$BIN" splice "$H" --keeplist "$WORK/drop.json" -o "$WORK/e" --json
+expect_code 0
+for i in 1 2 3; do cmp -s "$WORK/local-0000$i-of-00003.gguf" "$WORK/e-0000$i-of-00003.gguf" && _pass || _fail "shard $i differs"; done
+py "
+expired = [r['path'] for r in rows if r['status'] == 404]
+got = [r for r in rows if r['host'].startswith('localhost:') and r['status'] == 206]
+assert sorted(expired) == ['/cdn/org/repo/q8/model-0000%d-of-00003.gguf?sig=head' % i for i in (1, 2, 3)], expired
+assert len(got) > 3 and all(r['path'].endswith('?sig=get') for r in got), got
+" && _pass || _fail "the expired URL was asked again after the walk from the origin"
+no_fault
 
 case_ "an explicit revision: the commit works, an unknown one is 404"
 run "$BIN" inspect "$H@$COMMIT"
