@@ -62,18 +62,22 @@ for t in 2 7 64; do
 done
 
 if part locks "the lock tests: GGUF_REAP_FAULT_SHIM is not set (run through ctest)" have_shim; then
-    # The first splice is slowed down deterministically: every write to its outputs sleeps 100 ms.
+    # The first splice is held at its first write to an output (the fault shim's FAULT_HOLD) until this
+    # test has made its checks: whatever the machine's speed, it still holds the lock then.
     case_ "a second splice into the same prefix is refused while the first runs; the first completes"
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
-    env LD_PRELOAD="$SHIM" FAULT_OP=write FAULT_PATH=out/ FAULT_DELAY_MS=100 \
+    rm -f "$WORK/first.log" "$WORK/first.go"
+    env LD_PRELOAD="$SHIM" FAULT_OP=write FAULT_PATH=gguf-reap-tmp FAULT_HOLD="$WORK/first.go" \
+        FAULT_LOG="$WORK/first.log" \
         "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" -q --threads 1 \
         >"$WORK/first.out" 2>"$WORK/first.err" </dev/null &
     FIRST=$!
-    for _ in $(seq 1 500); do
-        ls -A "$WORK/out" | grep -q gguf-reap-tmp && break
-        sleep 0.01
-    done
-    ls -A "$WORK/out" | grep -q gguf-reap-tmp && _pass || _fail "the first splice did not start"
+    # Released however this script ends, so that the first splice never outlives it.
+    trap 'touch "$WORK/first.go"; wait $FIRST 2>/dev/null; rm -rf "$WORK"' EXIT
+    held() { grep -q '^fault' "$WORK/first.log" 2>/dev/null || ! kill -0 $FIRST 2>/dev/null; }
+    for _ in $(seq 2400); do held && break; sleep 0.05; done  # an event: the shim's line (120 s at most)
+    grep -q '^fault' "$WORK/first.log" 2>/dev/null && _pass ||
+        _fail "the first splice did not reach its first write: $(cat "$WORK/first.err")"
     for spelling in "$WORK/out/o" "$WORK/out/o.gguf"; do
         run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$spelling" --force
         expect_code 3
@@ -85,7 +89,9 @@ if part locks "the lock tests: GGUF_REAP_FAULT_SHIM is not set (run through ctes
     expect_code 0
     run "$BIN" splice "$M" --keeplist "$WORK/k.json" -o "$WORK/out/o" --dry-run
     expect_code 0
-    kill -0 $FIRST 2>/dev/null && _pass || _fail "the first splice ended too early for this test"
+    kill -0 $FIRST 2>/dev/null && ! grep -q '^released' "$WORK/first.log" && _pass ||
+        _fail "the first splice was not held at its first write"
+    touch "$WORK/first.go"
 
     case_ "the first splice completes with the right bytes and removes its lock"
     CODE=0

@@ -1,56 +1,66 @@
 # gguf-reap splice interrupted: SIGINT and SIGTERM mid-copy exit 130 and leave neither a final-named
-# file nor a temporary; after a SIGKILL (a crash) the next run removes the dead run's temporary. With
-# the fault shim: SIGINT/SIGTERM/SIGKILL at pseudo-random bytes of the writes and reads, during fsync
-# and between renames, each followed by a clean re-run. The bytes come from FAULT_SEED (default 1, so
-# every run of the test is the same run; FAULT_SEED=N explores others, and a failure names its seed).
+# file nor a temporary; after a SIGKILL (a crash) the next run removes the dead run's temporary. The
+# signal lands mid-copy by construction: the fault shim holds the splice at its first write to its
+# temporary (FAULT_HOLD) until the signal is sent. Then, with the shim: SIGINT/SIGTERM/SIGKILL at
+# pseudo-random bytes of the writes and reads, during fsync and between renames, each followed by a
+# clean re-run. The bytes come from FAULT_SEED (default 1, so every run of the test is the same run;
+# FAULT_SEED=N explores others, and a failure names its seed).
 # ctest-parts: signals
 source "$(dirname "$0")/lib.sh"
-
-# A 600 MB model: big enough that the copy is still running when the signal arrives.
-"$GEN" model --skeleton -o "$WORK/m.gguf" --blocks 4 --dense-blocks 1 --experts 64 --used 4 --embd 1024 --expert-ff 1024 \
-    --type-exps Q8_0 >/dev/null 2>&1
-printf '{"drop": {"1": [0, 2], "2": [5, 9], "3": [60, 63]}}' >"$WORK/k.json"
-mkdir -p "$WORK/out"
-
-# start_splice: runs splice in the background and waits until its temporary exists.
-start_splice() {
-    "$BIN" splice "$WORK/m.gguf" --keeplist "$WORK/k.json" -o "$WORK/out/o" --threads 1 --copy-method pread \
-        >"$OUT" 2>"$ERR" </dev/null &
-    PID=$!
-    for _ in $(seq 1 500); do
-        ls -A "$WORK/out" | grep -q gguf-reap-tmp && return 0
-        sleep 0.01
-    done
-    return 1
-}
-
-for sig in INT TERM; do
-    case_ "SIG$sig mid-copy"
-    start_splice && _pass || _fail "no temporary appeared"
-    kill -$sig $PID
-    CODE=0
-    wait $PID || CODE=$?
-    expect_code 130
-    expect_err "gguf-reap: error: interrupted"
-    [ -z "$(ls -A "$WORK/out")" ] && _pass || _fail "left: $(ls -A "$WORK/out")"
-done
-
-case_ "after SIGKILL the temporary stays; the next run removes it and succeeds"
-start_splice && _pass || _fail "no temporary appeared"
-kill -KILL $PID
-wait $PID 2>/dev/null
-TMP=$(ls -A "$WORK/out" | grep -v '^\.o\.gguf-reap\.lock$')  # the lock dies with its holder; its file may stay
-case "$TMP" in .o.gguf.gguf-reap-tmp.*) _pass ;; *) _fail "expected a temporary, found '$TMP'" ;; esac
-[ ! -e "$WORK/out/o.gguf" ] && _pass || _fail "a final name after a crash"
-run "$BIN" splice "$WORK/m.gguf" --keeplist "$WORK/k.json" -o "$WORK/out/o"
-expect_code 0
-expect_err "gguf-reap: info: removed $WORK/out/$TMP (left by an interrupted run)"
-[ "$(ls -A "$WORK/out")" = "o.gguf" ] && _pass || _fail "left: $(ls -A "$WORK/out")"
-rm -f "$WORK/m.gguf"
-
-# ---- signals at random points (the fault shim raises them at a chosen byte or call) -----------------
 source "$(dirname "$0")/fault_lib.sh"
-if part signals "signals at random points: GGUF_REAP_FAULT_SHIM is not set (run through ctest)" have_shim; then
+
+if part signals "signals: GGUF_REAP_FAULT_SHIM is not set (run through ctest)" have_shim; then
+    "$GEN" model --skeleton -o "$WORK/m.gguf" --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
+        --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
+    printf '{"drop": {"1": [0, 2], "2": [5, 9], "3": [12, 15]}}' >"$WORK/k.json"
+    mkdir -p "$WORK/out"
+    PID=
+    trap 'touch "$WORK/go"; [ -n "$PID" ] && wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+
+    # start_splice: runs splice in the background, held at its first write to its temporary; true once
+    # it is held there (the shim's log line: an event, not a time).
+    start_splice() {
+        rm -f "$WORK/go" "$WORK/hold.log"
+        env LD_PRELOAD="$SHIM" FAULT_OP=write FAULT_PATH=gguf-reap-tmp FAULT_HOLD="$WORK/go" \
+            FAULT_LOG="$WORK/hold.log" "$BIN" splice "$WORK/m.gguf" --keeplist "$WORK/k.json" -o "$WORK/out/o" \
+            --threads 1 --copy-method pread >"$OUT" 2>"$ERR" </dev/null &
+        PID=$!
+        for _ in $(seq 2400); do  # 120 s at most: a safety net, not a time the test relies on
+            grep -q '^fault' "$WORK/hold.log" 2>/dev/null && return 0
+            kill -0 $PID 2>/dev/null || return 1
+            sleep 0.05
+        done
+        return 1
+    }
+
+    for sig in INT TERM; do
+        case_ "SIG$sig mid-copy"
+        start_splice && _pass || _fail "the splice was not held at its first write"
+        kill -$sig $PID
+        touch "$WORK/go"
+        CODE=0
+        wait $PID || CODE=$?
+        PID=
+        expect_code 130
+        expect_err "gguf-reap: error: interrupted"
+        [ -z "$(ls -A "$WORK/out")" ] && _pass || _fail "left: $(ls -A "$WORK/out")"
+    done
+
+    case_ "after SIGKILL the temporary stays; the next run removes it and succeeds"
+    start_splice && _pass || _fail "the splice was not held at its first write"
+    kill -KILL $PID
+    wait $PID 2>/dev/null
+    PID=
+    TMP=$(ls -A "$WORK/out" | grep -v '^\.o\.gguf-reap\.lock$')  # the lock dies with its holder; its file may stay
+    case "$TMP" in .o.gguf.gguf-reap-tmp.*) _pass ;; *) _fail "expected a temporary, found '$TMP'" ;; esac
+    [ ! -e "$WORK/out/o.gguf" ] && _pass || _fail "a final name after a crash"
+    run "$BIN" splice "$WORK/m.gguf" --keeplist "$WORK/k.json" -o "$WORK/out/o"
+    expect_code 0
+    expect_err "gguf-reap: info: removed $WORK/out/$TMP (left by an interrupted run)"
+    [ "$(ls -A "$WORK/out")" = "o.gguf" ] && _pass || _fail "left: $(ls -A "$WORK/out")"
+    rm -rf "$WORK/m.gguf" "$WORK/out"
+
+    # ---- signals at random points (the fault shim raises them at a chosen byte or call) -------------
     "$GEN" model --skeleton -o "$WORK/s" --shards 3 --blocks 4 --dense-blocks 1 --experts 16 --used 4 --embd 512 \
         --expert-ff 512 --type-exps Q8_0 >/dev/null 2>&1
     S=$WORK/s-00001-of-00003.gguf

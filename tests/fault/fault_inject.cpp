@@ -15,6 +15,9 @@
 //   FAULT_SIGNAL       the process sends itself this signal once (INT, TERM, KILL)
 //   FAULT_TRUNCATE     "PATH:SIZE": truncate PATH to SIZE bytes once
 //   FAULT_MODIFY       "PATH:OFFSET": invert the byte at OFFSET of PATH once (size unchanged)
+//   FAULT_HOLD         a file name: the triggering call waits until that file exists, then goes on (a
+//                      test holds the process at a known point: it waits for FAULT_LOG's line, does
+//                      what it must while the process is held, then creates the file)
 //   On every matching call, from the first:
 //   FAULT_SHORT        move at most 1..N bytes per call (varying), never failing: the caller must loop
 //   FAULT_DELAY_MS     sleep this long first
@@ -61,6 +64,7 @@ struct Config {
     long long truncate_size = -1;
     char modify_path[4096] = {};
     long long modify_offset = -1;
+    char hold[4096] = {};
     uint64_t short_max = 0;
     long delay_ms = 0;
     char log[4096] = {};
@@ -128,6 +132,7 @@ __attribute__((constructor)) void load_config() {
     if (const char* v = getenv("FAULT_SIGNAL")) c.sig = signal_by_name(v);
     path_and_number("FAULT_TRUNCATE", c.truncate_path, sizeof c.truncate_path, &c.truncate_size);
     path_and_number("FAULT_MODIFY", c.modify_path, sizeof c.modify_path, &c.modify_offset);
+    copy_env(c.hold, sizeof c.hold, "FAULT_HOLD");
     if (const char* v = getenv("FAULT_SHORT")) c.short_max = strtoull(v, nullptr, 10);
     if (const char* v = getenv("FAULT_DELAY_MS")) c.delay_ms = atol(v);
     copy_env(c.log, sizeof c.log, "FAULT_LOG");
@@ -189,6 +194,14 @@ void fire() {
         if (fd >= 0) close(fd);
     }
     if (g_cfg.sig) kill(getpid(), g_cfg.sig);
+    if (g_cfg.hold[0]) {  // the test's "go on": the file appears (a signal meanwhile cuts a sleep short)
+        struct stat st;
+        while (stat(g_cfg.hold, &st) != 0) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, nullptr);
+        }
+        log_line("released");
+    }
 }
 
 // Decides what a matching call may do. Returns the most bytes it may move (≤ want), or -1 with errno
