@@ -20,11 +20,8 @@ start_server() {
     rm -f "$WORK/port" "$SLOG" "$CONTROL"
     /usr/bin/python3 "$SERVER_PY" --root "$root" --port-file "$WORK/port" --log "$SLOG" --control "$CONTROL" "$@" &
     SERVER_PID=$!
-    local i
-    for i in $(seq 100); do
-        [ -s "$WORK/port" ] && break
-        sleep 0.05
-    done
+    # Listening once it has written its port (5 s had been the limit; a loaded machine may take longer).
+    wait_until [ -s "$WORK/port" ] || { echo "the test HTTP server did not start"; exit 1; }
     PORT=$(cat "$WORK/port")
     URL=http://127.0.0.1:$PORT
 }
