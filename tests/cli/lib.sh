@@ -66,6 +66,21 @@ part_skipped() {
 # skipped: the old way to skip a group of cases, which CTest never saw. It now fails the script.
 skipped() { _fail "skipped \"$*\": make it a part (part_skipped NAME WHAT, listed in '# ctest-parts:')"; }
 
+# live_why [HINT]: the parenthesis a live part's skip line ends with (cases that run llama.cpp's own tools,
+# found through GGUF_REAP_LLAMA_BIN): "(HINT)", by default "(set GGUF_REAP_LLAMA_BIN to llama.cpp's bin
+# directory)"; but in the ASan/UBSan pass, which leaves GGUF_REAP_LLAMA_BIN unset on purpose
+# (tools/setup.sh sets GGUF_REAP_TEST_PASS=sanitizers for it), "(not run under the sanitizers: the live
+# parts run in the Release pass)".
+LIVE_BIN_GIVEN=${GGUF_REAP_LLAMA_BIN:+1}
+live_why() {
+    if [ "${GGUF_REAP_TEST_PASS:-}" = sanitizers ] && [ -z "$LIVE_BIN_GIVEN" ]; then
+        echo "(not run under the sanitizers: the live parts run in the Release pass)"
+    else
+        local hint="set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory"
+        echo "(${1:-$hint})"
+    fi
+}
+
 have_fixtures() { [ -f "$FIX/expected.json" ]; }
 # fixtures WHAT: `part fixtures`: true when ../shared/fixtures is there; otherwise WHAT is skipped.
 fixtures() { part fixtures "$1 (no $FIX)" have_fixtures; }
@@ -108,6 +123,20 @@ d = json.load(open(sys.argv[1]))
 ok = eval(sys.argv[2])
 sys.exit(0 if ok else 1)
 PY
+}
+
+# wait_for WHAT CMD...: runs CMD every 50 ms until it succeeds, for an event another process makes (a
+# file written, a line logged); false, failing the case, when WHAT has not happened after 120 s (a bound
+# for a broken run, not what the test waits for).
+wait_for() {
+    local what=$1 i
+    shift
+    for ((i = 0; i < 2400; i++)); do
+        "$@" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    _fail "$what did not happen within 120 s"
+    return 1
 }
 
 finish() {

@@ -15,7 +15,7 @@ if [ -n "$LLAMA" ] && [ ! -x "$LLAMA/llama-simple" ]; then
     echo "GGUF_REAP_LLAMA_BIN=$LLAMA has no llama-simple" >&2
     exit 2
 fi
-part llama "loading in llama.cpp (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$LLAMA" ]
+part llama "loading in llama.cpp $(live_why)" [ -n "$LLAMA" ]
 
 # What runs each model in llama.cpp (default: llama-simple generates).
 runner() {

@@ -2,9 +2,11 @@
 #
 # Without llama.cpp, tests/cli/fake-llama/ stands in for llama-imatrix and llama-tokenize: they replay
 # what the real tools printed and wrote (tests/data/llama-imatrix/README.md), so every count and imatrix
-# checked here is one llama.cpp 34af94cd9 made. Every refusal is checked this way.
+# checked here is one llama.cpp 34af94cd9 made, and they refuse any argument or value the recorded runs
+# lacked. Every refusal is checked this way.
 # With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, calibrate runs the real tools too, and its
-# imatrices must be the fixture's hand-made ones, byte for byte (part llama); with llama.cpp built with
+# imatrices must be the fixture's hand-made ones and the recorded ones the fake replays, byte for byte
+# (part llama); with llama.cpp built with
 # -DGGML_RPC=ON (ggml-rpc-server beside the tools), calibrate and eval also run through two RPC servers on
 # 127.0.0.1, against the same runs on this machine (part rpc).
 # ctest-parts: llama rpc
@@ -48,16 +50,61 @@ expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$M"'", "--stdin"
 # The cut text is the start of the file, on a token boundary, plus the newline llama-imatrix's -f drops.
 [ "$(head -c 1669 "$WORK/cal/python.txt")" = "$(head -c 1669 "$WORK/python.txt")" ] && [ "$(tail -c 1 "$WORK/cal/python.txt" | od -An -c | tr -d ' ')" = '\n' ] && _pass || _fail "python.txt is not the text's first 1,669 bytes and a newline"
 
-case_ "the source identity is eval's"
+case_ "the source identity: the sha256 of the model's header bytes, computed here from the file; eval's is the same"
+# docs/eval.md: the sha256 of every shard's header bytes, [0, data_start): the magic, the counts, the
+# key-values and the tensor infos, padded to general.alignment (32 unless the file sets it). The trained
+# model is one shard. Read here with Python, apart from gguf-reap's reader.
+cp "$WORK/cal/calibrate.json" "$OUT"
+want_id=$(python3 - "$M" <<'PY'
+import hashlib, struct, sys
+d = open(sys.argv[1], "rb").read()
+at = 4
+def take(f):
+    global at
+    v = struct.unpack_from("<" + f, d, at)[0]
+    at += struct.calcsize("<" + f)
+    return v
+SIZE = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+def skip_value(t):
+    global at
+    if t == 8:
+        n = take("Q")
+        at += n
+    elif t == 9:
+        et, n = take("I"), take("Q")
+        for _ in range(n):
+            skip_value(et)
+    else:
+        at += SIZE[t]
+assert d[:4] == b"GGUF"
+take("I")
+n_tensors, n_kv = take("Q"), take("Q")
+align = 32
+for _ in range(n_kv):
+    n = take("Q")
+    k = d[at:at + n]
+    at += n
+    t = take("I")
+    if k == b"general.alignment":
+        align = struct.unpack_from("<I", d, at)[0]
+    skip_value(t)
+for _ in range(n_tensors):
+    n = take("Q")  # the name
+    at += n
+    n_dims = take("I")
+    at += 8 * n_dims + 4 + 8  # the dims, the type, the offset
+print(hashlib.sha256(d[:(at + align - 1) // align * align]).hexdigest())
+PY
+)
+expect_json 'd["model"]["identity"] == "'"$want_id"'"'
 IM=()
 for d in c changelog legal markdown python; do IM+=(--imatrix "$d=$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf"); done
 "$BIN" -q rank --model "$M" "${IM[@]}" --keep 8 -o "$WORK/rank8" >/dev/null
 "$BIN" -q splice "$M" --keeplist "$WORK/rank8/keeplist.json" -o "$WORK/keep8" >/dev/null
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8 \
     --llama-bin "$FAKE" --cache-dir "$WORK/kld" --json
-id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["source"]["identity"])' "$OUT")
-cp "$WORK/cal/calibrate.json" "$OUT"
-expect_json 'd["model"]["identity"] == "'"$id"'"'
+expect_code 0
+expect_json 'd["source"]["identity"] == "'"$want_id"'"'
 
 case_ "rank and card read calibrate.json beside the imatrices: each domain's text sha256 and tokens"
 run "$BIN" -q rank --model "$M" --imatrix python="$WORK/cal/python.imatrix.gguf" --imatrix c="$WORK/cal/c.imatrix.gguf" --keep 8 -o "$WORK/crank"
@@ -96,8 +143,21 @@ expect_json 'all(t["cached"] for t in d["texts"]) and [t["used"]["tokens"] for t
 run "$BIN" "${CAL[@]}" -o "$WORK/cal"
 expect_out "calibrate.json unchanged (every text cached)"
 
+case_ "an imatrix changed since its run (one byte) is computed again; the unchanged one is reused"
+cp "$WORK/cal/python.imatrix.gguf" "$WORK/python.imatrix.bak"
+size=$(stat -c %s "$WORK/cal/python.imatrix.gguf")
+printf '\x5a' | dd of="$WORK/cal/python.imatrix.gguf" bs=1 seek=$((size - 1)) conv=notrunc status=none
+cmp -s "$WORK/cal/python.imatrix.gguf" "$WORK/python.imatrix.bak" && _fail "the byte was already 0x5a" || _pass
+: >"$WORK/calls"
+run "$BIN" "${CAL[@]}" -o "$WORK/cal" --json
+expect_code 0
+expect_json '[t["cached"] for t in d["texts"]] == [False, True]'
+[ "$(cat "$WORK/calls")" = "imatrix python -t 1" ] && _pass || _fail "runs: $(cat "$WORK/calls")"
+cmp -s "$WORK/cal/python.imatrix.gguf" "$DATA/python.imatrix.gguf" && _pass || _fail "python.imatrix.gguf is not llama-imatrix's again"
+
 case_ "a changed setting or --llama-args is another key: computed again, the arguments after gguf-reap's"
 : >"$WORK/calls"
+export FAKE_LLAMA_ALLOW="-ngl 99 -ot exps=CPU"  # the fake llama-imatrix accepts these after the recorded ones
 run "$BIN" "${CAL[@]}" -o "$WORK/cal" --llama-args "-ngl 99 -ot 'exps=CPU'" --json
 expect_code 0
 expect_json 'not any(t["cached"] for t in d["texts"]) and d["texts"][0]["command"][-4:] == ["-ngl", "99", "-ot", "exps=CPU"] and d["llama_cpp"]["args"] == ["-ngl", "99", "-ot", "exps=CPU"]'
@@ -105,6 +165,7 @@ expect_json 'd["texts"][0]["command"][-7:-4] == ["'"$WORK/cal/python.imatrix.ggu
 grep -qx 'imatrix python -t 1 -ngl 99 -ot exps=CPU' "$WORK/calls" && _pass || _fail "llama-imatrix was run with: $(cat "$WORK/calls")"
 run env GGUF_REAP_LLAMA_ARGS="-ngl 99 -ot exps=CPU" "$BIN" "${CAL[@]}" -o "$WORK/cal" --json
 expect_json 'all(t["cached"] for t in d["texts"])'
+unset FAKE_LLAMA_ALLOW
 
 case_ "a new text is computed; the others are reused"
 : >"$WORK/calls"
@@ -166,13 +227,20 @@ expect_code 3
 expect_err "llama-imatrix on python exited 0 but wrote no GGUF imatrix (expected a GGUF imatrix over 8 chunks)"
 [ -z "$(ls -A "$WORK/fail" | grep -v -e '^python.txt$' -e '^c.txt$')" ] && _pass || _fail "left behind: $(ls -A "$WORK/fail")"
 
+case_ "llama-imatrix itself refuses a text too short for --ctx (it read fewer tokens than llama-tokenize counted): exit 2"
+FAKE_LLAMA_MODE=too-short run "$BIN" "${CAL[@]}" -o "$WORK/short"
+expect_code 2
+expect_err_lines 1
+expect_err "error: --text python=$WORK/python.txt: llama-imatrix needs at least 256 tokens at --ctx 128; it read 94"
+[ -z "$(ls -A "$WORK/short" | grep -v -e '^python.txt$' -e '^c.txt$')" ] && _pass || _fail "left behind: $(ls -A "$WORK/short")"
+
 case_ "interrupted: 130, llama-imatrix ended, no imatrix under its final name; the rerun resumes"
 rm -f "$WORK/calls.pid"
 mkdir -p "$WORK/int"
 run "$BIN" calibrate --model "$M" --text python="$WORK/python.txt" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$FAKE" -o "$WORK/int"
 FAKE_LLAMA_MODE=sleep "$BIN" "${CAL[@]}" -o "$WORK/int" >"$OUT" 2>"$ERR" &
 pid=$!
-for _ in $(seq 100); do [ -s "$WORK/calls.pid" ] && break; sleep 0.1; done
+wait_for "llama-imatrix's start (its pid in calls.pid)" test -s "$WORK/calls.pid"
 kill -INT $pid
 CODE=0
 wait $pid || CODE=$?
@@ -190,7 +258,7 @@ expect_json '[t["cached"] for t in d["texts"]] == [True, False]'
 [ "$(cat "$WORK/calls")" = "imatrix c -t 1" ] && _pass || _fail "runs: $(cat "$WORK/calls")"
 
 # With llama.cpp: calibrate as the fixture's imatrices were made by hand.
-if part llama "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$REAL" ]; then
+if part llama "the real llama.cpp run $(live_why)" [ -n "$REAL" ]; then
     case_ "real llama.cpp: --ctx 128 --threads 1 makes the fixture's hand-made imatrices, byte for byte"
     # The fixture's were made in $TR with -f corpora/NAME.calib.txt, which each file names as its dataset.
     bin=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
@@ -200,10 +268,19 @@ if part llama "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bi
     for t in python c; do
         cmp -s "$WORK/real/$t.imatrix.gguf" "$TR/imatrix/tiny-qwen3moe-trained-A.$t.imatrix.gguf" && _pass || _fail "$t.imatrix.gguf differs from the fixture's"
     done
-    case_ "real llama.cpp: the recorded --tokens 1024 runs"
-    run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" -o "$WORK/real2" --json
+    case_ "real llama.cpp: the recorded --tokens 1024 runs make the imatrices the fake replays, byte for byte"
+    # Recorded with -o out (tests/data/llama-imatrix/README.md), so each names out/NAME.txt as its
+    # dataset: run the same way. Byte for byte: one thread adds the sums in one order, so the same build
+    # writes the same bytes; a build that computes otherwise shows here (tools/imatrix_diff.py says how much).
+    mkdir -p "$WORK/rec"
+    run sh -c "cd '$WORK/rec' && '$bin' calibrate --model '$M' --text python='$WORK/python.txt' --text c='$WORK/c.txt' --ctx 128 --tokens 1024 --threads 1 --llama-bin '$REAL' -o out --json"
     expect_code 0
     expect_json '[t["used"]["tokens"] for t in d["texts"]] == [1024, 1024] and [t["used"]["bytes"] for t in d["texts"]] == [1670, 2102]'
+    expect_json 'd["texts"][0]["command"][1:] == ["-m", "'"$M"'", "-f", "out/python.txt", "-c", "128", "-b", "128", "--no-escape", "--output-format", "gguf", "-o", "out/python.imatrix.gguf", "-t", "1"]'
+    for t in python c; do
+        cmp -s "$WORK/rec/out/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" && _pass ||
+            _fail "$t.imatrix.gguf differs from the recording the fake replays: $(python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/rec/out/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" 2>&1)"
+    done
 fi
 
 # Through llama.cpp's RPC backend: two ggml-rpc-server processes on free ports of 127.0.0.1, stopped by pid.
@@ -214,7 +291,7 @@ stop_rpc() {
     return 0
 }
 trap 'stop_rpc; rm -rf "$WORK"' EXIT
-if part rpc "the run through llama.cpp's RPC backend (set GGUF_REAP_LLAMA_BIN to llama.cpp built with -DGGML_RPC=ON: ggml-rpc-server)" \
+if part rpc "the run through llama.cpp's RPC backend $(live_why "set GGUF_REAP_LLAMA_BIN to llama.cpp built with -DGGML_RPC=ON: ggml-rpc-server")" \
     [ -n "$REAL" -a -x "$REAL/ggml-rpc-server" ]; then
     case_ "rpc: calibrate through two rpc-servers: the same entries and counts as on this machine"
     ENDPOINTS=()
@@ -223,7 +300,7 @@ if part rpc "the run through llama.cpp's RPC backend (set GGUF_REAP_LLAMA_BIN to
         "$REAL/ggml-rpc-server" -H 127.0.0.1 -p "$port" >"$WORK/rpc$i.log" 2>&1 &
         RPC_PIDS+=($!)
         ENDPOINTS+=("127.0.0.1:$port")
-        for _ in $(seq 50); do grep -q "endpoint" "$WORK/rpc$i.log" 2>/dev/null && break; sleep 0.1; done
+        wait_for "rpc-server $i's start (its endpoint in its log)" grep -q "endpoint" "$WORK/rpc$i.log"
     done
     RPC="--rpc $(IFS=,; echo "${ENDPOINTS[*]}")"
     run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" \
@@ -234,7 +311,7 @@ if part rpc "the run through llama.cpp's RPC backend (set GGUF_REAP_LLAMA_BIN to
         grep -q "Accepted client connection" "$WORK/rpc$i.log" && _pass || _fail "rpc-server $i was never used: $(cat "$WORK/rpc$i.log")"
     done
     for t in python c; do
-        run python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/rpc/$t.imatrix.gguf" "$WORK/real2/$t.imatrix.gguf"
+        run python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/rpc/$t.imatrix.gguf" "$WORK/rec/out/$t.imatrix.gguf"
         expect_code 0
         expect_out "entries same (32); largest count difference 0;"
     done

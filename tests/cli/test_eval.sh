@@ -432,7 +432,7 @@ rm -f "$WORK/calls.pid"
 FAKE_LLAMA_MODE=sleep "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
     --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache2" -o "$WORK/int.json" >"$OUT" 2>"$ERR" &
 pid=$!
-for _ in $(seq 100); do [ -s "$WORK/calls.pid" ] && break; sleep 0.1; done
+wait_for "llama-perplexity's start (its pid in calls.pid)" test -s "$WORK/calls.pid"
 kill -INT $pid
 CODE=0
 wait $pid || CODE=$?
@@ -443,7 +443,7 @@ child=$(cat "$WORK/calls.pid" 2>/dev/null)
 [ -z "$(ls "$WORK/cache2" | grep -v '^\.' | grep '\.kld$')" ] && _pass || _fail "a base file under its final name: $(ls -a "$WORK/cache2")"
 
 # With llama.cpp: the same eval through the real tools, against the same commands run by hand.
-if part llama "the real llama.cpp run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$REAL" ]; then
+if part llama "the real llama.cpp run $(live_why)" [ -n "$REAL" ]; then
     case_ "real llama.cpp: eval on two builds and two texts equals llama-perplexity run by hand"
     mkdir -p "$WORK/real" "$WORK/counting"
     # A wrapper that counts the base runs (--kl-divergence-base without --kl-divergence), then runs the

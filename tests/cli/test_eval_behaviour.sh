@@ -3,9 +3,12 @@
 #
 # Without llama.cpp, tests/cli/fake-llama/llama-server stands in: it replays the replies recorded from the real
 # llama-server of llama.cpp 34af94cd9 (tests/data/llama-server/README.md), so every token checked here is one
-# the real server generated. Failures (never healthy, dies, malformed replies, a port race) and an interrupt
-# are checked this way, and after each no server may be left running.
-# With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, the same eval runs the real llama-server too.
+# the real server generated, and it refuses to start with any argument or value its recordings lack (so a
+# change to the command eval builds fails here too). Natural ends, a chat template too long for its slot,
+# failures (never healthy, dies, malformed replies, a port race) and an interrupt are checked this way, and
+# after each no server may be left running.
+# With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, the same evals run the real llama-server too,
+# which must generate the recorded tokens.
 # ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
 TR=$FIX/trained
@@ -64,16 +67,17 @@ for b in d["behaviour"]:
 sys.exit(1 if bad else 0)'
 
 # The recorded replies' token ids and stop types, read from the recordings independently of gguf-reap:
-# one line per prompt, "BUILD PROMPT-INDEX-IN-FILE-ORDER end tokens".
+# recorded_tokens BUILD PANEL [EXTRA]: [end, tokens] per prompt of PANEL, from the recording whose server
+# arguments were the usual ones (-np 4 ... localhost) followed by the words of EXTRA.
 recorded_tokens() {
     /usr/bin/env python3 -c 'import json, sys
 recs = {}
 for l in open(sys.argv[1] + "/" + sys.argv[2] + ".jsonl"):
     r = json.loads(l)
-    if r["endpoint"] == "/completion":
+    if r["endpoint"] == "/completion" and r["args"][7:] == sys.argv[4].split():
         rep = json.loads(r["reply"]); recs[r["request"]["prompt"]] = (rep["stop_type"], rep["tokens"])
 prompts = [p for p in open(sys.argv[3]).read().split("\n") if p.strip()]
-print(json.dumps([[("eog" if recs[p][0] == "eos" else "limit"), recs[p][1]] for p in prompts]))' "$DATA" "$1" "$2"
+print(json.dumps([[("eog" if recs[p][0] == "eos" else "limit"), recs[p][1]] for p in prompts]))' "$DATA" "$1" "$2" "${3:-}"
 }
 
 case_ "eval --prompts: two panels on the source and two builds, one server per model"
@@ -111,8 +115,36 @@ print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv
 done
 grep -q 'Loop rate per panel' "$WORK/out/eval.svg" && _pass || _fail "eval.svg has no behaviour panel"
 
-case_ "card --eval: each build's loops and natural ends against the source's, with n"
 "$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+case_ "natural ends: llama-server stopping at its end-of-generation token, which --override-kv makes '.'"
+# The trained model never learnt to end (its training text had no end-of-text token), so every reply above
+# ends by limit. These recordings make '.' (token 13) its end-of-generation token, as a user could with
+# --llama-args: a reply then ends naturally at the first full stop (tests/data/llama-server/README.md).
+EOS="--override-kv tokenizer.ggml.eos_token_id=int:13"
+mkdir -p "$WORK/eos"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${PANELS[@]}" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --llama-args "$EOS" -o "$WORK/eos/eval.json"
+expect_code 0
+expect_no_server
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/eos" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions recomputed from the generations: $(cat "$WORK/recompute.txt")"
+cp "$WORK/eos/eval.json" "$OUT"
+expect_json '[(b["panel"], b["natural_ends"], b["natural_end_rate"]) for b in d["behaviour"]] == [("code", 2, 0.25), ("prose", 3, 0.5), ("code", 1, 0.125), ("prose", 2, 2 / 6)]'
+expect_json '[b["loops"] for b in d["behaviour"]] == [6, 1, 7, 4] and all(b["server_command"][-2:] == "'"$EOS"'".split() for b in d["behaviour"])'
+for b in source keep8; do
+    model=source
+    [ $b = source ] || model=$b.gguf
+    for p in code prose; do
+        want=$(recorded_tokens $b "$WORK/$p.txt" "$EOS")
+        got=$(/usr/bin/env python3 -c 'import json, sys
+print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv[1])) if g["model"] == sys.argv[2] and g["panel"] == sys.argv[3]]))' "$WORK/eos/eval.generations.jsonl" "$model" $p)
+        [ "$got" = "$want" ] && _pass || _fail "$b on $p: the generations differ from the recorded replies"
+    done
+done
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eos/eval.json"
+expect_code 0
+expect_out 'and ends naturally in 1 of 8 (12.5 %, 95 % interval 2.2–47.1 %) against the source'"'"'s 2 of 8 (25.0 %, 95 % interval 7.1–59.1 %).'
+
+case_ "card --eval: each build's loops and natural ends against the source's, with n"
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/out/eval.json"
 expect_code 0
 expect_out "## Measured against the source"
@@ -126,8 +158,8 @@ expect_code 0
 expect_json '[(b["panel"], b["loops"]["k"], b["source_loops"]["k"], b["loops"]["n"]) for b in d["measured"]["behaviour"]] == [("code", 7, 7, 8), ("prose", 1, 2, 6)]'
 
 case_ "--llama-args reach llama-server after gguf-reap's own; what gguf-reap sets is refused"
-run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" \
-    --cache-dir "$WORK/cache" --llama-args "-ngl 0" --json
+FAKE_LLAMA_ALLOW="-ngl 0" run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" --llama-args "-ngl 0" --json
 expect_code 0
 expect_no_server
 expect_json 'all(b["server_command"][-2:] == ["-ngl", "0"] for b in d["behaviour"])'
@@ -137,6 +169,19 @@ for a in "-np 2" "--port 8080" "-n 5"; do
     expect_err_lines 1
 done
 expect_err "--llama-args -n: each request sets its length; give --gen-tokens N"
+# An argument the recordings lack reaches the fake, which refuses it (exit 1, saying which), and eval's
+# error shows that line from the server's log.
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --llama-args "--metrics" --json
+expect_code 3
+expect_no_server
+expect_err "llama-server on tiny-qwen3moe-trained-A-Q8_0.gguf exited before it was ready"
+expect_err "fake llama-server: --metrics: not an argument of the recorded runs"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --llama-args "--override-kv tokenizer.ggml.eos_token_id=int:12" --json
+expect_code 3
+expect_no_server
+expect_err "fake llama-server: --override-kv tokenizer.ggml.eos_token_id=int:12: the recorded runs used --override-kv tokenizer.ggml.eos_token_id=int:13"
 
 case_ "a .jsonl panel with the same prompts gives the same generations"
 /usr/bin/env python3 -c 'import json, sys
@@ -162,13 +207,37 @@ cp "$WORK/chat/eval.json" "$OUT"
 expect_json 'd["generation"]["chat"] is True and d["generation"]["endpoint"] == "/apply-template, then /completion"'
 # The tokens are the recorded replies to the rendered prompts (read from the recording independently).
 want=$(/usr/bin/env python3 -c 'import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
+recs = [json.loads(l) for l in open(sys.argv[1]) if len(json.loads(l)["args"]) == 7]
 tpl = {r["request"]["messages"][0]["content"]: json.loads(r["reply"])["prompt"] for r in recs if r["endpoint"] == "/apply-template"}
 out = {r["request"]["prompt"]: json.loads(r["reply"])["tokens"] for r in recs if r["endpoint"] == "/completion"}
 print(json.dumps([out[tpl[p]] for p in open(sys.argv[2]).read().split("\n") if p.strip()]))' "$DATA/keep8.jsonl" "$WORK/prose.txt")
 got=$(/usr/bin/env python3 -c 'import json, sys
 print(json.dumps([g["tokens"] for g in map(json.loads, open(sys.argv[1])) if g["model"] != "source"]))' "$WORK/chat/eval.generations.jsonl")
 [ "$got" = "$want" ] && _pass || _fail "--chat generations differ from the recorded replies"
+
+case_ "--chat: a template that makes a prompt longer than its slot has room for: exit 3, no /completion sent"
+# long-system.jinja adds a system message of about 1,300 bytes, more than the 1,024 eval allows a template.
+cp "$DATA/long-system.jinja" "$WORK/"
+mkdir -p "$WORK/fail"
+rm -f "$WORK/cache/llama-server.0.log"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --chat \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" --llama-args "--chat-template-file $WORK/long-system.jinja" \
+    -o "$WORK/fail/eval.json"
+expect_code 3
+expect_no_server
+# The slot: the longest prompt (74 bytes) + 1,024 + 64 + 8, rounded up to 256: 1,280, of which 1,208 are
+# for the prompt. Which prompt is named depends on which reply came first; its size must be the one the
+# recording rendered for it.
+/usr/bin/env python3 -c 'import json, re, sys
+m = re.search(r"the chat template makes prompt (\d+) of prose (\d+) bytes, more than the 1208 its slot has room for with 64 generated tokens; stopped", open(sys.argv[1]).read())
+recs = [json.loads(l) for l in open(sys.argv[2])]
+tpl = {r["request"]["messages"][0]["content"]: json.loads(r["reply"])["prompt"] for r in recs
+       if r["endpoint"] == "/apply-template" and "--chat-template-file" in r["args"]}
+prompts = [p for p in open(sys.argv[3]).read().split("\n") if p.strip()]
+sys.exit(0 if m and len(tpl[prompts[int(m[1]) - 1]].encode()) == int(m[2]) else 1)' "$ERR" "$DATA/source.jsonl" "$WORK/prose.txt" &&
+    _pass || _fail "no refusal naming a prompt and its rendered size"
+! grep -q "POST /completion" "$WORK/cache/llama-server.0.log" && _pass || _fail "a /completion was sent"
+[ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
 
 case_ "--prompts with --text: both measured, one document"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" --ctx 128 --chunks 8 \
@@ -190,12 +259,13 @@ expect_err "was taken before it could bind it; trying another"
 expect_json '[b["loops"] for b in d["behaviour"]] == [2, 6]'
 
 case_ "a server that never becomes healthy: exit 3 with its log's last lines, none left"
+# 10 s: long enough for the fake (a Python program) to be up and answering 503 on a loaded machine.
 mkdir -p "$WORK/fail"
 run env FAKE_LLAMA_MODE=server-never-healthy "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" \
-    --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --server-timeout 2 -o "$WORK/fail/eval.json"
+    --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --server-timeout 10 -o "$WORK/fail/eval.json"
 expect_code 3
 expect_no_server
-expect_err "was not ready (GET /health: HTTP 503) after 2 s; stopped; its log $WORK/cache/llama-server.0.log ends:"
+expect_err "was not ready (GET /health: HTTP 503) after 10 s; stopped; its log $WORK/cache/llama-server.0.log ends:"
 expect_err 'fake llama-server: "GET /health HTTP/1.1" 503'
 
 [ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
@@ -226,12 +296,11 @@ expect_err "of code: HTTP 400: {\"error\": \"fake llama-server: no recording of 
 
 case_ "interrupted mid-run: 130, the server stopped, no eval.json"
 : >"$WORK/calls"
-rm -f "$WORK/cache/llama-server.0.log"
-FAKE_LLAMA_MODE=server-slow "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" --gen-tokens 64 \
+FAKE_LLAMA_MODE=server-hang "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" --gen-tokens 64 \
     --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/fail/eval.json" >"$OUT" 2>"$ERR" &
 pid=$!
-# Wait until the server answers /completion requests (its log says so), then interrupt.
-for _ in $(seq 200); do grep -q 'POST /completion' "$WORK/cache/llama-server.0.log" 2>/dev/null && break; sleep 0.1; done
+# The server has read a /completion request, which it never answers: eval cannot finish before the interrupt.
+wait_for "a /completion request reaching the server" grep -q '^completion source$' "$WORK/calls"
 kill -INT $pid
 CODE=0
 wait $pid || CODE=$?
@@ -293,7 +362,7 @@ rm -f "$WORK/code.json"
 [ ! -s "$WORK/pids" ] && _pass || _fail "a refused eval started a server: $(cat "$WORK/pids")"
 
 # With llama.cpp: the same eval through the real llama-server.
-if part llama "the real llama-server run (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$REAL" ]; then
+if part llama "the real llama-server run $(live_why)" [ -n "$REAL" ]; then
     case_ "real llama-server: the recorded tokens, and no server left"
     mkdir -p "$WORK/real" "$WORK/wrap"
     # A wrapper that records the real server's pid (exec keeps it), so the test can check it is gone.
@@ -318,12 +387,22 @@ print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv
             [ "$got" = "$want" ] && _pass || _fail "real $b on $p: the tokens differ from the recording"
         done
     done
-    case_ "real llama-server: --chat through the model's template"
-    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 32 --chat \
-        --llama-bin "$WORK/wrap" --cache-dir "$WORK/real-cache" --json
+    case_ "real llama-server: --chat through the model's template, the recorded tokens"
+    mkdir -p "$WORK/real-chat"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --chat \
+        --llama-bin "$WORK/wrap" --cache-dir "$WORK/real-cache" -o "$WORK/real-chat/eval.json"
     expect_code 0
     expect_no_server
-    expect_json 'd["generation"]["chat"] is True and [b["prompts"] for b in d["behaviour"]] == [6, 6]'
+    cmp -s "$WORK/chat/eval.generations.jsonl" "$WORK/real-chat/eval.generations.jsonl" && _pass ||
+        _fail "real --chat generations differ from the recorded ones"
+    case_ "real llama-server: the natural ends of the recording with '.' as end-of-generation token"
+    mkdir -p "$WORK/real-eos"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${PANELS[@]}" --gen-tokens 64 --llama-bin "$WORK/wrap" \
+        --cache-dir "$WORK/real-cache" --llama-args "$EOS" -o "$WORK/real-eos/eval.json"
+    expect_code 0
+    expect_no_server
+    cmp -s "$WORK/eos/eval.generations.jsonl" "$WORK/real-eos/eval.generations.jsonl" && _pass ||
+        _fail "real generations with $EOS differ from the recorded ones"
 fi
 
 finish

@@ -3,8 +3,13 @@
 # command of eval.json, part of the base-logits cache key; a colliding argument is refused before any run.
 # The llama.cpp tools are the fakes of tests/cli/fake-llama/ (test_eval.sh), which accept the extra
 # arguments of $FAKE_LLAMA_ALLOW only after the recorded ones; the arguments are also checked where
-# gguf-reap records them.
+# gguf-reap records them. Each fake refuses an argument or a value its recordings did not have.
+# With GGUF_REAP_LLAMA_BIN set to llama.cpp's bin directory, the table of which tool takes which option
+# (ARGS_TABLE below, generated from the tools' --help) must be what the pinned build's --help gives again.
+# ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ARGS_TABLE=$ROOT/src/model/llama_args_table.inc  # the table's place, named here only
 TR=$FIX/trained
 [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
 FAKE=$(cd "$(dirname "$0")/fake-llama" && pwd)
@@ -19,6 +24,7 @@ EVAL=(eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.
 export FAKE_LLAMA_CALLS=$WORK/calls
 # The fakes refuse an argument their recordings lacked, and one of these before gguf-reap's own.
 export FAKE_LLAMA_ALLOW='-ngl 99 -ot blk\.[0-3]\.ffn_.*_exps=CPU --rpc 127.0.0.1:1,127.0.0.1:2'
+REAL=${GGUF_REAP_LLAMA_BIN:-}
 unset GGUF_REAP_LLAMA_BIN GGUF_REAP_LLAMA_ARGS
 
 case_ "without --llama-args the commands are as before, and the base logits are cached"
@@ -75,6 +81,45 @@ expect_code 2
 expect_err "error: --llama-args: --temp collides with an argument gguf-reap sets for llama-completion"
 [ ! -s "$WORK/calls" ] && _pass || _fail "a refused eval ran llama.cpp: $(cat "$WORK/calls")"
 
+case_ "each fake refuses an argument, and a value, that its recordings did not have, and says which"
+# The recorded command of each (tests/cli/fake-llama/), then one more argument or one value changed.
+KLD=$WORK/fake.kld
+head -c 1669 "$TR/corpora/python.calib.txt" >"$WORK/cut.txt" && echo >>"$WORK/cut.txt"
+PPL=(-m "$M" -f "$WORK/python.heldout.txt" -c 128 -b 2048 --chunks 8 --no-escape --kl-divergence-base "$KLD")
+IMX=(-m "$M" -f "$WORK/cut.txt" -c 128 -b 128 --no-escape --output-format gguf -o "$WORK/fake.imatrix.gguf" -t 1)
+CMPL=(-m "$M" -p 'def main(' -n 16 -c 256 --temp 0 --top-k 1 -s 1 -no-cnv --no-warmup --no-escape --verbose-prompt
+    --prompt-cache "$WORK/fake.session" --prompt-cache-all)
+TOK=(-m "$M" --stdin --no-escape --ids --show-count --log-disable)
+SRV=(-m "$M" --host 127.0.0.1 --port 1 -np 4 -c 1024 --no-webui --cors-origins localhost)
+# refused TOOL WHAT ARGS...: the fake exits 1, its one line on stderr (nothing on stdout) saying WHAT.
+refused() {
+    local tool=$1 what=$2
+    shift 2
+    run env -u FAKE_LLAMA_ALLOW "$FAKE/$tool" "$@"
+    expect_code 1
+    expect_no_out
+    expect_err_lines 1
+    expect_err "fake $tool: $what"
+}
+refused llama-perplexity "--bogus: not an argument of the recorded runs" "${PPL[@]}" --bogus
+refused llama-perplexity "-c 64: the recorded runs used -c 128" "${PPL[@]/#128/64}"
+refused llama-imatrix "--bogus: not an argument of the recorded runs" "${IMX[@]}" --bogus
+refused llama-imatrix "-b 64: the recorded runs used -b 128" "${IMX[@]:0:7}" 64 "${IMX[@]:8}"
+refused llama-imatrix "no -t: the recorded runs all had it" "${IMX[@]:0:13}"
+refused llama-completion "--bogus: not an argument of the recorded runs" "${CMPL[@]}" --bogus
+refused llama-completion "-n 17: the recorded runs used -n 16" "${CMPL[@]/#16/17}"
+refused llama-tokenize "--bogus: not an argument of the recorded runs" "${TOK[@]}" --bogus
+refused llama-server "--bogus: not an argument of the recorded runs" "${SRV[@]}" --bogus
+refused llama-server "--cors-origins example.com: the recorded runs used --cors-origins localhost" "${SRV[@]/#localhost/example.com}"
+refused llama-server "no --cors-origins: the recorded runs of source all had it" "${SRV[@]:0:11}"
+# llama-tokenize's one value is its text on stdin, recognised by its size.
+CODE=0
+echo "not a recorded text" | env -u FAKE_LLAMA_ALLOW "$FAKE/llama-tokenize" "${TOK[@]}" >"$OUT" 2>"$ERR" || CODE=$?
+expect_code 1
+expect_err "fake llama-tokenize: no recorded count for a text of 20 bytes"
+# and none of them wrote anything
+[ ! -e "$KLD" ] && [ ! -e "$WORK/fake.imatrix.gguf" ] && [ ! -e "$WORK/fake.session" ] && _pass || _fail "a refusing fake wrote a file"
+
 case_ "arguments a shell could not split are refused"
 run "$BIN" "${EVAL[@]}" --llama-args "-ot 'exps=CPU"
 expect_code 2
@@ -82,5 +127,13 @@ expect_err "error: --llama-args: the ' at character 5 is never closed"
 run "$BIN" "${EVAL[@]}" --llama-args '-ngl 99 \'
 expect_code 2
 expect_err "error: --llama-args: it ends in a backslash that escapes nothing"
+
+if part llama "re-deriving $ARGS_TABLE from the pinned build's --help $(live_why)" [ -n "$REAL" ]; then
+    case_ "the table of each tool's options is what tools/llama-args-table.sh derives from the pinned build's --help"
+    run bash "$ROOT/tools/llama-args-table.sh" "$REAL"
+    expect_code 0
+    diff -u "$ARGS_TABLE" "$OUT" >"$WORK/table.diff" && _pass ||
+        _fail "$ARGS_TABLE differs from what $REAL's --help gives (after a deliberate move of the pin: tools/llama-args-table.sh DIR >$ARGS_TABLE): $(head -c 3000 "$WORK/table.diff")"
+fi
 
 finish

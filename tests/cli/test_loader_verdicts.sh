@@ -19,7 +19,7 @@ if [ -n "$LLAMA" ] && [ ! -x "$LLAMA/llama-completion" ]; then
     echo "GGUF_REAP_LLAMA_BIN=$LLAMA has no llama-completion" >&2
     exit 2
 fi
-part llama "asking llama.cpp again (set GGUF_REAP_LLAMA_BIN to llama.cpp's bin directory)" [ -n "$LLAMA" ] || true
+part llama "asking llama.cpp again $(live_why)" [ -n "$LLAMA" ] || true
 
 case_ "the table is there and has rows"
 [ "$(grep -vc '^#' "$TABLE")" -ge 100 ] && _pass || _fail "$TABLE has fewer than 100 rows"
@@ -61,9 +61,21 @@ judge() {
     "$BIN" audit "$f" >"$f.audit" 2>&1 || code=$?
     local audit
     case $code in 0) audit=pass ;; 1) audit=refuses ;; *) audit="exit-$code" ;; esac
-    # Does a finding name the key? (audit prints its findings, one a line, on stdout and stderr.)
-    local names=-
-    [ $code = 1 ] && { grep -qF -- "$key" "$f.audit" && names=names-key || names="$(grep -m1 -i 'finding\|error\|FAIL' "$f.audit" | tr ' |' '_/' | cut -c1-200)"; names=${names:--}; }
+    # Does a finding name the key? The finding lines alone ("  [RULE] FILE: WHAT"), each with the file's
+    # name taken out: the name holds the key, so the whole output would always name it.
+    local names=- findings
+    if [ $code = 1 ]; then
+        findings=$(grep '^  \[' "$f.audit" | while IFS= read -r l; do
+            l=${l//"$f"/FILE}
+            printf '%s\n' "${l//"$(basename "$f")"/FILE}"
+        done)
+        if grep -qF -- "$key" <<<"$findings"; then
+            names=names-key
+        else
+            names=$(head -n 1 <<<"${findings:-$(grep -m1 -i 'error\|FAIL' "$f.audit")}" | tr ' |' '_/' | cut -c1-200)
+            names=${names:--}
+        fi
+    fi
     local llama=""
     if [ -n "$LLAMA" ] && grep -qxF "$row" "$WORK/ask"; then
         case $arch in

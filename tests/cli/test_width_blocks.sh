@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 # and generate; without it those checks are skipped, and say so.
 cd "$WORK"
 LLAMA=${GGUF_REAP_LLAMA_BIN:-}
-part llama "loading the width-cut models in llama.cpp (set GGUF_REAP_LLAMA_BIN)" [ -n "$LLAMA" ]
+part llama "loading the width-cut models in llama.cpp $(live_why)" [ -n "$LLAMA" ]
 
 # generates MODEL: llama.cpp loads it and prints more than the prompt.
 generates() {
