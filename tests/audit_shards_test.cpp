@@ -90,6 +90,21 @@ TEST_F(AuditTest, WrongSplitTensorsCountIsNamed) {
                     shards[1], at, at));
 }
 
+TEST_F(AuditTest, WrongSplitCountIsNamed) {
+    // Shard 2 of 3 says the set has 4: a loader would look for a fourth file.
+    const auto shards = pruned();
+    const uint64_t at = kv_value_at(shards[1], "split.count");
+    const uint16_t wrong = 4;
+    write_at(shards[1], at, &wrong, 2);
+    const AuditReport r = audit(shards[0]);
+    ASSERT_EQ(r.findings.size(), 1u) << all_lines(r);
+    EXPECT_EQ(
+        r.findings[0].line(),
+        fmt::format("{}: kv 'split.count' at offset {} (0x{:x}): is 4 but the set has 3 shards (the file "
+                    "names say -of-00003)",
+                    shards[1], at, at));
+}
+
 TEST_F(AuditTest, UnreadableSiblingHeaderIsAFindingButANonGgufOutputIsBadInput) {
     const auto shards = pruned();
     fs::resize_file(shards[1], 700);  // inside the tensor infos

@@ -254,6 +254,45 @@ TEST_F(AuditTest, TensorsOutOfSourceOrderAreNamed) {
         << "the bytes themselves are right";
 }
 
+TEST_F(AuditTest, KeysOutOfSourceOrderAreNamed) {
+    BuildSpec s;
+    s.keep = drop_dead();
+    s.swap_kvs = true;
+    const auto shards = build_output(s, dir.file("out"));
+    const ShardSet src = ShardSet::open(fixture(kQ8));
+    const auto& kvs = src.metadata().kvs;
+    const auto at =
+        std::find_if(kvs.begin(), kvs.end(), [](const Kv& kv) { return kv.key == "deepseek2.block_count"; });
+    ASSERT_TRUE(at != kvs.end() && at + 1 != kvs.end());
+    const std::string next = (at + 1)->key;  // now written first
+    const AuditReport r = audit(shards[0], fixture(kQ8));
+    ASSERT_EQ(r.findings.size(), 1u) << all_lines(r);
+    EXPECT_EQ(r.findings[0].kind, FindingKind::kMetadata);
+    EXPECT_EQ(r.findings[0].subject, "kv '" + next + "'");
+    EXPECT_EQ(
+        r.findings[0].message,
+        "key order differs from the source: '" + next +
+            "' stands where 'deepseek2.block_count' belongs (source KVs keep their order and provenance "
+            "keys follow them)");
+    EXPECT_EQ(r.summary.tensors_identical + r.summary.expert_tensors, 70u)
+        << "the bytes themselves are right";
+}
+
+TEST_F(AuditTest, AKeyTheSourceLacksIsNamed) {
+    // No pruning writes it, and it changes how llama.cpp runs the model.
+    ASSERT_EQ(ShardSet::open(fixture(kQ8)).find_kv("deepseek2.attention.sliding_window"), nullptr);
+    BuildSpec s;
+    s.keep = drop_dead();
+    s.extra_kvs = {Kv::make_u32("deepseek2.attention.sliding_window", 4096)};
+    const auto shards = build_output(s, dir.file("out"));
+    const AuditReport r = audit(shards[0], fixture(kQ8));
+    ASSERT_EQ(r.findings.size(), 1u) << all_lines(r);
+    EXPECT_EQ(r.findings[0].kind, FindingKind::kMetadata);
+    EXPECT_EQ(r.findings[0].subject, "kv 'deepseek2.attention.sliding_window'");
+    EXPECT_EQ(r.findings[0].message,
+              "unexpected key u32 = 4096: not in the source and not one of the documented changes");
+}
+
 TEST_F(AuditTest, EveryFindingIsReportedNotOnlyTheFirst) {
     const auto shards = pruned();
     const char* names[] = {"output.weight", "blk.1.ffn_up_exps.weight", "blk.2.ffn_gate_inp.weight",

@@ -56,6 +56,8 @@ struct BuildSpec {
     int shards = 3;
     bool provenance = true;
     bool swap_tensors = false;  // write two neighbouring tensors in the wrong order
+    bool swap_kvs = false;      // write the source's <arch>.block_count after the key that follows it
+    std::vector<Kv> extra_kvs;  // keys the source lacks, after its own
 };
 
 // Expert axis by name, as the reference describes it (not through MoeLayout): stacked expert weights on
@@ -114,6 +116,12 @@ inline std::vector<std::string> build_output(const BuildSpec& spec, const std::s
         }
         meta.push_back(kv.key == arch + ".expert_count" ? *Kv::make_int_like(kv, N) : kv);
     }
+    if (spec.swap_kvs) {
+        const auto at = std::find_if(meta.begin(), meta.end(),
+                                     [&](const Kv& kv) { return kv.key == arch + ".block_count"; });
+        std::iter_swap(at, at + 1);
+    }
+    meta.insert(meta.end(), spec.extra_kvs.begin(), spec.extra_kvs.end());
     if (spec.provenance) {
         meta.push_back(Kv::make_string("gguf_reap.version", "gguf-reap 0.1.0"));
         meta.push_back(Kv::make_u32("gguf_reap.source_expert_count", static_cast<uint32_t>(E)));

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "format/ggml_types.h"
 #include "gguf_reap/error.h"
 #include "io/preflight.h"
 #include "io/signals.h"
@@ -286,6 +287,23 @@ TEST(SpliceRun, SplitModes) {
     }
 }
 
+TEST(SplicePlan, AShardOfExactlyTheMaximumSizeIsKept) {
+    // --split-max-size S allows a shard of S bytes: the first shard's own size as the limit leaves it whole.
+    REQUIRE_FIXTURES();
+    TempDir dir;
+    const std::string model = fixture("models/tiny-deepseek2-IQ2_XXS.gguf");
+    SpliceOptions o;
+    o.split_mode = SplitMode::kMaxSize;
+    o.split_value = 1000000;
+    const auto s = splice_api(model, drop_spec("drop-dead"), dir.file("o"), o, false);
+    ASSERT_GT(s->plan->shards.size(), 2u);
+    const PlannedFile& first = s->plan->shards[0];
+    o.split_value = first.job.size;
+    const auto t = splice_api(model, drop_spec("drop-dead"), dir.file("o"), o, false);
+    EXPECT_EQ(t->plan->shards[0].job.size, first.job.size);
+    EXPECT_EQ(t->plan->shards[0].tensors.size(), first.tensors.size());
+}
+
 TEST(SplicePlan, DefaultShardsAreBalancedByBytes) {
     REQUIRE_FIXTURES();
     TempDir dir;
@@ -303,6 +321,43 @@ TEST(SplicePlan, DefaultShardsAreBalancedByBytes) {
         EXPECT_LE(f.job.size, share + largest_tensor) << f.job.path;
         EXPECT_GE(f.job.size + largest_tensor, share) << f.job.path;
     }
+}
+
+TEST(SplicePlan, EveryCutIsTheNearestToAnEvenShare) {
+    // Shards "as equal as possible": the bytes before the s-th cut come closer to s/k of the whole than
+    // they would with the tensor on either side of the cut moved across it (a tensor goes where its
+    // middle falls). The slack is for the headers, which shard sizes count and tensor sizes do not.
+    REQUIRE_FIXTURES();
+    TempDir dir;
+    const int64_t slack = 4096;
+    for (const auto& [rel, exp] : expected_json()["models"].items())
+        for (uint64_t k = 2; k <= 5; ++k) {
+            SCOPED_TRACE(fmt::format("{}, {} shards", rel, k));
+            SpliceOptions o;
+            o.split_mode = SplitMode::kCount;
+            o.split_value = k;
+            const auto s = splice_api(fixture(rel), drop_spec("drop-dead"), dir.file("o"), o, false);
+            const auto& shards = s->plan->shards;
+            ASSERT_EQ(shards.size(), k);
+            const auto total = static_cast<int64_t>(s->plan->bytes_written());
+            const auto moved = [](const PlannedFile& f, const PlannedTensor& t) {
+                return static_cast<int64_t>(*pad_to(t.info.nbytes, f.alignment));
+            };
+            int64_t before = 0;
+            for (uint64_t c = 1; c < k; ++c) {
+                before += static_cast<int64_t>(shards[c - 1].job.size);
+                const int64_t target = total * static_cast<int64_t>(c) / static_cast<int64_t>(k);
+                const int64_t off = std::abs(before - target);
+                const int64_t back = moved(shards[c - 1], shards[c - 1].tensors.back());
+                const int64_t ahead = moved(shards[c], shards[c].tensors.front());
+                if (shards[c - 1].tensors.size() > 1) {
+                    EXPECT_LE(off, std::abs(before - back - target) + slack) << "cut " << c;
+                }
+                if (shards[c].tensors.size() > 1) {
+                    EXPECT_LE(off, std::abs(before + ahead - target) + slack) << "cut " << c;
+                }
+            }
+        }
 }
 
 TEST(SplicePlan, ImpossibleSplitsAreRefused) {

@@ -69,6 +69,35 @@ expect_code 0
 [ "$(grep -c '^base' "$WORK/calls")" -eq 0 ] && _pass || _fail "base runs again: $(cat "$WORK/calls")"
 expect_json 'all(t["base_cached"] for t in d["texts"]) and d["runs"][0]["kld"]["mean"] == 0.865733'
 
+case_ "a cached base-logits file cut short (a full disk, a copy cut off) is made again, not reused"
+: >"$WORK/calls"
+for f in "$WORK"/cache/base-*.kld; do truncate -s 4000000 "$f"; done
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --json
+expect_code 0
+[ "$(grep -c '^base' "$WORK/calls")" -eq 2 ] && _pass || _fail "base runs: $(cat "$WORK/calls"), expected 2"
+expect_json 'not any(t["base_cached"] for t in d["texts"])'
+[ "$(stat -c %s "$WORK"/cache/base-*.kld | sort -u)" = 4136916 ] && _pass || _fail "cache entries: $(ls -l "$WORK/cache")"
+
+case_ "a base run that wrote fewer bytes of logits than it must: exit 3, and no cache entry"
+# The fake, then its logits file (after --kl-divergence-base, in a base run) cut short, as a full disk would.
+mkdir -p "$WORK/shortbin"
+printf '#!/usr/bin/env bash\nexec "%s/llama-tokenize" "$@"\n' "$FAKE" >"$WORK/shortbin/llama-tokenize"
+cat >"$WORK/shortbin/llama-perplexity" <<EOF
+#!/usr/bin/env bash
+"$FAKE/llama-perplexity" "\$@" || exit
+case " \$* " in *" --kl-divergence "*) exit 0 ;; esac
+while [ \$# -gt 1 ] && [ "\$1" != --kl-divergence-base ]; do shift; done
+[ "\$1" = --kl-divergence-base ] && truncate -s 4000000 "\$2"
+exit 0
+EOF
+chmod +x "$WORK/shortbin/llama-perplexity" "$WORK/shortbin/llama-tokenize"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" --ctx 128 --chunks 8 \
+    --llama-bin "$WORK/shortbin" --cache-dir "$WORK/shortcache" --json
+expect_code 3
+expect_err "the base run on python (tiny-qwen3moe-trained-A-Q8_0.gguf) wrote 4000000 of 4136916 bytes of logits; its last lines:"
+[ -z "$(ls -A "$WORK/shortcache")" ] && _pass || _fail "the cache holds: $(ls -A "$WORK/shortcache")"
+
 case_ "the summary lost its last lines in every run: run 3 times, then figures from the last chunk row"
 : >"$WORK/calls"
 run env FAKE_LLAMA_MODE=cut "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$WORK/python.heldout.txt" \
