@@ -2,7 +2,9 @@
 // write the three files; and the texts and JSON made from a decision.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,8 +32,13 @@ std::string rule_text(const RankDecision& r);
 // The keeplist's "method" object: tool, criterion, consensus, rule, thresholds, domains (file, sha256,
 // datasets, chunks, tokens), neuron plan, safety margin.
 nlohmann::ordered_json rank_method_json(const RankInput& in, const RankDecision& r);
-// The receipt's Markdown text.
+// The receipt's Markdown text (rank_receipt.cpp).
 std::string render_receipt(const RankInput& in, const RankDecision& r);
+// The tie rule in words: the receipt's "Ties" line and the keeplist's method.tie_break.
+extern const char* const kTieRule;
+// The lowest retained share of domain d's criterion mass over the blocks, and that block's index (NaN
+// and 0 when the domain has mass in no block): the receipt's table and the --json document.
+std::pair<double, size_t> worst_retained_share(const RankDecision& r, size_t d);
 // The sentence the seed's model card states: "no pruned expert ranks better than R of N in any domain,
 // in any layer (median layer: M); the closest to being kept is blk.B expert E, ranked R in DOMAIN".
 std::string safety_margin_sentence(const RankDecision& r);
