@@ -1,4 +1,4 @@
-// rank, step 3: the receipt, REAP-KEEPLIST-RECEIPT.md (docs/rank.md, "Outputs"): the decision, its
+// rank, step 4: the receipt, REAP-KEEPLIST-RECEIPT.md (docs/rank.md, "Outputs"): the decision, its
 // inputs, every block's lists and what each domain keeps, in Markdown.
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// rank, step 3: what the decision is written as — the keeplist's provenance, ranking.npz and the JSON
+// rank, step 4: what the decision is written as — the keeplist's provenance, ranking.npz and the JSON
 // summary, and the three files written (the receipt's text is rank_receipt.cpp). No decision is made
 // here.
 #include <algorithm>

@@ -1,5 +1,6 @@
-// The steps of ops::rank (include/gguf_reap/rank.h), each a plain function: read the inputs, decide,
-// write the three files; and the texts and JSON made from a decision.
+// The steps of ops::rank (include/gguf_reap/rank.h), each a plain function: resolve the request into a
+// plan (rank_plan.h), read the inputs it names, decide, write the three files; and the texts and JSON
+// made from a decision.
 #pragma once
 
 #include <cstddef>
@@ -11,15 +12,17 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/rank_plan.h"
 
 namespace gguf_reap {
 
-// Reads and checks every input. Throws InputError (bad file), UsageError (inputs that do not fit
-// together or options the inputs cannot satisfy), IoError.
-RankInput load_rank_input(const RankOptions& opts);
+// Reads and checks every input the plan names (rank_input.cpp). Throws InputError (bad file),
+// UsageError (inputs that do not fit together or options the inputs cannot satisfy), IoError.
+RankInput read_rank_input(const RankSources& sources);
 
-// Pure: everything after the inputs are read. Throws UsageError when the rules cannot be met.
-RankDecision rank_experts(const RankInput& in, const RankOptions& opts);
+// Pure: everything after the inputs are read (rank_decide.cpp). Throws UsageError when the rules cannot
+// be met.
+RankDecision rank_experts(const RankInput& in, const RankMethod& method);
 
 // The rule as a message: {RequestField::kRatio, " 0.25"}; a fit adds the K it chose and the sizes at K and
 // K + 1 (fit_sentence). The CLI reads "--ratio 0.25".
