@@ -13,6 +13,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/imatrix_sanity.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -148,7 +149,7 @@ TEST_F(ImatrixSanityFixture, AlteredCountsWarnAndStrictRefuses) {
     o.imatrices = {{"chat", chat}, {"code", code}};
     o.model = model;
     o.ratio = 0.25;
-    const RankInput clean = load_rank_input(o);
+    const RankInput clean = read_rank_input(resolve_rank_sources(o));
     EXPECT_TRUE(clean.sanity.empty()) << clean.sanity.front().message;
     const uint64_t at = clean.domains[0].blocks[1].counts_offset;
     float c;
@@ -157,21 +158,21 @@ TEST_F(ImatrixSanityFixture, AlteredCountsWarnAndStrictRefuses) {
     std::memcpy(bytes.data() + at, &c, 4);
     test::write_file(chat, bytes);
 
-    const RankInput in = load_rank_input(o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
     ASSERT_EQ(in.sanity.size(), 1u);
     EXPECT_EQ(
         in.sanity[0].message,
         "domain chat: blk.2: the routed-expert counts sum to 6661, but expert_used_count 4 × 1664 tokens "
         "(imatrix.chunk_count 13 × imatrix.chunk_size 128) is 6656: made with another top-k, by a "
         "partial or streamed run, or for another model?");
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), chat + ": " + in.sanity[0].message),
               r.warnings.end());
     EXPECT_NE(render_receipt(in, r).find("- " + chat + ": " + in.sanity[0].message), std::string::npos);
 
     o.strict = true;
     try {
-        load_rank_input(o);
+        read_rank_input(resolve_rank_sources(o));
         FAIL() << "no error";
     } catch (const InputError& e) {
         EXPECT_EQ(e.file(), chat);

@@ -14,6 +14,7 @@
 #include "format/npz.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/max_min.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -150,11 +151,11 @@ TEST(MaxMinFixtures, NeverWorseThanMinRank) {
             o.model = s.model;
             o.keep = keep;
             o.hash_inputs = false;
-            const RankInput in = load_rank_input(o);
+            const RankInput in = read_rank_input(resolve_rank_sources(o));
             o.consensus = Consensus::kMinRank;
-            const RankDecision a = rank_experts(in, o);
+            const RankDecision a = rank_experts(in, resolve_rank_method(o));
             o.consensus = Consensus::kMaxMin;
-            const RankDecision m = rank_experts(in, o);
+            const RankDecision m = rank_experts(in, resolve_rank_method(o));
             const size_t B = a.blocks.size(), D = in.domains.size();
             for (size_t b = 0; b < B; ++b) {
                 double wa = 1, wm = 1;

@@ -12,6 +12,7 @@
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/plan_interchange.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -153,7 +154,7 @@ TEST(PlanInterchangeFixtures, RoundTripThroughRank) {
         // --from-plan with a keep rule is refused.
         i.keep = 12;
         try {
-            rank_experts(load_rank_input(i), i);
+            rank_experts(read_rank_input(resolve_rank_sources(i)), resolve_rank_method(i));
             FAIL() << "no error";
         } catch (const UsageError& e) {
             EXPECT_EQ(
@@ -180,9 +181,9 @@ TEST(PlanInterchangeFixtures, FromPlanWithExternalScores) {
     i.export_format.reset();
     i.from_plan = a.exported_path;
     i.consensus = Consensus::kSum;
-    const RankInput in = load_rank_input(i);
+    const RankInput in = read_rank_input(resolve_rank_sources(i));
     ASSERT_TRUE(in.imported.has_value());
-    const RankDecision r = rank_experts(in, i);
+    const RankDecision r = rank_experts(in, resolve_rank_method(i));
     for (size_t k = 0; k < r.keeplist.blocks.size(); ++k)
         EXPECT_EQ(r.keeplist.blocks[k].keep, a.result.keeplist.blocks[k].keep);
 }
@@ -199,8 +200,8 @@ TEST(PlanInterchangeFixtures, APlanKeepingDeadExpertsIsWarnedAbout) {
     o.imatrices = {{"chat", test::fixture("imatrix/tiny-deepseek2.chat.imatrix.gguf")}};
     o.model = test::fixture("models/tiny-deepseek2-Q8_0.gguf");
     o.from_plan = dir.file("p.json");
-    const RankInput in = load_rank_input(o);
-    const RankDecision r = rank_experts(in, o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_NE(
         std::find(r.warnings.begin(), r.warnings.end(), "the plan keeps blk.1 expert 3, which is dead here"),
         r.warnings.end());
@@ -211,7 +212,7 @@ TEST(PlanInterchangeFixtures, APlanKeepingDeadExpertsIsWarnedAbout) {
     test::write_file(dir.file("q.json"), std::vector<uint8_t>(other.begin(), other.end()));
     o.from_plan = dir.file("q.json");
     try {
-        load_rank_input(o);
+        read_rank_input(resolve_rank_sources(o));
         FAIL() << "no error";
     } catch (const UsageError& e) {
         EXPECT_EQ(std::string(e.what()), dir.file("q.json") +

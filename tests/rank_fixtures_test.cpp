@@ -12,6 +12,7 @@
 #include "gguf_reap/rank.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -61,8 +62,8 @@ TEST(RankFixtures, EachGgufImatrixFindsTheDeadAndTheSuperExpert) {
         o.imatrices = {{d, imatrix_path(d, "gguf")}};
         o.model = fixture(kModel);
         o.prune = 3;
-        const RankInput in = load_rank_input(o);
-        expect_finds_design(rank_experts(in, o), d);
+        const RankInput in = read_rank_input(resolve_rank_sources(o));
+        expect_finds_design(rank_experts(in, resolve_rank_method(o)), d);
     }
 }
 
@@ -74,10 +75,10 @@ TEST(RankFixtures, EachLegacyImatrixFindsTheDeadAndTheSuperExpert) {
             {d, imatrix_path(d, "dat")}};  // no model: the expert count comes from the router entry
         o.criterion = Criterion::kReapMean;
         o.prune = 3;
-        const RankInput in = load_rank_input(o);
+        const RankInput in = read_rank_input(resolve_rank_sources(o));
         EXPECT_EQ(in.expert_count, 16);
         EXPECT_EQ(in.blocks, (std::vector<int>{1, 2, 3}));
-        expect_finds_design(rank_experts(in, o), std::string(d) + ".dat");
+        expect_finds_design(rank_experts(in, resolve_rank_method(o)), std::string(d) + ".dat");
     }
 }
 
@@ -92,7 +93,7 @@ TEST(RankFixtures, GgufAndLegacyReadersAgreeOnMeanEnergies) {
         o.model = fixture(kModel);
         o.criterion = Criterion::kReapMean;
         o.hash_inputs = false;
-        const RankInput in = load_rank_input(o);
+        const RankInput in = read_rank_input(resolve_rank_sources(o));
         ASSERT_EQ(in.domains.size(), 2u);
         EXPECT_EQ(in.domains[0].format, "gguf");
         EXPECT_EQ(in.domains[1].format, "dat");
@@ -141,8 +142,8 @@ TEST(RankFixtures, PruneThreeGivesTheDropDeadSpecOnEveryModel) {
         o.model = fixture(model);
         o.prune = 3;
         o.hash_inputs = false;
-        const RankInput in = load_rank_input(o);
-        const RankDecision r = rank_experts(in, o);
+        const RankInput in = read_rank_input(resolve_rank_sources(o));
+        const RankDecision r = rank_experts(in, resolve_rank_method(o));
         ShardSet m = ShardSet::open(fixture(model));
         MoeLayout layout = build_moe_layout(m);
         KeepList s = spec;
@@ -185,8 +186,8 @@ TEST(RankFixtures, EveryCriterionAndConsensusStillFindsTheDesign) {
             o.consensus = k;
             o.prune = 3;
             o.hash_inputs = false;
-            const RankInput in = load_rank_input(o);
-            const RankDecision r = rank_experts(in, o);
+            const RankInput in = read_rank_input(resolve_rank_sources(o));
+            const RankDecision r = rank_experts(in, resolve_rank_method(o));
             expect_finds_design(r, std::string(criterion_name(c)) + " " + consensus_name(k));
             for (size_t b = 0; b < 3; ++b) EXPECT_EQ(r.keeplist.blocks[b].prune, r.keeplist.blocks[b].dead);
         }
@@ -200,8 +201,8 @@ TEST(RankFixtures, PruningLiveExpertsKeepsTheSuperExpertAndReportsShares) {
     o.model = fixture(kModel);
     o.keep = 8;
     o.hash_inputs = false;
-    const RankInput in = load_rank_input(o);
-    const RankDecision r = rank_experts(in, o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     const auto& b2 = r.keeplist.blocks[1];
     EXPECT_TRUE(std::binary_search(b2.keep.begin(), b2.keep.end(), 6));
     // The rare experts (1 in blk.1, 11 in blk.2, 2 in blk.3: a handful of tokens) go before live ones.
@@ -223,8 +224,8 @@ TEST(RankFixtures, OutputsAreWrittenAndReadBack) {
         o.imatrices.push_back({d, imatrix_path(d, "gguf")});
     o.model = fixture(kModel);
     o.prune = 3;
-    const RankInput in = load_rank_input(o);
-    const RankDecision r = rank_experts(in, o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     write_rank_outputs(in, r, dir.path().string(), false);
     KeepList back = KeepList::load(dir.file("keeplist.json"));
     EXPECT_EQ(back.n_keep, 13u);
@@ -273,7 +274,7 @@ TEST(RankFixtures, LegacyImatrixRefusesEnergyAndSaysWhatToUse) {
     o.imatrices = {{"chat", imatrix_path("chat", "dat")}};
     o.prune = 3;
     try {
-        load_rank_input(o);
+        read_rank_input(resolve_rank_sources(o));
         FAIL();
     } catch (const UsageError& e) {
         const std::string m = test::shown(e);
@@ -297,7 +298,7 @@ TEST(RankFixtures, ModelChecksNameTheMismatch) {
     o.model = dir.file("m8.gguf");
     o.prune = 3;
     try {
-        load_rank_input(o);
+        read_rank_input(resolve_rank_sources(o));
         FAIL();
     } catch (const UsageError& e) {
         EXPECT_NE(std::string(e.what()).find("imatrix.gguf: blk.1.ffn_down_exps.weight has 16 experts, but " +

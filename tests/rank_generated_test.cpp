@@ -7,6 +7,7 @@
 #include "gguf_reap/rank.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -23,8 +24,8 @@ class RankGenerated : public ::testing::Test {
 
     std::string usage_error(const RankOptions& o) {
         try {
-            const RankInput in = load_rank_input(o);
-            rank_experts(in, o);
+            const RankInput in = read_rank_input(resolve_rank_sources(o));
+            rank_experts(in, resolve_rank_method(o));
         } catch (const UsageError& e) {
             return test::shown(e);
         }
@@ -43,9 +44,9 @@ TEST_F(RankGenerated, EveryGroupKeepsTheSameNumber) {
     o.model = f("g.gguf");
     o.keep = 8;
     o.hash_inputs = false;
-    const RankInput in = load_rank_input(o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
     EXPECT_EQ(in.expert_group_count, 4u);
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     for (const auto& b : r.keeplist.blocks) {
         int per_group[4] = {0, 0, 0, 0};
         for (int64_t e : b.keep) ++per_group[e / 4];
@@ -80,7 +81,7 @@ TEST_F(RankGenerated, LegacyWriterGenerationsMarkDeadExpertsTheirOwnWay) {
         o.criterion = Criterion::kReapMean;
         o.prune = 1;
         o.hash_inputs = false;
-        const RankDecision r = rank_experts(load_rank_input(o), o);
+        const RankDecision r = rank_experts(read_rank_input(resolve_rank_sources(o)), resolve_rank_method(o));
         ASSERT_EQ(r.dead_experts.size(), 2u);
         EXPECT_EQ(r.dead_experts[0].block, 1);
         EXPECT_EQ(r.dead_experts[0].expert, 3);
@@ -100,14 +101,14 @@ TEST_F(RankGenerated, LegacyWriterGenerationsMarkDeadExpertsTheirOwnWay) {
               "no imatrix has data for MoE block 1 (legacy files skip entries with never-routed experts): "
               "add a GGUF imatrix");
     o.imatrices.push_back({"gguf", f("a.gguf")});
-    const RankInput in = load_rank_input(o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
     EXPECT_FALSE(in.domains[0].blocks[0].present);
     EXPECT_TRUE(in.domains[0].blocks[1].present);
     bool noted = false;
     for (const auto& n : in.notes)
         noted |= n.find("ps: no entry for block(s) 1: the 2024-25 .dat writer skipped") == 0;
     EXPECT_TRUE(noted);
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(r.keeplist.blocks[0].prune, (std::vector<int64_t>{3}));
 }
 
@@ -120,8 +121,8 @@ TEST_F(RankGenerated, WeightedEnergyReadsF16DownProjections) {
     o.criterion = Criterion::kWeightedEnergy;
     o.prune = 4;
     o.hash_inputs = false;
-    const RankInput in = load_rank_input(o);
-    const RankDecision r = rank_experts(in, o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     for (size_t e = 0; e < 16; ++e) {
         const double w = in.domains[0].blocks[0].weighted[e];
         EXPECT_GT(w, 0.0) << e;
@@ -160,7 +161,7 @@ TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
                   ": blk.1.ffn_down_exps.weight has expert width 32 but the imatrix entry in " + f("a.gguf") +
                   " has 64: a width-pruned model needs its --neuron-plan");
     o.neuron_plan = f("plan.npz");
-    const RankInput in = load_rank_input(o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
     EXPECT_EQ(in.plan_k, 32);
     const BlockStats& s = in.domains[0].blocks[0];
     for (size_t e = 0; e < 16; ++e) {
@@ -168,7 +169,7 @@ TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
         EXPECT_LT(s.energy[e], s.energy_full[e]);
         EXPECT_GT(s.energy[e], 0.0);
     }
-    RankDecision r = rank_experts(in, o);
+    RankDecision r = rank_experts(in, resolve_rank_method(o));
     for (size_t b = 0; b < 3; ++b) {
         const double rho = r.spearman[b];
         EXPECT_GT(rho, 0.5) << b;
@@ -177,12 +178,12 @@ TEST_F(RankGenerated, NeuronPlanRestrictsEnergiesToTheKeptChannels) {
     EXPECT_NE(render_receipt(in, r).find("Spearman restricted vs full"), std::string::npos);
     // weighted-energy on the narrow model: its k columns pair with the plan's channels.
     o.criterion = Criterion::kWeightedEnergy;
-    EXPECT_NO_THROW(rank_experts(load_rank_input(o), o));
+    EXPECT_NO_THROW(rank_experts(read_rank_input(resolve_rank_sources(o)), resolve_rank_method(o)));
     // A plan for the wrong k.
     write_npz(f("bad.npz"), {{"channels", NpyArray::u16({48, 2}, std::vector<uint16_t>(96, 0))}});
     o.neuron_plan = f("bad.npz");
     try {
-        load_rank_input(o);
+        read_rank_input(resolve_rank_sources(o));
         FAIL();
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("bad.npz: row 0: channel 0 is listed twice"), std::string::npos)

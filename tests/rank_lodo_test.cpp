@@ -13,6 +13,7 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
@@ -83,11 +84,11 @@ double share(const RankInput& in, size_t d, const std::vector<uint8_t>& keep) {
 
 // Every domain's line against a real rank run of the input without it.
 void expect_matches_runs_without(const RankInput& in, const RankOptions& o) {
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     ASSERT_EQ(r.blind_spot.size(), in.domains.size());
     for (size_t d = 0; d < in.domains.size(); ++d) {
         SCOPED_TRACE("without " + in.domains[d].name);
-        const RankDecision w = rank_experts(without(in, d), o);
+        const RankDecision w = rank_experts(without(in, d), resolve_rank_method(o));
         EXPECT_DOUBLE_EQ(r.blind_spot[d].seen, share(in, d, r.keep));
         EXPECT_DOUBLE_EQ(r.blind_spot[d].unseen, share(in, d, w.keep));
         int64_t differ = 0;
@@ -113,7 +114,7 @@ RankInput three_domains() {
 
 TEST(RankLodo, SharesByHandOnThreeDomains) {
     const RankInput in = three_domains();
-    const RankDecision r = rank_experts(in, keep(3));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(3)));
     EXPECT_EQ(r.keeplist.blocks[0].keep, (std::vector<int64_t>{0, 2, 4}));
     ASSERT_EQ(r.blind_spot.size(), 3u);
     const double seen[] = {0.55, 0.55, 0.55}, unseen[] = {0.25, 0.25, 0.20};
@@ -168,11 +169,11 @@ TEST(RankLodo, EveryConsensusMatchesARunWithoutTheDomain) {
                         Consensus::kMaxMin}) {
         SCOPED_TRACE(consensus_name(c));
         expect_matches_runs_without(in, keep(6, c));
-        const RankDecision r = rank_experts(in, keep(6, c));
+        const RankDecision r = rank_experts(in, resolve_rank_method(keep(6, c)));
         // Without chat, blk.1 expert 5 is dead; without prose, blk.2 expert 7 is no super-expert.
         EXPECT_TRUE(r.protect[r.idx(2, 7)]);
-        EXPECT_FALSE(rank_experts(without(in, 2), keep(6, c)).protect[r.idx(2, 7)]);
-        EXPECT_TRUE(rank_experts(without(in, 0), keep(6, c)).dead[r.idx(1, 5)]);
+        EXPECT_FALSE(rank_experts(without(in, 2), resolve_rank_method(keep(6, c))).protect[r.idx(2, 7)]);
+        EXPECT_TRUE(rank_experts(without(in, 0), resolve_rank_method(keep(6, c))).dead[r.idx(1, 5)]);
         EXPECT_GT(r.blind_spot[2].disagree, 0);
     }
     expect_matches_runs_without(skewed(2), keep(6));  // two expert groups of six
@@ -185,8 +186,8 @@ TEST(RankLodo, EveryConsensusMatchesARunWithoutTheDomain) {
 TEST(RankLodo, ARunRankWouldRefuseIsUnknownAndSaysWhy) {
     // Only chat routes experts 2 and 3: without it, two of four are dead and keep 3 is refused.
     const RankInput in = input(4, {0}, {dom("chat", {{10, 10, 10, 10}}), dom("code", {{10, 20, 0, 0}})});
-    const RankDecision r = rank_experts(in, keep(3));
-    EXPECT_THROW(rank_experts(without(in, 0), keep(3)), UsageError);
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(3)));
+    EXPECT_THROW(rank_experts(without(in, 0), resolve_rank_method(keep(3))), UsageError);
     EXPECT_TRUE(std::isnan(r.blind_spot[0].unseen));
     EXPECT_EQ(r.blind_spot[0].unknown,
               "rank without chat refuses: blk.0 would have 2 dead experts, more than --keep 3 prunes");
@@ -220,7 +221,7 @@ TEST(RankLodo, ExternalScoresUseTheirOwnMass) {
     const RankInput in = input(6, {0}, std::move(ds));
     RankOptions o = keep(3);
     o.criterion = Criterion::kExternal;
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     // min-rank: a ranks 0 2 4 …, b 1 3 5 …, c 2 4 0 …: best ranks 1 1 1 2 2 3 → keep {0, 1, 2}.
     EXPECT_EQ(r.keeplist.blocks[0].keep, (std::vector<int64_t>{0, 1, 2}));
     // b's mass: max(0, score) = 0.1+0.8+0.2+0.6+0+0.4 = 2.1, of which {0, 1, 2} keep 1.1.
@@ -232,7 +233,7 @@ TEST(RankLodo, ExternalScoresUseTheirOwnMass) {
 
 TEST(RankLodo, OneDomainHasNothingToLeaveOut) {
     const RankInput in = input(6, {0}, {dom("chat", {{40, 30, 10, 10, 5, 5}})});
-    const RankDecision r = rank_experts(in, keep(3));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(3)));
     ASSERT_EQ(r.blind_spot.size(), 1u);
     EXPECT_NEAR(r.blind_spot[0].seen, 0.80, 1e-15);
     EXPECT_NEAR(r.blind_spot[0].seen, 1 - r.pruned_energy_share[0], 1e-15);
@@ -249,7 +250,7 @@ TEST(RankLodo, RankingNpzHoldsLodoShareForNumpy) {
     if (test::run_command("/usr/bin/python3 -c 'import numpy'").exit_code != 0)
         GTEST_SKIP() << "python3-numpy is not installed; skipping the numpy read-back";
     const RankInput in = three_domains();
-    const RankDecision r = rank_experts(in, keep(3));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(3)));
     test::TempDir dir;
     write_rank_outputs(in, r, dir.file("out"), false, 1);
     const auto got = test::run_command(fmt::format(
@@ -292,8 +293,9 @@ TEST(RankLodo, TrainedFixtureMatchesRunsWithoutEachDomain) {
         for (size_t e = 0; e < names.size(); ++e)
             if (e != d) rest.push_back(names[e]);
         const RankOptions o = options(rest);
-        const RankDecision w = rank_experts(load_rank_input(o), o);
-        const RankInput own = load_rank_input(options({names[d]}));  // the domain's own imatrix
+        const RankDecision w = rank_experts(read_rank_input(resolve_rank_sources(o)), resolve_rank_method(o));
+        const RankInput own =
+            read_rank_input(resolve_rank_sources(options({names[d]})));  // the domain's own imatrix
         EXPECT_NEAR(std::stod(m[1]), 100 * share(own, 0, all.result.keep), 0.1);
         EXPECT_NEAR(std::stod(m[2]), 100 * share(own, 0, w.keep), 0.1);
         EXPECT_GT(std::stod(m[3]), 0);

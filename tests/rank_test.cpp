@@ -11,6 +11,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "ops/rank/criteria.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -61,7 +62,7 @@ std::vector<int64_t> kept(const RankDecision& r, size_t b) {
 
 std::string usage_error(const RankInput& in, const RankOptions& o) {
     try {
-        rank_experts(in, o);
+        rank_experts(in, resolve_rank_method(o));
     } catch (const UsageError& e) {
         return test::shown(e);
     }
@@ -97,7 +98,7 @@ TEST(RankRules, KeepsTheHighestEnergyExperts) {
         "code", 1, 8, [](size_t, int64_t e) { return std::make_pair(100.0, 1.0 + static_cast<double>(e)); }));
     in.domains.push_back(domain(
         "wiki", 1, 8, [](size_t, int64_t e) { return std::make_pair(100.0, 1.0 + static_cast<double>(e)); }));
-    const RankDecision r = rank_experts(in, keep(5));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(5)));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{3, 4, 5, 6, 7}));
     EXPECT_EQ(r.keeplist.blocks[0].prune, (std::vector<int64_t>{0, 1, 2}));
     EXPECT_EQ(r.ranks[r.idx(0, 0, 7)], 1);
@@ -116,7 +117,7 @@ TEST(RankRules, FewDomainsWarnOfTheKindsNotGiven) {
             in.domains.push_back(domain(n, 1, 4, [](size_t, int64_t e) {
                 return std::make_pair(10.0, 1.0 + static_cast<double>(e));
             }));
-        for (const auto& w : rank_experts(in, keep(2)).warnings)
+        for (const auto& w : rank_experts(in, resolve_rank_method(keep(2))).warnings)
             if (w.starts_with("only ")) return w;
         return std::string("(none)");
     };
@@ -133,7 +134,7 @@ TEST(RankRules, TiesRankTheLowerExpertIdBetter) {
     RankInput in = input(6, {0});
     for (const char* n : {"a", "b", "c"})
         in.domains.push_back(domain(n, 1, 6, [](size_t, int64_t) { return std::make_pair(10.0, 2.0); }));
-    const RankDecision r = rank_experts(in, keep(4));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(4)));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{0, 1, 2, 3}));
     for (int64_t e = 0; e < 6; ++e) EXPECT_EQ(r.ranks[r.idx(0, 0, static_cast<size_t>(e))], e + 1);
 }
@@ -165,7 +166,7 @@ TEST(RankRules, RanksFollowScoresDescendingThenIdsForAnyValues) {
     in.domains.push_back(d);
     RankOptions o = keep(E);
     o.criterion = Criterion::kExternal;
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     std::vector<size_t> order(v.size());
     for (size_t e = 0; e < v.size(); ++e) order[e] = e;
     const auto key = [&](size_t e) { return std::isnan(v[e]) ? -INFINITY : v[e]; };
@@ -191,10 +192,10 @@ TEST(RankRules, MinRankKeepsASpecialistThatMeanRankDrops) {
         }));
     RankOptions o = keep(2);
     o.super_share = 1.0;  // expert 0 carries 74 % of code's energy: not what this test is about
-    const RankDecision minr = rank_experts(in, o);
+    const RankDecision minr = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(kept(minr, 0), (std::vector<int64_t>{0, 1}));
     o.consensus = Consensus::kMeanRank;
-    const RankDecision meanr = rank_experts(in, o);
+    const RankDecision meanr = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(kept(meanr, 0), (std::vector<int64_t>{1, 2}));
 }
 
@@ -206,7 +207,7 @@ TEST(RankRules, MinRankTiesUseTheSecondBestRank) {
     in.domains.push_back(domain("b", 1, 4, [&](size_t, int64_t e) { return std::make_pair(1.0, b[e]); }));
     RankOptions o = keep(1);
     o.super_share = 1.0;
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     // Ranks (a, b): expert 0 → (3, 4), 1 → (1, 3), 2 → (2, 2), 3 → (4, 1). Experts 1 and 3 tie on their
     // best rank; the second best breaks it: 3 beats 4.
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{1}));
@@ -220,7 +221,7 @@ TEST(RankRules, DeadExpertsArePrunedFirstAndListed) {
         return std::make_pair((b == 0 && e == 5) || (b == 1 && e == 0) ? 0.0 : 50.0,
                               1.0 + static_cast<double>(e % 3));
     }));
-    const RankDecision r = rank_experts(in, keep(7));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(7)));
     EXPECT_EQ(r.keeplist.blocks[0].prune, (std::vector<int64_t>{5}));
     EXPECT_EQ(r.keeplist.blocks[1].prune, (std::vector<int64_t>{0}));
     EXPECT_EQ(r.keeplist.blocks[0].dead, (std::vector<int64_t>{5}));
@@ -234,7 +235,7 @@ TEST(RankRules, AnExpertRoutedInOneDomainIsNotDead) {
     in.domains.push_back(
         domain("a", 1, 4, [](size_t, int64_t e) { return std::make_pair(e == 3 ? 0.0 : 5.0, 1.0); }));
     in.domains.push_back(domain("b", 1, 4, [](size_t, int64_t) { return std::make_pair(5.0, 1.0); }));
-    const RankDecision r = rank_experts(in, keep(4));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(4)));
     EXPECT_TRUE(r.dead_experts.empty());
 }
 
@@ -268,7 +269,7 @@ TEST(RankRules, EveryGroupKeepsTheSameNumber) {
     in.domains.push_back(domain("chat", 1, 8, [](size_t, int64_t e) {
         return std::make_pair(10.0, e < 4 ? 100.0 + static_cast<double>(e) : 1.0 + static_cast<double>(e));
     }));
-    const RankDecision r = rank_experts(in, keep(4));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(4)));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{2, 3, 6, 7}));
     EXPECT_EQ(usage_error(in, keep(5)),
               "--keep 5 keeps 5 experts per block, not a multiple of expert_group_count = 2: routing picks "
@@ -282,10 +283,10 @@ TEST(RankRules, RatioRoundsUpToAGroupMultiple) {
         "chat", 1, 8, [](size_t, int64_t e) { return std::make_pair(10.0, 1.0 + static_cast<double>(e)); }));
     RankOptions o;
     o.ratio = 0.4;  // prune round(3.2) = 3 → keep 5 → 8 (next multiple of 4)
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(r.n_keep, 8);
     o.ratio = 0.5;
-    EXPECT_EQ(rank_experts(in, o).n_keep, 4);
+    EXPECT_EQ(rank_experts(in, resolve_rank_method(o)).n_keep, 4);
     o.ratio = 1.5;
     EXPECT_EQ(usage_error(in, o), "--ratio 1.5 must be a fraction of experts to prune, 0 < R < 1");
 }
@@ -306,7 +307,7 @@ TEST(RankRules, ProtectKeepsAnExpertTheScoresWouldPrune) {
         "chat", 1, 6, [](size_t, int64_t e) { return std::make_pair(10.0, 1.0 + static_cast<double>(e)); }));
     RankOptions o = keep(3);
     o.protect.push_back({2, 0});
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{0, 4, 5}));
     ASSERT_EQ(r.keeplist.blocks[0].protected_experts.size(), 1u);
     EXPECT_EQ(r.keeplist.blocks[0].protected_experts[0].reason, "--protect");
@@ -347,7 +348,7 @@ TEST(RankRules, SuperExpertByShareOfEnergyIsKept) {
     in.domains[0].blocks[0].peak[2] = 0.2;  // no channel outlier: only the share test can find it
     RankOptions o = keep(8);
     o.criterion = Criterion::kFrequency;
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     ASSERT_EQ(r.protected_experts.size(), 1u);
     const SuperExpert& s = r.protected_experts[0];
     EXPECT_EQ(s.expert, 2);
@@ -363,13 +364,13 @@ TEST(RankRules, SuperExpertByChannelOutlierIsKept) {
     in.domains.push_back(domain("chat", 1, 8, [](size_t, int64_t) { return std::make_pair(10.0, 1.0); }));
     in.domains[0].blocks[0].peak[7] = 50.0;  // 500× the others' 0.1
     RankOptions o = keep(4);
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     ASSERT_EQ(r.protected_experts.size(), 1u);
     EXPECT_TRUE(r.protected_experts[0].by_channel);
     EXPECT_NEAR(r.protected_experts[0].channel_ratio, 500.0, 1e-9);
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{0, 1, 2, 7}));
     o.super_channel_ratio = 1000;
-    EXPECT_TRUE(rank_experts(in, o).protected_experts.empty());
+    EXPECT_TRUE(rank_experts(in, resolve_rank_method(o)).protected_experts.empty());
 }
 
 TEST(RankRules, PooledAddsCountsAcrossDomains) {
@@ -381,7 +382,7 @@ TEST(RankRules, PooledAddsCountsAcrossDomains) {
     o.criterion = Criterion::kFrequency;
     o.consensus = Consensus::kPooled;
     o.super_share = 1.0;
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{1}));  // 12 > 11 > 10
     EXPECT_DOUBLE_EQ(r.consensus_score[r.idx(0, 2)], 11.0);
 }
@@ -395,7 +396,7 @@ TEST(RankRules, SumOfSharesNormalisesEachDomain) {
     RankOptions o = keep(1);
     o.consensus = Consensus::kSum;
     o.super_share = 1.0;
-    const RankDecision r = rank_experts(in, o);
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(kept(r, 0), (std::vector<int64_t>{0}));  // 0.9 + 0.4 > 0.1 + 0.6
     EXPECT_NEAR(r.consensus_score[r.idx(0, 0)], 1.3, 1e-12);
 }
@@ -415,7 +416,7 @@ TEST(RankRules, LegacyDomainsRefuseCriteriaThatNeedCounts) {
         "--criterion reap-mean");
     RankOptions o = keep(2);
     o.criterion = Criterion::kReapMean;
-    EXPECT_NO_THROW(rank_experts(in, o));
+    EXPECT_NO_THROW(rank_experts(in, resolve_rank_method(o)));
     o.consensus = Consensus::kPooled;
     EXPECT_NE(usage_error(in, o).find("--consensus pooled adds raw counts and sums"), std::string::npos);
 }
@@ -427,7 +428,7 @@ TEST(RankRules, ABlockMissingFromOneDomainIsRankedFromTheOthers) {
     in.domains.push_back(domain(
         "b", 2, 4, [](size_t, int64_t e) { return std::make_pair(5.0, 10.0 - static_cast<double>(e)); }));
     in.domains[1].blocks[1] = BlockStats{};  // legacy partial-skip: no entry
-    const RankDecision r = rank_experts(in, keep(2));
+    const RankDecision r = rank_experts(in, resolve_rank_method(keep(2)));
     EXPECT_EQ(kept(r, 1), (std::vector<int64_t>{2, 3}));
     EXPECT_EQ(r.ranks[r.idx(1, 1, 0)], 0);
 }
@@ -435,7 +436,7 @@ TEST(RankRules, ABlockMissingFromOneDomainIsRankedFromTheOthers) {
 TEST(RankRules, KeeplistCarriesIdentityOrOnlyTheExpertCount) {
     RankInput in = input(4, {5});
     in.domains.push_back(domain("a", 1, 4, [](size_t, int64_t) { return std::make_pair(5.0, 1.0); }));
-    RankDecision r = rank_experts(in, keep(2));
+    RankDecision r = rank_experts(in, resolve_rank_method(keep(2)));
     ASSERT_TRUE(r.keeplist.source.has_value());
     EXPECT_TRUE(r.keeplist.source->from_imatrix_only);
     const auto j = r.keeplist.to_json();

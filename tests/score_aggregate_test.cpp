@@ -10,6 +10,7 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_steps.h"
 #include "test_util.h"
 
@@ -38,13 +39,13 @@ TEST(ScoreAggregate, TrainedFixtureReapIsSummedByDefault) {
     o.keep = 8;
     o.hash_inputs = false;
     // The default: `reap` × activation_counts, which ranks as the file's own reap_sum does.
-    const RankInput summed = load_rank_input(o);
+    const RankInput summed = read_rank_input(resolve_rank_sources(o));
     EXPECT_TRUE(summed.score_is_mean && summed.score_times_counts);
-    const RankDecision a = rank_experts(summed, o);
+    const RankDecision a = rank_experts(summed, resolve_rank_method(o));
     o.score_field = "reap_sum";
-    const RankInput sums = load_rank_input(o);
+    const RankInput sums = read_rank_input(resolve_rank_sources(o));
     EXPECT_FALSE(sums.score_is_mean);
-    EXPECT_EQ(kept(a), kept(rank_experts(sums, o)));
+    EXPECT_EQ(kept(a), kept(rank_experts(sums, resolve_rank_method(o))));
     EXPECT_FALSE(warns(a, "per-token mean"));
     EXPECT_NE(render_receipt(summed, a).find("Score field: `reap`, a per-token mean, summed over the routed "
                                              "tokens: `reap` × `activation_counts`"),
@@ -53,8 +54,8 @@ TEST(ScoreAggregate, TrainedFixtureReapIsSummedByDefault) {
     // --score-aggregate mean: the paper's form, another selection, and the warning at 50 % pruned.
     o.score_field = "";
     o.score_aggregate = "mean";
-    const RankInput means = load_rank_input(o);
-    const RankDecision m = rank_experts(means, o);
+    const RankInput means = read_rank_input(resolve_rank_sources(o));
+    const RankDecision m = rank_experts(means, resolve_rank_method(o));
     EXPECT_NE(kept(m), kept(a));
     EXPECT_TRUE(warns(m,
                       "score field 'reap' is a per-token mean and prunes 8 of 16 experts in every block "
@@ -62,7 +63,8 @@ TEST(ScoreAggregate, TrainedFixtureReapIsSummedByDefault) {
     EXPECT_EQ(rank_method_json(means, m)["score_aggregate"], "mean");
     // At 25 % pruned (4 of 16) no warning.
     o.keep = 12;
-    EXPECT_FALSE(warns(rank_experts(load_rank_input(o), o), "per-token mean"));
+    EXPECT_FALSE(warns(rank_experts(read_rank_input(resolve_rank_sources(o)), resolve_rank_method(o)),
+                       "per-token mean"));
 }
 
 TEST(ScoreAggregate, MeanWithoutCountsNeedsTheFlag) {
@@ -77,7 +79,7 @@ TEST(ScoreAggregate, MeanWithoutCountsNeedsTheFlag) {
     o.score_files = {{"a", dir.file("s.json")}};
     o.keep = 2;
     try {
-        load_rank_input(o);
+        read_rank_input(resolve_rank_sources(o));
         FAIL() << "no error";
     } catch (const UsageError& e) {
         EXPECT_EQ(test::shown(e),
@@ -88,8 +90,8 @@ TEST(ScoreAggregate, MeanWithoutCountsNeedsTheFlag) {
                       "keeps rarely routed experts at high ratios)");
     }
     o.score_aggregate = "mean";
-    const RankInput in = load_rank_input(o);
-    const RankDecision r = rank_experts(in, o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_EQ(r.keeplist.blocks[0].keep, (std::vector<int64_t>{0, 3}));
     EXPECT_TRUE(warns(r, "score field 'reap' is a per-token mean and prunes 2 of 4"));
     // A field that is not a mean is taken as given, with or without counts.
@@ -100,7 +102,10 @@ TEST(ScoreAggregate, MeanWithoutCountsNeedsTheFlag) {
     test::write_file(dir.file("t.json"), std::vector<uint8_t>(u.begin(), u.end()));
     o.score_files = {{"a", dir.file("t.json")}};
     o.score_field = "score";
-    EXPECT_EQ(rank_experts(load_rank_input(o), o).keeplist.blocks[0].keep, (std::vector<int64_t>{0, 3}));
+    EXPECT_EQ(rank_experts(read_rank_input(resolve_rank_sources(o)), resolve_rank_method(o))
+                  .keeplist.blocks[0]
+                  .keep,
+              (std::vector<int64_t>{0, 3}));
 }
 
 TEST(ScoreAggregate, ReapMeanCriterionWarnsAboveAQuarter) {
@@ -112,14 +117,15 @@ TEST(ScoreAggregate, ReapMeanCriterionWarnsAboveAQuarter) {
     o.criterion = Criterion::kReapMean;
     o.keep = 10;
     o.hash_inputs = false;
-    const RankInput in = load_rank_input(o);
-    const RankDecision r = rank_experts(in, o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
+    const RankDecision r = rank_experts(in, resolve_rank_method(o));
     EXPECT_TRUE(warns(r,
                       "criterion reap-mean is a per-token mean and prunes 6 of 16 experts in every block "
                       "(38 %)"));
     EXPECT_NE(render_receipt(in, r).find("criterion reap-mean is a per-token mean"), std::string::npos);
     o.criterion = Criterion::kEnergy;
-    EXPECT_FALSE(warns(rank_experts(load_rank_input(o), o), "per-token mean"));
+    EXPECT_FALSE(warns(rank_experts(read_rank_input(resolve_rank_sources(o)), resolve_rank_method(o)),
+                       "per-token mean"));
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // rank: imatrix data → per-expert scores → consensus across domains → rules → KeepList (+ receipt, npz).
 //
-// ops::rank runs three steps, each a plain function of src/ops/rank/rank_steps.h (docs/method.md has the
-// formulas):
-//   load_rank_input()   reads only what it needs from each input (one ffn_down_exps entry per MoE
-//                       block, straight from the file) into RankInput: per domain × block × expert
-//                       counts and energies. Memory is O(domains × blocks × experts).
+// ops::rank runs four steps, each a plain function of src/ops/rank/ (docs/rank.md, "Steps"; docs/method.md
+// has the formulas):
+//   resolve_rank()      pure: RankOptions → a plan (rank_plan.h): what is read and how the decision is
+//                       made; refuses every request no file could make right. Opens no file.
+//   read_rank_input()   reads only what the plan names, and only what it needs from each input (one
+//                       ffn_down_exps entry per MoE block, straight from the file) into RankInput: per
+//                       domain × block × expert counts and energies. Memory is O(domains × blocks × experts).
 //   rank_experts()      pure: scores, per-domain ranks, consensus, dead and super experts, the keep
 //                       decision, the safety margin. Testable without a file.
 //   write_rank_outputs() keeplist.json, ranking.npz, REAP-KEEPLIST-RECEIPT.md into a directory.
@@ -76,7 +78,7 @@ struct RankOptions {
     std::optional<int64_t> keep;  // exactly one of keep / prune / ratio
     std::optional<int64_t> prune;
     std::optional<double> ratio;  // fraction of experts pruned, 0 < R < 1
-    std::optional<Budget> fit;    // --fit: the largest K that fits (ops/rank_fit.h); needs --model
+    std::optional<Budget> fit;    // --fit: the largest K that fits (ops/rank/rank_fit.h); needs --model
     std::vector<ExpertRef> protect;
     std::optional<double> super_share;   // share-of-energy threshold; default 10 / E clamped to [0.25, 0.5]
     double super_channel_ratio = 100.0;  // hottest channel vs the block's median hottest channel
@@ -151,7 +153,7 @@ struct RankInput {
     std::optional<Imported> imported;
     uint64_t block_count = 0;  // with --model: <arch>.block_count (for --export hipfire)
     std::string model_name;    // with --model: general.name, else ""
-    std::shared_ptr<const BudgetModel> budget_model;  // --fit: the model's headers (ops::rank opens it)
+    std::shared_ptr<const BudgetModel> budget_model;  // --fit: the model's headers (the read step opens it)
     FieldSpelling spell;  // how the receipt names the request's fields (Events::spell; ops::rank sets it)
 };
 

@@ -15,6 +15,15 @@ expect_code 2
 expect_err "gguf-reap: error: give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET"
 expect_no_out
 
+case_ "a request no file could make right is refused before any file is read"
+run "$BIN" rank --imatrix "$WORK/nope.gguf" -o "$WORK/early"
+expect_code 2
+expect_err "gguf-reap: error: give exactly one of --keep N, --prune N, --ratio R or --fit BUDGET"
+[ ! -e "$WORK/early" ] && _pass || _fail "the output directory was left behind"
+run "$BIN" rank --imatrix "$WORK/nope.gguf" --fit size=1GB -o "$WORK/early"
+expect_code 2
+expect_err "gguf-reap: error: --fit size=1GB needs --model: the sizes come from the model's tensors"
+
 case_ "a Kimi-K3-shaped model (92 MoE blocks with dead experts): the summary stays a few lines"
 "$GEN" model --skeleton --preset kimi-k3 --experts 16 --used 4 --embd 32 --expert-ff 32 --vocab 64 -o "$WORK/k3.gguf" >/dev/null
 "$GEN" imatrix --model "$WORK/k3.gguf" --domain chat --dead-per-block 2 -o "$WORK/k3.chat.gguf" >/dev/null

@@ -93,9 +93,17 @@ std::optional<Criterion> parse_criterion(std::string_view s) {
     return std::nullopt;
 }
 
-void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
-    const CriterionSpec& c = criterion_spec(opts.criterion);
-    for (const auto& d : in.domains) {
+void check_consensus_applies(Criterion criterion, Consensus consensus) {
+    if (!criterion_spec(criterion).pooled && consensus == Consensus::kPooled)
+        throw RequestError({RequestField::kConsensus,
+                            " pooled needs raw counts and sums; external scores are already per-block "
+                            "results: use min-rank, mean-rank or sum"});
+}
+
+void check_criterion_inputs(const std::vector<DomainData>& domains, Criterion criterion,
+                            Consensus consensus) {
+    const CriterionSpec& c = criterion_spec(criterion);
+    for (const auto& d : domains) {
         if (d.format != "dat") continue;
         if (c.needs.totals)
             throw RequestError(
@@ -107,18 +115,15 @@ void check_criterion_inputs(const RankInput& in, const RankOptions& opts) {
                              "(llama-imatrix --output-format gguf, the default since 2025-07) or ",
                              c.name),
                  RequestField::kCriterion, " reap-mean"});
-        if (opts.consensus == Consensus::kPooled)
+        if (consensus == Consensus::kPooled)
             throw RequestError(
                 {d.path + ": ", RequestField::kConsensus,
                  " pooled adds raw counts and sums across domains (as llama-imatrix merges files), "
                  "which a legacy .dat does not hold; use min-rank, mean-rank or sum"});
     }
-    if (!c.pooled && opts.consensus == Consensus::kPooled)
-        throw RequestError({RequestField::kConsensus,
-                            " pooled needs raw counts and sums; external scores are already per-block "
-                            "results: use min-rank, mean-rank or sum"});
+    check_consensus_applies(criterion, consensus);
     if (c.needs.counts)
-        for (const auto& d : in.domains)
+        for (const auto& d : domains)
             if (d.format == "json")
                 throw RequestError({RequestField::kCriterion,
                                     fmt::format(" {} reads imatrix counts; use ", c.name),

@@ -1,5 +1,5 @@
 // The scoring criteria of rank, one row each (criteria.cpp). Every place that depends on the criterion
-// reads its row: the --criterion names and help, the input checks (rank_input.cpp,
+// reads its row: the --criterion names and help, the input checks (rank_plan.cpp and
 // check_criterion_inputs), the per-domain score and the pooled consensus (rank_decide.cpp,
 // rank_domains.cpp), the receipt and the model card's formula, the per-token-mean warning.
 // Adding a criterion is a value of Criterion (gguf_reap/rank.h), one row of kCriteria and its score
@@ -50,10 +50,14 @@ struct CriterionSpec {
 std::span<const CriterionSpec> criteria();
 const CriterionSpec& criterion_spec(Criterion c);
 
+// Refuses a consensus the criterion's scores cannot be combined by (pooled with external scores, which
+// are already per-block results). Pure: resolve_rank checks it before any file is read.
+void check_consensus_applies(Criterion criterion, Consensus consensus);
+
 // Refuses criterion/consensus choices the inputs cannot support (legacy .dat with a criterion that needs
 // totals, or with pooled; score files with pooled, or with a criterion that needs imatrix counts). Uses
-// only each domain's path and format, so load_rank_input calls it before reading any values, and
+// only each domain's path and format, so the imatrix reader calls it before reading any values, and
 // rank_experts again on inputs built by hand.
-void check_criterion_inputs(const RankInput& in, const RankOptions& opts);
+void check_criterion_inputs(const std::vector<DomainData>& domains, Criterion criterion, Consensus consensus);
 
 }  // namespace gguf_reap

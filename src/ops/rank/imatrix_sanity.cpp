@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 
 namespace gguf_reap {
@@ -105,6 +106,19 @@ std::vector<SanityProblem> check_imatrix_sanity(const RankInput& in) {
                                            x.name, y.name, fmt::join(shared, ", "))});
         }
     return out;
+}
+
+std::vector<SanityProblem> imatrix_sanity_problems(const RankInput& in, bool strict) {
+    std::vector<SanityProblem> found = check_imatrix_sanity(in);
+    if (!strict || found.empty()) return found;
+    const SanityProblem& p = found.front();
+    const Message more =
+        found.size() > 1
+            ? Message{" (", RequestField::kStrict,
+                      fmt::format("; {} input problems in all, listed without it)", found.size())}
+            : Message{" (", RequestField::kStrict, ")"};
+    if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, Message{p.message} + more);
+    throw RequestError(Message{p.message} + more);
 }
 
 }  // namespace gguf_reap

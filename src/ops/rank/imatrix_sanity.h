@@ -22,4 +22,8 @@ struct RankInput;
 // every other block and file must agree with it.
 std::vector<SanityProblem> check_imatrix_sanity(const RankInput& in);
 
+// The same problems for the read step: with `strict`, the first is a refusal instead (InputError naming
+// the file, the offset of the entry's counts and the field, or RequestError), saying how many there are.
+std::vector<SanityProblem> imatrix_sanity_problems(const RankInput& in, bool strict);
+
 }  // namespace gguf_reap

@@ -77,7 +77,6 @@ RowStats row_stats(const uint8_t* x, int64_t n, const int32_t* plan, int64_t k, 
 struct BlockJob {
     const ImatrixFile* im = nullptr;
     const ImatrixEntry* entry = nullptr;
-    int block = 0;
     int64_t E = 0, ne0 = 0;
     const NeuronPlan* plan = nullptr;
     size_t block_index = 0;
@@ -220,7 +219,7 @@ std::string hash_and_process(const InputFile& f, const std::vector<const BlockJo
 
 }  // namespace
 
-void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
+std::vector<DomainScan> scan_imatrices(const ImatrixScan& scan) {
     // Read. Every (domain, block) entry becomes a job, split into expert ranges shared among the
     // threads. Jobs run in file order (domain, then offset: llama-imatrix sorts entries by name, so
     // blk.10 precedes blk.2), so that each file is read front to back. weighted-energy instead goes
@@ -231,7 +230,11 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
     const NeuronPlan* plan = scan.plan;
     const int threads = scan.threads;
     const bool weighted = static_cast<bool>(scan.column_norms);
-    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, in.expert_count));
+    const int64_t E = scan.expert_count;
+    const size_t B = block_width.size();
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, E));
+    std::vector<DomainScan> out(ims.size());
+    for (DomainScan& x : out) x.blocks.resize(B);
     struct Item {
         size_t job;
         int64_t e0, e1;
@@ -240,8 +243,7 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
         BlockJob j;
         j.im = &ims[d];
         j.entry = entry[d][bi];
-        j.block = in.blocks[bi];
-        j.E = in.expert_count;
+        j.E = E;
         j.ne0 = block_width[bi];
         j.plan = plan;
         j.block_index = bi;
@@ -262,8 +264,8 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
                                      fmt::format("{} is not a token count", c[e]));
             j.counts = c;
         }
-        init_stats(in.domains[d].blocks[j.block_index], in.expert_count, plan != nullptr, weighted);
-        in.domains[d].blocks[j.block_index].counts_offset = j.entry->counts_offset;
+        init_stats(out[d].blocks[j.block_index], E, plan != nullptr, weighted);
+        out[d].blocks[j.block_index].counts_offset = j.entry->counts_offset;
     };
     // With `fused_hash`, each file is read once, front to back, by one thread that hashes every byte
     // and ranks the entries from the same buffer (the hash is serial per file anyway).
@@ -276,10 +278,9 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
             std::vector<std::vector<const BlockJob*>> per_domain(ims.size());
             for (const BlockJob& j : jobs) per_domain[j.domain].push_back(&j);
             parallel_for(ims.size(), threads, [&](size_t d) {
-                in.domains[d].sha256 =
-                    hash_and_process(ims[d].file(), per_domain[d], [&](const BlockJob& j) -> BlockStats& {
-                        return in.domains[j.domain].blocks[j.block_index];
-                    });
+                out[d].sha256 = hash_and_process(
+                    ims[d].file(), per_domain[d],
+                    [&](const BlockJob& j) -> BlockStats& { return out[j.domain].blocks[j.block_index]; });
             });
             return;
         }
@@ -287,21 +288,20 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
             j.im->file().advise_sequential(j.entry->sums_offset, static_cast<uint64_t>(j.entry->nval) * 4);
         std::vector<Item> items;
         for (size_t j = 0; j < jobs.size(); ++j)
-            for (int64_t c = 0; c < chunks; ++c)
-                items.push_back({j, in.expert_count * c / chunks, in.expert_count * (c + 1) / chunks});
+            for (int64_t c = 0; c < chunks; ++c) items.push_back({j, E * c / chunks, E * (c + 1) / chunks});
         parallel_for(items.size(), threads, [&](size_t i) {
             const BlockJob& j = jobs[items[i].job];
-            process_rows(j, in.domains[j.domain].blocks[j.block_index], items[i].e0, items[i].e1);
+            process_rows(j, out[j.domain].blocks[j.block_index], items[i].e0, items[i].e1);
         });
     };
     if (!weighted) {
         std::vector<BlockJob> jobs;
         for (size_t d = 0; d < ims.size(); ++d)
-            for (size_t bi = 0; bi < in.blocks.size(); ++bi)
+            for (size_t bi = 0; bi < B; ++bi)
                 if (entry[d][bi]) jobs.push_back(make_job(d, bi, nullptr));
         run_jobs(jobs, scan.hash);
     } else {
-        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
+        for (size_t bi = 0; bi < B; ++bi) {
             check_interrupted();
             const std::vector<float> colnorm = scan.column_norms(bi);
             std::vector<BlockJob> jobs;
@@ -312,8 +312,8 @@ void scan_imatrices(const ImatrixScan& scan, RankInput& in) {
     }
 
     if (scan.hash && weighted)  // otherwise hashed in the values pass
-        parallel_for(ims.size(), threads,
-                     [&](size_t d) { in.domains[d].sha256 = sha256_file(ims[d].file()); });
+        parallel_for(ims.size(), threads, [&](size_t d) { out[d].sha256 = sha256_file(ims[d].file()); });
+    return out;
 }
 
 }  // namespace gguf_reap

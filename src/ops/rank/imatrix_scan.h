@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "format/imatrix.h"
@@ -24,9 +25,15 @@ struct ImatrixScan {
     int threads = 1;
 };
 
-// Fills in.domains[d].blocks[bi] for every entry (in.blocks and in.domains are sized already) and,
-// with `hash`, in.domains[d].sha256. Throws InputError naming the file, offset and entry for values a
-// sum of squares cannot hold (NaN, negative, infinite, energy without tokens); IoError; Interrupted.
-void scan_imatrices(const ImatrixScan& scan, RankInput& in);
+// What one imatrix holds: BlockStats for every block (present where the file has the block's entry),
+// and with `hash` the file's sha256.
+struct DomainScan {
+    std::vector<BlockStats> blocks;  // parallel to ImatrixScan::block_width
+    std::string sha256;
+};
+
+// One DomainScan per file of `scan.ims`. Throws InputError naming the file, offset and entry for values
+// a sum of squares cannot hold (NaN, negative, infinite, energy without tokens); IoError; Interrupted.
+std::vector<DomainScan> scan_imatrices(const ImatrixScan& scan);
 
 }  // namespace gguf_reap

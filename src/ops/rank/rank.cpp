@@ -1,5 +1,5 @@
 // rank: the names of the consensus rules (the criteria are a table: criteria.cpp), input specs, and
-// ops::rank (read → decide → write).
+// ops::rank (resolve → read → decide → write).
 #include "gguf_reap/rank.h"
 
 #include <charconv>
@@ -13,7 +13,7 @@
 #include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "io/output_lock.h"
-#include "ops/rank/rank_fit.h"
+#include "ops/rank/rank_plan.h"
 #include "ops/rank/rank_steps.h"
 
 namespace gguf_reap {
@@ -89,66 +89,75 @@ std::optional<ExpertRef> parse_expert_ref(std::string_view s) {
 
 namespace ops {
 
+namespace {
+
+// A directory made for a run that then fails is removed again (when still empty; the lock, declared
+// after it, has gone by then).
+struct RemoveIfEmpty {
+    std::string dir;
+    bool armed = false;
+    ~RemoveIfEmpty() {
+        std::error_code ec;
+        if (armed) std::filesystem::remove(dir, ec);
+    }
+};
+
+// Every output is checked and locked before the first input byte is read: the directory created, no
+// file there without `force`, the lock taken, and a temporary of each made and removed, so that a
+// directory nobody can write to fails now rather than after the work.
+std::optional<OutputLock> claim_outputs(const RankRequest& q, RemoveIfEmpty& made) {
+    namespace fs = std::filesystem;
+    if (q.out_dir.empty()) return std::nullopt;
+    std::error_code ec;
+    made.dir = q.out_dir;
+    made.armed = !fs::exists(q.out_dir, ec);
+    fs::create_directories(q.out_dir, ec);
+    if (ec) throw IoError(q.out_dir, "create directory", ec.value());
+    std::vector<std::string> outs;
+    for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
+        outs.push_back((fs::path(q.out_dir) / f).string());
+    if (q.options.export_format) outs.push_back((fs::path(q.out_dir) / kExportedPlanFile).string());
+    for (const std::string& p : outs)
+        if (!q.force && fs::exists(p))
+            throw RequestError({p + " exists; use ", RequestField::kForce, " to overwrite it"});
+    for (const std::string& p : outs) OutputFile(p).discard();
+    return std::optional<OutputLock>(std::in_place, outs.front());
+}
+
+}  // namespace
+
 RankResult rank(const RankRequest& q, const Events& events) {
     using clock = std::chrono::steady_clock;
     const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const auto t0 = clock::now();
     RankResult o;
-    // Every output is checked and locked before the first imatrix byte is read: the directory created,
-    // no file there without --force, the lock taken, and a temporary of each made and removed, so that a
-    // directory nobody can write to fails now rather than after the work.
-    // A directory made here for a run that then fails is removed again (when still empty; the lock,
-    // declared after it, has gone by then).
-    struct RemoveIfEmpty {
-        std::string dir;
-        bool armed = false;
-        ~RemoveIfEmpty() {
-            std::error_code ec;
-            if (armed) std::filesystem::remove(dir, ec);
-        }
-    } made;
-    std::optional<OutputLock> lock;
-    if (!q.out_dir.empty()) {
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        made.dir = q.out_dir;
-        made.armed = !fs::exists(q.out_dir, ec);
-        fs::create_directories(q.out_dir, ec);
-        if (ec) throw IoError(q.out_dir, "create directory", ec.value());
-        std::vector<std::string> outs;
-        for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
-            outs.push_back((fs::path(q.out_dir) / f).string());
-        if (q.options.export_format) outs.push_back((fs::path(q.out_dir) / kExportedPlanFile).string());
-        for (const std::string& p : outs)
-            if (!q.force && fs::exists(p))
-                throw RequestError({p + " exists; use ", RequestField::kForce, " to overwrite it"});
-        for (const std::string& p : outs) OutputFile(p).discard();
-        lock.emplace(outs.front());
-    }
-    o.input = load_rank_input(q.options);
+    RemoveIfEmpty made;
+    const std::optional<OutputLock> lock = claim_outputs(q, made);
+    // Resolve: the plan, and every refusal that needs no file (rank_plan.h).
+    const RankPlan plan = resolve_rank(q.options);
+    // Read: each reader gets its slice of the plan.
+    o.input = read_rank_input(plan.sources);
     o.input.spell = events.spell;
-    if (q.options.fit) o.input.budget_model = open_rank_budget_model(q.options);
     const auto t1 = clock::now();
     for (const auto& n : o.input.notes) events.info(n);
-    o.result = rank_experts(o.input, q.options);
+    // Decide (pure).
+    o.result = rank_experts(o.input, plan.method);
     const auto t2 = clock::now();
     std::string exported;  // --export: the plan's text, checked before anything is written
-    if (q.options.export_format) {
-        if (*q.options.export_format == PlanFormat::kHipfire && o.input.block_count == 0)
-            throw RequestError({RequestField::kExport, " hipfire needs ", RequestField::kModel,
-                                ": hipfire's plan has a row for every layer of it"});
-        exported = export_plan(*q.options.export_format, o.result.keeplist, o.input.block_count,
+    if (plan.export_format) {
+        exported = export_plan(*plan.export_format, o.result.keeplist, o.input.block_count,
                                static_cast<uint64_t>(o.input.expert_count), o.input.model_name);
         const std::string path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
         if (!q.force && std::filesystem::exists(path))
             throw RequestError({path + " exists; use ", RequestField::kForce, " to overwrite it"});
     }
-    // The work is done: a failure to write it still leaves the summary to print (RankResult::write_error).
+    // Write. The work is done: a failure to write it still leaves the summary to print
+    // (RankResult::write_error).
     try {
-        write_rank_outputs(o.input, o.result, q.out_dir, q.force, q.options.threads);
+        write_rank_outputs(o.input, o.result, q.out_dir, q.force, plan.method.threads);
         if (!exported.empty()) {
             o.exported_path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
-            o.exported_format = q.options.export_format;
+            o.exported_format = plan.export_format;
             OutputFile f(o.exported_path);
             f.write_at(0, exported.data(), exported.size());
             f.commit();
@@ -173,9 +182,8 @@ std::vector<SanityProblem> imatrix_sanity(const std::string& model,
     RankOptions opts;
     opts.model = model;
     opts.imatrices = imatrices;
-    opts.keep = 1;
     opts.hash_inputs = false;
-    return load_rank_input(opts).sanity;
+    return read_rank_input(resolve_rank_sources(opts)).sanity;
 }
 
 }  // namespace ops

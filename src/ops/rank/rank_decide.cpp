@@ -1,5 +1,5 @@
-// rank, step 2 (pure): scores → per-domain ranks → consensus → dead and super experts → keep decision.
-// docs/method.md states every formula and tie rule used here.
+// rank, step 3 (pure): scores → per-domain ranks → consensus → dead and super experts → keep decision
+// (rank_keep.h) → what it costs each domain. docs/method.md states every formula and tie rule used here.
 #include "gguf_reap/rank.h"
 
 #include <algorithm>
@@ -13,12 +13,10 @@
 
 #include "gguf_reap/error.h"
 #include "io/parallel.h"
-#include "io/paths.h"
-#include "model/keep_count.h"
-#include "model/tensor_table.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_fit.h"
+#include "ops/rank/rank_keep.h"
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
 
@@ -27,12 +25,6 @@ namespace gguf_reap {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string join_ids(const std::vector<int64_t>& ids) {
-    std::string s;
-    for (int64_t i : ids) s += (s.empty() ? "" : ", ") + std::to_string(i);
-    return s;
-}
 
 // Ranks 1..E by score descending; equal scores rank the lower expert id better. NaN ranks last.
 // A stable radix sort of the scores mapped to unsigned keys whose order is the scores' descending
@@ -70,100 +62,6 @@ std::vector<int32_t> rank_desc(const std::vector<double>& score) {
 
 }  // namespace
 
-namespace {
-
-Message rule_words(const RankRule& u) {
-    switch (u.kind) {
-        case RankRule::Kind::kKeep:
-            return {RequestField::kKeep, " " + u.value};
-        case RankRule::Kind::kPrune:
-            return {RequestField::kPrune, " " + u.value};
-        case RankRule::Kind::kRatio:
-            return {RequestField::kRatio, " " + u.value};
-        case RankRule::Kind::kFit:
-            return {RequestField::kFit, " " + u.value};
-        case RankRule::Kind::kPlan:
-            break;
-    }
-    return {u.value};
-}
-
-int64_t resolve_n_keep(const RankInput& in, const RankOptions& opts, RankRule& rule) {
-    const int64_t E = in.expert_count;
-    const int given =
-        opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value() + opts.fit.has_value();
-    if (in.imported && given != 0)
-        throw RequestError({RequestField::kFromPlan, " decides which experts are kept: give no ",
-                            RequestField::kKeep, ", ", RequestField::kPrune, ", ", RequestField::kRatio,
-                            " or ", RequestField::kFit});
-    if (!in.imported && given != 1)
-        throw RequestError({"give exactly one of ", RequestField::kKeep, " N, ", RequestField::kPrune, " N, ",
-                            RequestField::kRatio, " R or ", RequestField::kFit, " BUDGET"});
-    if (opts.fit) return 0;  // chosen once the dead and protected experts are known (rank_fit.h)
-    const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
-    const KeepCountLimits limits{E, static_cast<int64_t>(in.expert_used_count), G,
-                                 in.source ? in.source->architecture : std::string()};
-    int64_t n = 0;
-    if (in.imported) {
-        n = static_cast<int64_t>(in.imported->plan.n_keep);
-        rule = {RankRule::Kind::kPlan,
-                fmt::format("the {} plan {}", plan_format_name(in.imported->plan.format),
-                            base_name(in.imported->path))};
-    } else if (opts.keep) {
-        n = *opts.keep;
-        rule = {RankRule::Kind::kKeep, std::to_string(n)};
-    } else if (opts.prune) {
-        if (*opts.prune < 0 || *opts.prune >= E)
-            throw RequestError(
-                {RequestField::kPrune,
-                 fmt::format(" {}: a block has {} experts; prune between 0 and {}", *opts.prune, E, E - 1)});
-        n = E - *opts.prune;
-        rule = {RankRule::Kind::kPrune, std::to_string(*opts.prune)};
-    } else {
-        const double r = *opts.ratio;
-        if (!(r > 0 && r < 1))
-            throw RequestError({RequestField::kRatio,
-                                fmt::format(" {} must be a fraction of experts to prune, 0 < R < 1", r)});
-        n = keep_count_for_ratio(limits, r);
-        rule = {RankRule::Kind::kRatio, fmt::format("{}", r)};
-    }
-    // The K rules (model/keep_count.h), worded for the rule that chose n.
-    const auto no = keep_count_refusal(limits, n);
-    if (!no) return n;
-    const Message said = rule_words(rule);
-    switch (no->breach) {
-        case KeepCountBreach::kOutOfRange:
-            throw RequestError(
-                said +
-                Message{fmt::format(" keeps {} experts per block; a block has {} (keep 1..{})", n, E, E)});
-        case KeepCountBreach::kBelowUsed:
-            throw RequestError(
-                said +
-                Message{fmt::format(
-                    " keeps {} experts per block, fewer than expert_used_count = {}: llama.cpp routes "
-                    "every token to {} experts and requires expert_used_count <= expert_count; keep at "
-                    "least {}",
-                    n, in.expert_used_count, in.expert_used_count, in.expert_used_count)});
-        case KeepCountBreach::kCountChange:
-            throw RequestError(said +
-                               Message{fmt::format(" keeps {} of {} experts per block: {}", n, E, no->why)});
-        case KeepCountBreach::kNotGroupMultiple:
-            throw RequestError(
-                said + Message{fmt::format(
-                           " keeps {} experts per block, not a multiple of expert_group_count = {}: routing "
-                           "picks experts group by group, so every group must keep the same number",
-                           n, G)});
-    }
-    return n;
-}
-
-}  // namespace
-
-Message rule_message(const RankDecision& r) {
-    if (r.rule.kind == RankRule::Kind::kFit && r.fit) return fit_sentence(*r.fit);
-    return rule_words(r.rule);
-}
-
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     const size_t n = a.size();
     if (n < 2 || b.size() != n) return kNaN;
@@ -197,19 +95,19 @@ namespace {
 
 // The decision's frame: what it is for (criterion, consensus, blocks, domains), how many it keeps, and
 // the super-expert thresholds.
-RankDecision start_decision(const RankInput& in, const RankOptions& opts) {
+RankDecision start_decision(const RankInput& in, const RankMethod& m) {
     RankDecision r;
-    r.criterion = opts.criterion;
-    r.consensus = opts.consensus;
+    r.criterion = m.criterion;
+    r.consensus = m.consensus;
     r.expert_count = in.expert_count;
     r.blocks = in.blocks;
     for (const auto& d : in.domains) r.domain_names.push_back(d.name);
-    r.n_keep = resolve_n_keep(in, opts, r.rule);
+    r.n_keep = resolve_n_keep(in, m, r.rule);
     // Ten times an even share, but at least a quarter and at most half of the block: with hundreds of
     // experts, ordinary routing skew in one domain already gives single experts 10-40× an even share.
     r.super_share =
-        opts.super_share.value_or(std::clamp(10.0 / static_cast<double>(in.expert_count), 0.25, 0.5));
-    r.super_channel_ratio = opts.super_channel_ratio;
+        m.super_share.value_or(std::clamp(10.0 / static_cast<double>(in.expert_count), 0.25, 0.5));
+    r.super_channel_ratio = m.super_channel_ratio;
     return r;
 }
 
@@ -217,13 +115,13 @@ RankDecision start_decision(const RankInput& in, const RankOptions& opts) {
 //    restricted scores against the full ones). Blocks and domains are independent from here to the
 //    decision: each (domain, block) pair, and then each block, writes only its own slots, so they are
 //    shared among the threads.
-void score_and_rank(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+void score_and_rank(const RankInput& in, int threads, RankDecision& r) {
     const size_t B = in.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(in.expert_count);
     r.scores.assign(D * B * NE, kNaN);
     r.ranks.assign(D * B * NE, 0);
     r.counts.assign(D * B * NE, -1);
     r.spearman.assign(D * B, kNaN);
-    const CriterionSpec& criterion = criterion_spec(opts.criterion);
+    const CriterionSpec& criterion = criterion_spec(r.criterion);
     parallel_for(D * B, threads, [&](size_t i) {
         const size_t d = i / B, b = i % B;
         const BlockStats& s = in.domains[d].blocks[b];
@@ -329,10 +227,10 @@ void explain_super_experts(const RankInput& in, const RankDecision& r, SuperExpe
 }
 
 // 3c. --protect: checked against the blocks and the dead experts, added to the super-experts.
-void add_protected_option(const RankInput& in, const RankOptions& opts, const RankDecision& r,
+void add_protected_option(const RankInput& in, const std::vector<ExpertRef>& protect, const RankDecision& r,
                           SuperExperts& supers) {
     const int64_t E = in.expert_count;
-    for (const auto& p : opts.protect) {
+    for (const auto& p : protect) {
         auto it = std::lower_bound(in.blocks.begin(), in.blocks.end(), p.block);
         if (it == in.blocks.end() || *it != p.block)
             throw RequestError(
@@ -361,11 +259,12 @@ void add_protected_option(const RankInput& in, const RankOptions& opts, const Ra
 }
 
 // 3. The experts always kept: super-experts and --protect.
-void find_protected_experts(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+void find_protected_experts(const RankInput& in, const std::vector<ExpertRef>& protect, int threads,
+                            RankDecision& r) {
     r.protect.assign(in.blocks.size() * static_cast<size_t>(in.expert_count), 0);
     SuperExperts supers = find_super_experts(in, r, threads);
     explain_super_experts(in, r, supers);
-    add_protected_option(in, opts, r, supers);
+    add_protected_option(in, protect, r, supers);
     for (auto& [key, se] : supers) {
         r.protect[r.idx(key.first, key.second)] = 1;
         r.protected_experts.push_back(se);
@@ -373,12 +272,12 @@ void find_protected_experts(const RankInput& in, const RankOptions& opts, int th
 }
 
 // 4. The consensus order of every block.
-void order_by_consensus(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
+void order_by_consensus(const RankInput& in, int threads, RankDecision& r) {
     const size_t B = in.blocks.size(), NE = static_cast<size_t>(in.expert_count);
     r.consensus_rank.assign(B * NE, 0);
     r.consensus_score.assign(B * NE, kNaN);
     parallel_for(B, threads, [&](size_t b) {
-        const BlockConsensus order_of(in, r, opts.criterion, opts.consensus, b);
+        const BlockConsensus order_of(in, r, r.criterion, r.consensus, b);
         std::vector<size_t> order(NE);
         std::iota(order.begin(), order.end(), 0);
         std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return order_of.before(a, c); });
@@ -387,114 +286,6 @@ void order_by_consensus(const RankInput& in, const RankOptions& opts, int thread
             r.consensus_score[r.idx(b, order[i])] = order_of.key(order[i]);
         }
     });
-}
-
-// One contiguous group of experts of one block (the whole block without expert groups), split into
-// dead, protected and the candidates for the rest of its quota.
-struct ExpertGroup {
-    size_t b = 0;       // block index
-    std::string where;  // "block 3", "block 3 group 1 (experts 8..15)"
-    int64_t first = 0;  // experts [first, end)
-    int64_t end = 0;
-    std::vector<int64_t> dead, prot, candidates;
-};
-
-ExpertGroup expert_group(const RankInput& in, const RankDecision& r, size_t b, int64_t g, int64_t G,
-                         int64_t group_size) {
-    ExpertGroup x;
-    x.b = b;
-    x.first = g * group_size;
-    x.end = (g + 1) * group_size;
-    for (int64_t e = x.first; e < x.end; ++e) {
-        if (r.dead[r.idx(b, static_cast<size_t>(e))])
-            x.dead.push_back(e);
-        else if (r.protect[r.idx(b, static_cast<size_t>(e))])
-            x.prot.push_back(e);
-        else
-            x.candidates.push_back(e);
-    }
-    x.where = G > 1 ? fmt::format("block {} group {} (experts {}..{})", in.blocks[b], g, x.first, x.end - 1)
-                    : fmt::format("block {}", in.blocks[b]);
-    return x;
-}
-
-// --from-plan: the plan decides; what rank would have refused is a warning, and only a plan that
-// llama.cpp could not load (a group short of its quota) is refused.
-void keep_as_planned(const RankInput& in, const ExpertGroup& x, int64_t quota, RankDecision& r) {
-    const int blk = in.blocks[x.b];
-    const std::vector<int64_t>& row = in.imported->plan.keep.at(blk);
-    int64_t held = 0;
-    for (int64_t e : row)
-        if (e >= x.first && e < x.end) {
-            ++held;
-            r.keep[r.idx(x.b, static_cast<size_t>(e))] = 1;
-        }
-    if (held != quota)
-        throw UsageError(
-            fmt::format("{}: the plan keeps {} experts in {}, but routing picks "
-                        "experts group by group, so every group must keep {}",
-                        in.imported->path, held, x.where, quota));
-    for (int64_t e : x.dead)
-        if (r.keep[r.idx(x.b, static_cast<size_t>(e))])
-            r.warnings.push_back(fmt::format("the plan keeps blk.{} expert {}, which is dead here", blk, e));
-    for (int64_t e : x.prot)
-        if (!r.keep[r.idx(x.b, static_cast<size_t>(e))])
-            r.warnings.push_back(fmt::format(
-                "the plan prunes blk.{} expert {}, which is protected here (a super-expert or protected on "
-                "request)",
-                blk, e));
-}
-
-// The protected experts, then the best consensus ranks until the quota is full; dead ones never.
-void keep_best(const ExpertGroup& x, int64_t quota, bool groups, RankDecision& r) {
-    const size_t members = static_cast<size_t>(x.end - x.first);
-    if (static_cast<int64_t>(x.prot.size()) > quota)
-        throw RequestError(Message{fmt::format("{} has {} protected experts ({}) but ", x.where,
-                                               x.prot.size(), join_ids(x.prot))} +
-                           rule_message(r) +
-                           Message{fmt::format(" keeps only {}{}: keep more, or protect fewer (", quota,
-                                               groups ? " per group" : ""),
-                                   RequestField::kSuperShare, ", ", RequestField::kSuperChannelRatio, ", ",
-                                   RequestField::kProtect, ")"});
-    if (static_cast<int64_t>(members - x.dead.size()) < quota)
-        throw RequestError(
-            Message{fmt::format("{} has {} dead experts ({}), which are always pruned, but ", x.where,
-                                x.dead.size(), join_ids(x.dead))} +
-            rule_message(r) +
-            Message{fmt::format(" keeps {}{}: keep at most {}{}", quota, groups ? " per group" : " per block",
-                                members - x.dead.size(),
-                                groups ? " per group" : " per block (prune at least the dead ones)")});
-    std::vector<int64_t> candidates = x.candidates;
-    std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t c) {
-        return r.consensus_rank[r.idx(x.b, static_cast<size_t>(a))] <
-               r.consensus_rank[r.idx(x.b, static_cast<size_t>(c))];
-    });
-    for (int64_t e : x.prot) r.keep[r.idx(x.b, static_cast<size_t>(e))] = 1;
-    for (int64_t i = 0; i < quota - static_cast<int64_t>(x.prot.size()); ++i)
-        r.keep[r.idx(x.b, static_cast<size_t>(candidates[static_cast<size_t>(i)]))] = 1;
-}
-
-// 5. The decision: per block (and per contiguous group), protected experts first, dead experts never,
-//    then the best consensus ranks until the group's quota is full; with max-min, its search replaces
-//    the keep mask. Then what every domain retains (rank_domains.h).
-void decide_keep(const RankInput& in, const RankOptions& opts, int threads, RankDecision& r) {
-    const int64_t E = in.expert_count;
-    const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
-    if (E % G)
-        throw UsageError(fmt::format("expert_count {} is not a multiple of expert_group_count {}", E, G));
-    const int64_t group_size = E / G, quota = r.n_keep / G;
-    r.keep.assign(in.blocks.size() * static_cast<size_t>(E), 0);
-    for (size_t b = 0; b < in.blocks.size(); ++b)
-        for (int64_t g = 0; g < G; ++g) {
-            const ExpertGroup x = expert_group(in, r, b, g, G, group_size);
-            if (in.imported)
-                keep_as_planned(in, x, quota, r);
-            else
-                keep_best(x, quota, G > 1, r);
-        }
-    if (opts.consensus == Consensus::kMaxMin && !in.imported)
-        choose_max_min(in, r, group_size, quota, threads);
-    fill_retained_shares(in, r);
 }
 
 // 6a. The safety margin: per block, the best rank any domain gives a pruned expert; its minimum and
@@ -594,21 +385,21 @@ void build_keeplist(const RankInput& in, RankDecision& r) {
 
 }  // namespace
 
-RankDecision rank_experts(const RankInput& in, const RankOptions& opts) {
-    check_criterion_inputs(in, opts);
-    RankDecision r = start_decision(in, opts);
-    const int threads = resolve_threads(opts.threads);
-    score_and_rank(in, opts, threads, r);             // 1. scores and per-domain ranks
-    find_dead_experts(in, r);                         // 2. dead experts
-    find_protected_experts(in, opts, threads, r);     // 3. super-experts and --protect
-    order_by_consensus(in, opts, threads, r);         // 4. consensus order
-    if (opts.fit) choose_fit_keep(in, r, *opts.fit);  //    --fit: the largest K (rank_fit.h)
-    decide_keep(in, opts, threads, r);                // 5. the keep mask, retained shares
-    measure_safety_margin(in, r);                     // 6. safety margin
-    measure_pruned_shares(in, r);                     //    what the pruned experts carried
-    add_input_warnings(in, opts, r);                  // 7. warnings (rank_domains.h)
-    fill_blind_spot(in, opts, r);                     //    what a left-out domain loses (rank_lodo.h)
-    build_keeplist(in, r);                            // 8. the keeplist
+RankDecision rank_experts(const RankInput& in, const RankMethod& m) {
+    check_criterion_inputs(in.domains, m.criterion, m.consensus);
+    RankDecision r = start_decision(in, m);
+    const int threads = resolve_threads(m.threads);
+    score_and_rank(in, threads, r);                     // 1. scores and per-domain ranks
+    find_dead_experts(in, r);                           // 2. dead experts
+    find_protected_experts(in, m.protect, threads, r);  // 3. super-experts and --protect
+    order_by_consensus(in, threads, r);                 // 4. consensus order
+    if (m.fit) choose_fit_keep(in, r, *m.fit);          //    --fit: the largest K (rank_fit.h)
+    decide_keep(in, threads, r);                        // 5. the keep mask, retained shares
+    measure_safety_margin(in, r);                       // 6. safety margin
+    measure_pruned_shares(in, r);                       //    what the pruned experts carried
+    add_input_warnings(in, r);                          // 7. warnings (rank_domains.h)
+    fill_blind_spot(in, threads, r);                    //    what a left-out domain loses (rank_lodo.h)
+    build_keeplist(in, r);                              // 8. the keeplist
     return r;
 }
 

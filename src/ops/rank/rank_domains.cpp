@@ -243,7 +243,7 @@ std::string missing_text_kinds(const RankInput& in) {
 
 }  // namespace
 
-void add_input_warnings(const RankInput& in, const RankOptions& opts, RankDecision& r) {
+void add_input_warnings(const RankInput& in, RankDecision& r) {
     const size_t D = in.domains.size();
     const int64_t E = r.expert_count;
     if (D < 3) {
@@ -266,7 +266,7 @@ void add_input_warnings(const RankInput& in, const RankOptions& opts, RankDecisi
                     fmt::format("domains {} and {} were computed on the same dataset(s)", x.name, y.name));
         }
     // Per-token means at high ratios (docs/method.md, "Per-token means").
-    const CriterionSpec& criterion = criterion_spec(opts.criterion);
+    const CriterionSpec& criterion = criterion_spec(r.criterion);
     const bool mean_type = criterion.per_token_mean ||
                            (criterion.needs.score_files && in.score_is_mean && !in.score_times_counts);
     if (mean_type && 4 * (E - r.n_keep) > E)

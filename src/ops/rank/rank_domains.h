@@ -74,6 +74,6 @@ void fill_retained_shares(const RankInput& in, RankDecision& r);
 
 // The warnings about the inputs the receipt repeats: too few domains, domains from the same file or
 // datasets, a per-token-mean criterion pruning more than 25 %, the input sanity problems, no --model.
-void add_input_warnings(const RankInput& in, const RankOptions& opts, RankDecision& r);
+void add_input_warnings(const RankInput& in, RankDecision& r);
 
 }  // namespace gguf_reap

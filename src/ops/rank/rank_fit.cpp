@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
-#include "gguf_reap/version.h"
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_steps.h"
 
@@ -31,15 +30,6 @@ std::vector<std::vector<int64_t>> per_group(const std::vector<uint8_t>& mask, si
 }
 
 }  // namespace
-
-std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opts) {
-    if (opts.model.empty())
-        throw RequestError({RequestField::kFit, fmt::format(" {} needs ", opts.fit ? opts.fit->text : ""),
-                            RequestField::kModel, ": the sizes come from the model's tensors"});
-    // With --neuron-plan, --model is already the width-cut build (docs/rank.md, "Neuron plans"): its
-    // own sizes are those of the width-cut build, so the plan is not applied again.
-    return std::make_shared<const BudgetModel>(opts.model, "", false, std::string(GGUF_REAP_TOOL));
-}
 
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget) {
     if (!in.budget_model)
@@ -76,7 +66,7 @@ std::vector<std::vector<int64_t>> ops::dead_expert_counts(const std::vector<Doma
     o.model = model;
     o.criterion = Criterion::kReapMean;  // readable from every imatrix format; only the counts are used
     o.hash_inputs = false;
-    const RankInput in = load_rank_input(o);
+    const RankInput in = read_rank_input(resolve_rank_sources(o));
     const int64_t E = in.expert_count, G = groups_of(in);
     std::vector<uint8_t> dead(in.blocks.size() * static_cast<size_t>(E), 0);
     for (size_t b = 0; b < in.blocks.size(); ++b)

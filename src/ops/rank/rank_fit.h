@@ -3,8 +3,6 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
-#include <string>
 #include <vector>
 
 #include "gguf_reap/rank.h"
@@ -12,11 +10,9 @@
 
 namespace gguf_reap {
 
-// The model's headers (and --neuron-plan) for opts.fit. Throws UsageError without --model.
-std::shared_ptr<const BudgetModel> open_rank_budget_model(const RankOptions& opts);
-
 // Sets r.n_keep, r.rule and r.fit: the largest K that fits `budget` and keeps every protected
-// expert (r.protect) and no dead one (r.dead). Throws UsageError when no legal K fits.
+// expert (r.protect) and no dead one (r.dead), sized by in.budget_model (the read step opens it). Throws
+// UsageError when no legal K fits.
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget);
 
 }  // namespace gguf_reap

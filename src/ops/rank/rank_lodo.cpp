@@ -78,8 +78,8 @@ void keep_first(const BlockConsensus& order, const std::vector<size_t>& candidat
 
 // The decision of block b without domain `skip`, into keep[0..E): as rank_experts makes it for an
 // input without that domain. Returns why rank would refuse it ("" when it would not).
-std::string select_without(const RankInput& in, const RankOptions& opts, const RankDecision& r,
-                           const Shared& sh, size_t skip, size_t b, uint8_t* keep) {
+std::string select_without(const RankInput& in, const RankDecision& r, const Shared& sh, size_t skip,
+                           size_t b, uint8_t* keep) {
     const size_t D = in.domains.size(), B = r.blocks.size(), NE = static_cast<size_t>(r.expert_count);
     std::vector<uint8_t> dead(NE), prot(NE);
     for (size_t e = 0; e < NE; ++e) {
@@ -91,7 +91,7 @@ std::string select_without(const RankInput& in, const RankOptions& opts, const R
                 r.blocks[b], e);
         for (size_t d = 0; d < D && !prot[e]; ++d) prot[e] = d != skip && sh.hit[(d * B + b) * NE + e];
     }
-    const BlockConsensus order(in, r, opts.criterion, opts.consensus, b, skip);
+    const BlockConsensus order(in, r, r.criterion, r.consensus, b, skip);
     const auto G = static_cast<size_t>(sh.group_size);
     for (size_t g0 = 0; g0 < NE; g0 += G) {
         std::vector<size_t> candidates;
@@ -110,7 +110,7 @@ std::string select_without(const RankInput& in, const RankOptions& opts, const R
                                rule_text(r));
         keep_first(order, candidates, static_cast<size_t>(sh.quota - n_prot), keep);
     }
-    if (opts.consensus == Consensus::kMaxMin) {
+    if (r.consensus == Consensus::kMaxMin) {
         const std::vector<uint8_t> mm = max_min_block(
             in, r, b, prot, dead, std::vector<uint8_t>(keep, keep + NE), sh.group_size, sh.quota, skip);
         std::copy(mm.begin(), mm.end(), keep);
@@ -128,7 +128,7 @@ std::string percent(double v) {
 
 }  // namespace
 
-void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision& r) {
+void fill_blind_spot(const RankInput& in, int threads, RankDecision& r) {
     const size_t B = r.blocks.size(), D = in.domains.size(), NE = static_cast<size_t>(r.expert_count);
     r.blind_spot.assign(D, BlindSpot{});
     for (size_t d = 0; d < D; ++d) {
@@ -137,7 +137,6 @@ void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision&
             r.blind_spot[d].unknown = "its legacy .dat imatrix holds no energy totals";
     }
     if (D < 2 || in.imported || B == 0) return;
-    const int threads = resolve_threads(opts.threads);
     Shared sh;
     // Which domains' tests find each super-expert, only where rank found one (the tests of fewer
     // domains find a subset of what all of them find).
@@ -153,18 +152,18 @@ void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision&
                  super_expert_hits(in.domains[i / B], i % B, r.super_share, r.super_channel_ratio))
                 sh.hit[i * NE + h.expert] = 1;
     sh.by_option.assign(B * NE, 0);
-    for (const ExpertRef& p : opts.protect)  // rank_experts has checked each one
-        for (size_t b = 0; b < B; ++b)
-            if (r.blocks[b] == p.block) sh.by_option[r.idx(b, static_cast<size_t>(p.expert))] = 1;
+    for (const SuperExpert& se : r.protected_experts)  // protected on request, checked by rank_experts
+        if (se.by_option)
+            for (size_t b = 0; b < B; ++b)
+                if (r.blocks[b] == se.block) sh.by_option[r.idx(b, static_cast<size_t>(se.expert))] = 1;
     const int64_t G = in.expert_group_count > 1 ? static_cast<int64_t>(in.expert_group_count) : 1;
     sh.group_size = r.expert_count / G;
     sh.quota = r.n_keep / G;
 
     std::vector<uint8_t> unseen(D * B * NE, 0);
     std::vector<std::string> why(D * B);
-    parallel_for(D * B, threads, [&](size_t i) {
-        why[i] = select_without(in, opts, r, sh, i / B, i % B, unseen.data() + i * NE);
-    });
+    parallel_for(D * B, threads,
+                 [&](size_t i) { why[i] = select_without(in, r, sh, i / B, i % B, unseen.data() + i * NE); });
     for (size_t d = 0; d < D; ++d) {
         BlindSpot& bs = r.blind_spot[d];
         const auto first = why.begin() + static_cast<std::ptrdiff_t>(d * B);

@@ -22,8 +22,9 @@ namespace gguf_reap {
 
 // r.blind_spot, one per domain: seen always (NaN for a legacy .dat, which holds no energy totals);
 // unseen and the disagreement with two or more domains when rank made the decision (not --from-plan).
-// Needs r.ranks, r.scores, r.keep, r.n_keep, r.super_share and r.super_channel_ratio.
-void fill_blind_spot(const RankInput& in, const RankOptions& opts, RankDecision& r);
+// Needs r.criterion, r.consensus, r.ranks, r.scores, r.keep, r.n_keep, r.protected_experts,
+// r.super_share and r.super_channel_ratio; `threads` (resolved: at least 1).
+void fill_blind_spot(const RankInput& in, int threads, RankDecision& r);
 
 // The domain that loses most when left out (the largest seen − unseen); nullopt when no unseen share
 // is known.

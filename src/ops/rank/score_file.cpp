@@ -12,7 +12,9 @@
 
 #include "format/json_input.h"
 #include "gguf_reap/error.h"
+#include "io/input_file.h"
 #include "io/sequential_reader.h"
+#include "io/sha256.h"
 
 namespace gguf_reap {
 
@@ -76,89 +78,102 @@ std::vector<double> external_array(const nlohmann::json& v, const std::string& p
     return out;
 }
 
-}  // namespace
-
-void load_score_domains(const RankOptions& opts, RankInput& in, bool have_model) {
-    std::vector<ExternalFile> files;
-    for (const auto& d : opts.score_files) files.push_back(load_external(d.path));
-    if (!have_model) {
-        std::set<int> all;
-        for (const auto& f : files)
-            for (const auto& [b, v] : f.blocks) all.insert(b);
-        in.blocks.assign(all.begin(), all.end());
+// One block's scores of one file: the field, and the counts where given (multiplied in for a
+// per-token mean that is summed).
+BlockStats block_scores(const nlohmann::json& o, const std::string& path, int b, ScoreRead& out) {
+    const std::string& field = out.field;
+    if (!o.contains(field)) {
+        std::string have;
+        for (const auto& [k, v] : o.items())
+            if (v.is_array()) have += (have.empty() ? "" : ", ") + k;
+        throw RequestError({fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with ", path,
+                                        b, field, have.empty() ? "none" : have),
+                            RequestField::kScoreField});
     }
-    // The field: as asked, else "reap" (llama-expert-profile), else "score".
-    const nlohmann::json& first = files.front().blocks.begin()->second;
-    std::string field = opts.score_field;
-    if (field.empty()) field = first.contains("reap") ? "reap" : "score";
-    in.score_field = field;
-    // Per-token means (REAP's `reap`, its factors) are summed over routed tokens unless asked not to:
-    // at high ratios a mean keeps rarely routed experts and drops busy ones (docs/method.md).
-    in.score_is_mean = field == "reap" || field == "ean_mean" || field == "avg_gate_weight";
-    if (opts.score_aggregate != "sum" && opts.score_aggregate != "mean")
-        throw RequestError({RequestField::kScoreAggregate,
-                            fmt::format(" is 'sum' or 'mean', not '{}'", opts.score_aggregate)});
-    in.score_times_counts = in.score_is_mean && opts.score_aggregate == "sum";
-    for (size_t d = 0; d < files.size(); ++d) {
-        const std::string& path = opts.score_files[d].path;
-        DomainData& dom = in.domains[d];
-        dom.format = "json";
-        dom.blocks.assign(in.blocks.size(), BlockStats{});
-        for (const auto& [b, v] : files[d].blocks)
-            if (!std::binary_search(in.blocks.begin(), in.blocks.end(), b))
-                throw UsageError(
-                    fmt::format("{}: block {} has scores but is not an MoE block of the model", path, b));
-        for (size_t bi = 0; bi < in.blocks.size(); ++bi) {
-            const int b = in.blocks[bi];
-            auto it = files[d].blocks.find(b);
-            if (it == files[d].blocks.end())
-                throw UsageError(fmt::format("{}: has no scores for MoE block {}", path, b));
-            const nlohmann::json& o = it->second;
-            if (!o.contains(field)) {
-                std::string have;
-                for (const auto& [k, v] : o.items())
-                    if (v.is_array()) have += (have.empty() ? "" : ", ") + k;
-                throw RequestError(
-                    {fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with ", path, b,
-                                 field, have.empty() ? "none" : have),
-                     RequestField::kScoreField});
-            }
-            std::vector<double> s =
-                external_array(o[field], path, fmt::format("block {} '{}'", b, field), in.expert_count);
-            if (in.expert_count == 0) in.expert_count = static_cast<int64_t>(s.size());
-            if (static_cast<int64_t>(s.size()) != in.expert_count)
-                throw InputError(
-                    path, std::nullopt, fmt::format("block {} '{}'", b, field),
-                    fmt::format("has {} values but other blocks have {}", s.size(), in.expert_count));
-            BlockStats& st = dom.blocks[bi];
-            st.present = true;
-            st.external = s;
-            const size_t n = s.size();
-            st.count.assign(n, kNaN);
-            st.energy.assign(n, kNaN);
-            st.mean.assign(n, kNaN);
-            st.peak.assign(n, kNaN);
-            st.dead.assign(n, 0);
-            if (o.contains("activation_counts")) {
-                st.count = external_array(o["activation_counts"], path,
-                                          fmt::format("block {} 'activation_counts'", b), in.expert_count);
-                for (size_t e = 0; e < n; ++e) st.dead[e] = st.count[e] == 0;
-            }
-            if (in.score_times_counts) {
-                if (!o.contains("activation_counts"))
-                    throw RequestError(
-                        {fmt::format(
-                             "{}: block {}: '{}' is a per-token mean, which rank sums over the routed tokens "
+    std::vector<double> s =
+        external_array(o[field], path, fmt::format("block {} '{}'", b, field), out.expert_count);
+    if (out.expert_count == 0) out.expert_count = static_cast<int64_t>(s.size());
+    if (static_cast<int64_t>(s.size()) != out.expert_count)
+        throw InputError(path, std::nullopt, fmt::format("block {} '{}'", b, field),
+                         fmt::format("has {} values but other blocks have {}", s.size(), out.expert_count));
+    BlockStats st;
+    st.present = true;
+    st.external = s;
+    const size_t n = s.size();
+    st.count.assign(n, kNaN);
+    st.energy.assign(n, kNaN);
+    st.mean.assign(n, kNaN);
+    st.peak.assign(n, kNaN);
+    st.dead.assign(n, 0);
+    if (o.contains("activation_counts")) {
+        st.count = external_array(o["activation_counts"], path,
+                                  fmt::format("block {} 'activation_counts'", b), out.expert_count);
+        for (size_t e = 0; e < n; ++e) st.dead[e] = st.count[e] == 0;
+    }
+    if (out.times_counts) {
+        if (!o.contains("activation_counts"))
+            throw RequestError(
+                {fmt::format("{}: block {}: '{}' is a per-token mean, which rank sums over the routed tokens "
                              "(mean × activation_counts) by default, but the block has no "
                              "activation_counts: add them, or give ",
                              path, b, field),
-                         RequestField::kScoreAggregate,
-                         " mean for the REAP paper's per-token form (docs/method.md: it keeps rarely routed "
-                         "experts at high ratios)"});
-                for (size_t e = 0; e < n; ++e) st.external[e] *= st.count[e];
-            }
+                 RequestField::kScoreAggregate,
+                 " mean for the REAP paper's per-token form (docs/method.md: it keeps rarely routed "
+                 "experts at high ratios)"});
+        for (size_t e = 0; e < n; ++e) st.external[e] *= st.count[e];
+    }
+    return st;
+}
+
+}  // namespace
+
+ScoreRead read_score_files(const ScoreSources& src, const std::vector<int>* model_blocks,
+                           int64_t model_experts, bool hash) {
+    ScoreRead out;
+    out.expert_count = model_experts;
+    std::vector<ExternalFile> files;
+    for (const auto& d : src.files) files.push_back(load_external(d.path));
+    if (model_blocks) {
+        out.blocks = *model_blocks;
+    } else {
+        std::set<int> all;
+        for (const auto& f : files)
+            for (const auto& [b, v] : f.blocks) all.insert(b);
+        out.blocks.assign(all.begin(), all.end());
+    }
+    // The field: as asked, else "reap" (llama-expert-profile), else "score".
+    const nlohmann::json& first = files.front().blocks.begin()->second;
+    out.field = src.field.empty() ? (first.contains("reap") ? "reap" : "score") : src.field;
+    // Per-token means (REAP's `reap`, its factors) are summed over routed tokens unless asked not to:
+    // at high ratios a mean keeps rarely routed experts and drops busy ones (docs/method.md).
+    out.is_mean = out.field == "reap" || out.field == "ean_mean" || out.field == "avg_gate_weight";
+    out.times_counts = out.is_mean && src.sum_means;
+    out.domains.resize(files.size());
+    for (size_t d = 0; d < files.size(); ++d) {
+        const std::string& path = src.files[d].path;
+        DomainData& dom = out.domains[d];
+        dom.name = src.files[d].name;
+        dom.path = path;
+        dom.format = "json";
+        dom.blocks.assign(out.blocks.size(), BlockStats{});
+        for (const auto& [b, v] : files[d].blocks)
+            if (!std::binary_search(out.blocks.begin(), out.blocks.end(), b))
+                throw UsageError(
+                    fmt::format("{}: block {} has scores but is not an MoE block of the model", path, b));
+        for (size_t bi = 0; bi < out.blocks.size(); ++bi) {
+            const int b = out.blocks[bi];
+            auto it = files[d].blocks.find(b);
+            if (it == files[d].blocks.end())
+                throw UsageError(fmt::format("{}: has no scores for MoE block {}", path, b));
+            dom.blocks[bi] = block_scores(it->second, path, b, out);
         }
     }
+    for (auto& dom : out.domains) {
+        auto f = InputFile::open(dom.path);
+        dom.file_size = f->size();
+        if (hash) dom.sha256 = sha256_file(*f);
+    }
+    return out;
 }
 
 }  // namespace gguf_reap
