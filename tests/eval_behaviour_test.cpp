@@ -1,5 +1,6 @@
 // eval's behaviour definitions (docs/eval.md, "Behaviour") on hand-made token sequences, and the reading of
-// llama-server's /completion replies recorded from llama.cpp 34af94cd9 (tests/data/llama-server/).
+// llama-server's /completion replies recorded from llama.cpp 34af94cd9 (tests/data/llama-server/;
+// services/llama_cpp/llama_server.h).
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -11,9 +12,13 @@
 #include "gguf_reap/error.h"
 #include "ops/eval/behaviour_metrics.h"
 #include "ops/eval/eval_behaviour.h"
+#include "services/llama_cpp/llama_server.h"
 
 namespace gguf_reap::eval_detail {
 namespace {
+
+using llama_cpp::Generation;  // llama-server's replies are services/llama_cpp's
+using llama_cpp::parse_completion;
 
 std::vector<int32_t> repeat(const std::vector<int32_t>& unit, size_t n) {
     std::vector<int32_t> v;

@@ -12,14 +12,17 @@
 #  - In the library's sources (comments stripped), every string literal is one candidate; it counts once
 #    when it names one or more of those options ("--ratio {}", "give --force to replace it").
 #  - A literal made only of option words that llama.cpp takes ("--chunks", "--version", "--cpu-moe", a
-#    row of src/model/llama_args_table.inc) is an argument of a llama.cpp command line gguf-reap builds (an
-#    argv element) or a name in llama.cpp's option tables, not our wording, and does not count; nor does a
+#    row of llama.cpp's option table) is an argument of a llama.cpp command line gguf-reap builds (an argv
+#    element) or a name in llama.cpp's option tables, not our wording, and does not count; nor does a
 #    literal that is a llama.cpp command line ("llama-server --version"). llama.cpp's options are the
-#    words of src/model/llama_args_table.inc and the common ones listed below.
+#    words of that table (tools/llama-args-table.sh --path says where it is) and the common ones listed
+#    below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export LLAMA_ARGS_TABLE
+LLAMA_ARGS_TABLE=$(tools/llama-args-table.sh --path)
 exec python3 - "$@" <<'PY'
-import glob, re, sys
+import glob, os, re, sys
 
 args = sys.argv[1:]
 verbose = "-v" in args
@@ -71,7 +74,7 @@ for path in sorted(glob.glob("src/cli/*.cpp")):
             ours.update(m.group(1) for m in flag_re.finditer(lit))
             ours.update(m.group(1) for m in short_re.finditer(lit))
 
-llama = set(re.findall(r"--([a-z][a-z0-9-]*)", open("src/model/llama_args_table.inc", encoding="utf-8").read()))
+llama = set(re.findall(r"--([a-z][a-z0-9-]*)", open(os.environ["LLAMA_ARGS_TABLE"], encoding="utf-8").read()))
 # Options every llama.cpp tool takes (so the per-tool table leaves them out) that gguf-reap's argv use.
 llama |= {"version", "help", "cpu-moe", "n-cpu-moe", "cache-type-k", "cache-type-v", "threads", "model",
           "ctx-size", "hf-repo", "temp", "top-k", "seed", "log-disable", "stdin", "ids", "show-count", "no-escape",

@@ -24,17 +24,13 @@
 #include "gguf_reap/llama_args.h"
 #include "gguf_reap/perplexity.h"
 #include "gguf_reap/sanity_problem.h"
+#include "gguf_reap/text_input.h"
 
 namespace gguf_reap {
 
-struct CalibrateText {
-    std::string name;  // [A-Za-z0-9_.-]+: the imatrix is DIR/NAME.imatrix.gguf
-    std::string path;
-};
-
 struct CalibrateRequest {
-    std::string model;  // any shard
-    std::vector<CalibrateText> texts;
+    std::string model;               // any shard
+    std::vector<TextInput> texts;    // the imatrix of each is DIR/NAME.imatrix.gguf
     std::string out_dir;             // -o DIR
     uint64_t ctx = 512;              // -c and -b of llama-imatrix (its default -c 512)
     std::optional<uint64_t> tokens;  // --tokens N: every text cut to its first N tokens
@@ -46,21 +42,17 @@ struct CalibrateRequest {
     std::string tool_version;
 };
 
-struct CalibrateTextFacts {
-    std::string name, path;
-    std::string sha256;  // of the file as given
-    uint64_t bytes = 0;
-    int64_t tokens = 0;  // llama-tokenize's count of the file (BOS included when the model adds one)
+// A text (its tokens counted with the model's vocabulary) and the imatrix made from it.
+struct CalibrateTextFacts : TextFacts {
     // What llama-imatrix read: the file itself, or with --tokens its first N tokens in DIR/NAME.txt.
     std::string used_path, used_sha256;
     uint64_t used_bytes = 0;
     int64_t used_tokens = 0;
-    int64_t chunks = 0;                         // used_tokens / ctx: what llama-imatrix computes over
-    std::optional<ValueErr> ppl;                // llama-imatrix's perplexity of the text ("Final estimate")
-    std::vector<std::string> command;           // llama-imatrix's, with the final imatrix name after -o
-    std::vector<std::string> tokenize_command;  // fed the text on stdin
-    std::string key;                            // what the imatrix was made from (sha256, see calibrate.cpp)
-    std::string imatrix;                        // DIR/NAME.imatrix.gguf
+    int64_t chunks = 0;                // used_tokens / ctx: what llama-imatrix computes over
+    std::optional<ValueErr> ppl;       // llama-imatrix's perplexity of the text ("Final estimate")
+    std::vector<std::string> command;  // llama-imatrix's, with the final imatrix name after -o
+    std::string key;                   // what the imatrix was made from (sha256, see calibrate.cpp)
+    std::string imatrix;               // DIR/NAME.imatrix.gguf
     std::string imatrix_sha256;
     bool cached = false;  // an earlier calibrate made it with the same key; nothing was run
     double seconds = 0;   // llama-imatrix's wall time (of the run that made it, when cached)

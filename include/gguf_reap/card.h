@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_reap/estimate.h"
+#include "gguf_reap/eval.h"
 #include "gguf_reap/events.h"
 
 namespace gguf_reap {
@@ -153,57 +154,14 @@ struct CardFile {
     std::string sha256;  // "" when not recorded
 };
 
-// card --eval: one row of "Measured against the source" (docs/eval.md).
-struct CardEvalText {
-    std::string name;
-    int64_t tokens = 0;  // scored tokens
-    std::optional<double> ppl_source;
-    double ppl_output = 0;
-    double kld_mean = 0;
-    std::optional<double> kld_p99;
-    double same_top = 0;  // percent
-    std::string from;     // "summary" or "last chunk row"
-};
-
-// The eval's smoke test, for this build: greedy tokens after a prompt, against the source's.
-struct CardSmoke {
-    std::string prompt;
-    int64_t generated = 0;  // tokens the source generated
-    int64_t identical = 0;  // leading tokens of this build equal to the source's
-    std::optional<int64_t> first_diff;
-    std::optional<std::string> source_token, build_token;  // the first that differs (null: that side ended)
-};
-
-// One panel of eval --prompts: this build's loops and natural ends beside the source's (k of n, with the
-// Wilson 95 % interval eval computed).
-struct CardRate {
-    int64_t k = 0, n = 0;
-    double rate = 0, lo = 0, hi = 0;
-};
-struct CardBehaviour {
-    std::string panel;
-    int64_t gen_tokens = 0;
-    CardRate build_loops, source_loops, build_ends, source_ends;
-};
-
-// eval --reference: the source and this build against the unpruned reference's logits.
-struct CardEvalReference {
-    std::string name;                    // the reference's first shard's file name
-    std::string main_type, source_type;  // the type of most tensor bytes: "F16"; the source's: "Q8_0"
-    std::vector<CardEvalText> source;    // the source against it, per text
-    std::vector<CardEvalText> build;     // this build against it, per text
-};
-
+// card --eval: the eval.json of this build (docs/eval.md), as eval wrote it and services/eval_report
+// reads it back: every figure of "Measured against the source" is the result's.
 struct CardEval {
-    std::string file, sha256;          // eval.json's name and hash
-    std::string llama_build;           // as llama-perplexity --version printed it
-    std::vector<std::string> command;  // the KLD run of this build on its first text
-    std::vector<CardEvalText> texts;
-    std::string svg;  // eval.svg's name when it is beside eval.json; ""
+    std::string file, sha256;  // eval.json's name and hash
+    EvalResult result;         // as eval.json records it (paths as written there)
+    size_t output = 0;         // this build's entry in result.outputs
+    std::string svg;           // eval.svg's name when it is beside eval.json; ""
     uint64_t svg_bytes = 0;
-    std::optional<CardSmoke> smoke;              // when the eval ran one
-    std::vector<CardBehaviour> behaviour;        // when it ran --prompts
-    std::optional<CardEvalReference> reference;  // when it ran --reference
 };
 
 struct CardFacts {

@@ -34,7 +34,8 @@ struct Offload {
     bool offloads(int block) const {
         return all_experts || (block >= 0 && static_cast<uint64_t>(block) < first_layers);
     }
-    std::string flag() const;  // "" | "--cpu-moe" | "--n-cpu-moe N": as llama.cpp spells it
+    std::string flag()
+        const;  // "" | "--cpu-moe" | "--n-cpu-moe N": as llama.cpp spells it (services/llama_cpp)
 };
 
 // llama.cpp's KV cache types (-ctk, -ctv): ggml type ids. F16 is llama.cpp's default.

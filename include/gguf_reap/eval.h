@@ -24,13 +24,9 @@
 #include "gguf_reap/events.h"
 #include "gguf_reap/llama_args.h"
 #include "gguf_reap/perplexity.h"
+#include "gguf_reap/text_input.h"
 
 namespace gguf_reap {
-
-struct EvalText {
-    std::string name;  // [A-Za-z0-9_.-]+
-    std::string path;
-};
 
 // A panel of prompts for the behaviour runs (--prompts NAME=FILE).
 struct EvalPanel {
@@ -44,7 +40,7 @@ struct EvalRequest {
     // Any shard of the unpruned model at another quantisation (BF16, F16), or "": the source and every OUT
     // are then also measured against its logits, which is what the whole build costs.
     std::string reference;
-    std::vector<EvalText> texts;
+    std::vector<TextInput> texts;
     std::string llama_bin;      // --llama-bin DIR ("" = not given)
     std::string llama_bin_env;  // $GGUF_REAP_LLAMA_BIN
     std::string path_env;       // $PATH
@@ -56,9 +52,12 @@ struct EvalRequest {
     uint64_t threads = 0;            // -t; 0 = llama.cpp's default
     std::string cache_dir;           // base logits
     std::string json_out;            // -o eval.json ("" = none); eval.svg is written beside it
-    // The smoke test: N greedy tokens from this prompt on the source and on each OUT (both or neither).
+    // The smoke test: N greedy tokens from this prompt on the source and on each OUT; N given only with a
+    // prompt, kDefaultSmokeTokens when not given.
     std::string smoke_prompt;
-    uint64_t smoke_tokens = 0;
+    std::optional<uint64_t> smoke_tokens;
+    static constexpr uint64_t kDefaultSmokeTokens = 16;
+    uint64_t smoke_token_count() const { return smoke_tokens.value_or(kDefaultSmokeTokens); }
     // The behaviour runs: every prompt of every panel generated greedily on the source and on each OUT
     // by llama-server (one per model), up to gen_tokens tokens, `parallel` requests at once.
     std::vector<EvalPanel> panels;
@@ -76,17 +75,16 @@ struct EvalBase {
     bool cached = false;          // true: an earlier eval computed it
     std::optional<ValueErr> ppl;  // the base run's "Final estimate"
     std::vector<std::string> command;
+    bool operator==(const EvalBase&) const = default;
 };
 
-struct EvalTextFacts {
-    std::string name, path, sha256;
-    uint64_t bytes = 0;
-    int64_t tokens = 0;         // llama-tokenize's count with the source's vocabulary (BOS included)
-    int64_t chunks = 0;         // chunks scored: min(--chunks, tokens / ctx)
-    int64_t scored_tokens = 0;  // chunks × (ctx − 1 − ctx/2)
-    EvalBase base;              // the source's logits
-    std::optional<EvalBase> reference_base;     // the reference's, with --reference
-    std::vector<std::string> tokenize_command;  // fed the text on stdin
+// A text (its tokens counted with the source's vocabulary) and its base runs.
+struct EvalTextFacts : TextFacts {
+    int64_t chunks = 0;                      // chunks scored: min(--chunks, tokens / ctx)
+    int64_t scored_tokens = 0;               // chunks × (ctx − 1 − ctx/2)
+    EvalBase base;                           // the source's logits
+    std::optional<EvalBase> reference_base;  // the reference's, with --reference
+    bool operator==(const EvalTextFacts&) const = default;
 };
 
 struct EvalOutputFacts {
@@ -94,6 +92,7 @@ struct EvalOutputFacts {
     std::vector<std::string> shards;  // file names
     uint64_t bytes = 0;
     uint64_t expert_count = 0;
+    bool operator==(const EvalOutputFacts&) const = default;
 };
 
 // The --reference model.
@@ -101,6 +100,7 @@ struct EvalReferenceFacts {
     EvalOutputFacts model;
     std::string identity;   // sha256 over its shard headers
     std::string main_type;  // the type of most of its tensor bytes (ggml's name: "F16", "BF16", …)
+    bool operator==(const EvalReferenceFacts&) const = default;
 };
 
 struct EvalRun {
@@ -109,6 +109,7 @@ struct EvalRun {
     int64_t tokens = 0;  // scored tokens (chunks × per chunk)
     KldFigures figures;
     std::vector<std::string> command;
+    bool operator==(const EvalRun&) const = default;
 };
 
 // One token of a greedy generation: its id and its text (the vocabulary's piece, decoded:
@@ -116,6 +117,7 @@ struct EvalRun {
 struct SmokeToken {
     int32_t id = 0;
     std::string text;
+    bool operator==(const SmokeToken&) const = default;
 };
 
 // A greedy generation by llama-completion: the tokens after the prompt, as its --prompt-cache file
@@ -123,6 +125,7 @@ struct SmokeToken {
 struct SmokeGeneration {
     std::vector<SmokeToken> tokens;
     std::vector<std::string> command;  // the session file's temporary name replaced by SESSION
+    bool operator==(const SmokeGeneration&) const = default;
 };
 
 struct EvalSmokeOutput {
@@ -130,6 +133,7 @@ struct EvalSmokeOutput {
     SmokeGeneration generation;
     int64_t identical = 0;              // leading tokens equal to the source's
     std::optional<int64_t> first_diff;  // index of the first token that differs; null when all agree
+    bool operator==(const EvalSmokeOutput&) const = default;
 };
 
 struct EvalSmoke {
@@ -139,6 +143,7 @@ struct EvalSmoke {
     std::string completion_path;
     SmokeGeneration source;
     std::vector<EvalSmokeOutput> outputs;  // in OUT order
+    bool operator==(const EvalSmoke&) const = default;
 };
 
 struct EvalPanelFacts {
@@ -147,12 +152,14 @@ struct EvalPanelFacts {
     int64_t prompts = 0;
     uint64_t max_prompt_bytes = 0;
     std::string format;  // "lines" or "jsonl"
+    bool operator==(const EvalPanelFacts&) const = default;
 };
 
 // A rate k/n with its Wilson score interval at 95 %.
 struct EvalRate {
     int64_t k = 0, n = 0;
     double rate = 0, lo = 0, hi = 0;
+    bool operator==(const EvalRate&) const = default;
 };
 
 // How one model generated on one panel (docs/eval.md, "Behaviour").
@@ -168,6 +175,7 @@ struct EvalBehaviour {
     int64_t tokens = 0;  // generated, in all
     double seconds = 0;  // wall time of the panel's requests
     std::vector<std::string> server_command;
+    bool operator==(const EvalBehaviour&) const = default;
 };
 
 struct EvalResult {
@@ -205,6 +213,7 @@ struct EvalResult {
     // The work was done but its files could not be written (the disk filled, the directory went away):
     // the reason. The results are still returned, for the caller to show.
     std::string write_error;
+    bool operator==(const EvalResult&) const = default;
 };
 
 namespace ops {

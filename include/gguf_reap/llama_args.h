@@ -6,8 +6,10 @@
 //   args.check(tool)                 UsageError naming an argument that collides with one gguf-reap sets
 //   args.for_tool(tool)              the words that tool takes, to go after gguf-reap's own arguments
 //
-// Which tool takes what is llama.cpp 34af94cd9's --help (llama_args_table.inc, tools/llama-args-table.sh).
-// llama-tokenize gets none: gguf-reap runs it only to count tokens, which needs the vocabulary alone.
+// What gguf-reap sets, and so refuses, is the table of llama.cpp's tools (src/services/llama_cpp/
+// llama_tools.cpp); which tool takes what is llama.cpp 34af94cd9's --help (llama_args_table.inc beside it,
+// written by tools/llama-args-table.sh). llama-tokenize gets none: gguf-reap runs it only to count tokens,
+// which needs the vocabulary alone.
 #pragma once
 
 #include <string>
@@ -16,9 +18,10 @@
 
 namespace gguf_reap {
 
-enum class LlamaTool { perplexity, imatrix, completion, server, tokenize };
+// The tools gguf-reap runs, and (cli, quantize) the ones it names in the card's recipes and its advice.
+enum class LlamaTool { perplexity, imatrix, completion, server, tokenize, cli, quantize };
 
-// "llama-perplexity", ...
+// "llama-perplexity", ...: the binary's name.
 const char* llama_tool_name(LlamaTool tool);
 
 // One argument of the user's, as the first word that is an option names it: "-ngl" with its values
@@ -42,7 +45,7 @@ struct LlamaArgs {
     // not a negative number ("-1", "-0.5"); the words after it up to the next option are its values.
     std::vector<LlamaArg> grouped() const;
     // UsageError when an argument sets what gguf-reap sets for `tool` (-m, -f, -c, -b, -o, --chunks,
-    // --kl-divergence*, --in-file, --output-format, ... : see llama_args.cpp), naming it and what to do.
+    // --kl-divergence*, --in-file, --output-format, ...: the table's refusals), naming it and what to do.
     void check(LlamaTool tool) const;
     // The words `tool` takes, in order: an option that llama.cpp's --help lists only for other tools is
     // left out with its values; an option in no list (llama.cpp's common options, or one newer than the

@@ -11,6 +11,7 @@ namespace gguf_reap {
 struct ValueErr {
     double value = 0;
     double err = 0;
+    bool operator==(const ValueErr&) const = default;
 };
 
 // The figures of a KLD run, from its summary or its last chunk row.
@@ -25,6 +26,7 @@ struct KldFigures {
     std::optional<double> kld_median, kld_p99, kld_p999, kld_max;
     ValueErr rms_dp;    // percent
     ValueErr same_top;  // percent
+    bool operator==(const KldFigures&) const = default;
 };
 
 }  // namespace gguf_reap

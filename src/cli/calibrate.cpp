@@ -21,14 +21,13 @@ namespace gguf_reap::cli {
 
 namespace {
 
+// The options that are request fields as they are go straight into the request, whose defaults are
+// theirs (gguf_reap/calibrate.h); the rest are parsed from their text.
 struct CalibrateCli {
-    std::string model;
+    CalibrateRequest q;
     std::vector<std::string> texts;
-    std::string out;
-    std::string ctx = "512";
+    std::string ctx = std::to_string(CalibrateRequest{}.ctx);
     std::string tokens;
-    uint64_t threads = 0;
-    std::string llama_bin;
     std::optional<std::string> llama_args;
     bool json = false;
 };
@@ -101,15 +100,13 @@ void print_table(const CalibrateResult& r) {
 }
 
 int run_calibrate(const CalibrateCli& c, const GlobalOptions& g) {
-    CalibrateRequest q;
-    q.model = c.model;
+    CalibrateRequest q = c.q;
     for (const std::string& t : c.texts) {
         const size_t eq = t.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
             throw UsageError(fmt::format("--text '{}': write NAME=FILE, e.g. --text code=code.calib.txt", t));
         q.texts.push_back({t.substr(0, eq), t.substr(eq + 1)});
     }
-    q.out_dir = c.out;
     q.ctx = ctx_option(c.ctx);
     if (!c.tokens.empty()) {
         const auto n = parse_whole(c.tokens, 999'999'999'999);
@@ -117,8 +114,6 @@ int run_calibrate(const CalibrateCli& c, const GlobalOptions& g) {
             throw UsageError(fmt::format("--tokens '{}' is not a number of tokens (e.g. 23552)", c.tokens));
         q.tokens = *n;
     }
-    q.threads = c.threads;
-    q.llama_bin = c.llama_bin;
     if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
     if (const char* p = std::getenv("PATH")) q.path_env = p;
     q.llama_args = llama_args_option(c.llama_args);
@@ -139,13 +134,14 @@ Command add_calibrate(CLI::App& app, const GlobalOptions& g) {
     auto o = std::make_shared<CalibrateCli>();
     CLI::App* sub = app.add_subcommand(
         "calibrate", "Make one imatrix per kind of text with llama-imatrix, and record how each was made");
-    sub->add_option("--model", o->model, "Any shard of the model to calibrate")->required();
+    sub->add_option("--model", o->q.model, "Any shard of the model to calibrate")->required();
     sub->add_option("--text", o->texts, "NAME=FILE: one kind of calibration text (repeatable)")->required();
-    sub->add_option("-o,--out", o->out, "Directory for NAME.imatrix.gguf and calibrate.json")->required();
+    sub->add_option("-o,--out", o->q.out_dir, "Directory for NAME.imatrix.gguf and calibrate.json")
+        ->required();
     sub->add_option("--ctx", o->ctx, "Tokens per chunk (llama-imatrix -c and -b)")->capture_default_str();
     sub->add_option("--tokens", o->tokens, "Cut every text to its first N tokens (the same budget for each)");
-    sub->add_option("--threads", o->threads, "llama.cpp threads (-t; default: llama.cpp's)");
-    sub->add_option("--llama-bin", o->llama_bin,
+    sub->add_option("--threads", o->q.threads, "llama.cpp threads (-t; default: llama.cpp's)");
+    sub->add_option("--llama-bin", o->q.llama_bin,
                     "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");
     sub->add_option(
         "--llama-args", o->llama_args,

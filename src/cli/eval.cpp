@@ -18,33 +18,21 @@
 #include "io/progress.h"
 #include "io/units.h"
 #include "model/vocab_text.h"
-#include "ops/eval/eval_report.h"
+#include "services/eval_report.h"
+#include "services/llama_cpp/llama_tools.h"
 
 namespace gguf_reap::cli {
 
 namespace {
 
-constexpr uint64_t kDefaultSmokeTokens = 16;
-
+// The options that are request fields as they are go straight into the request, whose defaults are
+// theirs (gguf_reap/eval.h); the rest are parsed from their text.
 struct EvalCli {
-    std::string source;
-    std::vector<std::string> outputs;
-    std::string reference;
-    std::vector<std::string> texts;
-    std::string llama_bin;
+    EvalRequest q;
+    std::vector<std::string> texts, prompts;
     std::optional<std::string> llama_args;
-    std::string ctx = "512";
+    std::string ctx = std::to_string(EvalRequest{}.ctx);
     std::string chunks;
-    uint64_t threads = 0;
-    std::string cache_dir;
-    std::string smoke_prompt;
-    std::optional<uint64_t> smoke_tokens;
-    std::vector<std::string> prompts;
-    uint64_t gen_tokens = 256;
-    uint64_t parallel = 4;
-    bool chat = false;
-    uint64_t server_timeout = 600;
-    std::string out;
     bool json = false;
 };
 
@@ -84,8 +72,8 @@ std::string joined(const SmokeGeneration& g) {
 }
 
 void print_smoke(const EvalSmoke& s) {
-    std::cout << fmt::format("\nsmoke   {} greedy tokens after {} (llama-completion --temp 0)\n",
-                             s.tokens_requested, quoted_text(s.prompt));
+    std::cout << fmt::format("\nsmoke   {} greedy tokens after {} ({})\n", s.tokens_requested,
+                             quoted_text(s.prompt), llama_cpp::greedy_words());
     std::cout << fmt::format("  source  {} tokens: {}\n", s.source.tokens.size(), joined(s.source));
     for (const EvalSmokeOutput& o : s.outputs) {
         std::string line =
@@ -111,8 +99,8 @@ std::string rate_cell(const EvalRate& x) {
 void print_behaviour(const EvalResult& r) {
     for (const EvalPanelFacts& p : r.panels) {
         std::cout << fmt::format(
-            "\nbehaviour  {}: {} prompts, up to {} greedy tokens each (llama-server, {} slots{})\n", p.name,
-            p.prompts, r.gen_tokens, r.parallel, r.chat ? ", chat template" : "");
+            "\nbehaviour  {}: {} prompts, up to {} greedy tokens each ({}, {} slots{})\n", p.name, p.prompts,
+            r.gen_tokens, llama_tool_name(LlamaTool::server), r.parallel, r.chat ? ", chat template" : "");
         std::cout << fmt::format("{:<40} {:>28} {:>28} {:>8} {:>10}\n", "model", "loops", "natural ends",
                                  "tokens", "distinct-4");
         for (const EvalBehaviour& b : r.behaviour) {
@@ -179,9 +167,8 @@ void print_kld_table(const EvalResult& r, const std::string& title,
     for (const EvalRun& run : runs)
         if (run.figures.from != "summary")
             std::cout << fmt::format(
-                "note: {} on {}: llama-perplexity's summary was cut off; figures from its last "
-                "chunk row\n",
-                run.output, run.text);
+                "note: {} on {}: {}'s summary was cut off; figures from its last chunk row\n", run.output,
+                run.text, llama_tool_name(LlamaTool::perplexity));
 }
 
 void print_kld(const EvalResult& r) {
@@ -198,10 +185,7 @@ void print_kld(const EvalResult& r) {
 }
 
 int run_eval(const EvalCli& c, const GlobalOptions& g) {
-    EvalRequest q;
-    q.source = c.source;
-    q.outputs = c.outputs;
-    q.reference = c.reference;
+    EvalRequest q = c.q;
     for (const std::string& t : c.texts) {
         const size_t eq = t.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
@@ -216,11 +200,6 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
                 fmt::format("--prompts '{}': write NAME=FILE, e.g. --prompts code=code-prompts.txt", p));
         q.panels.push_back({p.substr(0, eq), p.substr(eq + 1)});
     }
-    q.gen_tokens = c.gen_tokens;
-    q.parallel = c.parallel;
-    q.chat = c.chat;
-    q.server_timeout_s = c.server_timeout;
-    q.llama_bin = c.llama_bin;
     if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
     if (const char* p = std::getenv("PATH")) q.path_env = p;
     q.llama_args = llama_args_option(c.llama_args);
@@ -230,16 +209,11 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
         if (!n) throw UsageError(fmt::format("--chunks '{}' is not a number of chunks (e.g. 100)", c.chunks));
         q.chunks = *n;
     }
-    q.threads = c.threads;
-    q.cache_dir = c.cache_dir;
-    q.json_out = c.out;
-    q.smoke_prompt = c.smoke_prompt;
-    q.smoke_tokens = c.smoke_tokens.value_or(c.smoke_prompt.empty() ? 0 : kDefaultSmokeTokens);
     q.tool_version = std::string(GGUF_REAP_TOOL);
 
     const EvalResult r = ops::eval(q, eval_events(g));
     if (c.json)
-        print_json(eval_json(r));
+        print_json(eval_report_json(r));
     else
         print_table(r);
     // Every run done, only the files failed: the figures are on stdout above, and the exit says so.
@@ -256,40 +230,42 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
     CLI::App* sub = app.add_subcommand(
         "eval",
         "Measure each pruned build against its source with llama.cpp: KL divergence, same top token, PPL");
-    sub->add_option("--source", o->source, "Any shard of the source model")->required();
-    sub->add_option("OUT", o->outputs, "Any shard of each pruned build of that source")->required();
+    sub->add_option("--source", o->q.source, "Any shard of the source model")->required();
+    sub->add_option("OUT", o->q.outputs, "Any shard of each pruned build of that source")->required();
     sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)");
-    sub->add_option("--reference", o->reference,
+    sub->add_option("--reference", o->q.reference,
                     "The unpruned model at another quantisation (BF16, F16): the source and each OUT are "
                     "also measured against its logits");
     sub->add_option(
         "--prompts", o->prompts,
         "NAME=FILE: a panel of prompts, one per line or .jsonl with a \"prompt\" field (repeatable); "
         "each is generated greedily on the source and each build by llama-server");
-    sub->add_option("--gen-tokens", o->gen_tokens, "Tokens generated per prompt at most")
+    sub->add_option("--gen-tokens", o->q.gen_tokens, "Tokens generated per prompt at most")
         ->capture_default_str();
-    sub->add_option("--parallel", o->parallel, "llama-server slots (-np): prompts generated at once")
+    sub->add_option("--parallel", o->q.parallel, "llama-server slots (-np): prompts generated at once")
         ->capture_default_str();
-    sub->add_flag("--chat", o->chat,
+    sub->add_flag("--chat", o->q.chat,
                   "Send each prompt through the model's chat template (as one user message)");
-    sub->add_option("--server-timeout", o->server_timeout, "Seconds llama-server may take to become ready")
+    sub->add_option("--server-timeout", o->q.server_timeout_s,
+                    "Seconds llama-server may take to become ready")
         ->capture_default_str();
-    sub->add_option("--llama-bin", o->llama_bin,
+    sub->add_option("--llama-bin", o->q.llama_bin,
                     "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");
     sub->add_option(
         "--llama-args", o->llama_args,
         "Arguments for llama.cpp, e.g. \"-ngl 99 -ot exps=CPU\" (default: $GGUF_REAP_LLAMA_ARGS)");
     sub->add_option("--ctx", o->ctx, "Tokens per chunk (llama-perplexity -c)")->capture_default_str();
     sub->add_option("--chunks", o->chunks, "At most this many chunks per text (default: all)");
-    sub->add_option("--threads", o->threads, "llama.cpp threads (-t; default: llama.cpp's)");
+    sub->add_option("--threads", o->q.threads, "llama.cpp threads (-t; default: llama.cpp's)");
     sub->add_option(
-        "--cache-dir", o->cache_dir,
+        "--cache-dir", o->q.cache_dir,
         "Where base logits are kept (default: $XDG_CACHE_HOME/gguf-reap/kld or ~/.cache/gguf-reap/kld)");
-    sub->add_option("--smoke-prompt", o->smoke_prompt,
+    sub->add_option("--smoke-prompt", o->q.smoke_prompt,
                     "Also generate greedy tokens from this prompt on the source and each build, and compare");
-    sub->add_option("--smoke-tokens", o->smoke_tokens,
-                    fmt::format("Tokens the smoke test generates (default {})", kDefaultSmokeTokens));
-    sub->add_option("-o,--out", o->out, "Write eval.json here (and eval.svg beside it)");
+    sub->add_option(
+        "--smoke-tokens", o->q.smoke_tokens,
+        fmt::format("Tokens the smoke test generates (default {})", EvalRequest::kDefaultSmokeTokens));
+    sub->add_option("-o,--out", o->q.json_out, "Write eval.json here (and eval.svg beside it)");
     sub->add_flag("--json", o->json, "Print the document as one JSON document on stdout");
     return {sub, [o, &g] { return run_eval(*o, g); }};
 }

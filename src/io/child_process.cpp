@@ -168,16 +168,4 @@ std::optional<std::string> find_executable(const std::string& name, const std::s
     return std::nullopt;
 }
 
-std::string find_llama_tool(const std::string& name, const std::string& dir, const std::string& env_dir,
-                            const std::string& path_list, const Message& why) {
-    if (auto p = find_executable(name, dir, env_dir, path_list)) return *p;
-    const Message where = !dir.empty()       ? Message{"in ", RequestField::kLlamaBin, " " + dir}
-                          : !env_dir.empty() ? Message{"in GGUF_REAP_LLAMA_BIN=" + env_dir}
-                                             : Message{"on PATH"};
-    throw RequestError(Message{name + " not found "} + where + Message{": "} +
-                       (why.empty() ? Message{} : why + Message{"; "}) +
-                       Message{"give ", RequestField::kLlamaBin,
-                               " DIR (llama.cpp's build/bin) or set GGUF_REAP_LLAMA_BIN=DIR"});
-}
-
 }  // namespace gguf_reap

@@ -57,10 +57,5 @@ class BackgroundChild {
 // not empty, else in each directory of `path_list` (a $PATH value). Null when there is none.
 std::optional<std::string> find_executable(const std::string& name, const std::string& dir,
                                            const std::string& env_dir, const std::string& path_list);
-// One of llama.cpp's tools, found as find_executable finds it (`dir` from --llama-bin, `env_dir` from
-// $GGUF_REAP_LLAMA_BIN). Missing: UsageError "NAME not found WHERE: [WHY; ]give --llama-bin DIR
-// (llama.cpp's build/bin) or set GGUF_REAP_LLAMA_BIN=DIR", WHERE naming the place looked in.
-std::string find_llama_tool(const std::string& name, const std::string& dir, const std::string& env_dir,
-                            const std::string& path_list, const Message& why = {});
 
 }  // namespace gguf_reap

@@ -21,6 +21,7 @@
 #include "model/provenance.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
+#include "services/llama_cpp/llama_recipes.h"
 #include "services/splice_plan.h"
 
 namespace gguf_reap {
@@ -308,12 +309,6 @@ std::string kv_cache_type_choices() {
     return s;
 }
 
-std::string Offload::flag() const {
-    if (all_experts) return "--cpu-moe";
-    if (first_layers > 0) return fmt::format("{} {}", "--n-cpu-moe", first_layers);  // llama.cpp's argv
-    return "";
-}
-
 HostSplit host_split(const ModelFigures& f, const KvFigures& kv, const Offload& offload, uint64_t ctx,
                      uint64_t overhead) {
     HostSplit h;
@@ -379,7 +374,8 @@ KvFigures kv_cache_figures(const ShardSet& model, const KvCacheTypes& types) {
         kv.kind = KvKind::kMla;
         kv.kv_lora_rank = rank;
         kv.rope_dims = bounded(model, "rope.dimension_count", 0, kMaxDim);
-        kv.bytes_per_token = row(types.k, kv.kv_lora_rank + kv.rope_dims, "-ctk") * kv.attention_layers;
+        kv.bytes_per_token = row(types.k, kv.kv_lora_rank + kv.rope_dims, llama_cpp::kv_cache_option(false)) *
+                             kv.attention_layers;
         return kv;
     }
     if (!heads || kv.attention_layers == 0) {
@@ -399,8 +395,8 @@ KvFigures kv_cache_figures(const ShardSet& model, const KvCacheTypes& types) {
         const uint64_t h = has_kv[l] ? (*heads_kv)[l] : 0;
         kv.heads_kv_per_layer.push_back(h);
         if (h)
-            kv.bytes_per_token +=
-                row(types.k, h * kv.key_length, "-ctk") + row(types.v, h * kv.value_length, "-ctv");
+            kv.bytes_per_token += row(types.k, h * kv.key_length, llama_cpp::kv_cache_option(false)) +
+                                  row(types.v, h * kv.value_length, llama_cpp::kv_cache_option(true));
     }
     return kv;
 }

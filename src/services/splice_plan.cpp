@@ -8,6 +8,7 @@
 
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/llama_args.h"
 #include "model/provenance.h"
 #include "services/hash_routing.h"
 #include "services/splice_plan.h"
@@ -586,8 +587,8 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
                  model_path, partial->row_type->tensor, ggml_type_display(partial->row_type->type), bs,
                  plan_path, p.kept, bs, p.group * bs, p.group * bs + bs - 1, p.block, p.expert),
              RequestField::kGranularity, " block ", RequestField::kModel,
-             fmt::format(" {}` (or width-splice a BF16/F16 copy and requantise it with llama-quantize)",
-                         model_path)});
+             fmt::format(" {}` (or width-splice a BF16/F16 copy and requantise it with {})", model_path,
+                         llama_tool_name(LlamaTool::quantize))});
     }
     for (const auto& [bs, u] : std::get<std::map<int64_t, NeuronPlan>>(in_blocks)) {
         auto& out = w.block_rows[bs];

@@ -9,7 +9,7 @@
 # ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-ARGS_TABLE=$ROOT/src/model/llama_args_table.inc  # the table's place, named here only
+ARGS_TABLE=$ROOT/$(bash "$ROOT/tools/llama-args-table.sh" --path)  # the table's place, from the one script that knows it
 TR=$FIX/trained
 [ -f "$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf" ] || skip_all "no trained fixture in $TR"
 FAKE=$(cd "$(dirname "$0")/fake-llama" && pwd)

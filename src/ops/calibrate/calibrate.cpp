@@ -24,6 +24,10 @@
 #include "model/shard_set.h"
 #include "model/vocab_text.h"
 #include "ops/calibrate/calibrate_internal.h"
+#include "services/llama_cpp/llama_runner.h"
+#include "services/llama_cpp/llama_tokenize.h"
+#include "services/llama_cpp/llama_tools.h"
+#include "services/text_reader.h"
 
 namespace gguf_reap {
 
@@ -32,10 +36,8 @@ namespace {
 namespace fs = std::filesystem;
 using calibrate_detail::kJsonName;
 
-// Texts are read whole to be hashed and cut.
-constexpr uint64_t kTextLimit = uint64_t{1} << 30;
-constexpr uint64_t kLogLimit = uint64_t{256} << 20;
-constexpr size_t kErrorLines = 12;
+using llama_cpp::log_tail;
+
 // Cuts tried around N tokens when the first N tokens, tokenized again alone, are not N tokens.
 constexpr int kCutAttempts = 5;
 
@@ -47,6 +49,7 @@ struct Ctx {
     const CalibrateRequest& q;
     const Events& ev;
     Tools tools;
+    llama_cpp::LlamaRunner runner;  // its log: DIR/.tool.log
 };
 
 void check_request(const CalibrateRequest& q) {
@@ -58,70 +61,28 @@ void check_request(const CalibrateRequest& q) {
         throw RequestError(
             {RequestField::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
     if (q.tokens && *q.tokens < 2 * q.ctx)
-        throw RequestError(
-            {RequestField::kTokens,
-             fmt::format(" {}: llama-imatrix needs at least 2 x ctx = {} tokens at ", *q.tokens, 2 * q.ctx),
-             RequestField::kCtx, fmt::format(" {}; give more tokens or a smaller ", q.ctx),
-             RequestField::kCtx});
+        throw RequestError({RequestField::kTokens,
+                            fmt::format(" {}: {} needs at least 2 x ctx = {} tokens at ", *q.tokens,
+                                        llama_tool_name(LlamaTool::imatrix), 2 * q.ctx),
+                            RequestField::kCtx, fmt::format(" {}; give more tokens or a smaller ", q.ctx),
+                            RequestField::kCtx});
     check_input_names(RequestField::kText, q.texts, "kind of text");
     q.llama_args.check(LlamaTool::imatrix);
 }
 
 Tools find_tools(const CalibrateRequest& q) {
-    Tools t;
-    for (auto [name, out] :
-         {std::pair{"llama-imatrix", &t.imatrix}, std::pair{"llama-tokenize", &t.tokenize}})
-        *out = find_llama_tool(name, q.llama_bin, q.llama_bin_env, q.path_env);
-    return t;
+    const llama_cpp::LlamaBin where{q.llama_bin, q.llama_bin_env, q.path_env};
+    return {llama_cpp::find_llama_tool(LlamaTool::imatrix, where),
+            llama_cpp::find_llama_tool(LlamaTool::tokenize, where)};
 }
 
-std::string read_log(const std::string& path) {
-    return read_small_file(path, kLogLimit, "llama.cpp log");
-}
-
-// Runs a llama.cpp tool with its output in `log` (a temporary in DIR); returns the log's text and exit.
-std::pair<std::string, ChildExit> run(const std::vector<std::string>& argv, OutputFile& log,
-                                      const std::string& stdin_path, const std::function<void()>& tick) {
-    const ChildExit e = run_child(argv, log.temp_path(), stdin_path, tick);
-    return {read_log(log.temp_path()), e};
-}
-
-std::string run_ok(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
-                   const std::string& label) {
-    OutputFile log(c.q.out_dir + "/.tool.log");
-    auto [text, e] = run(argv, log, stdin_path, {});
-    if (!e.ok())
-        throw IoError(argv[0], fmt::format("{} failed ({}); its last lines:\n{}", label, e.describe(),
-                                           last_lines(text, kErrorLines)));
-    return text;
-}
-
-// The text as llama.cpp's -f reads it: common/arg.cpp drops one trailing newline.
-std::string_view as_read(const std::string& text) {
-    std::string_view s(text);
-    if (!s.empty() && s.back() == '\n') s.remove_suffix(1);
-    return s;
-}
-
-// llama-tokenize's ids for `text` (fed on stdin: it keeps a trailing newline that -f would drop, so
-// `text` is given as -f reads it).
-std::vector<int32_t> tokenize(Ctx& c, std::string_view text, const std::string& label,
+// llama-tokenize's ids for `text`, given exactly as llama.cpp reads it (llama_cpp::as_file_reads).
+std::vector<int32_t> tokenize(Ctx& c, std::string_view text, const std::string& what,
                               std::vector<std::string>* command) {
-    OutputFile in(c.q.out_dir + "/.text.stdin");
-    in.write_at(0, text.data(), text.size());
-    std::vector<std::string> argv{c.tools.tokenize, "-m",    c.q.model,      "--stdin",
-                                  "--no-escape",    "--ids", "--show-count", "--log-disable"};
-    const auto extra = c.q.llama_args.for_tool(LlamaTool::tokenize);  // none: see llama_args.h
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    const std::string out = run_ok(c, argv, in.temp_path(), fmt::format("llama-tokenize on {}", label));
-    const auto ids = parse_token_ids(out);
-    const auto count = parse_token_count(out);
-    if (!ids || !count || static_cast<int64_t>(ids->size()) != *count)
-        throw IoError(c.tools.tokenize,
-                      fmt::format("printed no token ids and count for {}; its last lines:\n{}", label,
-                                  last_lines(out, kErrorLines)));
-    if (command) *command = argv;
-    return *ids;
+    const llama_cpp::TokenizeJob job{c.tools.tokenize, c.q.model, c.q.out_dir + "/.text.stdin", what, true};
+    llama_cpp::Tokenized t = llama_cpp::tokenize(c.runner, job, text);
+    if (command) *command = std::move(t.command);
+    return std::move(t.ids);
 }
 
 // The text of the first `k` tokens of `ids`, which must be where `text` starts: a BOS the model adds is
@@ -150,7 +111,7 @@ void cut_text(Ctx& c, const ShardSet& model, const std::string& text, CalibrateT
     std::optional<int32_t> bos;
     if (const Kv* k = model.find_kv("tokenizer.ggml.bos_token_id"))
         if (auto v = k->as_uint(); v && *v <= INT32_MAX) bos = static_cast<int32_t>(*v);
-    const std::string_view read = as_read(text);
+    const std::string_view read = llama_cpp::as_file_reads(text);
     for (int attempt = 0; attempt < kCutAttempts; ++attempt) {
         // N, N-1, N+1, N-2, N+2 tokens
         const int64_t delta = (attempt + 1) / 2 * (attempt % 2 == 1 ? -1 : 1);
@@ -196,24 +157,8 @@ std::string domain_key(const CalibrateRequest& q, const std::string& identity, c
 }
 
 std::vector<std::string> imatrix_command(const Ctx& c, const CalibrateTextFacts& f, const std::string& out) {
-    std::vector<std::string> a{c.tools.imatrix,
-                               "-m",
-                               c.q.model,
-                               "-f",
-                               f.used_path,
-                               "-c",
-                               std::to_string(c.q.ctx),
-                               "-b",
-                               std::to_string(c.q.ctx),
-                               "--no-escape",
-                               "--output-format",
-                               "gguf",
-                               "-o",
-                               out};
-    if (c.q.threads > 0) a.insert(a.end(), {"-t", std::to_string(c.q.threads)});
-    const auto extra = c.q.llama_args.for_tool(LlamaTool::imatrix);
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
+    const llama_cpp::ImatrixJob job{c.tools.imatrix, c.q.model, f.used_path, c.q.ctx, c.q.threads};
+    return llama_cpp::imatrix_command(job, out, c.q.llama_args);
 }
 
 // llama-imatrix on one text, into DIR/NAME.imatrix.gguf (its log beside it, DIR/NAME.imatrix.log).
@@ -223,31 +168,22 @@ void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
     const auto argv = imatrix_command(c, f, im.temp_path());
     f.command = imatrix_command(c, f, f.imatrix);
     const std::string label = fmt::format("{} ({}/{})", f.name, index + 1, count);
-    c.ev.info(fmt::format("{}: llama-imatrix over {} chunks of {} tokens", label, f.chunks, c.q.ctx));
-    std::optional<ProgressScope> scope;
-    std::function<void()> tick;
-    int64_t shown = 0;
-    if (c.ev.on_progress) {
-        scope.emplace(c.ev, label, static_cast<uint64_t>(f.chunks));
-        tick = [&] {
-            const int64_t n = imatrix_chunks_done(read_log(log.temp_path()));
-            if (n > shown) c.ev.on_progress(static_cast<uint64_t>(n - shown));
-            shown = std::max(shown, n);
-        };
-    }
+    const char* tool = llama_tool_name(LlamaTool::imatrix);
+    c.ev.info(fmt::format("{}: {} over {} chunks of {} tokens", label, tool, f.chunks, c.q.ctx));
+    const llama_cpp::LlamaProgress progress{label, f.chunks, imatrix_chunks_done};
     const auto start = std::chrono::steady_clock::now();
-    auto [text, e] = run(argv, log, "", tick);
+    auto [text, e] = c.runner.try_run(argv, log.temp_path(), &progress);
     f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const ImatrixLog parsed = parse_imatrix_log(text);
     if (parsed.too_few_tokens)
         throw RequestError({RequestField::kText,
-                            fmt::format(" {}={}: llama-imatrix needs at least {} tokens at ", f.name, f.path,
+                            fmt::format(" {}={}: {} needs at least {} tokens at ", f.name, f.path, tool,
                                         parsed.too_few_tokens->needed),
                             RequestField::kCtx,
                             fmt::format(" {}; it read {}", c.q.ctx, parsed.too_few_tokens->have)});
     if (!e.ok())
-        throw IoError(c.tools.imatrix, fmt::format("llama-imatrix on {} failed ({}); its last lines:\n{}",
-                                                   f.name, e.describe(), last_lines(text, kErrorLines)));
+        throw IoError(c.tools.imatrix, fmt::format("{} on {} failed ({}); its last lines:\n{}", tool, f.name,
+                                                   e.describe(), log_tail(text)));
     // The file, not the log (whose last lines the logger may lose), says whether the run finished.
     std::optional<ImatrixFile> file;
     std::string why;
@@ -259,12 +195,12 @@ void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
     if (!file || file->chunk_count() != static_cast<uint64_t>(f.chunks))
         throw IoError(
             c.tools.imatrix,
-            fmt::format("llama-imatrix on {} exited 0 but wrote {} (expected a GGUF imatrix over {} "
-                        "chunks){}; its last lines:\n{}",
-                        f.name,
+            fmt::format("{} on {} exited 0 but wrote {} (expected a GGUF imatrix over {} chunks){}; its last "
+                        "lines:\n{}",
+                        tool, f.name,
                         !file ? std::string("no GGUF imatrix")
                               : fmt::format("an imatrix over {} chunks", file->chunk_count().value_or(0)),
-                        f.chunks, why.empty() ? "" : ": " + why, last_lines(text, kErrorLines)));
+                        f.chunks, why.empty() ? "" : ": " + why, log_tail(text)));
     f.ppl = parsed.ppl;
     f.imatrix_sha256 = sha256_file(im.temp_path());
     log.write_at(0, text.data(), text.size());
@@ -305,6 +241,86 @@ bool reuse(const std::map<std::string, CalibrateTextFacts>& prev, CalibrateTextF
     return true;
 }
 
+// Nothing calibrate writes may be one of its inputs (a text given as DIR/NAME.txt with --tokens).
+void check_outputs(const CalibrateRequest& q) {
+    std::vector<std::string> inputs{q.model};
+    for (const TextInput& t : q.texts) inputs.push_back(t.path);
+    for (const TextInput& t : q.texts)
+        for (const std::string ext : {".imatrix.gguf", ".imatrix.log", ".txt"}) {
+            if (ext == ".txt" && !q.tokens) continue;
+            const std::string o = q.out_dir + "/" + t.name + ext;
+            if (const std::string* in = same_file_as(o, inputs))
+                throw RequestError(
+                    {RequestField::kOut,
+                     fmt::format(" {}: {} would be written, and it is an input of this calibrate ({}); give "
+                                 "another ",
+                                 q.out_dir, o, *in),
+                     RequestField::kOut});
+        }
+}
+
+// The result's facts of the model, the tools and the settings, before any text.
+CalibrateResult describe(Ctx& c, const ShardSet& model) {
+    const CalibrateRequest& q = c.q;
+    CalibrateResult r;
+    r.tool = q.tool_version;
+    r.imatrix_path = c.tools.imatrix;
+    r.tokenize_path = c.tools.tokenize;
+    r.llama_args = q.llama_args.words;
+    r.model = q.model;
+    for (const Shard& s : model.shards()) r.model_shards.push_back(base_name(s.path));
+    r.model_bytes = model.total_bytes();
+    r.source_identity = source_identity(model);
+    r.expert_count = model.arch_uint("expert_count").value_or(0);
+    r.expert_used_count = model.arch_uint("expert_used_count").value_or(0);
+    r.ctx = q.ctx;
+    r.batch = q.ctx;
+    r.tokens_requested = q.tokens;
+    r.threads = q.threads;
+    r.llama_build = c.runner.version(LlamaTool::imatrix, c.tools.imatrix);
+    return r;
+}
+
+// One text hashed, then reused from an earlier run (same key, imatrix unchanged), or counted, checked
+// against the token budget and cut to it.
+CalibrateTextFacts prepare_text(Ctx& c, const ShardSet& model, const std::string& identity,
+                                const std::map<std::string, CalibrateTextFacts>& prev, const TextInput& t) {
+    const CalibrateRequest& q = c.q;
+    LoadedText loaded = load_text(t);
+    const std::string& text = loaded.bytes;
+    CalibrateTextFacts f;
+    static_cast<TextFacts&>(f) = std::move(loaded.facts);
+    f.key = domain_key(q, identity, f.sha256);
+    f.imatrix = fmt::format("{}/{}.imatrix.gguf", q.out_dir, t.name);
+    if (reuse(prev, f)) return f;
+    const auto ids = tokenize(c, llama_cpp::as_file_reads(text), t.path, &f.tokenize_command);
+    f.tokens = static_cast<int64_t>(ids.size());
+    if (q.tokens && f.tokens < static_cast<int64_t>(*q.tokens))
+        throw RequestError(
+            {RequestField::kText, fmt::format(" {}={}: {} tokens, fewer than ", t.name, t.path, f.tokens),
+             RequestField::kTokens, fmt::format(" {}; give a longer text or a smaller ", *q.tokens),
+             RequestField::kTokens});
+    if (!q.tokens && f.tokens < static_cast<int64_t>(2 * q.ctx))
+        throw RequestError(
+            {RequestField::kText,
+             fmt::format(" {}={}: {} tokens, too short for {} at ", t.name, t.path, f.tokens,
+                         llama_tool_name(LlamaTool::imatrix)),
+             RequestField::kCtx,
+             fmt::format(" {} (it needs at least 2 x ctx = {}); give a longer text or a smaller ", q.ctx,
+                         2 * q.ctx),
+             RequestField::kCtx});
+    if (q.tokens) {
+        cut_text(c, model, text, f, ids);
+    } else {
+        f.used_path = t.path;
+        f.used_sha256 = f.sha256;
+        f.used_bytes = f.bytes;
+        f.used_tokens = f.tokens;
+    }
+    f.chunks = f.used_tokens / static_cast<int64_t>(q.ctx);
+    return f;
+}
+
 void write_json(const CalibrateResult& r, const std::string& dir, bool complete) {
     nlohmann::ordered_json j = calibrate_json(r);
     j["complete"] = complete;
@@ -328,89 +344,22 @@ namespace ops {
 CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     // Options, names and tools first, so that a typo fails before anything is opened.
     check_request(q);
-    Ctx c{q, ev, find_tools(q)};
+    Ctx c{q, ev, find_tools(q), llama_cpp::LlamaRunner(q.out_dir + "/.tool.log", ev)};
     std::error_code ec;
     fs::create_directories(q.out_dir, ec);
     if (ec) throw IoError(q.out_dir, "cannot create the output directory", ec.value());
     OutputLock lock(q.out_dir + "/" + std::string(kJsonName));
-    // Nothing calibrate writes may be one of its inputs (a text given as DIR/NAME.txt with --tokens).
-    std::vector<std::string> inputs{q.model};
-    for (const CalibrateText& t : q.texts) inputs.push_back(t.path);
-    for (const CalibrateText& t : q.texts)
-        for (const std::string ext : {".imatrix.gguf", ".imatrix.log", ".txt"}) {
-            if (ext == ".txt" && !q.tokens) continue;
-            const std::string o = q.out_dir + "/" + t.name + ext;
-            if (const std::string* in = same_file_as(o, inputs))
-                throw RequestError(
-                    {RequestField::kOut,
-                     fmt::format(" {}: {} would be written, and it is an input of this calibrate ({}); give "
-                                 "another ",
-                                 q.out_dir, o, *in),
-                     RequestField::kOut});
-        }
+    check_outputs(q);
 
     // The model, as eval identifies it.
     const ShardSet model = ShardSet::open(q.model);
-    CalibrateResult r;
-    r.tool = q.tool_version;
-    r.imatrix_path = c.tools.imatrix;
-    r.tokenize_path = c.tools.tokenize;
-    r.llama_args = q.llama_args.words;
-    r.model = q.model;
-    for (const Shard& s : model.shards()) r.model_shards.push_back(base_name(s.path));
-    r.model_bytes = model.total_bytes();
-    r.source_identity = source_identity(model);
-    r.expert_count = model.arch_uint("expert_count").value_or(0);
-    r.expert_used_count = model.arch_uint("expert_used_count").value_or(0);
-    r.ctx = q.ctx;
-    r.batch = q.ctx;
-    r.tokens_requested = q.tokens;
-    r.threads = q.threads;
-    r.llama_build = last_lines(run_ok(c, {c.tools.imatrix, "--version"}, "", "llama-imatrix --version"), 2);
+    CalibrateResult r = describe(c, model);
 
     // Per text, before any llama-imatrix run: reused when an earlier run made it with the same key, else
     // counted, checked and cut, so that a text too short is refused before hours of compute.
     const auto prev = previous_run(c);
     std::vector<CalibrateTextFacts> todo;
-    for (const CalibrateText& t : q.texts) {
-        CalibrateTextFacts f;
-        f.name = t.name;
-        f.path = t.path;
-        const std::string text = read_small_file(t.path, kTextLimit, "text");
-        f.bytes = text.size();
-        f.sha256 = sha256_hex(text.data(), text.size());
-        f.key = domain_key(q, r.source_identity, f.sha256);
-        f.imatrix = fmt::format("{}/{}.imatrix.gguf", q.out_dir, t.name);
-        if (reuse(prev, f)) {
-            todo.push_back(std::move(f));
-            continue;
-        }
-        const auto ids = tokenize(c, as_read(text), t.path, &f.tokenize_command);
-        f.tokens = static_cast<int64_t>(ids.size());
-        if (q.tokens && f.tokens < static_cast<int64_t>(*q.tokens))
-            throw RequestError(
-                {RequestField::kText, fmt::format(" {}={}: {} tokens, fewer than ", t.name, t.path, f.tokens),
-                 RequestField::kTokens, fmt::format(" {}; give a longer text or a smaller ", *q.tokens),
-                 RequestField::kTokens});
-        if (!q.tokens && f.tokens < static_cast<int64_t>(2 * q.ctx))
-            throw RequestError(
-                {RequestField::kText,
-                 fmt::format(" {}={}: {} tokens, too short for llama-imatrix at ", t.name, t.path, f.tokens),
-                 RequestField::kCtx,
-                 fmt::format(" {} (it needs at least 2 x ctx = {}); give a longer text or a smaller ", q.ctx,
-                             2 * q.ctx),
-                 RequestField::kCtx});
-        if (q.tokens) {
-            cut_text(c, model, text, f, ids);
-        } else {
-            f.used_path = t.path;
-            f.used_sha256 = f.sha256;
-            f.used_bytes = f.bytes;
-            f.used_tokens = f.tokens;
-        }
-        f.chunks = f.used_tokens / static_cast<int64_t>(q.ctx);
-        todo.push_back(std::move(f));
-    }
+    for (const TextInput& t : q.texts) todo.push_back(prepare_text(c, model, r.source_identity, prev, t));
 
     // Then llama-imatrix per text not reused; calibrate.json after each, so a rerun resumes.
     bool computed = false;
@@ -424,7 +373,6 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
         computed = true;
         // What is done so far, and what later texts reuse, survives an interrupt.
         CalibrateResult partial = r;
-        partial.texts.clear();
         for (const CalibrateTextFacts& t : todo)
             if (t.cached || !t.imatrix_sha256.empty()) partial.texts.push_back(t);
         write_json(partial, q.out_dir, false);

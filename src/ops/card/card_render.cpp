@@ -1,4 +1,5 @@
-// card, rendering: the Markdown card and the --json document, both from CardFacts (docs/card.md).
+// card, rendering: the Markdown card from CardFacts (docs/card.md); the --json document from the same facts
+// is card_json.cpp.
 #include <fmt/format.h>
 
 #include "gguf_reap/card.h"
@@ -6,12 +7,9 @@
 #include "io/paths.h"
 #include "io/units.h"
 #include "ops/card/card_steps.h"
+#include "services/llama_cpp/llama_recipes.h"
 
 namespace gguf_reap {
-
-namespace {
-
-using json = nlohmann::ordered_json;
 
 // Decimal units, as disk and download sizes are sold: GB = 10^9 bytes (MB, kB below 1 GB).
 std::string decimal_size(uint64_t b) {
@@ -21,6 +19,23 @@ std::string decimal_size(uint64_t b) {
     if (b >= 1000) return fmt::format("{:.1f} kB", x / 1e3);
     return fmt::format("{} B", b);
 }
+
+// The llama.cpp commands of "How to run" (the same text in the card and the JSON): from the Hugging
+// Face repository (with --hf-repo), and from the downloaded files.
+llama_cpp::RunLines card_run_lines(const CardFacts& f) {
+    llama_cpp::RunRecipe r;
+    r.first_shard = f.build.first_shard;
+    if (!f.hf_repo.empty()) r.hf_ref = f.quant.empty() ? f.hf_repo : f.hf_repo + ":" + f.quant;
+    r.ctx = f.ctx;
+    r.offload = f.offload_flag;
+    r.cache_type_k = f.cache_type_k;
+    r.cache_type_v = f.cache_type_v;
+    return llama_cpp::run_lines(r);
+}
+
+namespace {
+
+using json = nlohmann::ordered_json;
 
 // GiB = 2^30 bytes: two decimals from 1 GiB up, four below, so that small per-GPU shares (a router, a
 // KV cache at TP 8) do not all read 0.00. The JSON has the exact bytes.
@@ -51,34 +66,6 @@ std::string build_name(const std::string& first_shard) {
 
 std::string plural(uint64_t n, const char* one, const char* many) {
     return fmt::format("{} {}", with_commas(n), n == 1 ? one : many);
-}
-
-// The options every run line carries: the context, and the placement and cache types the hardware table
-// assumes (llama.cpp's own spelling).
-std::string run_options(const CardFacts& f) {
-    std::string s = f.ctx ? fmt::format(" -c {}", f.ctx) : "";
-    if (!f.offload_flag.empty()) s += " -ngl 99 " + f.offload_flag;
-    if (f.cache_type_k != "f16") s += " -ctk " + f.cache_type_k;
-    if (f.cache_type_v != "f16") s += " -ctv " + f.cache_type_v;
-    return s;
-}
-
-// The llama.cpp commands of "How to run" (the same text in the card and the JSON): from the Hugging
-// Face repository (with --hf-repo), and from the downloaded files.
-std::string hf_ref(const CardFacts& f) {
-    return f.quant.empty() ? f.hf_repo : f.hf_repo + ":" + f.quant;
-}
-std::string llama_server_hf_command(const CardFacts& f) {
-    return fmt::format("llama-server -hf {}{}", hf_ref(f), run_options(f));
-}
-std::string llama_cli_hf_command(const CardFacts& f) {
-    return fmt::format("llama-cli -hf {}{}", hf_ref(f), run_options(f));
-}
-std::string llama_cli_command(const CardFacts& f) {
-    return fmt::format("llama-cli -m {}{}", f.build.first_shard, run_options(f));
-}
-std::string llama_server_command(const CardFacts& f) {
-    return fmt::format("llama-server -m {}{} --port 8080", f.build.first_shard, run_options(f));
 }
 
 // A mean KLD as the headline gives it: two decimals, or two significant digits below 0.01.
@@ -237,9 +224,10 @@ void hardware_section(std::string& s, const CardFacts& f) {
     s += "## Hardware fit\n\n";
     const CardHostRow& h = f.host;
     s += fmt::format(
-        "One GPU with the host's RAM, as llama.cpp places the build (`-ngl 99{}`): the GPU holds {}, {}{}; "
-        "RAM holds the token embeddings{}. GiB = 2^30 bytes.\n\n",
-        f.offload_flag.empty() ? "" : " " + f.offload_flag,
+        "One GPU with the host's RAM, as llama.cpp places the build (`{}`): the GPU holds {}, {}{}; RAM "
+        "holds "
+        "the token embeddings{}. GiB = 2^30 bytes.\n\n",
+        llama_cpp::one_gpu_args(f.offload_flag),
         f.offload_flag.empty() ? "every other weight" : "the weights not in RAM",
         f.ctx ? "the KV cache for " + plural(f.ctx, "token", "tokens")
               : fmt::format("no KV cache ({} 0)", card_option(f, RequestField::kCtx)),
@@ -282,13 +270,14 @@ void hardware_section(std::string& s, const CardFacts& f) {
 
 void run_section(std::string& s, const CardFacts& f) {
     s += "## How to run\n\n";
+    const llama_cpp::RunLines run = card_run_lines(f);
     if (!f.hf_repo.empty()) {
         s += "From Hugging Face (llama.cpp downloads the files itself):\n\n```\n";
-        s += llama_server_hf_command(f) + "\n" + llama_cli_hf_command(f) + "\n```\n\n";
+        s += run.server_hf + "\n" + run.cli_hf + "\n```\n\n";
         s += "From the downloaded files:\n\n";
     }
     s += "```\n";
-    s += llama_cli_command(f) + "\n" + llama_server_command(f) + "\n";
+    s += run.cli + "\n" + run.server + "\n";
     s += "```\n\n";
     if (f.build.shards > 1)
         s += fmt::format(
@@ -318,29 +307,6 @@ void files_section(std::string& s, const CardFacts& f) {
             "give `gguf-reap card {} MANIFEST.json`.\n\n",
             f.build.first_shard, card_option(f, RequestField::kSource), f.source.first_shard,
             card_option(f, RequestField::kManifestOut), card_option(f, RequestField::kManifest));
-}
-
-json column_json(const CardModelColumn& c) {
-    return {{"first_shard", c.first_shard},
-            {"shards", c.shards},
-            {"moe_blocks", c.moe_blocks},
-            {"expert_count", c.expert_count},
-            {"expert_used_count", c.expert_used_count},
-            {"expert_width", c.expert_width},
-            {"parameters", c.parameters},
-            {"active_parameters", c.active_parameters},
-            {"file_bytes", c.file_bytes},
-            {"tensor_bytes", c.tensor_bytes},
-            {"decode_bytes_per_token", c.decode_bytes_per_token},
-            {"tensor_types", c.tensor_types}};
-}
-
-template <class T>
-json opt(const std::optional<T>& v) {
-    return v ? json(*v) : json(nullptr);
-}
-json str_or_null(const std::string& s) {
-    return s.empty() ? json(nullptr) : json(s);
 }
 
 }  // namespace
@@ -392,146 +358,6 @@ std::string render_card_markdown(const CardFacts& f) {
     s += fmt::format("Card written by {} `card`: every figure above is computed from the files named here.\n",
                      f.tool);
     return s;
-}
-
-json card_json(const CardFacts& f) {
-    json j;
-    j["format"] = "gguf-reap.card";
-    j["version"] = 1;
-    j["tool"] = f.tool;
-    j["base_model"] = str_or_null(f.base_model);
-    j["base_model_from"] = str_or_null(f.base_model_from);
-    j["source_revision"] = str_or_null(f.source_revision);
-    j["library_name"] = "gguf";
-    j["tags"] = f.tags;
-    j["license"] = {{"license", str_or_null(f.license)},
-                    {"license_name", str_or_null(f.license_name)},
-                    {"license_link", str_or_null(f.license_link)}};
-    j["arch"] = f.arch;
-    j["headline"] = {{"experts_removed_per_layer", f.experts_removed},
-                     {"experts_per_layer", f.source.expert_count},
-                     {"experts_kept_per_layer", f.build.expert_count},
-                     {"moe_layers", f.build.moe_blocks},
-                     {"file_bytes", f.build.file_bytes},
-                     {"file_gb", decimal_size(f.build.file_bytes)},
-                     {"shards", f.build.shards}};
-    if (!f.method.fit_words.empty()) j["headline"]["fit"] = f.method.fit_words;
-    json quality = json::array();
-    for (const CardQuality& q : f.quality)
-        quality.push_back({{"text", q.text}, {"kld_mean", q.kld_mean}, {"verdict", q.verdict}});
-    j["headline"]["quality"] = f.quality.empty() ? json(nullptr) : quality;
-    j["source"] = column_json(f.source);
-    j["build"] = column_json(f.build);
-    const CardMethod& m = f.method;
-    json doms = json::array();
-    for (const CardDomain& d : m.domains)
-        doms.push_back({{"name", d.name},
-                        {"tokens", opt(d.tokens)},
-                        {"datasets", d.datasets},
-                        {"text_sha256", d.text_sha256.empty() ? json(nullptr) : json(d.text_sha256)}});
-    json supers = json::array();
-    for (const CardSuperExpert& e : m.super_experts)
-        supers.push_back({{"block", e.block},
-                          {"expert", e.expert},
-                          {"share_percent", opt(e.share_percent)},
-                          {"reason", e.reason}});
-    j["method"] = {
-        {"criterion", m.criterion},
-        {"criterion_words", m.criterion_words},
-        {"consensus", m.consensus},
-        {"consensus_words", m.consensus_words},
-        {"rule", str_or_null(m.rule)},
-        {"score_field", str_or_null(m.score_field)},
-        {"from_plan", m.from_plan_file.empty() ? json(nullptr)
-                                               : json{{"file", m.from_plan_file},
-                                                      {"format", m.from_plan_format},
-                                                      {"sha256", str_or_null(m.from_plan_sha256)}}},
-        {"domains", doms},
-        {"dead_experts", m.dead_experts},
-        {"dead_blocks", m.dead_blocks},
-        {"super_experts", supers},
-        {"super_expert_thresholds",
-         {{"share", opt(m.super_share_threshold)}, {"channel_ratio", opt(m.super_channel_ratio_threshold)}}},
-        {"safety_margin",
-         {{"best_pruned_rank", opt(m.best_pruned_rank)},
-          {"of", opt(m.rank_of)},
-          {"median_layer", opt(m.median_layer)},
-          {"sentence", str_or_null(m.safety_margin)}}},
-        {"blind_spot", m.blind_spot.empty() ? json(nullptr)
-                                            : json{{"worst_domain", m.blind_spot_domain},
-                                                   {"drop", opt(m.blind_spot_drop)},
-                                                   {"sentence", m.blind_spot}}},
-        {"keeplist_sha256", m.keeplist_sha256},
-        {"receipt", m.receipt_name.empty() ? json(nullptr)
-                                           : json{{"name", m.receipt_name}, {"sha256", m.receipt_sha256}}},
-        {"source_identified", m.source_identified},
-        {"ranked_on_other", str_or_null(m.ranked_on_other)},
-        {"output_names_keeplist", m.output_names_keeplist}};
-    const CardAudit& a = f.audit;
-    j["verified"] = a.audited ? json{{"audited", true},
-                                     {"result", "pass"},
-                                     {"with_source", a.with_source},
-                                     {"source_manifest", a.source_manifest.empty()
-                                                             ? json(nullptr)
-                                                             : json{{"name", a.source_manifest},
-                                                                    {"sha256", a.source_manifest_sha256}}},
-                                     {"tool", a.tool},
-                                     {"date", a.date},
-                                     {"shards", a.shards},
-                                     {"tensors", a.tensors},
-                                     {"tensors_identical", a.tensors_identical},
-                                     {"expert_tensors", a.expert_tensors},
-                                     {"slabs", a.slabs},
-                                     {"bytes_compared", a.bytes_compared},
-                                     {"kvs_checked", a.kvs_checked},
-                                     {"hashed", a.hashed}}
-                              : json{{"audited", false}};
-    j["verified"]["manifest"] = f.manifest_name.empty()
-                                    ? json(nullptr)
-                                    : json{{"name", f.manifest_name}, {"sha256", f.manifest_sha256}};
-    j["width"] = f.width ? json{{"source_width", f.width->source_width},
-                                {"width", f.width->width},
-                                {"plan_sha256", f.width->plan_sha256},
-                                {"plan_file", str_or_null(f.width->plan_file)}}
-                         : json(nullptr);
-    j["measured"] = f.eval ? card_eval_json(*f.eval) : json(nullptr);
-    j["not_verified"] = f.not_verified;
-    json fits = json::array();
-    for (const CardFitRow& r : f.fits)
-        fits.push_back({{"tp", r.tp},
-                        {"weights", r.weights},
-                        {"kv_cache", r.kv_cache},
-                        {"overhead", r.overhead},
-                        {"need", r.need},
-                        {"need_gib", static_cast<double>(r.need) / static_cast<double>(uint64_t{1} << 30)},
-                        {"fits", opt(r.fits)},
-                        {"kv_bytes_per_token", r.kv_bytes_per_token}});
-    j["hardware"] = {{"gpu_mem", f.gpu_mem ? json(f.gpu_mem) : json(nullptr)},
-                     {"overhead", f.overhead},
-                     {"ctx", f.ctx},
-                     {"kv_kind", f.kv_kind},
-                     {"kv_bytes_per_token", f.kv_bytes_per_token},
-                     {"cache_type_k", f.cache_type_k},
-                     {"cache_type_v", f.cache_type_v},
-                     {"one_gpu",
-                      {{"offload", str_or_null(f.offload_flag)},
-                       {"gpu_weights", f.host.split.gpu_weights},
-                       {"gpu_kv_cache", f.host.split.gpu_kv},
-                       {"gpu_overhead", f.host.split.gpu_overhead},
-                       {"gpu_total", f.host.split.gpu_total()},
-                       {"fits", opt(f.host.fits)},
-                       {"ram_weights", f.host.split.ram_weights},
-                       {"ram_experts", f.host.split.ram_experts}}},
-                     {"tensor_parallel", fits}};
-    j["run"] = {{"llama_cli", llama_cli_command(f)},
-                {"llama_server", llama_server_command(f)},
-                {"llama_server_hf", f.hf_repo.empty() ? json(nullptr) : json(llama_server_hf_command(f))},
-                {"llama_cli_hf", f.hf_repo.empty() ? json(nullptr) : json(llama_cli_hf_command(f))}};
-    json files = json::array();
-    for (const CardFile& x : f.files)
-        files.push_back({{"name", x.name}, {"size", x.size}, {"sha256", str_or_null(x.sha256)}});
-    j["files"] = {{"shards", files}, {"sha256_from", str_or_null(f.hashes_from)}};
-    return j;
 }
 
 }  // namespace gguf_reap

@@ -22,6 +22,11 @@
 #include "ops/eval/eval_behaviour.h"
 #include "ops/eval/eval_internal.h"
 #include "ops/eval/eval_report.h"
+#include "services/eval_report.h"
+#include "services/llama_cpp/llama_runner.h"
+#include "services/llama_cpp/llama_tokenize.h"
+#include "services/llama_cpp/llama_tools.h"
+#include "services/text_reader.h"
 
 namespace gguf_reap {
 
@@ -30,9 +35,8 @@ using namespace eval_detail;
 namespace {
 
 namespace fs = std::filesystem;
+using llama_cpp::log_tail;
 
-// Texts are read whole to be hashed.
-constexpr uint64_t kTextLimit = uint64_t{1} << 30;
 constexpr int kAttempts = 3;
 // llama-perplexity prints a KLD run's summary only when it scored at least this many tokens
 // (tools/perplexity/perplexity.cpp, kl_divergence: "if (kld.count < 100) return").
@@ -48,66 +52,47 @@ void check_run_shape(const Ctx& c, const std::string& label, const std::optional
         throw IoError(
             c.tools.perplexity,
             fmt::format("{}: printed figures but no \"computing over N chunks\" line; its last lines:\n{}",
-                        label, last_lines(text, kErrorLines)));
+                        label, log_tail(text)));
     }
     if (shape->chunks != chunks || shape->n_ctx != static_cast<int64_t>(c.q.ctx))
-        throw IoError(
-            c.tools.perplexity,
-            fmt::format("{}: computed {} chunks of {} tokens where {} chunks of {} were asked for; "
-                        "its last lines:\n{}",
-                        label, shape->chunks, shape->n_ctx, chunks, c.q.ctx, last_lines(text, kErrorLines)));
+        throw IoError(c.tools.perplexity,
+                      fmt::format("{}: computed {} chunks of {} tokens where {} chunks of {} were asked for; "
+                                  "its last lines:\n{}",
+                                  label, shape->chunks, shape->n_ctx, chunks, c.q.ctx, log_tail(text)));
 }
 
 int64_t count_rows(std::string_view log) {
     return static_cast<int64_t>(parse_kld_log(log).rows.size());
 }
 
-std::string llama_version(Ctx& c) {
-    const std::string out =
-        run_tool(c, {c.tools.perplexity, "--version"}, "", "llama-perplexity --version", 0, nullptr);
-    return last_lines(out, 2);
+// A text hashed, its tokens counted with the source's vocabulary (as llama-perplexity's -f reads it),
+// and long enough for one chunk.
+EvalTextFacts measure_text(Ctx& c, const EvalModel& src, const TextInput& t) {
+    const EvalRequest& q = c.q;
+    LoadedText text = load_text(t);
+    EvalTextFacts f;
+    static_cast<TextFacts&>(f) = std::move(text.facts);
+    const llama_cpp::TokenizeJob job{c.tools.tokenize, src.path, c.cache_dir + "/text.stdin", t.path, false};
+    llama_cpp::Tokenized n = llama_cpp::tokenize(c.runner, job, llama_cpp::as_file_reads(text.bytes));
+    f.tokens = n.count;
+    f.tokenize_command = std::move(n.command);
+    const auto need = static_cast<int64_t>(2 * q.ctx);
+    if (f.tokens < need)
+        throw RequestError(
+            {RequestField::kText,
+             fmt::format(" {}={}: {} tokens, too short for one chunk at ", t.name, t.path, f.tokens),
+             RequestField::kCtx,
+             fmt::format(" {} ({} needs at least 2 x ctx = {}); give a longer text or a smaller ", q.ctx,
+                         llama_tool_name(LlamaTool::perplexity), need),
+             RequestField::kCtx});
+    f.chunks = f.tokens / static_cast<int64_t>(q.ctx);
+    if (q.chunks) f.chunks = std::min<int64_t>(f.chunks, static_cast<int64_t>(*q.chunks));
+    f.scored_tokens = f.chunks * static_cast<int64_t>(q.ctx - 1 - q.ctx / 2);
+    return f;
 }
 
-// The text's token count with the source's vocabulary, as llama-perplexity sees it: its -f drops one
-// trailing newline (common/arg.cpp), llama-tokenize -f does not, so llama-tokenize reads the same bytes
-// from stdin.
-int64_t count_tokens(Ctx& c, const EvalModel& src, const EvalText& t, const std::string& text,
-                     std::vector<std::string>& command) {
-    OutputFile in(c.cache_dir + "/text.stdin");
-    const size_t n = !text.empty() && text.back() == '\n' ? text.size() - 1 : text.size();
-    in.write_at(0, text.data(), n);
-    command = {c.tools.tokenize, "-m",    src.path,       "--stdin",
-               "--no-escape",    "--ids", "--show-count", "--log-disable"};
-    append_llama_args(c, LlamaTool::tokenize, command);
-    const std::string out =
-        run_tool(c, command, in.temp_path(), fmt::format("llama-tokenize on {}", t.path), 0, nullptr);
-    const auto count = parse_token_count(out);
-    if (!count)
-        throw IoError(c.tools.tokenize,
-                      fmt::format("printed no \"Total number of tokens\" for {}; its last lines:\n{}", t.path,
-                                  last_lines(out, kErrorLines)));
-    return *count;
-}
-
-std::vector<std::string> common_args(const Ctx& c, const std::string& model, const std::string& text,
-                                     int64_t chunks) {
-    std::vector<std::string> a{c.tools.perplexity,
-                               "-m",
-                               model,
-                               "-f",
-                               text,
-                               "-c",
-                               std::to_string(c.q.ctx),
-                               "-b",
-                               std::to_string(kBatch),
-                               "--chunks",
-                               std::to_string(chunks),
-                               "--no-escape"};
-    if (c.q.threads > 0) {
-        a.push_back("-t");
-        a.push_back(std::to_string(c.q.threads));
-    }
-    return a;
+llama_cpp::PerplexityJob perplexity_job(const Ctx& c, const std::string& model, const EvalTextFacts& t) {
+    return {c.tools.perplexity, model, t.path, c.q.ctx, kBatch, t.chunks, c.q.threads};
 }
 
 // The key of a base run: what decides its logits. llama.cpp's arguments are part of it (logits from
@@ -129,8 +114,8 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
         c.cache_dir + "/" + cache_key(identity, t, c.q.ctx, c.q.llama_args.for_tool(LlamaTool::perplexity));
     base.file = entry + ".kld";
     base.bytes = base_file_bytes(model.n_vocab, c.q.ctx, static_cast<uint64_t>(t.chunks));
-    base.command = common_args(c, model.path, t.path, t.chunks);
-    base.command.push_back("--kl-divergence-base");
+    const llama_cpp::PerplexityJob job = perplexity_job(c, model.path, t);
+    base.command = llama_cpp::kld_base_command(job, base.file, c.q.llama_args);
     const auto cached = [&] {
         std::error_code ec;
         return fs::file_size(base.file, ec) == base.bytes && fs::exists(entry + ".log", ec);
@@ -151,30 +136,29 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
                                   human_bytes(base.bytes), base.file));
             OutputFile logits(base.file);
             OutputFile log(entry + ".log");
-            auto argv = base.command;
-            argv.push_back(logits.temp_path());
-            append_llama_args(c, LlamaTool::perplexity, argv);
             begin_run(c);
-            const std::string text = run_tool(
-                c, argv, "", fmt::format("base run on {} ({})", t.name, base_name(model.path)), t.chunks,
+            const std::string text = run_counted(
+                c, llama_cpp::kld_base_command(job, logits.temp_path(), c.q.llama_args),
+                fmt::format("base run on {} ({})", t.name, base_name(model.path)), t.chunks,
                 [](std::string_view s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ']')); });
             const BaseLog b = parse_base_log(text);
             if (b.too_few_tokens)
-                throw RequestError({RequestField::kText,
-                                    fmt::format(" {}={}: llama-perplexity needs at least {} tokens at ",
-                                                t.name, t.path, b.too_few_tokens->needed),
-                                    RequestField::kCtx,
-                                    fmt::format(" {}; the text has {}", c.q.ctx, b.too_few_tokens->have)});
+                throw RequestError(
+                    {RequestField::kText,
+                     fmt::format(" {}={}: {} needs at least {} tokens at ", t.name, t.path,
+                                 llama_tool_name(LlamaTool::perplexity), b.too_few_tokens->needed),
+                     RequestField::kCtx,
+                     fmt::format(" {}; the text has {}", c.q.ctx, b.too_few_tokens->have)});
             std::error_code ec;
             const uint64_t written = fs::file_size(logits.temp_path(), ec);
             // The final estimate may be lost with the logger's last lines (see kld_run); the KLD runs
             // print the base model's PPL again. The logits file is what must be whole.
             if (written != base.bytes)
-                throw IoError(c.tools.perplexity,
-                              fmt::format("the base run on {} ({}) wrote {} of {} bytes of logits; its last "
-                                          "lines:\n{}",
-                                          t.name, base_name(model.path), written, base.bytes,
-                                          last_lines(text, kErrorLines)));
+                throw IoError(
+                    c.tools.perplexity,
+                    fmt::format("the base run on {} ({}) wrote {} of {} bytes of logits; its last "
+                                "lines:\n{}",
+                                t.name, base_name(model.path), written, base.bytes, log_tail(text)));
             log.write_at(0, text.data(), text.size());
             log.commit(false);
             logits.commit(false);
@@ -185,9 +169,7 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
         c.ev.info(
             fmt::format("base logits of {} ({}): cached, {}", t.name, base_name(model.path), base.file));
     }
-    base.command.push_back(base.file);
-    append_llama_args(c, LlamaTool::perplexity, base.command);
-    base.ppl = parse_base_log(read_log(entry + ".log")).ppl;
+    base.ppl = parse_base_log(llama_cpp::read_log(entry + ".log")).ppl;
     return base;
 }
 
@@ -198,9 +180,7 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t, const Eval
     r.output = out.path;
     r.text = t.name;
     r.tokens = t.scored_tokens;
-    r.command = common_args(c, out.path, t.path, t.chunks);
-    r.command.insert(r.command.end(), {"--kl-divergence-base", base.file, "--kl-divergence"});
-    append_llama_args(c, LlamaTool::perplexity, r.command);
+    r.command = llama_cpp::kld_command(perplexity_job(c, out.path, t), base.file, c.q.llama_args);
     const std::string label = fmt::format("{} on {}{}", base_name(out.path), t.name, against);
     // llama.cpp's logger thread is leaked at exit (common/log.cpp, common_log_main), so the last lines
     // it queued may never be written: here some runs lost their last chunk rows or the summary's last
@@ -214,7 +194,7 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t, const Eval
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
         if (attempt > 1) ++c.runs_total;
         begin_run(c);
-        text = run_tool(c, r.command, "", label, t.chunks, count_rows);
+        text = run_counted(c, r.command, label, t.chunks, count_rows);
         log = parse_kld_log(text);
         check_run_shape(c, label, log->shape, log->figures.has_value(), t.chunks, text);
         if (log->summary_complete) break;
@@ -223,22 +203,22 @@ EvalRun kld_run(Ctx& c, const EvalModel& out, const EvalTextFacts& t, const Eval
         if (log->rows.empty()) break;  // it failed, rather than losing its tail
         if (attempt < kAttempts)
             c.ev.warn(
-                fmt::format("{}: llama-perplexity's output lost its last lines ({} of {} chunk rows, {}); "
-                            "running it again ({} of {})",
-                            label, log->rows.size(), t.chunks, all_rows ? "summary incomplete" : "no summary",
-                            attempt + 1, kAttempts));
+                fmt::format("{}: {}'s output lost its last lines ({} of {} chunk rows, {}); running it again "
+                            "({} of {})",
+                            label, llama_tool_name(LlamaTool::perplexity), log->rows.size(), t.chunks,
+                            all_rows ? "summary incomplete" : "no summary", attempt + 1, kAttempts));
     }
     const bool all_chunks = log->figures && (log->summary_complete || log->figures->chunks == t.chunks);
     if (!all_chunks)
         throw IoError(
             c.tools.perplexity,
             fmt::format("{}: printed {} of {} chunk rows and no complete summary; its last lines:\n{}", label,
-                        log->rows.size(), t.chunks, last_lines(text, kErrorLines)));
+                        log->rows.size(), t.chunks, log_tail(text)));
     if (!log->summary_complete && summary_expected)
-        c.ev.warn(
-            fmt::format("{}: llama-perplexity's summary was incomplete in all {} runs; the figures are its "
-                        "last chunk row's, and the percentiles it lost are unknown",
-                        label, kAttempts));
+        c.ev.warn(fmt::format(
+            "{}: {}'s summary was incomplete in all {} runs; the figures are its last chunk row's, "
+            "and the percentiles it lost are unknown",
+            label, llama_tool_name(LlamaTool::perplexity), kAttempts));
     r.figures = *log->figures;
     r.figures.chunks = t.chunks;
     if (!r.figures.ppl_source && base.ppl) r.figures.ppl_source = base.ppl;
@@ -255,9 +235,7 @@ std::unique_ptr<OutputFile> behaviour(Ctx& c, const std::string& server, const s
     r.gen_tokens = c.q.gen_tokens;
     r.parallel = c.q.parallel;
     r.chat = c.q.chat;
-    if (r.llama_build.empty())
-        r.llama_build =
-            last_lines(run_tool(c, {server, "--version"}, "", "llama-server --version", 0, nullptr), 2);
+    if (r.llama_build.empty()) r.llama_build = c.runner.version(LlamaTool::server, server);
     std::unique_ptr<OutputFile> file;
     uint64_t at = 0;
     std::function<void(const std::string&)> write;
@@ -271,6 +249,110 @@ std::unique_ptr<OutputFile> behaviour(Ctx& c, const std::string& server, const s
     }
     run_behaviour(c, server, src, outs, panels, r, write);
     return file;
+}
+
+// The outputs, made before any work: locked against a second eval writing them, and created under their
+// temporary names, so that an unwritable or missing directory fails now, not after every run.
+class ReportFiles {
+  public:
+    explicit ReportFiles(const EvalRequest& q) : out_(q.json_out) {
+        if (out_.empty()) return;
+        lock_.emplace(out_);
+        json_ = std::make_unique<OutputFile>(out_);
+        svg_ = std::make_unique<OutputFile>(svg_path_for(out_));
+    }
+    // eval.json, eval.svg and the generations, written only when every run succeeded. Should that fail,
+    // the figures are still returned (write_error), for the caller to show before it fails.
+    void write(EvalResult& r, OutputFile* generations) {
+        if (out_.empty()) return;
+        try {
+            const std::string svg = eval_svg(r);
+            r.svg_sha256 = sha256_hex(svg.data(), svg.size());
+            r.json_written = out_;
+            r.svg_written = svg_->final_path();
+            const std::string json = eval_report_json(r).dump(2) + "\n";
+            json_->write_at(0, json.data(), json.size());
+            svg_->write_at(0, svg.data(), svg.size());
+            if (generations) generations->commit();
+            svg_->commit();
+            json_->commit();
+        } catch (const IoError& e) {
+            r.json_written.clear();
+            r.svg_written.clear();
+            r.write_error = e.what();
+        }
+    }
+
+  private:
+    std::string out_;
+    std::optional<OutputLock> lock_;
+    std::unique_ptr<OutputFile> json_, svg_;
+};
+
+// The models: every OUT must be a build of the source, the reference the source at another
+// quantisation.
+struct Models {
+    EvalModel src;
+    std::optional<EvalModel> ref;
+    std::vector<EvalModel> outs;
+};
+
+Models open_models(const EvalRequest& q) {
+    Models m{open_eval_model(q.source), std::nullopt, {}};
+    if (!q.reference.empty()) {
+        m.ref.emplace(open_eval_model(q.reference));
+        check_reference(m.src, *m.ref);
+    }
+    for (const std::string& o : q.outputs) {
+        m.outs.push_back(open_eval_model(o));
+        // The source given again (or a copy of it) would measure KLD 0 against itself: not a build.
+        if (m.outs.back().identity == m.src.identity)
+            throw UsageError(
+                fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
+                            "it; give the pruned builds as OUT",
+                            o, q.source));
+        check_same_source(m.src, m.outs.back());
+    }
+    return m;
+}
+
+// The result's facts of the models and the settings, before any run.
+EvalResult describe(Ctx& c, const Models& m) {
+    const EvalRequest& q = c.q;
+    EvalResult r;
+    r.tool = q.tool_version;
+    r.perplexity_path = c.tools.perplexity;
+    r.llama_args = q.llama_args.words;
+    if (!q.texts.empty()) r.llama_build = c.runner.version(LlamaTool::perplexity, c.tools.perplexity);
+    r.source = q.source;
+    r.source_shards = m.src.shard_names;
+    r.source_bytes = m.src.bytes;
+    r.source_expert_count = m.src.expert_count;
+    r.source_identity = m.src.identity;
+    r.source_main_type = main_type(m.src.set);
+    if (m.ref) r.reference = EvalReferenceFacts{m.ref->facts(), m.ref->identity, main_type(m.ref->set)};
+    r.ctx = q.ctx;
+    r.batch = kBatch;
+    r.chunks_requested = q.chunks;
+    for (const EvalModel& o : m.outs) r.outputs.push_back(o.facts());
+    return r;
+}
+
+// Per text, the source's logits once; then every OUT against them. With a reference, its logits per text,
+// then the source and every OUT against those.
+void kld_runs(Ctx& c, const Models& m, EvalResult& r) {
+    const size_t per_text = 1 + m.outs.size() + (m.ref ? 2 + m.outs.size() : 0);
+    c.runs_total = static_cast<int64_t>(r.texts.size() * per_text);
+    for (EvalTextFacts& t : r.texts) t.base = base_run(c, m.src, r.source_identity, t);
+    for (const EvalModel& o : m.outs)
+        for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t, t.base, ""));
+    if (!m.ref) return;
+    for (EvalTextFacts& t : r.texts) t.reference_base = base_run(c, *m.ref, r.reference->identity, t);
+    std::vector<const EvalModel*> against{&m.src};
+    for (const EvalModel& o : m.outs) against.push_back(&o);
+    for (const EvalModel* x : against)
+        for (const EvalTextFacts& t : r.texts)
+            r.reference_runs.push_back(kld_run(c, *x, t, *t.reference_base, " against the reference"));
 }
 
 std::string default_cache_dir() {
@@ -288,126 +370,29 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     check_request(q);
     if (!q.texts.empty()) q.llama_args.check(LlamaTool::perplexity);
     if (!q.smoke_prompt.empty()) q.llama_args.check(LlamaTool::completion);
-    if (!q.panels.empty()) check_server_args(q.llama_args);
-    Ctx c{q, ev, find_llama_tools(q), q.cache_dir.empty() ? default_cache_dir() : q.cache_dir, 0, 0, {}, {}};
+    if (!q.panels.empty()) q.llama_args.check(LlamaTool::server);
+    const std::string cache_dir = q.cache_dir.empty() ? default_cache_dir() : q.cache_dir;
+    Ctx c{q,  ev, find_llama_tools(q), cache_dir, llama_cpp::LlamaRunner(cache_dir + "/run.log", ev), 0, 0,
+          {}, {}};
     // The behaviour runs' server and panels, so that a missing server or a bad panel fails first too.
     const std::string server = q.panels.empty() ? std::string() : find_llama_server(q);
     std::vector<Panel> panels;
     for (const EvalPanel& p : q.panels) panels.push_back(read_panel(p));
-    // The outputs before any work: locked against a second eval writing them, and created under their
-    // temporary names, so that an unwritable or missing directory fails now, not after every run.
-    std::optional<OutputLock> out_lock;
-    std::unique_ptr<OutputFile> json_file, svg_file;
-    if (!q.json_out.empty()) {
-        out_lock.emplace(q.json_out);
-        json_file = std::make_unique<OutputFile>(q.json_out);
-        svg_file = std::make_unique<OutputFile>(svg_path_for(q.json_out));
-    }
+    // The outputs before any work, and the cache directory.
+    ReportFiles files(q);
     std::error_code ec;
     fs::create_directories(c.cache_dir, ec);
     if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
 
-    // The models: every OUT must be a build of the source, the reference the source at another
-    // quantisation.
-    const EvalModel src = open_eval_model(q.source);
-    const std::string& identity = src.identity;
-    std::optional<EvalModel> ref;
-    if (!q.reference.empty()) {
-        ref.emplace(open_eval_model(q.reference));
-        check_reference(src, *ref);
-    }
-    std::vector<EvalModel> outs;
-    for (const std::string& o : q.outputs) {
-        outs.push_back(open_eval_model(o));
-        // The source given again (or a copy of it) would measure KLD 0 against itself: not a build.
-        if (outs.back().identity == identity)
-            throw UsageError(
-                fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
-                            "it; give the pruned builds as OUT",
-                            o, q.source));
-        check_same_source(src, outs.back());
-    }
-    EvalResult r;
-    r.tool = q.tool_version;
-    r.perplexity_path = c.tools.perplexity;
-    r.llama_args = q.llama_args.words;
-    if (!q.texts.empty()) r.llama_build = llama_version(c);
-    r.source = q.source;
-    r.source_shards = src.shard_names;
-    r.source_bytes = src.bytes;
-    r.source_expert_count = src.expert_count;
-    r.source_identity = identity;
-    r.source_main_type = main_type(src.set);
-    if (ref) r.reference = EvalReferenceFacts{ref->facts(), ref->identity, main_type(ref->set)};
-    r.ctx = q.ctx;
-    r.batch = kBatch;
-    r.chunks_requested = q.chunks;
-    for (const EvalModel& o : outs) r.outputs.push_back(o.facts());
-
-    // The texts: hashed, tokenized, long enough for one chunk.
-    for (const EvalText& t : q.texts) {
-        EvalTextFacts f;
-        f.name = t.name;
-        f.path = t.path;
-        const std::string text = read_small_file(t.path, kTextLimit, "text");
-        f.bytes = text.size();
-        f.sha256 = sha256_hex(text.data(), text.size());
-        f.tokens = count_tokens(c, src, t, text, f.tokenize_command);
-        const auto need = static_cast<int64_t>(2 * q.ctx);
-        if (f.tokens < need)
-            throw RequestError(
-                {RequestField::kText,
-                 fmt::format(" {}={}: {} tokens, too short for one chunk at ", t.name, t.path, f.tokens),
-                 RequestField::kCtx,
-                 fmt::format(" {} (llama-perplexity needs at least 2 x ctx = {}); give a longer "
-                             "text or a smaller ",
-                             q.ctx, need),
-                 RequestField::kCtx});
-        f.chunks = f.tokens / static_cast<int64_t>(q.ctx);
-        if (q.chunks) f.chunks = std::min<int64_t>(f.chunks, static_cast<int64_t>(*q.chunks));
-        f.scored_tokens = f.chunks * static_cast<int64_t>(q.ctx - 1 - q.ctx / 2);
-        r.texts.push_back(std::move(f));
-    }
-
-    // Per text, the source's logits once; then every OUT against them. With a reference, its logits
-    // per text, then the source and every OUT against those.
-    const size_t per_text = 1 + outs.size() + (ref ? 2 + outs.size() : 0);
-    c.runs_total = static_cast<int64_t>(r.texts.size() * per_text);
-    for (EvalTextFacts& t : r.texts) t.base = base_run(c, src, r.source_identity, t);
-    for (const EvalModel& o : outs)
-        for (const EvalTextFacts& t : r.texts) r.runs.push_back(kld_run(c, o, t, t.base, ""));
-    if (ref) {
-        for (EvalTextFacts& t : r.texts) t.reference_base = base_run(c, *ref, r.reference->identity, t);
-        std::vector<const EvalModel*> against{&src};
-        for (const EvalModel& o : outs) against.push_back(&o);
-        for (const EvalModel* m : against)
-            for (const EvalTextFacts& t : r.texts)
-                r.reference_runs.push_back(kld_run(c, *m, t, *t.reference_base, " against the reference"));
-    }
-    if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, src, outs);
+    // The models, the texts, then the runs.
+    const Models m = open_models(q);
+    EvalResult r = describe(c, m);
+    for (const TextInput& t : q.texts) r.texts.push_back(measure_text(c, m.src, t));
+    kld_runs(c, m, r);
+    if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, m.src, m.outs);
     std::unique_ptr<OutputFile> generations;
-    if (!q.panels.empty()) generations = behaviour(c, server, panels, src, outs, r);
-
-    // The report, written only when every run succeeded. Should that fail, the figures are still
-    // returned (write_error), for the caller to show before it fails.
-    if (!q.json_out.empty()) {
-        try {
-            const std::string svg = eval_svg(r);
-            r.svg_sha256 = sha256_hex(svg.data(), svg.size());
-            r.json_written = q.json_out;
-            r.svg_written = svg_file->final_path();
-            const std::string json = eval_json(r).dump(2) + "\n";
-            json_file->write_at(0, json.data(), json.size());
-            svg_file->write_at(0, svg.data(), svg.size());
-            if (generations) generations->commit();
-            svg_file->commit();
-            json_file->commit();
-        } catch (const IoError& e) {
-            r.json_written.clear();
-            r.svg_written.clear();
-            r.write_error = e.what();
-        }
-    }
+    if (!q.panels.empty()) generations = behaviour(c, server, panels, m.src, m.outs, r);
+    files.write(r, generations.get());
     return r;
 }
 

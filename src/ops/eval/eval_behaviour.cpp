@@ -15,13 +15,15 @@
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "ops/eval/behaviour_metrics.h"
-#include "ops/eval/llama_server.h"
+#include "services/eval_report.h"
+#include "services/llama_cpp/llama_server.h"
 
 namespace gguf_reap::eval_detail {
 
 namespace {
 
 using json = nlohmann::json;
+using namespace llama_cpp;
 
 bool blank(std::string_view s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
@@ -49,12 +51,6 @@ size_t bad_utf8_at(std::string_view s) {
     return std::string_view::npos;
 }
 
-std::string completion_body(const std::string& prompt, uint64_t n) {
-    json b = json::parse(completion_request_settings(n));
-    b["prompt"] = prompt;
-    return b.dump();
-}
-
 std::string snippet(const std::string& s) {
     std::string t = s.substr(0, 200);
     for (char& ch : t)
@@ -80,7 +76,7 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
                    uint64_t n_vocab, uint64_t slot) {
     const EvalRequest& q = c.q;
     std::vector<std::string> prompts = p.prompts;
-    const auto reply_error = [&](const std::string& endpoint, size_t i, const HttpReply& h) {
+    const auto reply_error = [&](std::string_view endpoint, size_t i, const HttpReply& h) {
         server.check_running(h.connected() ? 0 : 1000);
         if (!h.connected())
             server.fail(
@@ -92,17 +88,15 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
         // The server applies the model's own chat template (its /apply-template endpoint, which
         // /v1/chat/completions uses too) to one user message; the result is generated raw below.
         std::vector<std::string> bodies;
-        for (const std::string& s : p.prompts)
-            bodies.push_back(json{{"messages", json::array({{{"role", "user"}, {"content", s}}})}}.dump());
-        post_all(server, "/apply-template", bodies, q.parallel, [&](size_t i, HttpReply&& h) {
-            if (!h.connected() || h.status != 200) reply_error("/apply-template", i, h);
-            const json j = json::parse(h.body, nullptr, false);
-            if (j.is_discarded() || !j.is_object() || !j.contains("prompt") || !j["prompt"].is_string())
+        for (const std::string& s : p.prompts) bodies.push_back(template_body(s));
+        post_all(server, kApplyTemplatePath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
+            if (!h.connected() || h.status != 200) reply_error(kApplyTemplatePath, i, h);
+            std::optional<std::string> templated = parse_template_reply(h.body);
+            if (!templated)
                 server.fail(
-                    fmt::format("POST /apply-template for prompt {} of {}: not a JSON object with a "
-                                "\"prompt\" string: {}",
-                                i + 1, p.facts.name, snippet(h.body)));
-            prompts[i] = j["prompt"].get<std::string>();
+                    fmt::format("POST {} for prompt {} of {}: not a JSON object with a \"prompt\" string: {}",
+                                kApplyTemplatePath, i + 1, p.facts.name, snippet(h.body)));
+            prompts[i] = std::move(*templated);
             if (prompts[i].size() + q.gen_tokens + 8 > slot)
                 server.fail(fmt::format(
                     "the chat template makes prompt {} of {} {} bytes, more than the {} "
@@ -120,11 +114,11 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
         scope.emplace(c.ev, fmt::format("generating: {} on {}", model_name, p.facts.name),
                       static_cast<uint64_t>(prompts.size()));
     const auto t0 = std::chrono::steady_clock::now();
-    post_all(server, "/completion", bodies, q.parallel, [&](size_t i, HttpReply&& h) {
-        if (!h.connected() || h.status != 200) reply_error("/completion", i, h);
+    post_all(server, kCompletionPath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
+        if (!h.connected() || h.status != 200) reply_error(kCompletionPath, i, h);
         const std::string wrong = parse_completion(h.body, q.gen_tokens, n_vocab, run.gens[i]);
         if (!wrong.empty())
-            server.fail(fmt::format("POST /completion for prompt {} of {}: {}; the reply: {}", i + 1,
+            server.fail(fmt::format("POST {} for prompt {} of {}: {}; the reply: {}", kCompletionPath, i + 1,
                                     p.facts.name, wrong, snippet(h.body)));
         if (c.ev.on_progress) c.ev.on_progress(1);
     });
@@ -160,14 +154,6 @@ EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& 
 
 }  // namespace
 
-std::string completion_request_settings(uint64_t gen_tokens) {
-    // Greedy: temperature 0 and top-k 1 (either alone is greedy in llama.cpp's sampler chain), a fixed
-    // seed; the prompt is evaluated afresh for every request (no prompt cache shared between prompts).
-    const json b = {{"n_predict", gen_tokens}, {"temperature", 0},      {"top_k", 1},     {"seed", 1},
-                    {"return_tokens", true},   {"cache_prompt", false}, {"stream", false}};
-    return b.dump();
-}
-
 void check_behaviour_request(const EvalRequest& q) {
     if (q.panels.empty()) {
         if (q.chat)
@@ -185,20 +171,6 @@ void check_behaviour_request(const EvalRequest& q) {
         throw RequestError(
             {RequestField::kServerTimeout, fmt::format(" {}: give 1 to 86400 seconds", q.server_timeout_s)});
     check_input_names(RequestField::kPrompts, q.panels, "panel");
-}
-
-void check_server_args(const LlamaArgs& args) {
-    args.check(LlamaTool::server);
-    for (const LlamaArg& a : args.grouped()) {
-        if (a.option == "-np" || a.option == "--parallel")
-            throw RequestError({fmt::format("{} {}: gguf-reap sets llama-server's slots itself; give ",
-                                            args.origin, a.option),
-                                RequestField::kParallel, " K"});
-        if (a.option == "-n" || a.option == "--predict" || a.option == "--n-predict")
-            throw RequestError(
-                {fmt::format("{} {}: each request sets its length; give ", args.origin, a.option),
-                 RequestField::kGenTokens, " N"});
-    }
 }
 
 Panel read_panel(const EvalPanel& p) {
@@ -259,40 +231,8 @@ Panel read_panel(const EvalPanel& p) {
     return panel;
 }
 
-std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g) {
-    const json j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) return "not JSON";
-    if (!j.is_object()) return "not a JSON object";
-    if (!j.contains("tokens") || !j["tokens"].is_array())
-        return "no \"tokens\" array (is this llama-server with return_tokens?)";
-    if (!j.contains("stop_type") || !j["stop_type"].is_string()) return "no \"stop_type\" string";
-    if (!j.contains("content") || !j["content"].is_string()) return "no \"content\" string";
-    const std::string stop = j["stop_type"].get<std::string>();
-    if (stop != "eos" && stop != "limit")
-        return fmt::format(
-            "stop_type \"{}\", where a greedy run without stop words ends with \"eos\" or "
-            "\"limit\"",
-            stop);
-    const json& t = j["tokens"];
-    if (t.size() > gen_tokens)
-        return fmt::format("{} tokens, more than the {} asked for", t.size(), gen_tokens);
-    g.tokens.clear();
-    g.tokens.reserve(t.size());
-    for (const json& v : t) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
-            static_cast<uint64_t>(v.get<int64_t>()) >= n_vocab)
-            return fmt::format("a token id {} outside the vocabulary of {}", v.dump(), n_vocab);
-        g.tokens.push_back(static_cast<int32_t>(v.get<int64_t>()));
-    }
-    g.eog = stop == "eos";
-    if (g.eog && g.tokens.empty()) return "stop_type \"eos\" with no token";
-    g.text = j["content"].get<std::string>();
-    return {};
-}
-
 std::string find_llama_server(const EvalRequest& q) {
-    return find_llama_tool("llama-server", q.llama_bin, q.llama_bin_env, q.path_env,
-                           {RequestField::kPrompts, " runs it"});
+    return llama_cpp::find_llama_tool(LlamaTool::server, llama_bin(q), {RequestField::kPrompts, " runs it"});
 }
 
 void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
@@ -303,16 +243,16 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
     for (const EvalModel& o : outs) models.emplace_back(o.path, &o);
     for (size_t mi = 0; mi < models.size(); ++mi) {
         const auto& [name, m] = models[mi];
-        ServerOptions so;
+        llama_cpp::ServerOptions so;
         so.binary = server_bin;
         so.model = m->path;
         so.parallel = c.q.parallel;
         so.ctx = slot * c.q.parallel;
         so.threads = c.q.threads;
-        so.extra_args = c.q.llama_args.for_tool(LlamaTool::server);
-        so.log_path = fmt::format("{}/llama-server.{}.log", c.cache_dir, mi);
+        so.extra = c.q.llama_args;
+        so.log_path = fmt::format("{}/{}.{}.log", c.cache_dir, llama_tool_name(LlamaTool::server), mi);
         so.timeout_s = c.q.server_timeout_s;
-        LlamaServer server(so, c.ev);  // loaded once for every panel
+        llama_cpp::LlamaServer server(so, c.ev);  // loaded once for every panel
         for (const Panel& p : panels) {
             const PanelRun run =
                 run_panel(c, server, mi == 0 ? "source" : base_name(m->path), p, m->n_vocab, slot);

@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gguf_reap/eval.h"
 #include "ops/eval/eval_internal.h"
 
@@ -31,23 +29,10 @@ struct Panel {
 
 // The option checks (UsageError): names, duplicates, --gen-tokens, --parallel.
 void check_behaviour_request(const EvalRequest& q);
-// --llama-args for llama-server: UsageError for what gguf-reap sets itself (gguf_reap/llama_args.h), and for
-// -np/--parallel (give --parallel K) and -n/--predict (give --gen-tokens N).
-void check_server_args(const LlamaArgs& args);
 // A panel file: one prompt per line (blank lines skipped; a trailing '\r' dropped), or, for a name
 // ending in ".jsonl", one JSON object per non-blank line whose "prompt" is a string. InputError (file,
 // byte offset, field) for a bad line, an empty panel, a prompt too long, a file too large.
 Panel read_panel(const EvalPanel& p);
-
-// One generation, as llama-server returned it.
-struct Generation {
-    std::vector<int32_t> tokens;
-    bool eog = false;  // stop_type "eos"
-    std::string text;  // "content"
-};
-
-// Reads a /completion reply (return_tokens). Empty on success, else what is wrong with it.
-std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g);
 
 // llama-server, found like the other tools; UsageError when missing.
 std::string find_llama_server(const EvalRequest& q);
@@ -58,13 +43,5 @@ std::string find_llama_server(const EvalRequest& q);
 void run_behaviour(Ctx& c, const std::string& server, const EvalModel& src,
                    const std::vector<EvalModel>& outs, const std::vector<Panel>& panels, EvalResult& r,
                    const std::function<void(const std::string&)>& write_line);
-
-// The /completion request's settings (every field but "prompt"), as JSON text.
-std::string completion_request_settings(uint64_t gen_tokens);
-
-// eval.json's "panels", "generation" and "behaviour" (nothing without panels).
-void add_behaviour_json(nlohmann::ordered_json& j, const EvalResult& r);
-// eval.svg's behaviour panel, drawn from y = `top`.
-std::string behaviour_svg(const EvalResult& r, double top, double width, double height);
 
 }  // namespace gguf_reap::eval_detail

@@ -46,7 +46,7 @@ void check_request(const EvalRequest& q) {
         throw RequestError({RequestField::kReference, fmt::format(" {}: give ", q.reference),
                             RequestField::kText,
                             " NAME=FILE too; the reference is measured by KL divergence on texts"});
-    if (q.smoke_tokens > 0 && q.smoke_prompt.empty())
+    if (q.smoke_tokens && q.smoke_prompt.empty())
         throw RequestError({RequestField::kSmokeTokens, " needs ", RequestField::kSmokePrompt,
                             " TEXT: the prompt the greedy tokens follow"});
     if (!q.smoke_prompt.empty()) {
@@ -54,16 +54,17 @@ void check_request(const EvalRequest& q) {
             throw RequestError(
                 {RequestField::kSmokePrompt, fmt::format(": {} bytes; give a prompt of at most {} bytes",
                                                          q.smoke_prompt.size(), kMaxSmokePromptBytes)});
-        if (q.smoke_tokens < 1 || q.smoke_tokens > kMaxSmokeTokens)
-            throw RequestError({RequestField::kSmokeTokens,
-                                fmt::format(" {}: give 1 to {} tokens", q.smoke_tokens, kMaxSmokeTokens)});
+        const uint64_t n = q.smoke_token_count();
+        if (n < 1 || n > kMaxSmokeTokens)
+            throw RequestError(
+                {RequestField::kSmokeTokens, fmt::format(" {}: give 1 to {} tokens", n, kMaxSmokeTokens)});
     }
     check_input_names(RequestField::kText, q.texts, "kind of text");
     if (q.json_out.empty()) return;
     std::vector<std::string> inputs{q.source};
     if (!q.reference.empty()) inputs.push_back(q.reference);
     inputs.insert(inputs.end(), q.outputs.begin(), q.outputs.end());
-    for (const EvalText& t : q.texts) inputs.push_back(t.path);
+    for (const TextInput& t : q.texts) inputs.push_back(t.path);
     for (const EvalPanel& p : q.panels) inputs.push_back(p.path);
     // Only FILE.json: its plot is FILE.svg, which then belongs to no other eval's -o (eval.txt would write
     // eval.svg, the plot of eval.json).
@@ -88,7 +89,8 @@ EvalModel open_eval_model(const std::string& path) {
     const Kv* tokens = m.set.find_kv("tokenizer.ggml.tokens");
     if (!tokens || tokens->count == 0)
         throw InputError(path, std::nullopt, "tokenizer.ggml.tokens",
-                         "the model has no vocabulary; llama-perplexity cannot run it");
+                         fmt::format("the model has no vocabulary; {} cannot run it",
+                                     llama_tool_name(LlamaTool::perplexity)));
     m.n_vocab = tokens->count;
     m.identity = source_identity(m.set);
     return m;

@@ -1,5 +1,6 @@
 // The steps of ops::eval shared between its files (eval.cpp runs, eval_inputs.cpp checks, eval_tools.cpp
-// finds and runs llama.cpp's tools, eval_smoke.cpp the greedy smoke test).
+// finds llama.cpp's tools and counts the runs, eval_smoke.cpp the greedy smoke test). llama.cpp itself is
+// services/llama_cpp's: its tools' command lines, their runs, their logs' limits.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "gguf_reap/eval.h"
 #include "model/model_identity.h"
 #include "model/shard_set.h"
+#include "services/llama_cpp/llama_runner.h"
 
 namespace gguf_reap::eval_detail {
 
@@ -33,19 +35,16 @@ struct LlamaTools {
     std::string completion;  // only with --smoke-prompt
 };
 
-// Logs of llama.cpp runs are a few hundred bytes per chunk.
-inline constexpr uint64_t kLogLimit = uint64_t{256} << 20;
 // The smoke test's limits: a prompt is a line or a paragraph, the test a few dozen tokens.
 inline constexpr uint64_t kMaxSmokePromptBytes = 4096;
 inline constexpr uint64_t kMaxSmokeTokens = 1024;
-// Lines of a failed run's log quoted in the error.
-inline constexpr size_t kErrorLines = 12;
 
 struct Ctx {
     const EvalRequest& q;
     const Events& ev;
     LlamaTools tools;
     std::string cache_dir;
+    llama_cpp::LlamaRunner runner;  // its log: cache_dir/run.log
     // The llama-perplexity runs (base runs not cached, then KLD runs), counted for the progress line
     // "run i/n, ETA M:SS: LABEL: chunk c/N" (begin_run).
     int64_t runs_total = 0, runs_done = 0;
@@ -59,22 +58,15 @@ void begin_run(Ctx& c);
 
 // The checks before anything runs: option values, duplicate text names, -o not an input. UsageError.
 void check_request(const EvalRequest& q);
+// Where the request says llama.cpp's tools are.
+llama_cpp::LlamaBin llama_bin(const EvalRequest& q);
 // llama-perplexity and llama-tokenize (and llama-completion for a smoke test) from --llama-bin,
 // $GGUF_REAP_LLAMA_BIN or $PATH; UsageError saying how to point at them when missing.
 LlamaTools find_llama_tools(const EvalRequest& q);
-// A llama.cpp log, read whole (at most kLogLimit bytes).
-std::string read_log(const std::string& path);
-// Runs a llama.cpp tool (an argument vector, no shell) with its output in a temporary log in the cache
-// directory; returns the log's text. A failed start or a non-zero exit is an IoError with its last
-// lines. `progress_total` > 0 shows "label: chunk n/total" on a terminal, counted by `count` over the
-// log so far.
-std::string run_tool(Ctx& c, const std::vector<std::string>& argv, const std::string& stdin_path,
-                     const std::string& label, int64_t progress_total, int64_t (*count)(std::string_view));
-// Appends the --llama-args words `tool` takes (gguf_reap/llama_args.h): after every argument gguf-reap gives.
-inline void append_llama_args(const Ctx& c, LlamaTool tool, std::vector<std::string>& argv) {
-    const std::vector<std::string> extra = c.q.llama_args.for_tool(tool);
-    argv.insert(argv.end(), extra.begin(), extra.end());
-}
+// Runs a llama.cpp tool (the runner's run), showing "run i/n[, ETA]: LABEL: chunk c/total" on a terminal
+// when `total` > 0, c counted by `count` over the log so far.
+std::string run_counted(Ctx& c, const std::vector<std::string>& argv, const std::string& label, int64_t total,
+                        int64_t (*count)(std::string_view));
 // Opens a model; InputError when it is not one or has no vocabulary.
 EvalModel open_eval_model(const std::string& path);
 // InputError when `out` was not made from `src`: its provenance says another expert count, or its
@@ -94,10 +86,6 @@ uint64_t base_file_bytes(uint64_t n_vocab, uint64_t ctx, uint64_t chunks);
 
 // The smoke test (--smoke-prompt): the source's greedy tokens, then each OUT's against them.
 EvalSmoke run_smoke(Ctx& c, const EvalModel& src, const std::vector<EvalModel>& outs);
-
-// An absolute path as eval.json records it (no local paths in a file meant for upload): relative to the
-// directory of -o FILE when under it, else its base name; any other string as it is.
-std::string path_for_upload(const std::string& path, const std::string& json_out);
 
 // The plot beside -o FILE: FILE with its extension replaced by ".svg" (eval.json → eval.svg).
 std::string svg_path_for(const std::string& json_out);

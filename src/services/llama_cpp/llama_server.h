@@ -1,6 +1,7 @@
 // llama.cpp's llama-server as eval's generation runtime (docs/eval.md, "Behaviour"): one per model,
 // started without a shell, bound to 127.0.0.1 on a free port, ready when /health answers 200, stopped
-// by pid (SIGTERM, then SIGKILL) however eval ends: done, failed or interrupted.
+// by pid (SIGTERM, then SIGKILL) however eval ends: done, failed or interrupted. Its HTTP API as eval
+// uses it is here too: the /completion request and reply, and /apply-template.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +12,21 @@
 #include <vector>
 
 #include "gguf_reap/events.h"
+#include "gguf_reap/llama_args.h"
 #include "io/child_process.h"
 #include "io/loopback_http.h"
 
-namespace gguf_reap::eval_detail {
+namespace gguf_reap::llama_cpp {
 
 struct ServerOptions {
-    std::string binary;                   // llama-server
-    std::string model;                    // any shard of it
-    uint64_t parallel = 4;                // -np
-    uint64_t ctx = 0;                     // -c, over all slots
-    uint64_t threads = 0;                 // -t; 0 = llama.cpp's default
-    std::vector<std::string> extra_args;  // passed on as given, after ours
-    std::string log_path;                 // its stdout and stderr (truncated at the start)
-    uint64_t timeout_s = 600;             // to become healthy
+    std::string binary;        // llama-server
+    std::string model;         // any shard of it
+    uint64_t parallel = 4;     // -np
+    uint64_t ctx = 0;          // -c, over all slots
+    uint64_t threads = 0;      // -t; 0 = llama.cpp's default
+    LlamaArgs extra;           // --llama-args: those llama-server takes, after ours
+    std::string log_path;      // its stdout and stderr (truncated at the start)
+    uint64_t timeout_s = 600;  // to become healthy
 };
 
 // The text llama-server logs when its port was taken (tools/server/server.cpp, 34af94cd9).
@@ -68,10 +70,36 @@ class LlamaServer {
     std::optional<BackgroundChild> child_;
 };
 
+// llama-server's endpoints as eval uses them: /completion generates from a raw prompt, /apply-template
+// wraps a prompt in the model's chat template (as /v1/chat/completions does).
+inline constexpr std::string_view kCompletionPath = "/completion";
+inline constexpr std::string_view kApplyTemplatePath = "/apply-template";
+// How eval.json names the endpoints a generation went through.
+std::string endpoint_words(bool chat);
+
+// The /completion request's settings (every field but "prompt"), as JSON text.
+std::string completion_request_settings(uint64_t gen_tokens);
+// A /completion request: `prompt` with those settings.
+std::string completion_body(const std::string& prompt, uint64_t gen_tokens);
+
+// One generation, as llama-server returned it.
+struct Generation {
+    std::vector<int32_t> tokens;
+    bool eog = false;  // stop_type "eos"
+    std::string text;  // "content"
+};
+// Reads a /completion reply (return_tokens). Empty on success, else what is wrong with it.
+std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g);
+
+// An /apply-template request: `prompt` as one user message.
+std::string template_body(const std::string& prompt);
+// The reply's "prompt"; null when the reply is not a JSON object with a "prompt" string.
+std::optional<std::string> parse_template_reply(const std::string& body);
+
 // POSTs `bodies` to `url`, at most `parallel` at once, handing each reply to `on_reply(index, reply)`
 // as it arrives. Between arrivals it checks for an interrupt (Interrupted) and that the server still
 // runs (fail()). Returns when every request has its reply.
-void post_all(LlamaServer& server, const std::string& path, const std::vector<std::string>& bodies,
+void post_all(LlamaServer& server, std::string_view path, const std::vector<std::string>& bodies,
               uint64_t parallel, const std::function<void(size_t, HttpReply&&)>& on_reply);
 
-}  // namespace gguf_reap::eval_detail
+}  // namespace gguf_reap::llama_cpp

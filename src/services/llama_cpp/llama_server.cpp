@@ -1,4 +1,5 @@
-#include "ops/eval/llama_server.h"
+// llama-server started, watched and stopped (services/llama_cpp/llama_server.h).
+#include "services/llama_cpp/llama_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <deque>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "format/perplexity_log.h"
 #include "gguf_reap/error.h"
@@ -18,13 +20,15 @@
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/signals.h"
-#include "ops/eval/eval_internal.h"
+#include "services/llama_cpp/llama_runner.h"
+#include "services/llama_cpp/llama_tools.h"
 
-namespace gguf_reap::eval_detail {
+namespace gguf_reap::llama_cpp {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
 
 void sleep_ms(long ms) {
     timespec ts{ms / 1000, (ms % 1000) * 1000000L};
@@ -76,22 +80,7 @@ LlamaServer::LlamaServer(ServerOptions o, const Events& ev) : o_(std::move(o)), 
 
 bool LlamaServer::start_on(uint16_t port) {
     port_ = port;
-    command_ = {o_.binary,
-                "-m",
-                o_.model,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                std::to_string(port),
-                "-np",
-                std::to_string(o_.parallel),
-                "-c",
-                std::to_string(o_.ctx),
-                "--no-webui",
-                "--cors-origins",
-                "localhost"};
-    if (o_.threads > 0) command_.insert(command_.end(), {"-t", std::to_string(o_.threads)});
-    command_.insert(command_.end(), o_.extra_args.begin(), o_.extra_args.end());
+    command_ = server_command({o_.binary, o_.model, port, o_.parallel, o_.ctx, o_.threads}, o_.extra);
     const size_t log_start = read_tail(o_.log_path).size();
     child_.emplace(command_, o_.log_path);
     ev_.info(fmt::format("llama-server on {}: pid {}, 127.0.0.1:{}, log {}", base_name(o_.model),
@@ -127,7 +116,7 @@ std::string LlamaServer::url(std::string_view path) const {
 }
 
 std::string LlamaServer::log_tail() const {
-    return last_lines(read_tail(o_.log_path), kErrorLines);
+    return llama_cpp::log_tail(read_tail(o_.log_path));
 }
 
 void LlamaServer::check_running(long grace_ms) {
@@ -154,7 +143,7 @@ void LlamaServer::stop() {
     if (child_) child_->stop();
 }
 
-void post_all(LlamaServer& server, const std::string& path, const std::vector<std::string>& bodies,
+void post_all(LlamaServer& server, std::string_view path, const std::vector<std::string>& bodies,
               uint64_t parallel, const std::function<void(size_t, HttpReply&&)>& on_reply) {
     HttpPool pool;
     const std::string url = server.url(path);
@@ -176,4 +165,65 @@ void post_all(LlamaServer& server, const std::string& path, const std::vector<st
     }
 }
 
-}  // namespace gguf_reap::eval_detail
+std::string endpoint_words(bool chat) {
+    return chat ? fmt::format("{}, then {}", kApplyTemplatePath, kCompletionPath)
+                : std::string(kCompletionPath);
+}
+
+std::string completion_request_settings(uint64_t gen_tokens) {
+    // Greedy: temperature 0 and top-k 1 (either alone is greedy in llama.cpp's sampler chain), a fixed
+    // seed; the prompt is evaluated afresh for every request (no prompt cache shared between prompts).
+    const json b = {{"n_predict", gen_tokens}, {"temperature", 0},      {"top_k", 1},     {"seed", 1},
+                    {"return_tokens", true},   {"cache_prompt", false}, {"stream", false}};
+    return b.dump();
+}
+
+std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g) {
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) return "not JSON";
+    if (!j.is_object()) return "not a JSON object";
+    if (!j.contains("tokens") || !j["tokens"].is_array())
+        return "no \"tokens\" array (is this llama-server with return_tokens?)";
+    if (!j.contains("stop_type") || !j["stop_type"].is_string()) return "no \"stop_type\" string";
+    if (!j.contains("content") || !j["content"].is_string()) return "no \"content\" string";
+    const std::string stop = j["stop_type"].get<std::string>();
+    if (stop != "eos" && stop != "limit")
+        return fmt::format(
+            "stop_type \"{}\", where a greedy run without stop words ends with \"eos\" or "
+            "\"limit\"",
+            stop);
+    const json& t = j["tokens"];
+    if (t.size() > gen_tokens)
+        return fmt::format("{} tokens, more than the {} asked for", t.size(), gen_tokens);
+    g.tokens.clear();
+    g.tokens.reserve(t.size());
+    for (const json& v : t) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+            static_cast<uint64_t>(v.get<int64_t>()) >= n_vocab)
+            return fmt::format("a token id {} outside the vocabulary of {}", v.dump(), n_vocab);
+        g.tokens.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    }
+    g.eog = stop == "eos";
+    if (g.eog && g.tokens.empty()) return "stop_type \"eos\" with no token";
+    g.text = j["content"].get<std::string>();
+    return {};
+}
+
+std::string completion_body(const std::string& prompt, uint64_t gen_tokens) {
+    json b = json::parse(completion_request_settings(gen_tokens));
+    b["prompt"] = prompt;
+    return b.dump();
+}
+
+std::string template_body(const std::string& prompt) {
+    return json{{"messages", json::array({{{"role", "user"}, {"content", prompt}}})}}.dump();
+}
+
+std::optional<std::string> parse_template_reply(const std::string& body) {
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("prompt") || !j["prompt"].is_string())
+        return std::nullopt;
+    return j["prompt"].get<std::string>();
+}
+
+}  // namespace gguf_reap::llama_cpp

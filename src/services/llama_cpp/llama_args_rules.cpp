@@ -1,4 +1,5 @@
-// --llama-args: split, checked and shared out between llama.cpp's tools (gguf_reap/llama_args.h).
+// --llama-args: split, checked against the table of llama.cpp's tools (services/llama_cpp/llama_tools.h) and
+// shared out between them by their --help (gguf_reap/llama_args.h).
 #include "gguf_reap/llama_args.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "services/llama_cpp/llama_tools.h"
 
 namespace gguf_reap {
 
@@ -17,99 +19,11 @@ namespace {
 constexpr size_t kMaxBytes = 64 * 1024;
 constexpr size_t kMaxWords = 4096;
 
-constexpr unsigned bit(LlamaTool t) {
-    return 1u << static_cast<unsigned>(t);
-}
-constexpr unsigned kEveryTool = ~0u;
-
-// What gguf-reap sets on the command lines it builds, so that the user cannot set it twice (llama.cpp
-// takes the last of two, silently) or take the run somewhere gguf-reap cannot follow. Each entry: the
-// spellings llama.cpp's --help gives, the tools it is refused for, and what to do instead.
-struct Collision {
-    std::vector<std::string_view> names;
-    unsigned tools;
-    Message instead;
-};
-
-const std::vector<Collision>& collisions() {
-    static const std::vector<Collision> table{
-        {{"-m", "--model", "-mu", "--model-url", "-dr", "--docker-repo", "-hf", "-hfr", "--hf-repo", "-hff",
-          "--hf-file"},
-         kEveryTool,
-         {"gguf-reap gives the model (-m) itself"}},
-        {{"-f", "--file", "-bf", "--binary-file", "-p", "--prompt", "--stdin"},
-         kEveryTool,
-         {"gguf-reap gives the text (-f, or -p for the smoke test) itself"}},
-        {{"-e", "--escape", "--no-escape"},
-         kEveryTool,
-         {"gguf-reap feeds every text verbatim (--no-escape)"}},
-        {{"-c", "--ctx-size"}, kEveryTool, {"give gguf-reap's ", RequestField::kCtx, " N instead"}},
-        {{"-b", "--batch-size"}, kEveryTool, {"gguf-reap sets the batch (-b) itself"}},
-        {{"-t", "--threads"}, kEveryTool, {"give gguf-reap's ", RequestField::kThreads, " N instead"}},
-        {{"-o", "--output", "--output-file", "--output-format"},
-         kEveryTool,
-         {"gguf-reap names the output file itself"}},
-        {{"--chunks", "--chunk", "--from-chunk"},
-         kEveryTool,
-         {"gguf-reap sets the chunks itself (eval ", RequestField::kChunks, " N, calibrate ",
-          RequestField::kTokens, " N)"}},
-        {{"--kl-divergence", "--kl-divergence-base", "--save-all-logits"},
-         kEveryTool,
-         {"gguf-reap runs the KL-divergence passes itself"}},
-        {{"--in-file"}, kEveryTool, {"calibrate computes each imatrix from its own text alone"}},
-        {{"-h", "--help", "--usage", "--version", "--completion-bash", "-cl", "--cache-list",
-          "--list-devices"},
-         kEveryTool,
-         {"it makes llama.cpp print and exit"}},
-        {{"--log-disable", "--log-file", "--log-colors", "--log-prefix", "--no-log-prefix",
-          "--log-timestamps", "--no-log-timestamps", "-lv", "--verbosity", "--log-verbosity"},
-         kEveryTool,
-         {"gguf-reap reads llama.cpp's log as llama.cpp prints it by default"}},
-        {{"--ppl", "--no-ppl", "--save-frequency", "-ofreq", "--output-frequency", "--show-statistics",
-          "--parse-special"},
-         bit(LlamaTool::imatrix),
-         {"calibrate sets how llama-imatrix runs and saves itself"}},
-        {{"--hellaswag", "--hellaswag-tasks", "--winogrande", "--winogrande-tasks", "--multiple-choice",
-          "--multiple-choice-tasks", "--ppl-stride", "--ppl-output-type"},
-         bit(LlamaTool::perplexity),
-         {"eval runs llama-perplexity's KL-divergence mode, not another"}},
-        {{"-n",
-          "--predict",
-          "--n-predict",
-          "--temp",
-          "--top-k",
-          "-s",
-          "--seed",
-          "-no-cnv",
-          "--no-conversation",
-          "-cnv",
-          "--conversation",
-          "-i",
-          "--interactive",
-          "-if",
-          "--interactive-first",
-          "--prompt-cache",
-          "--prompt-cache-all",
-          "--prompt-cache-ro",
-          "--verbose-prompt",
-          "--warmup",
-          "--no-warmup",
-          "-sys",
-          "--system-prompt",
-          "-sysf",
-          "--system-prompt-file"},
-         bit(LlamaTool::completion),
-         {"the smoke test sets its greedy generation itself (give ", RequestField::kSmokeTokens, " N)"}},
-        {{"--host", "--port"}, bit(LlamaTool::server), {"gguf-reap starts llama-server on 127.0.0.1 itself"}},
-    };
-    return table;
-}
-
 // Per tool, the options llama.cpp's --help lists for it that not every tool takes.
 const std::map<LlamaTool, std::set<std::string, std::less<>>>& specific_options() {
     static const auto table = [] {
         const std::vector<std::pair<LlamaTool, std::string_view>> lists{
-#include "model/llama_args_table.inc"
+#include "services/llama_cpp/llama_args_table.inc"
         };
         std::map<LlamaTool, std::set<std::string, std::less<>>> m;
         for (const auto& [tool, list] : lists) {
@@ -139,22 +53,6 @@ std::string_view option_name(const std::string& option) {
 }
 
 }  // namespace
-
-const char* llama_tool_name(LlamaTool tool) {
-    switch (tool) {
-        case LlamaTool::perplexity:
-            return "llama-perplexity";
-        case LlamaTool::imatrix:
-            return "llama-imatrix";
-        case LlamaTool::completion:
-            return "llama-completion";
-        case LlamaTool::server:
-            return "llama-server";
-        case LlamaTool::tokenize:
-            return "llama-tokenize";
-    }
-    return "llama.cpp";
-}
 
 LlamaArgs LlamaArgs::parse(std::string_view text, std::string origin) {
     LlamaArgs a;
@@ -224,12 +122,12 @@ void LlamaArgs::check(LlamaTool tool) const {
     if (tool == LlamaTool::tokenize) return;  // it gets none of them
     for (const LlamaArg& a : grouped()) {
         const std::string_view name = option_name(a.option);
-        for (const Collision& c : collisions())
-            if ((c.tools & bit(tool)) && std::find(c.names.begin(), c.names.end(), name) != c.names.end())
-                throw RequestError(
-                    Message{fmt::format("{}: {} collides with an argument gguf-reap sets for {}: ", origin,
-                                        name, llama_tool_name(tool))} +
-                    c.instead);
+        const llama_cpp::Refusal* r = llama_cpp::refusal(tool, name);
+        if (!r) continue;
+        if (r->own_sentence) throw RequestError(Message{fmt::format("{} {}: ", origin, name)} + r->instead);
+        throw RequestError(Message{fmt::format("{}: {} collides with an argument gguf-reap sets for {}: ",
+                                               origin, name, llama_tool_name(tool))} +
+                           r->instead);
     }
 }
 

@@ -1,0 +1,53 @@
+// eval.json: written here for eval (eval_report_json) and read back here for `card --eval`
+// (read_eval_report), so that its key names are spelled in this one file's source, as the audit
+// document's are in services/audit_report. The document itself is described in docs/eval.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf_reap/eval.h"
+
+namespace gguf_reap {
+
+// The document eval writes (and prints with --json). With r.json_written set, every path in it is
+// relative to eval.json's directory when under it, else a base name (path_for_upload): it is meant for
+// upload beside the card.
+nlohmann::ordered_json eval_report_json(const EvalResult& r);
+
+// An absolute path as eval.json records it: relative to the directory of `json_out` when under it, else
+// its base name; any other string as it is.
+std::string path_for_upload(const std::string& path, const std::string& json_out);
+
+// An eval.json read back: the result as the document records it (its paths as written there; the base
+// runs' PPL without its error, which the document does not hold; json_written, svg_written and
+// generations_written as the file names files.* gives), and the file itself.
+struct EvalReport {
+    EvalResult result;
+    std::string path;    // as given
+    std::string sha256;  // of its bytes
+};
+// InputError (naming the field) for a file that is not an eval.json or whose fields are missing or of
+// another type; IoError.
+EvalReport read_eval_report(const std::string& path);
+
+// The index in report.result.outputs of the build whose shard names and total size these are, in an eval
+// of the source whose identity is `source_identity`. InputError (naming the field) when the eval
+// measured another source, not this build, or left this build's comparisons incomplete (a reference run
+// or the source's behaviour entry missing).
+size_t eval_report_build(const EvalReport& report, const std::vector<std::string>& shards, uint64_t bytes,
+                         const std::string& source_identity);
+
+// The plot eval wrote beside the report (files.svg), when it is there: its name and size. InputError when
+// it is not the plot the report records (files.svg_sha256; a report without one is taken as it is).
+struct EvalPlot {
+    std::string name;
+    uint64_t bytes = 0;
+};
+std::optional<EvalPlot> eval_report_plot(const EvalReport& report);
+
+}  // namespace gguf_reap
