@@ -125,7 +125,7 @@ std::vector<nlohmann::json> recorded(const std::string& build) {
 }
 
 TEST(BehaviourCompletion, RecordedRepliesParse) {
-    size_t n = 0;
+    size_t n = 0, eos = 0;
     for (const nlohmann::json& r : recorded("source")) {
         if (r["endpoint"] != "/completion") continue;
         Generation g;
@@ -135,8 +135,12 @@ TEST(BehaviourCompletion, RecordedRepliesParse) {
         EXPECT_EQ(g.eog, reply["stop_type"] == "eos");
         EXPECT_EQ(g.text, reply["content"].get<std::string>());
         ++n;
+        eos += g.eog;
     }
-    EXPECT_EQ(n, 20u);  // 14 raw prompts, 6 through the chat template
+    // 14 raw prompts, 6 through the chat template, the 14 again with '.' as the end-of-generation token,
+    // the 6 again with a template too long for the slot (tests/data/llama-server/README.md).
+    EXPECT_EQ(n, 40u);
+    EXPECT_EQ(eos, 5u) << "2 of 8 code and 3 of 6 prose prompts end naturally on the source";
 }
 
 TEST(BehaviourCompletion, BadRepliesAreNamed) {
