@@ -139,6 +139,13 @@ wait_for() {
     return 1
 }
 
+# True when a server listens on 127.0.0.1:PORT, read from /proc/net/tcp without connecting: a probe
+# connection would count as a client of a server that logs its clients, and ggml-rpc-server's own
+# "endpoint" line sits in its stdout buffer while its stdout is a file.
+listening() {
+    grep -q " $(printf '0100007F:%04X' "$1") 00000000:0000 0A " /proc/net/tcp
+}
+
 finish() {
     local p
     for p in $PARTS_LISTED; do

@@ -300,7 +300,7 @@ if part rpc "the run through llama.cpp's RPC backend $(live_why "set GGUF_REAP_L
         "$REAL/ggml-rpc-server" -H 127.0.0.1 -p "$port" >"$WORK/rpc$i.log" 2>&1 &
         RPC_PIDS+=($!)
         ENDPOINTS+=("127.0.0.1:$port")
-        wait_for "rpc-server $i's start (its endpoint in its log)" grep -q "endpoint" "$WORK/rpc$i.log"
+        wait_for "rpc-server $i's start (listening on 127.0.0.1:$port)" listening "$port"
     done
     RPC="--rpc $(IFS=,; echo "${ENDPOINTS[*]}")"
     run "$BIN" calibrate --model "$M" "${TEXTS[@]}" --ctx 128 --tokens 1024 --threads 1 --llama-bin "$REAL" \
