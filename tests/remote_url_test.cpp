@@ -1,11 +1,14 @@
-// URLs as model paths (io/remote_url.h): hf:// parsed and resolved against $HF_ENDPOINT, the "@REVISION"
-// kept apart from the shard name, origins compared for the token rule, the token's sources in order.
+// URLs as model paths (io/remote_url.h): hf:// parsed and resolved against the settings' endpoint, the
+// "@REVISION" kept apart from the shard name, origins compared for the token rule, the token's sources in
+// order; and the one door from the environment to those settings (cli/environment.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <fstream>
 
+#include "cli/environment.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/remote.h"
 #include "io/remote_url.h"
 #include "test_util.h"
 
@@ -34,6 +37,13 @@ class ScopedEnv {
     std::optional<std::string> old_;
 };
 
+// Sets the process's RemoteSettings for one test and restores the defaults after.
+class ScopedSettings {
+  public:
+    explicit ScopedSettings(const RemoteSettings& s) { set_remote_settings(s); }
+    ~ScopedSettings() { set_remote_settings(RemoteSettings{}); }
+};
+
 TEST(RemoteUrl, RemotePaths) {
     EXPECT_TRUE(is_remote_path("https://example.org/m.gguf"));
     EXPECT_TRUE(is_remote_path("http://127.0.0.1:8080/m.gguf"));
@@ -43,7 +53,9 @@ TEST(RemoteUrl, RemotePaths) {
 }
 
 TEST(RemoteUrl, HubPaths) {
-    ScopedEnv endpoint("HF_ENDPOINT", "http://127.0.0.1:9/");
+    RemoteSettings s;
+    s.hub_endpoint = "http://127.0.0.1:9/";
+    ScopedSettings settings(s);
     auto p = parse_hub_path("hf://org/repo/dir/m-00001-of-00002.gguf@v1.0");
     ASSERT_TRUE(p);
     EXPECT_EQ(p->repo, "org/repo");
@@ -84,22 +96,85 @@ TEST(RemoteUrl, Origins) {
     EXPECT_EQ(url_origin("not a url"), "");
 }
 
-TEST(RemoteUrl, TokenFromEnvironmentThenFile) {
+TEST(RemoteUrl, TokenFromSettingsThenFile) {
     test::TempDir dir;
     const std::string file = dir.file("token");
     std::ofstream(file) << "  hf_from_file\n";
+    RemoteSettings s;
+    s.hub_token_file = file;
+    s.hub_token = " hf_given ";
+    {
+        ScopedSettings settings(s);
+        EXPECT_EQ(hub_token(), "hf_given");
+    }
+    s.hub_token.reset();
+    {
+        ScopedSettings settings(s);
+        EXPECT_EQ(hub_token(), "hf_from_file");
+    }
+    s.hub_token_file = dir.file("none");
+    ScopedSettings settings(s);
+    EXPECT_EQ(hub_token(), std::nullopt);
+    EXPECT_NE(token_hint().find(s.hub_token_file), std::string::npos) << token_hint();
+}
+
+TEST(RemoteUrl, SettingsOutOfRangeAreRefused) {
+    RemoteSettings s;
+    s.http_connections = 65;
+    EXPECT_THROW(set_remote_settings(s), UsageError);
+    s.http_connections = 1;
+    s.http_stall_seconds = 0;
+    EXPECT_THROW(set_remote_settings(s), UsageError);
+    EXPECT_EQ(remote_settings().http_connections, RemoteSettings{}.http_connections)
+        << "a refusal changes nothing";
+}
+
+// The environment reaches the library through the command only (issue 39): cli::remote_settings_from_env.
+TEST(CliEnvironment, RemoteSettingsFromTheEnvironment) {
+    test::TempDir dir;
     const std::string home_dir = dir.path().string();
     ScopedEnv home("HF_HOME", home_dir.c_str());
     ScopedEnv path("HF_TOKEN_PATH", nullptr);
+    ScopedEnv token("HF_TOKEN", "hf_from_env");
+    ScopedEnv endpoint("HF_ENDPOINT", "http://127.0.0.1:9/");
+    ScopedEnv retries("GGUF_REAP_HTTP_RETRIES", "3");
+    ScopedEnv backoff("GGUF_REAP_HTTP_BACKOFF_MS", "20");
+    ScopedEnv timeout("GGUF_REAP_HTTP_TIMEOUT", "5");
+    ScopedEnv connections("GGUF_REAP_HTTP_CONNECTIONS", "2");
+    const RemoteSettings s = cli::remote_settings_from_env();
+    EXPECT_EQ(s.hub_endpoint, "http://127.0.0.1:9/");
+    EXPECT_EQ(s.hub_token, "hf_from_env");
+    EXPECT_EQ(s.hub_token_file, home_dir + "/token");
+    EXPECT_EQ(s.http_retries, 3u);
+    EXPECT_EQ(s.http_first_backoff_ms, 20u);
+    EXPECT_EQ(s.http_stall_seconds, 5u);
+    EXPECT_EQ(s.http_connections, 2u);
     {
-        ScopedEnv token("HF_TOKEN", "hf_from_env");
-        EXPECT_EQ(hub_token(), "hf_from_env");
+        ScopedEnv given("HF_TOKEN_PATH", "/elsewhere/token");
+        EXPECT_EQ(cli::remote_settings_from_env().hub_token_file, "/elsewhere/token");
     }
-    ScopedEnv token("HF_TOKEN", nullptr);
-    EXPECT_EQ(hub_token(), "hf_from_file");
-    const std::string none = dir.file("none");
-    ScopedEnv elsewhere("HF_HOME", none.c_str());
-    EXPECT_EQ(hub_token(), std::nullopt);
+    ScopedSettings settings(s);
+    EXPECT_EQ(hub_endpoint(), "http://127.0.0.1:9") << "the trailing '/' goes";
+}
+
+TEST(CliEnvironment, MalformedNumbersNameTheVariable) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"GGUF_REAP_HTTP_RETRIES", "three"},
+        {"GGUF_REAP_HTTP_CONNECTIONS", "65"},
+        {"GGUF_REAP_HTTP_TIMEOUT", "0"},
+    };
+    const std::string expected[] = {"GGUF_REAP_HTTP_RETRIES=three: not a number",
+                                    "GGUF_REAP_HTTP_CONNECTIONS=65: 1 to 64",
+                                    "GGUF_REAP_HTTP_TIMEOUT=0: 1 to 86400"};
+    for (size_t i = 0; i < 3; ++i) {
+        ScopedEnv bad(cases[i].first, cases[i].second);
+        try {
+            cli::remote_settings_from_env();
+            ADD_FAILURE() << cases[i].first << "=" << cases[i].second << " was accepted";
+        } catch (const UsageError& e) {
+            EXPECT_EQ(std::string(e.what()), expected[i]);
+        }
+    }
 }
 
 }  // namespace

@@ -50,8 +50,10 @@ struct EvalRequest {
     uint64_t ctx = 512;              // -c
     std::optional<uint64_t> chunks;  // --chunks; null = every chunk the text holds
     uint64_t threads = 0;            // -t; 0 = llama.cpp's default
-    std::string cache_dir;           // base logits
-    std::string json_out;            // -o eval.json ("" = none); eval.svg is written beside it
+    // Where base logits are kept; "" = .gguf-reap-cache in the working directory. The command gives
+    // $XDG_CACHE_HOME/gguf-reap/kld, else ~/.cache/gguf-reap/kld (cli/environment.cpp).
+    std::string cache_dir;
+    std::string json_out;  // -o eval.json ("" = none); eval.svg is written beside it
     // The smoke test: N greedy tokens from this prompt on the source and on each OUT; N given only with a
     // prompt, kDefaultSmokeTokens when not given.
     std::string smoke_prompt;

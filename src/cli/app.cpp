@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/environment.h"
 #include "cli/options.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/version.h"
@@ -103,7 +104,7 @@ std::vector<std::string> llama_cpp_spellings(int argc, char** argv) {
 
 LlamaArgs llama_args_option(const std::optional<std::string>& given) {
     if (given) return LlamaArgs::parse(*given, "--llama-args");
-    if (const char* e = std::getenv("GGUF_REAP_LLAMA_ARGS"))
+    if (const char* e = std::getenv("GGUF_REAP_LLAMA_ARGS"))  // set, even empty: it is the default
         return LlamaArgs::parse(e, "GGUF_REAP_LLAMA_ARGS");
     return {};
 }
@@ -118,7 +119,7 @@ Events cli_events(bool progress) {
     e.on_debug = [](const std::string& m) { spdlog::debug("{}", m); };
     e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
     e.on_warn = [](const std::string& m) { spdlog::warn("{}", m); };
-    if (!progress || !Progress::stderr_is_terminal()) return e;
+    if (!progress || !stderr_is_terminal()) return e;
     auto line = std::make_shared<std::unique_ptr<Progress>>();
     e.on_progress_begin = [line](std::string_view label, uint64_t total) {
         *line = std::make_unique<Progress>(std::string(label), total, true);
@@ -192,6 +193,7 @@ int run(int argc, char** argv) {
     setup_logging(g);
     install_signal_handlers();
     try {
+        set_remote_settings(remote_settings_from_env());
         for (auto& [sub, action] : commands)
             if (sub->parsed()) return action();
         return kExitBadInput;

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/environment.h"
 #include "gguf_reap/calibrate.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/version.h"
@@ -43,7 +44,7 @@ std::string clock(double seconds) {
 Events calibrate_events(const GlobalOptions& g) {
     Events e;
     e.on_warn = [](const std::string& m) { spdlog::warn("{}", m); };
-    if (g.quiet || !Progress::stderr_is_terminal()) return e;
+    if (g.quiet || !stderr_is_terminal()) return e;
     e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
     struct State {
         std::string label;
@@ -114,8 +115,8 @@ int run_calibrate(const CalibrateCli& c, const GlobalOptions& g) {
             throw UsageError(fmt::format("--tokens '{}' is not a number of tokens (e.g. 23552)", c.tokens));
         q.tokens = *n;
     }
-    if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
-    if (const char* p = std::getenv("PATH")) q.path_env = p;
+    q.llama_bin_env = env("GGUF_REAP_LLAMA_BIN");
+    q.path_env = env("PATH");
     q.llama_args = llama_args_option(c.llama_args);
     q.tool_version = std::string(GGUF_REAP_TOOL);
 

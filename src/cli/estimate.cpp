@@ -123,6 +123,72 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
     return j;
 }
 
+// The KV cache per token, as llama.cpp sizes it for these cache types.
+void print_kv_cache(const EstimateResult& e) {
+    const bool f16 = e.kv.types.default_types();
+    std::cout << fmt::format("\nKV cache per token ({}): ",
+                             f16 ? std::string("F16")
+                                 : fmt::format("-ctk {} -ctv {}", kv_cache_type_name(e.kv.types.k),
+                                               kv_cache_type_name(e.kv.types.v)));
+    switch (e.kv.kind) {
+        case KvKind::kMla:
+            std::cout << fmt::format(
+                "{} = (kv_lora_rank {} + rope {}) × {} MLA layers{}; every TP rank "
+                "holds all of it\n",
+                human_bytes(e.kv.bytes_per_token), e.kv.kv_lora_rank, e.kv.rope_dims, e.kv.attention_layers,
+                f16 ? " × 2 bytes" : fmt::format(" in {}", kv_cache_type_name(e.kv.types.k)));
+            break;
+        case KvKind::kStandard:
+            std::cout << fmt::format(
+                "{} over {} attention layers ({} KV heads × (key {} + value {}){} in the first)\n",
+                human_bytes(e.kv.bytes_per_token), e.kv.attention_layers, e.kv.heads_kv, e.kv.key_length,
+                e.kv.value_length, f16 ? " × 2 bytes" : " elements in the cache types");
+            break;
+        case KvKind::kNone:
+            std::cout << "none found (no attention keys)\n";
+            break;
+    }
+    if (e.kv.stateful_layers)
+        std::cout << fmt::format(
+            "  {} layer(s) without a KV cache: their recurrent state is constant per "
+            "sequence and not counted\n",
+            e.kv.stateful_layers);
+}
+
+// The first case: one GPU and the host's RAM, as llama.cpp places the model.
+void print_one_gpu(const EstimateResult& e) {
+    const bool a = e.after.has_value();
+    const auto split_cell = [&](const HostSplit& h) {
+        std::string s = human_bytes(h.gpu_total());
+        if (e.gpu_mem)
+            s += h.gpu_total() <= e.gpu_mem
+                     ? fmt::format(" fits, {} free", human_bytes(e.gpu_mem - h.gpu_total()))
+                     : fmt::format(" NO, {} short", human_bytes(h.gpu_total() - e.gpu_mem));
+        return s;
+    };
+    std::cout << fmt::format(
+        "\none GPU and RAM, as llama.cpp places it (-ngl 99{}): GPU = weights + KV cache "
+        "({} tokens) + overhead {}{}\n",
+        e.offload.any() ? " " + e.offload.flag() : "", with_commas(e.ctx), human_bytes(e.overhead),
+        e.gpu_mem ? fmt::format(", against {}", human_bytes(e.gpu_mem)) : "");
+    std::cout << fmt::format("  {:<10} {:>34}", "", "before");
+    if (a) std::cout << fmt::format(" {:>34}", "after");
+    std::cout << "\n";
+    const auto split_row = [&](const char* what, const std::string& before, const std::string& after) {
+        std::cout << fmt::format("  {:<10} {:>34}", what, before);
+        if (a) std::cout << fmt::format(" {:>34}", after);
+        std::cout << "\n";
+    };
+    split_row("GPU", split_cell(e.split_before), a ? split_cell(*e.split_after) : "");
+    split_row("  weights", human_bytes(e.split_before.gpu_weights),
+              a ? human_bytes(e.split_after->gpu_weights) : "");
+    split_row("  KV cache", human_bytes(e.split_before.gpu_kv), a ? human_bytes(e.split_after->gpu_kv) : "");
+    split_row("RAM", human_bytes(e.split_before.ram_weights),
+              a ? human_bytes(e.split_after->ram_weights) : "");
+    split_row("  experts", human_bytes(e.split_before.ram_experts),
+              a ? human_bytes(e.split_after->ram_experts) : "");
+}
+
 void print_text(const EstimateResult& e) {
     const bool a = e.after.has_value();
     const ModelFigures& b = e.before;
@@ -163,65 +229,8 @@ void print_text(const EstimateResult& e) {
     line("replicated per rank", human_bytes(b.replicated_bytes),
          a ? human_bytes(e.after->replicated_bytes) : "");
 
-    const bool f16 = e.kv.types.default_types();
-    std::cout << fmt::format("\nKV cache per token ({}): ",
-                             f16 ? std::string("F16")
-                                 : fmt::format("-ctk {} -ctv {}", kv_cache_type_name(e.kv.types.k),
-                                               kv_cache_type_name(e.kv.types.v)));
-    switch (e.kv.kind) {
-        case KvKind::kMla:
-            std::cout << fmt::format(
-                "{} = (kv_lora_rank {} + rope {}) × {} MLA layers{}; every TP rank "
-                "holds all of it\n",
-                human_bytes(e.kv.bytes_per_token), e.kv.kv_lora_rank, e.kv.rope_dims, e.kv.attention_layers,
-                f16 ? " × 2 bytes" : fmt::format(" in {}", kv_cache_type_name(e.kv.types.k)));
-            break;
-        case KvKind::kStandard:
-            std::cout << fmt::format(
-                "{} over {} attention layers ({} KV heads × (key {} + value {}){} in the first)\n",
-                human_bytes(e.kv.bytes_per_token), e.kv.attention_layers, e.kv.heads_kv, e.kv.key_length,
-                e.kv.value_length, f16 ? " × 2 bytes" : " elements in the cache types");
-            break;
-        case KvKind::kNone:
-            std::cout << "none found (no attention keys)\n";
-            break;
-    }
-    if (e.kv.stateful_layers)
-        std::cout << fmt::format(
-            "  {} layer(s) without a KV cache: their recurrent state is constant per "
-            "sequence and not counted\n",
-            e.kv.stateful_layers);
-
-    // The first case: one GPU and the host's RAM, as llama.cpp places the model.
-    const auto split_cell = [&](const HostSplit& h) {
-        std::string s = human_bytes(h.gpu_total());
-        if (e.gpu_mem)
-            s += h.gpu_total() <= e.gpu_mem
-                     ? fmt::format(" fits, {} free", human_bytes(e.gpu_mem - h.gpu_total()))
-                     : fmt::format(" NO, {} short", human_bytes(h.gpu_total() - e.gpu_mem));
-        return s;
-    };
-    std::cout << fmt::format(
-        "\none GPU and RAM, as llama.cpp places it (-ngl 99{}): GPU = weights + KV cache "
-        "({} tokens) + overhead {}{}\n",
-        e.offload.any() ? " " + e.offload.flag() : "", with_commas(e.ctx), human_bytes(e.overhead),
-        e.gpu_mem ? fmt::format(", against {}", human_bytes(e.gpu_mem)) : "");
-    std::cout << fmt::format("  {:<10} {:>34}", "", "before");
-    if (a) std::cout << fmt::format(" {:>34}", "after");
-    std::cout << "\n";
-    const auto split_row = [&](const char* what, const std::string& before, const std::string& after) {
-        std::cout << fmt::format("  {:<10} {:>34}", what, before);
-        if (a) std::cout << fmt::format(" {:>34}", after);
-        std::cout << "\n";
-    };
-    split_row("GPU", split_cell(e.split_before), a ? split_cell(*e.split_after) : "");
-    split_row("  weights", human_bytes(e.split_before.gpu_weights),
-              a ? human_bytes(e.split_after->gpu_weights) : "");
-    split_row("  KV cache", human_bytes(e.split_before.gpu_kv), a ? human_bytes(e.split_after->gpu_kv) : "");
-    split_row("RAM", human_bytes(e.split_before.ram_weights),
-              a ? human_bytes(e.split_after->ram_weights) : "");
-    split_row("  experts", human_bytes(e.split_before.ram_experts),
-              a ? human_bytes(e.split_after->ram_experts) : "");
+    print_kv_cache(e);
+    print_one_gpu(e);
 
     std::cout << fmt::format(
         "\nper GPU at tensor parallel N: weights + KV cache ({} tokens) + overhead {}{}\n",

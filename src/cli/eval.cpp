@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/environment.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/eval.h"
 #include "gguf_reap/version.h"
@@ -41,7 +42,7 @@ struct EvalCli {
 Events eval_events(const GlobalOptions& g) {
     Events e;
     e.on_warn = [](const std::string& m) { spdlog::warn("{}", m); };
-    if (g.quiet || !Progress::stderr_is_terminal()) return e;
+    if (g.quiet || !stderr_is_terminal()) return e;
     e.on_info = [](const std::string& m) { spdlog::info("{}", m); };
     auto state = std::make_shared<std::pair<std::string, std::pair<uint64_t, uint64_t>>>();
     // The behaviour runs count prompts (their label starts "generating"), the llama.cpp runs chunks.
@@ -200,8 +201,9 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
                 fmt::format("--prompts '{}': write NAME=FILE, e.g. --prompts code=code-prompts.txt", p));
         q.panels.push_back({p.substr(0, eq), p.substr(eq + 1)});
     }
-    if (const char* e = std::getenv("GGUF_REAP_LLAMA_BIN")) q.llama_bin_env = e;
-    if (const char* p = std::getenv("PATH")) q.path_env = p;
+    q.llama_bin_env = env("GGUF_REAP_LLAMA_BIN");
+    q.path_env = env("PATH");
+    if (q.cache_dir.empty()) q.cache_dir = default_kld_cache_dir();
     q.llama_args = llama_args_option(c.llama_args);
     q.ctx = ctx_option(c.ctx);
     if (!c.chunks.empty()) {

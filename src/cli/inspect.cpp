@@ -27,21 +27,9 @@ struct InspectOptions {
     bool tensors = false;
 };
 
-nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, bool with_tensors) {
+// Each shard's file and header figures, with its split.* keys.
+nlohmann::ordered_json shards_json(const ShardSet& model) {
     using nlohmann::ordered_json;
-    const Header& meta = model.metadata();
-    ordered_json j;
-    j["kind"] = "model";
-    j["path"] = model.shards().front().path;
-    j["arch"] = s.arch;
-    j["version"] = meta.version;
-    j["file_size"] = s.file_bytes;
-    j["tensor_count"] = s.tensor_count;
-    j["kv_count"] = meta.kvs.size();
-    j["alignment"] = meta.alignment;
-    j["parameters"] = s.parameters;
-    j["tensor_bytes"] = s.tensor_bytes;
-
     ordered_json shards = ordered_json::array();
     for (const Shard& sh : model.shards()) {
         ordered_json o;
@@ -57,7 +45,53 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
         o["split_kv"] = split;
         shards.push_back(o);
     }
-    j["shards"] = shards;
+    return shards;
+}
+
+// The MoE blocks, their expert tensors and slabs; null for a dense model.
+nlohmann::ordered_json moe_json(const ModelSummary& s) {
+    using nlohmann::ordered_json;
+    if (s.moe.blocks.empty()) return nullptr;
+    ordered_json m;
+    m["blocks"] = s.moe.blocks.size();
+    m["experts"] = s.moe.expert_count;
+    m["used"] = s.moe.expert_used_count;
+    m["shared"] = s.moe.expert_shared_count;
+    m["groups"] = s.moe.expert_group_count;
+    m["groups_used"] = s.moe.expert_group_used_count;
+    ordered_json per = ordered_json::array();
+    for (const auto& b : s.moe.blocks) {
+        ordered_json t = ordered_json::array();
+        for (const auto& et : b.tensors)
+            t.push_back({{"name", et.name},
+                         {"role", expert_kind_label(*et.kind)},
+                         {"axis", et.axis()},
+                         {"slab", et.slab}});
+        per.push_back({{"block", b.block}, {"slab_bytes", b.slab_bytes}, {"tensors", t}});
+    }
+    m["per_block"] = per;
+    m["expert_tensor_bytes"] = s.expert_bytes;
+    m["expert_share_of_file"] =
+        s.file_bytes ? static_cast<double>(s.expert_bytes) / static_cast<double>(s.file_bytes) : 0.0;
+    return m;
+}
+
+nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, bool with_tensors) {
+    using nlohmann::ordered_json;
+    const Header& meta = model.metadata();
+    ordered_json j;
+    j["kind"] = "model";
+    j["path"] = model.shards().front().path;
+    j["arch"] = s.arch;
+    j["version"] = meta.version;
+    j["file_size"] = s.file_bytes;
+    j["tensor_count"] = s.tensor_count;
+    j["kv_count"] = meta.kvs.size();
+    j["alignment"] = meta.alignment;
+    j["parameters"] = s.parameters;
+    j["tensor_bytes"] = s.tensor_bytes;
+
+    j["shards"] = shards_json(model);
 
     const auto arch_u = [&](const char* suffix) -> ordered_json {
         auto v = model.arch_uint(suffix);
@@ -94,32 +128,7 @@ nlohmann::ordered_json model_json(const ShardSet& model, const ModelSummary& s, 
                         {"bpw", r.bpw()}});
     j["classes"] = rows;
 
-    if (!s.moe.blocks.empty()) {
-        ordered_json m;
-        m["blocks"] = s.moe.blocks.size();
-        m["experts"] = s.moe.expert_count;
-        m["used"] = s.moe.expert_used_count;
-        m["shared"] = s.moe.expert_shared_count;
-        m["groups"] = s.moe.expert_group_count;
-        m["groups_used"] = s.moe.expert_group_used_count;
-        ordered_json per = ordered_json::array();
-        for (const auto& b : s.moe.blocks) {
-            ordered_json t = ordered_json::array();
-            for (const auto& et : b.tensors)
-                t.push_back({{"name", et.name},
-                             {"role", expert_kind_label(*et.kind)},
-                             {"axis", et.axis()},
-                             {"slab", et.slab}});
-            per.push_back({{"block", b.block}, {"slab_bytes", b.slab_bytes}, {"tensors", t}});
-        }
-        m["per_block"] = per;
-        m["expert_tensor_bytes"] = s.expert_bytes;
-        m["expert_share_of_file"] =
-            s.file_bytes ? static_cast<double>(s.expert_bytes) / static_cast<double>(s.file_bytes) : 0.0;
-        j["moe"] = m;
-    } else {
-        j["moe"] = nullptr;
-    }
+    j["moe"] = moe_json(s);
     j["decode_bytes_per_token"] = {
         {"dense", s.decode.dense_bytes},          {"router", s.decode.router_bytes},
         {"experts", s.decode.expert_bytes},       {"total", s.decode.total()},

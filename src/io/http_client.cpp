@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/remote.h"
 #include "gguf_reap/version.h"
 #include "io/remote_url.h"
 #include "io/signals.h"
@@ -29,42 +30,25 @@ std::atomic<bool> g_cancel{false};
 std::mutex g_progress_mu;
 std::function<void(uint64_t)> g_progress;
 
-// Knobs for tests and slow links (docs/remote.md): attempts, the first backoff, the stall timeout.
-uint64_t env_number(const char* name, uint64_t fallback) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return fallback;
-    uint64_t n = 0;
-    const auto [p, ec] = std::from_chars(v, v + std::strlen(v), n);
-    if (ec != std::errc() || *p) throw UsageError(fmt::format("{}={}: not a number", name, v));
-    return n;
-}
+// The settings of gguf_reap/remote.h (docs/remote.md): attempts, the first backoff, the stall timeout.
 uint64_t max_attempts() {
-    static const uint64_t n = std::max<uint64_t>(1, env_number("GGUF_REAP_HTTP_RETRIES", 6) + 1);
-    return n;
+    return uint64_t{remote_settings().http_retries} + 1;
 }
 uint64_t first_backoff_ms() {
-    static const uint64_t n = env_number("GGUF_REAP_HTTP_BACKOFF_MS", 500);
-    return n;
+    return remote_settings().http_first_backoff_ms;
 }
 long stall_seconds() {
-    static const long n = static_cast<long>(std::max<uint64_t>(1, env_number("GGUF_REAP_HTTP_TIMEOUT", 30)));
-    return n;
+    return static_cast<long>(remote_settings().http_stall_seconds);
 }
 constexpr int kMaxRedirects = 10;
 constexpr uint64_t kMaxBackoffMs = 30'000;
 constexpr uint64_t kMaxRetryAfterMs = 120'000;
 
-void global_init() {
-    static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (rc != CURLE_OK)
-        throw IoError("libcurl", fmt::format("initialisation failed: {}", curl_easy_strerror(rc)));
-}
-
 // One easy handle per thread, reset for each request: its connection stays open for the next one.
 struct Handle {
     CURL* h = nullptr;
     Handle() {
-        global_init();
+        curl_global_once();
         h = curl_easy_init();
     }
     ~Handle() {
@@ -383,6 +367,12 @@ void pause_before(uint64_t attempt, const Retry& retry) {
 }
 
 }  // namespace
+
+void curl_global_once() {
+    static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK)
+        throw IoError("libcurl", fmt::format("initialisation failed: {}", curl_easy_strerror(rc)));
+}
 
 std::string RedirectCache::get() const {
     std::lock_guard<std::mutex> lock(mu_);

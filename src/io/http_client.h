@@ -66,4 +66,8 @@ void cancel_http();
 // Called with the body bytes of each completed range (a progress line), or cleared with {}.
 void set_http_progress(std::function<void(uint64_t)> sink);
 
+// curl_global_init, once for the process, for this client and io/loopback_http alike; throws IoError when
+// libcurl cannot start.
+void curl_global_once();
+
 }  // namespace gguf_reap

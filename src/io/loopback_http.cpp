@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/remote.h"
+#include "io/http_client.h"
 
 namespace gguf_reap {
 
@@ -15,14 +17,6 @@ namespace {
 
 // A reply larger than this is not one llama-server sends for the requests made here.
 constexpr size_t kMaxBody = size_t{256} << 20;
-
-void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            throw IoError("libcurl", "curl_global_init failed");
-    });
-}
 
 size_t on_data(char* data, size_t size, size_t n, void* user) {
     auto* body = static_cast<std::string*>(user);
@@ -33,12 +27,13 @@ size_t on_data(char* data, size_t size, size_t n, void* user) {
 }
 
 // The options every transfer here has: a loopback URL, no proxy whatever the environment says, no
-// signals (curl's own alarm() for DNS timeouts would fight the project's signal handling).
+// signals (curl's own alarm() for DNS timeouts would fight the project's signal handling), the connect
+// timeout of every HTTP transfer (gguf_reap/remote.h).
 void common_options(CURL* h, const std::string& url, std::string* body) {
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, static_cast<long>(remote_settings().http_stall_seconds));
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
 }
@@ -46,7 +41,7 @@ void common_options(CURL* h, const std::string& url, std::string* body) {
 }  // namespace
 
 HttpReply http_get(const std::string& url, long timeout_ms) {
-    global_init();
+    curl_global_once();
     HttpReply r;
     CURL* h = curl_easy_init();
     if (!h) throw IoError("libcurl", "curl_easy_init failed");
@@ -79,7 +74,7 @@ struct HttpPool::Impl {
 };
 
 HttpPool::HttpPool() : impl_(std::make_unique<Impl>()) {
-    global_init();
+    curl_global_once();
     impl_->multi = curl_multi_init();
     if (!impl_->multi) throw IoError("libcurl", "curl_multi_init failed");
 }

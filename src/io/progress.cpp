@@ -58,11 +58,6 @@ void Progress::finish() {
     }
 }
 
-bool Progress::stderr_is_terminal() {
-    const char* term = std::getenv("TERM");
-    return ::isatty(2) == 1 && !(term && std::strcmp(term, "dumb") == 0);
-}
-
 void Progress::loop() {
     const auto t0 = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mutex_);

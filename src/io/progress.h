@@ -26,9 +26,6 @@ class Progress {
     // Stops the display and erases the line (idempotent).
     void finish();
 
-    // True when file descriptor 2 is a terminal and TERM is not "dumb".
-    static bool stderr_is_terminal();
-
   private:
     void loop();
     std::string label_;

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/remote.h"
 #include "io/remote_url.h"
 #include "io/signals.h"
 
@@ -52,17 +53,7 @@ constexpr uint64_t kWindowMax = uint64_t{2} << 20;
 constexpr uint64_t kWindowBudget = uint64_t{8} << 20;
 
 unsigned connections() {
-    static const unsigned n = [] {
-        const char* v = std::getenv("GGUF_REAP_HTTP_CONNECTIONS");
-        unsigned c = 16;
-        if (v && *v) {
-            const auto [p, ec] = std::from_chars(v, v + std::strlen(v), c);
-            if (ec != std::errc() || *p || c == 0 || c > 64)
-                throw UsageError(fmt::format("GGUF_REAP_HTTP_CONNECTIONS={}: 1 to 64", v));
-        }
-        return c;
-    }();
-    return n;
+    return remote_settings().http_connections;
 }
 
 enum class ChunkState { kQueued, kFetching, kDone, kFailed, kFreed };

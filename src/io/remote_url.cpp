@@ -2,7 +2,6 @@
 
 #include <curl/curl.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -10,29 +9,17 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "gguf_reap/remote.h"
 
 namespace gguf_reap {
 
 namespace {
-
-std::string env(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-}
 
 std::string trim(std::string s) {
     const auto first = s.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return {};
     const auto last = s.find_last_not_of(" \t\r\n");
     return s.substr(first, last - first + 1);
-}
-
-std::string token_file() {
-    if (std::string p = env("HF_TOKEN_PATH"); !p.empty()) return p;
-    if (std::string home = env("HF_HOME"); !home.empty()) return home + "/token";
-    if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/huggingface/token";
-    if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/huggingface/token";
-    return {};
 }
 
 }  // namespace
@@ -62,10 +49,7 @@ std::optional<HubPath> parse_hub_path(std::string_view path) {
 }
 
 std::string hub_endpoint() {
-    std::string e = env("HF_ENDPOINT");
-    if (e.empty()) e = "https://huggingface.co";
-    while (e.ends_with('/')) e.pop_back();
-    return e;
+    return remote_settings().hub_endpoint;
 }
 
 std::string hub_resolve_url(const HubPath& p, std::string_view revision) {
@@ -96,10 +80,13 @@ std::string url_origin(const std::string& url) {
 }
 
 std::optional<std::string> hub_token() {
-    if (std::string t = trim(env("HF_TOKEN")); !t.empty()) return t;
-    const std::string f = token_file();
-    if (f.empty()) return std::nullopt;
-    std::ifstream in(f);
+    const RemoteSettings s = remote_settings();
+    if (s.hub_token) {
+        std::string t = trim(*s.hub_token);
+        if (!t.empty()) return t;
+    }
+    if (s.hub_token_file.empty()) return std::nullopt;
+    std::ifstream in(s.hub_token_file);
     if (!in) return std::nullopt;
     std::stringstream ss;
     ss << in.rdbuf();
@@ -109,10 +96,11 @@ std::optional<std::string> hub_token() {
 }
 
 std::string token_hint() {
+    const std::string file = remote_settings().hub_token_file;
     return fmt::format(
         "give a token with access: set HF_TOKEN, or log in with the Hub's client (`hf auth login`), which "
         "writes {}; it is sent only to {}",
-        token_file().empty() ? "~/.cache/huggingface/token" : token_file(), hub_endpoint());
+        file.empty() ? "~/.cache/huggingface/token" : file, hub_endpoint());
 }
 
 }  // namespace gguf_reap

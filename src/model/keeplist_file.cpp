@@ -1,6 +1,7 @@
 #include "gguf_reap/keeplist.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -339,6 +340,53 @@ std::string keeplist_applies_to(const KeepList& kl, const std::string& path, con
                        ranked, applied);
 }
 
+namespace {
+
+// One block's ids checked (in range, each once, kept ones ascending), and its keep and prune lists
+// completed from whichever the file gives.
+void complete_block(KeepBlock& b, bool drop_form, int64_t E,
+                    const std::function<void(const std::string&)>& fail) {
+    auto check_ids = [&](const std::vector<int64_t>& ids, const char* what) {
+        std::set<int64_t> seen;
+        for (int64_t id : ids) {
+            if (id < 0 || id >= E)
+                fail(fmt::format("block {}: {} id {} is out of range (the model has experts 0..{})", b.block,
+                                 what, id, E - 1));
+            if (!seen.insert(id).second)
+                fail(fmt::format("block {}: {} id {} is listed twice", b.block, what, id));
+        }
+    };
+    if (drop_form) {
+        check_ids(b.prune, "dropped");
+        std::set<int64_t> drop(b.prune.begin(), b.prune.end());
+        b.keep.clear();
+        for (int64_t e = 0; e < E; ++e)
+            if (!drop.count(e)) b.keep.push_back(e);
+        b.prune.assign(drop.begin(), drop.end());
+    } else {
+        check_ids(b.keep, "kept");
+        if (!std::is_sorted(b.keep.begin(), b.keep.end()))
+            fail(fmt::format("block {}: kept ids must be in ascending order (source order is preserved)",
+                             b.block));
+        if (!b.prune.empty()) {
+            check_ids(b.prune, "pruned");
+            std::set<int64_t> all(b.keep.begin(), b.keep.end());
+            for (int64_t p : b.prune)
+                if (!all.insert(p).second)
+                    fail(fmt::format("block {}: expert {} is both kept and pruned", b.block, p));
+            if (static_cast<int64_t>(all.size()) != E)
+                fail(fmt::format("block {}: keep and prune cover {} of the {} experts", b.block, all.size(),
+                                 E));
+        } else {
+            std::set<int64_t> keep(b.keep.begin(), b.keep.end());
+            for (int64_t e = 0; e < E; ++e)
+                if (!keep.count(e)) b.prune.push_back(e);
+        }
+    }
+}
+
+}  // namespace
+
 void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string& path) {
     auto fail = [&](const std::string& msg) { throw UsageError(fmt::format("{}: {}", path, msg)); };
     const int64_t E = static_cast<int64_t>(layout.expert_count);
@@ -357,45 +405,7 @@ void validate_keeplist(KeepList& kl, const MoeLayout& layout, const std::string&
         if (!model_blocks.count(b))
             fail(fmt::format("block {} is in the keeplist but is not an MoE block of the model", b));
 
-    for (auto& b : kl.blocks) {
-        auto check_ids = [&](const std::vector<int64_t>& ids, const char* what) {
-            std::set<int64_t> seen;
-            for (int64_t id : ids) {
-                if (id < 0 || id >= E)
-                    fail(fmt::format("block {}: {} id {} is out of range (the model has experts 0..{})",
-                                     b.block, what, id, E - 1));
-                if (!seen.insert(id).second)
-                    fail(fmt::format("block {}: {} id {} is listed twice", b.block, what, id));
-            }
-        };
-        if (kl.drop_form) {
-            check_ids(b.prune, "dropped");
-            std::set<int64_t> drop(b.prune.begin(), b.prune.end());
-            b.keep.clear();
-            for (int64_t e = 0; e < E; ++e)
-                if (!drop.count(e)) b.keep.push_back(e);
-            b.prune.assign(drop.begin(), drop.end());
-        } else {
-            check_ids(b.keep, "kept");
-            if (!std::is_sorted(b.keep.begin(), b.keep.end()))
-                fail(fmt::format("block {}: kept ids must be in ascending order (source order is preserved)",
-                                 b.block));
-            if (!b.prune.empty()) {
-                check_ids(b.prune, "pruned");
-                std::set<int64_t> all(b.keep.begin(), b.keep.end());
-                for (int64_t p : b.prune)
-                    if (!all.insert(p).second)
-                        fail(fmt::format("block {}: expert {} is both kept and pruned", b.block, p));
-                if (static_cast<int64_t>(all.size()) != E)
-                    fail(fmt::format("block {}: keep and prune cover {} of the {} experts", b.block,
-                                     all.size(), E));
-            } else {
-                std::set<int64_t> keep(b.keep.begin(), b.keep.end());
-                for (int64_t e = 0; e < E; ++e)
-                    if (!keep.count(e)) b.prune.push_back(e);
-            }
-        }
-    }
+    for (KeepBlock& b : kl.blocks) complete_block(b, kl.drop_form, E, fail);
     const size_t n = kl.blocks.front().keep.size();
     for (const auto& b : kl.blocks)
         if (b.keep.size() != n)

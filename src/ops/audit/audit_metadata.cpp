@@ -156,6 +156,68 @@ void expect_name_and_base(const ShardSet& src, const KeptExperts& kept, const st
     if (!url.empty()) add(Kv::make_string(kBaseModel0RepoUrlKey, url), "the source's repository");
 }
 
+namespace {
+
+// What --drop-mtp makes of a source key (block_count, the nextn count, a per-layer array), with why; nullopt
+// for a key it leaves alone.
+std::optional<std::pair<Kv, std::string>> mtp_dropped_kv(const ShardSet& src, const KeptExperts& kept,
+                                                         const Kv& kv) {
+    const std::string& arch = src.architecture();
+    const uint64_t bc = src.arch_uint(std::string(kBlockCountKey)).value_or(0);
+    const uint64_t d = kept.dropped_nextn;
+    std::optional<Kv> want;
+    std::string why;
+    if (kv.key == arch_key(arch, kBlockCountKey)) {
+        want = Kv::make_int_like(kv, bc - d);
+        why = fmt::format("MTP dropped: {} nextn block(s) left out of {}", d, bc);
+    } else if (kv.key == arch_key(arch, kNextnPredictLayersKey)) {
+        want = Kv::make_int_like(kv, 0);
+        why = "MTP dropped: no nextn blocks are left";
+    } else if (kv.type == GgufType::kArray && kv.count == bc && kv.key.starts_with(arch + ".") &&
+               kv.elem_type != GgufType::kString && gguf_scalar_size(kv.elem_type) > 0) {
+        Kv t = kv;
+        t.count = bc - d;
+        const uint64_t n = t.count;
+        t.raw.resize(12 + gguf_scalar_size(kv.elem_type) * n);
+        std::memcpy(t.raw.data() + 4, &n, 8);
+        want = std::move(t);
+        why = fmt::format("MTP dropped: a per-layer array loses the last {} (nextn) element(s)", d);
+    }
+    if (!want) return std::nullopt;
+    return std::make_pair(std::move(*want), why);
+}
+
+// The provenance keys a build that carries them must carry, all of them.
+void expect_provenance(const ShardSet& src, const KeptExperts& kept, std::deque<Kv>& owned,
+                       std::vector<ExpectedKv>& exp) {
+    const char* why = "the output carries provenance keys, so it must carry all of them";
+    exp.push_back({kProvenanceVersionKey, Match::kVersion, nullptr, "a string \"gguf-reap <version>\""});
+    owned.push_back(Kv::make_u32(kProvenanceSourceExpertCountKey,
+                                 static_cast<uint32_t>(src.arch_uint("expert_count").value_or(0))));
+    exp.push_back({kProvenanceSourceExpertCountKey, Match::kExact, &owned.back(),
+                   fmt::format("{}; the source's expert_count", why)});
+    exp.push_back({kProvenanceKeeplistShaKey, Match::kSha256, nullptr, "a sha256 in hex"});
+    if (kept.dropped_nextn > 0) {
+        owned.push_back(Kv::make_u32(kProvenanceDroppedNextnKey, static_cast<uint32_t>(kept.dropped_nextn)));
+        exp.push_back({kProvenanceDroppedNextnKey, Match::kExact, &owned.back(),
+                       "MTP dropped: the nextn blocks left out"});
+    }
+    for (int block : kept.moe_blocks)
+        exp.push_back({fmt::format("{}{}", kProvenanceKeptPrefix, block), Match::kPresence, nullptr,
+                       fmt::format("{}; one per MoE block", why)});
+    if (kept.width) {
+        owned.push_back(Kv::make_string(kProvenanceNeuronPlanShaKey, kept.width->sha256));
+        exp.push_back(
+            {kProvenanceNeuronPlanShaKey, Match::kExact, &owned.back(), "the sha256 of the neuron plan"});
+        owned.push_back(
+            Kv::make_u32(kProvenanceSourceExpertWidthKey, static_cast<uint32_t>(kept.width->native_width)));
+        exp.push_back(
+            {kProvenanceSourceExpertWidthKey, Match::kExact, &owned.back(), "the source's expert FFN width"});
+    }
+}
+
+}  // namespace
+
 void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSet& out, AuditReport& report) {
     const Header& meta = src.metadata();
     const std::string ec_key = src.architecture() + ".expert_count";
@@ -181,34 +243,12 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
             continue;
         }
         // --drop-mtp: the nextn blocks are left out (docs/splice.md).
-        if (kept.dropped_nextn > 0) {
-            const std::string& arch = src.architecture();
-            const uint64_t bc = src.arch_uint(std::string(kBlockCountKey)).value_or(0);
-            const uint64_t d = kept.dropped_nextn;
-            std::optional<Kv> want;
-            std::string why;
-            if (kv.key == arch_key(arch, kBlockCountKey)) {
-                want = Kv::make_int_like(kv, bc - d);
-                why = fmt::format("MTP dropped: {} nextn block(s) left out of {}", d, bc);
-            } else if (kv.key == arch_key(arch, kNextnPredictLayersKey)) {
-                want = Kv::make_int_like(kv, 0);
-                why = "MTP dropped: no nextn blocks are left";
-            } else if (kv.type == GgufType::kArray && kv.count == bc && kv.key.starts_with(arch + ".") &&
-                       kv.elem_type != GgufType::kString && gguf_scalar_size(kv.elem_type) > 0) {
-                Kv t = kv;
-                t.count = bc - d;
-                const uint64_t n = t.count;
-                t.raw.resize(12 + gguf_scalar_size(kv.elem_type) * n);
-                std::memcpy(t.raw.data() + 4, &n, 8);
-                want = std::move(t);
-                why = fmt::format("MTP dropped: a per-layer array loses the last {} (nextn) element(s)", d);
-            }
-            if (want) {
-                owned.push_back(std::move(*want));
-                exp.push_back({kv.key, Match::kExact, &owned.back(), why});
+        if (kept.dropped_nextn > 0)
+            if (auto want = mtp_dropped_kv(src, kept, kv)) {
+                owned.push_back(std::move(want->first));
+                exp.push_back({kv.key, Match::kExact, &owned.back(), want->second});
                 continue;
             }
-        }
         if (kv.key == ec_key && !kept.valid) {
             exp.push_back({kv.key, Match::kPresence, nullptr, "the source has it"});
             continue;
@@ -241,33 +281,7 @@ void check_metadata(const ShardSet& src, const KeptExperts& kept, const OutputSe
         if (width_changed) continue;
         exp.push_back({kv.key, Match::kExact, &kv, "copied unchanged from the source"});
     }
-    if (kept.provenance) {
-        const char* why = "the output carries provenance keys, so it must carry all of them";
-        exp.push_back({kProvenanceVersionKey, Match::kVersion, nullptr, "a string \"gguf-reap <version>\""});
-        owned.push_back(Kv::make_u32(kProvenanceSourceExpertCountKey,
-                                     static_cast<uint32_t>(src.arch_uint("expert_count").value_or(0))));
-        exp.push_back({kProvenanceSourceExpertCountKey, Match::kExact, &owned.back(),
-                       fmt::format("{}; the source's expert_count", why)});
-        exp.push_back({kProvenanceKeeplistShaKey, Match::kSha256, nullptr, "a sha256 in hex"});
-        if (kept.dropped_nextn > 0) {
-            owned.push_back(
-                Kv::make_u32(kProvenanceDroppedNextnKey, static_cast<uint32_t>(kept.dropped_nextn)));
-            exp.push_back({kProvenanceDroppedNextnKey, Match::kExact, &owned.back(),
-                           "MTP dropped: the nextn blocks left out"});
-        }
-        for (int block : kept.moe_blocks)
-            exp.push_back({fmt::format("{}{}", kProvenanceKeptPrefix, block), Match::kPresence, nullptr,
-                           fmt::format("{}; one per MoE block", why)});
-        if (kept.width) {
-            owned.push_back(Kv::make_string(kProvenanceNeuronPlanShaKey, kept.width->sha256));
-            exp.push_back(
-                {kProvenanceNeuronPlanShaKey, Match::kExact, &owned.back(), "the sha256 of the neuron plan"});
-            owned.push_back(Kv::make_u32(kProvenanceSourceExpertWidthKey,
-                                         static_cast<uint32_t>(kept.width->native_width)));
-            exp.push_back({kProvenanceSourceExpertWidthKey, Match::kExact, &owned.back(),
-                           "the source's expert FFN width"});
-        }
-    }
+    if (kept.provenance) expect_provenance(src, kept, owned, exp);
     if (out.multi())
         for (const char* k : kSplitKeys)
             if (!src_split.count(k)) exp.push_back({k, Match::kSplit, nullptr, ""});

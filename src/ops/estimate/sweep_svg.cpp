@@ -20,10 +20,19 @@ struct Series {
     std::vector<std::pair<int64_t, uint64_t>> points;
 };
 
-}  // namespace
+// Where a K and a byte count fall: bytes in the unit that fits them, on an axis that starts near the data;
+// K from the smallest swept to the source's.
+struct Frame {
+    SvgByteUnit unit;
+    SvgAxis xa, ya;
+    double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
+    double x(double k) const { return xa.at(k, kLeft, kLeft + pw); }
+    double y(double bytes) const { return ya.at(bytes / unit.bytes, kTop + ph, kTop); }
+};
 
-std::string render_sweep_svg(const SweepPlot& p, const std::vector<SweepRow>& rows) {
-    std::vector<Series> series(1 + p.tp.size());
+// The curves (size on disk, then per GPU at each TP) and the frame that holds them and every line.
+Frame make_frame(const SweepPlot& p, const std::vector<SweepRow>& rows, std::vector<Series>& series) {
+    series.assign(1 + p.tp.size(), {});
     series[0].name = "size on disk";
     for (size_t t = 0; t < p.tp.size(); ++t) series[1 + t].name = fmt::format("per GPU at TP {}", p.tp[t]);
     double lo = 0, hi = 0;
@@ -47,15 +56,18 @@ std::string render_sweep_svg(const SweepPlot& p, const std::vector<SweepRow>& ro
         see(static_cast<double>(p.source_bytes));
         k_hi = std::max(k_hi, p.expert_count);
     }
-    // Bytes in the unit that fits them, on an axis that starts near the data; K from the smallest
-    // swept to the source's.
     const SvgByteUnit unit = svg_byte_unit(hi);
-    const SvgAxis ya = svg_axis(lo / unit.bytes, hi / unit.bytes, 8);
-    const SvgAxis xa = svg_axis(static_cast<double>(k_lo), static_cast<double>(k_hi), 8);
-    const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-    const auto x = [&](double k) { return xa.at(k, kLeft, kLeft + pw); };
-    const auto y = [&](double bytes) { return ya.at(bytes / unit.bytes, kTop + ph, kTop); };
+    return Frame{unit, svg_axis(static_cast<double>(k_lo), static_cast<double>(k_hi), 8),
+                 svg_axis(lo / unit.bytes, hi / unit.bytes, 8)};
+}
 
+// The header, the subtitle, the grid with even ticks, the axes and their labels.
+std::string axes_svg(const SweepPlot& p, const Frame& f) {
+    const double pw = f.pw, ph = f.ph;
+    const auto x = [&](double k) { return f.x(k); };
+    const auto y = [&](double bytes) { return f.y(bytes); };
+    const SvgAxis &xa = f.xa, &ya = f.ya;
+    const SvgByteUnit& unit = f.unit;
     std::string s = fmt::format(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" viewBox=\"0 "
@@ -95,6 +107,15 @@ std::string render_sweep_svg(const SweepPlot& p, const std::vector<SweepRow>& ro
         "<text x=\"18\" y=\"{0:.1f}\" transform=\"rotate(-90 18 {0:.1f})\" "
         "text-anchor=\"middle\">{1}</text>\n",
         kTop + ph / 2, unit.name);
+    return s;
+}
+
+// The chosen K, the budgets, the curves with their legend, and the source's point.
+std::string marks_svg(const SweepPlot& p, const Frame& f, const std::vector<Series>& series) {
+    const double pw = f.pw, ph = f.ph;
+    const auto x = [&](double k) { return f.x(k); };
+    const auto y = [&](double bytes) { return f.y(bytes); };
+    std::string s;
     // The chosen K (--fit), a vertical line labelled inside the plot: right of the line in the plot's left
     // half, left of it in the right half (never into the legend's margin).
     if (p.chosen) {
@@ -155,8 +176,15 @@ std::string render_sweep_svg(const SweepPlot& p, const std::vector<SweepRow>& ro
             "y=\"{:.1f}\">source (K = {})</text>\n",
             kLeft + pw + 16.5, ly - 4.5, kLeft + pw + 36, ly + 4, p.expert_count);
     }
-    s += "</svg>\n";
     return s;
+}
+
+}  // namespace
+
+std::string render_sweep_svg(const SweepPlot& p, const std::vector<SweepRow>& rows) {
+    std::vector<Series> series;
+    const Frame f = make_frame(p, rows, series);
+    return axes_svg(p, f) + marks_svg(p, f, series) + "</svg>\n";
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

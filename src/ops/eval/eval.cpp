@@ -355,12 +355,6 @@ void kld_runs(Ctx& c, const Models& m, EvalResult& r) {
             r.reference_runs.push_back(kld_run(c, *x, t, *t.reference_base, " against the reference"));
 }
 
-std::string default_cache_dir() {
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/gguf-reap/kld";
-    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/gguf-reap/kld";
-    return ".gguf-reap-cache";
-}
-
 }  // namespace
 
 namespace ops {
@@ -371,7 +365,7 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     if (!q.texts.empty()) q.llama_args.check(LlamaTool::perplexity);
     if (!q.smoke_prompt.empty()) q.llama_args.check(LlamaTool::completion);
     if (!q.panels.empty()) q.llama_args.check(LlamaTool::server);
-    const std::string cache_dir = q.cache_dir.empty() ? default_cache_dir() : q.cache_dir;
+    const std::string cache_dir = q.cache_dir.empty() ? std::string(".gguf-reap-cache") : q.cache_dir;
     Ctx c{q,  ev, find_llama_tools(q), cache_dir, llama_cpp::LlamaRunner(cache_dir + "/run.log", ev), 0, 0,
           {}, {}};
     // The behaviour runs' server and panels, so that a missing server or a bad panel fails first too.

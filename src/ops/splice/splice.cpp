@@ -175,6 +175,76 @@ ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std:
     return now;
 }
 
+// The keeplist, the neuron plan and the imatrix, each checked against the opened source.
+void open_inputs(SpliceResult& r, const SpliceRequest& q, const Events& events) {
+    r.layout = build_moe_layout(*r.model);
+    if (!q.keeplist.empty()) {
+        r.keeplist = KeepList::load(q.keeplist);
+        r.keeplist_note =
+            keeplist_applies_to(r.keeplist, q.keeplist, keeplist_source_of(*r.model, r.layout), q.model);
+        validate_keeplist(r.keeplist, r.layout, q.keeplist);
+    }
+    if (!q.neuron_plan.empty()) {
+        r.width = load_width_cut(*r.model, r.layout, q.neuron_plan, sha256_file(q.neuron_plan));
+        if (q.keeplist.empty()) r.keeplist = keep_all_experts(r.layout);  // every expert, only narrower
+    }
+    for (const std::string& w : llama_cpp_limit_problems(r.keeplist.n_keep, r.layout.block_count))
+        events.warn("the output will not load in llama.cpp: " + w);
+    if (!q.imatrix_in.empty())
+        r.imatrix = std::make_shared<const ImatrixFile>(ImatrixFile::open(q.imatrix_in));
+}
+
+// Copy. One thread per output file, each writing its file front to back, is what disks like best;
+// more threads than files cut files into 256 MiB pieces written in parallel (for fast SSD arrays).
+void copy_outputs(SpliceResult& r, const SpliceRequest& q, const SpliceOptions& so, bool remote,
+                  const Events& events) {
+    CopyOptions co;
+    co.method = q.method;
+    co.durable = q.durable;
+    const auto files = static_cast<unsigned>(r.plan->jobs().size());
+    co.threads =
+        q.threads ? q.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
+    if (co.threads > files) co.work_item_bytes = uint64_t{256} << 20;
+    r.threads = co.threads;
+    // From a URL the copy is resumable: each file front to back into a partial file that outlives a
+    // failure, a checkpoint every 1/64 of the output (256 KiB to 64 MiB), the journal after each.
+    const std::string journal_path = resume_journal_path(so.out_prefix);
+    std::mutex journal_mu;
+    ResumeJournal journal;
+    if (remote) {
+        journal = prepare_resume(r, q, so.keeplist_sha256, journal_path, events);
+        for (const auto& f : journal.files) {
+            co.partial_paths.push_back(f.partial);
+            co.resume_from.push_back(f.done);
+        }
+        co.checkpoint_bytes =
+            std::clamp<uint64_t>(r.plan->bytes_written() / 64, 256 << 10, uint64_t{64} << 20);
+        co.on_durable = [&](size_t job, uint64_t bytes) {
+            std::lock_guard<std::mutex> lock(journal_mu);
+            journal.files[job].done = bytes;
+            journal.save(journal_path);
+        };
+    }
+    events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(r.plan->bytes_written()),
+                             co.threads, copy_method_name(q.method)));
+    if (!remote) {
+        ProgressScope progress(events, "splice", r.plan->bytes_written());
+        co.on_progress = progress.sink();
+        r.copy = run_copy_jobs(r.plan->jobs(), r.plan->sources, co);
+    } else {  // from a URL the network is the pace: the line counts bytes fetched against bytes to read
+        ProgressScope progress(events, "fetch", r.plan->bytes_read());
+        set_http_progress(progress.sink());
+        try {
+            r.copy = run_copy_jobs(r.plan->jobs(), r.plan->sources, co);
+        } catch (...) {
+            set_http_progress({});
+            throw;
+        }
+        set_http_progress({});
+        ::unlink(journal_path.c_str());  // complete: nothing to resume
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& events) {
@@ -198,22 +268,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
                                            now.retries - http_before.retries,
                                            first ? first->hub_revision() : std::string()};
     };
-    r->layout = build_moe_layout(*r->model);
-    if (!q.keeplist.empty()) {
-        r->keeplist = KeepList::load(q.keeplist);
-        r->keeplist_note =
-            keeplist_applies_to(r->keeplist, q.keeplist, keeplist_source_of(*r->model, r->layout), q.model);
-        validate_keeplist(r->keeplist, r->layout, q.keeplist);
-    }
-    if (!q.neuron_plan.empty()) {
-        r->width = load_width_cut(*r->model, r->layout, q.neuron_plan, sha256_file(q.neuron_plan));
-        if (q.keeplist.empty()) r->keeplist = keep_all_experts(r->layout);  // every expert, only narrower
-    }
-    for (const std::string& w : llama_cpp_limit_problems(r->keeplist.n_keep, r->layout.block_count))
-        events.warn("the output will not load in llama.cpp: " + w);
-    if (!q.imatrix_in.empty())
-        r->imatrix = std::make_shared<const ImatrixFile>(ImatrixFile::open(q.imatrix_in));
-
+    open_inputs(*r, q, events);
     // Plan every byte. Without a keeplist the recorded keeplist sha256 is that of no bytes at all
     // (docs/splice.md).
     SpliceOptions so = q.options;
@@ -255,53 +310,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
         }
     for (const std::string& p : r->replaced) events.info(fmt::format("replacing {}", p));
 
-    // Copy. One thread per output file, each writing its file front to back, is what disks like best;
-    // more threads than files cut files into 256 MiB pieces written in parallel (for fast SSD arrays).
-    CopyOptions co;
-    co.method = q.method;
-    co.durable = q.durable;
-    const auto files = static_cast<unsigned>(r->plan->jobs().size());
-    co.threads =
-        q.threads ? q.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
-    if (co.threads > files) co.work_item_bytes = uint64_t{256} << 20;
-    r->threads = co.threads;
-    // From a URL the copy is resumable: each file front to back into a partial file that outlives a
-    // failure, a checkpoint every 1/64 of the output (256 KiB to 64 MiB), the journal after each.
-    const std::string journal_path = resume_journal_path(so.out_prefix);
-    std::mutex journal_mu;
-    ResumeJournal journal;
-    if (remote) {
-        journal = prepare_resume(*r, q, so.keeplist_sha256, journal_path, events);
-        for (const auto& f : journal.files) {
-            co.partial_paths.push_back(f.partial);
-            co.resume_from.push_back(f.done);
-        }
-        co.checkpoint_bytes =
-            std::clamp<uint64_t>(r->plan->bytes_written() / 64, 256 << 10, uint64_t{64} << 20);
-        co.on_durable = [&](size_t job, uint64_t bytes) {
-            std::lock_guard<std::mutex> lock(journal_mu);
-            journal.files[job].done = bytes;
-            journal.save(journal_path);
-        };
-    }
-    events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(r->plan->bytes_written()),
-                             co.threads, copy_method_name(q.method)));
-    if (!remote) {
-        ProgressScope progress(events, "splice", r->plan->bytes_written());
-        co.on_progress = progress.sink();
-        r->copy = run_copy_jobs(r->plan->jobs(), r->plan->sources, co);
-    } else {  // from a URL the network is the pace: the line counts bytes fetched against bytes to read
-        ProgressScope progress(events, "fetch", r->plan->bytes_read());
-        set_http_progress(progress.sink());
-        try {
-            r->copy = run_copy_jobs(r->plan->jobs(), r->plan->sources, co);
-        } catch (...) {
-            set_http_progress({});
-            throw;
-        }
-        set_http_progress({});
-        ::unlink(journal_path.c_str());  // complete: nothing to resume
-    }
+    copy_outputs(*r, q, so, remote, events);
     count_fetched();
     for (const std::string& p : r->stale_siblings) {
         ::unlink(p.c_str());
