@@ -23,8 +23,7 @@ namespace gguf_reap::cli {
 
 uint64_t size_option(const char* option, const std::string& text) {
     auto v = parse_size(text);
-    if (!v)
-        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
+    if (!v) throw UsageError(fmt::format("{} '{}' {}", option, text, size_refusal(text)));
     return *v;
 }
 

@@ -96,10 +96,10 @@ expect_err "gguf-reap: error: --tp: 'abc' is not a tensor-parallel degree"
 case_ "bad sizes"
 run "$BIN" estimate "$WORK/m.gguf" --gpu-mem 12Q
 expect_code 2
-expect_err "gguf-reap: error: --gpu-mem '12Q' is not a size (write e.g. 141GiB, 80G, 512M)"
+expect_err "gguf-reap: error: --gpu-mem '12Q' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
 run "$BIN" estimate "$WORK/m.gguf" --overhead lots
 expect_code 2
-expect_err "gguf-reap: error: --overhead 'lots' is not a size (write e.g. 141GiB, 80G, 512M)"
+expect_err "gguf-reap: error: --overhead 'lots' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
 run "$BIN" estimate "$WORK/m.gguf" --gpu-mem 0
 expect_code 2
 expect_err "gguf-reap: error: --gpu-mem must be more than 0 bytes"

@@ -63,7 +63,7 @@ if fixtures "the cases on the llama.cpp-made fixtures"; then
     case_ "a size that is not a size"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/out/o" --split-max-size 40Q
     expect_code 2
-    expect_err "gguf-reap: error: --split-max-size '40Q' is not a size (write e.g. 40G, 500M, 1.5GiB)"
+    expect_err "gguf-reap: error: --split-max-size '40Q' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
 
     case_ "more shards than tensors"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/out/o" --split-count 100
