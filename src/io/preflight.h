@@ -56,5 +56,8 @@ const std::string* same_file_as(const std::string& path, const std::vector<std::
 // process no longer exists (a crash, a SIGKILL, a power cut). Temporaries of live processes are left
 // alone. Returns the paths removed.
 std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name);
+// The same for the temporaries of every output name in `dir` (calibrate's and eval's directories, whose
+// temporaries are never resumed: a dead writer's is garbage whatever it was to become).
+std::vector<std::string> remove_dead_temporaries(const std::string& dir);
 
 }  // namespace gguf_reap

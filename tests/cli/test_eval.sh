@@ -391,6 +391,23 @@ expect_code 3
 expect_err "$WORK/no-such-dir"
 ! grep -q '^base\|^kld' "$WORK/calls" && _pass || _fail "llama-perplexity ran before the output was checked: $(cat "$WORK/calls")"
 
+case_ "a killed eval's temporaries (of the same -o, and in the cache) are removed by the next run; a live one's stay"
+mkdir -p "$WORK/killed"
+DEAD=$(sh -c 'echo $$')  # a process that has exited
+for f in ".beh.json.gguf-reap-tmp.$DEAD.0" ".beh.svg.gguf-reap-tmp.$DEAD.1" \
+    ".beh.generations.jsonl.gguf-reap-tmp.$DEAD.2"; do
+    : >"$WORK/killed/$f"
+done
+: >"$WORK/cache/.text.stdin.gguf-reap-tmp.$DEAD.3"
+: >"$WORK/killed/.beh.json.gguf-reap-tmp.$$.4"  # this shell's: alive
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" -o "$WORK/killed/beh.json"
+expect_code 0
+[ -z "$(find "$WORK/killed" "$WORK/cache" -name "*.gguf-reap-tmp.$DEAD.*")" ] && _pass ||
+    _fail "left: $(find "$WORK/killed" "$WORK/cache" -name "*.gguf-reap-tmp.$DEAD.*")"
+[ -e "$WORK/killed/.beh.json.gguf-reap-tmp.$$.4" ] && _pass || _fail "a live process's temporary was removed"
+rm -f "$WORK/killed/.beh.json.gguf-reap-tmp.$$.4"
+
 case_ "card --eval refuses a plot that is not the eval's (eval.json records its sha256)"
 cp "$WORK/eval.json" "$WORK/svgcheck.json"
 cp "$WORK/eval.svg" "$WORK/svgcheck.svg"

@@ -349,6 +349,10 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     fs::create_directories(q.out_dir, ec);
     if (ec) throw IoError(q.out_dir, "cannot create the output directory", ec.value());
     OutputLock lock(q.out_dir + "/" + std::string(kJsonName));
+    // A killed earlier run's temporaries (its .text.stdin, a half-written imatrix): garbage once their
+    // writer is gone, as splice's are.
+    for (const std::string& p : remove_dead_temporaries(q.out_dir))
+        ev.info(fmt::format("removed {} (left by an interrupted run)", p));
     check_outputs(q);
 
     // The model, as eval identifies it.
