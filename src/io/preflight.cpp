@@ -142,4 +142,24 @@ std::vector<std::string> remove_dead_temporaries(const std::string& dir) {
     return remove_dead(dir, nullptr);
 }
 
+MadeDirectory::MadeDirectory(const std::string& dir) {
+    // The missing ones, outermost first: "a/b/c" with only "a" there makes a/b, then a/b/c.
+    std::filesystem::path top = std::filesystem::path(dir).lexically_normal();
+    if (top.filename().empty()) top = top.parent_path();  // "out/": out
+    std::vector<std::filesystem::path> missing;
+    for (std::filesystem::path p = top; !p.empty() && p != p.root_path() && !path_exists(p.string());
+         p = p.parent_path())
+        missing.insert(missing.begin(), p);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw IoError(dir, "cannot create the output directory", ec.value());
+    for (const auto& p : missing) made_.push_back(p.string());
+}
+
+MadeDirectory::~MadeDirectory() {
+    if (kept_) return;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it)
+        if (::rmdir(it->c_str()) != 0) break;  // not empty: something worth keeping is in it
+}
+
 }  // namespace gguf_reap

@@ -217,6 +217,20 @@ cmp -s "$WORK/inplace/python.txt" "$WORK/python.txt" && _pass || _fail "the text
 [ ! -s "$WORK/calls" ] && _pass || _fail "a refused calibrate ran llama-imatrix: $(cat "$WORK/calls")"
 [ -z "$(ls "$WORK/bad" 2>/dev/null | grep imatrix)" ] && _pass || _fail "a refused calibrate wrote $(ls "$WORK/bad")"
 
+case_ "a refused calibrate leaves no output folder it made (nor its parents)"
+run "$BIN" calibrate --model "$M" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" -o "$WORK/made/here"
+expect_code 2
+expect_err "error: --text short=$WORK/short.txt: 153 tokens, too short for llama-imatrix"
+[ ! -e "$WORK/made" ] && _pass || _fail "the refused calibrate left $(find "$WORK/made")"
+echo "not a model" >"$WORK/not-a-model.gguf"
+run "$BIN" calibrate --model "$WORK/not-a-model.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" -o "$WORK/made/here"
+expect_code 2
+[ ! -e "$WORK/made" ] && _pass || _fail "the refused calibrate left $(find "$WORK/made")"
+mkdir -p "$WORK/mine"
+run "$BIN" calibrate --model "$M" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" -o "$WORK/mine"
+expect_code 2
+[ -d "$WORK/mine" ] && _pass || _fail "a refused calibrate removed a folder it did not make"
+
 case_ "SIGKILLed: the next run with the same -o removes the dead run's temporaries, and no live one's"
 rm -f "$WORK/calls.pid"
 mkdir -p "$WORK/killed"

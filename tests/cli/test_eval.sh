@@ -383,13 +383,20 @@ expect_code 2
 expect_err_lines 1
 expect_err "-o $WORK/eval.txt: name a .json file, e.g. eval.json (its plot is written beside it, eval.svg)"
 
-case_ "-o in a directory that cannot be written: exit 3 before any llama.cpp run"
+case_ "-o in a directory that cannot be made: exit 3 before any llama.cpp run"
 : >"$WORK/calls"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
-    --cache-dir "$WORK/cache" -o "$WORK/no-such-dir/eval.json"
+    --cache-dir "$WORK/cache" -o /proc/no-such-dir/eval.json
 expect_code 3
-expect_err "$WORK/no-such-dir"
+expect_err "gguf-reap: error: /proc/no-such-dir: cannot create the output directory: "
 ! grep -q '^base\|^kld' "$WORK/calls" && _pass || _fail "llama-perplexity ran before the output was checked: $(cat "$WORK/calls")"
+
+case_ "-o in a missing directory: it is made, as rank and splice make theirs"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" -o "$WORK/new/deeper/eval.json"
+expect_code 0
+expect_out "wrote $WORK/new/deeper/eval.json and $WORK/new/deeper/eval.svg"
+[ -s "$WORK/new/deeper/eval.json" ] && [ -s "$WORK/new/deeper/eval.svg" ] && _pass || _fail "no eval.json and eval.svg in $WORK/new/deeper"
 
 case_ "a killed eval's temporaries (of the same -o, and in the cache) are removed by the next run; a live one's stay"
 mkdir -p "$WORK/killed"

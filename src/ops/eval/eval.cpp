@@ -251,13 +251,15 @@ std::unique_ptr<OutputFile> behaviour(Ctx& c, const std::string& server, const s
     return file;
 }
 
-// The outputs, made before any work: locked against a second eval writing them, a killed earlier eval's
-// temporaries of them removed, and created under their temporary names, so that an unwritable or missing
-// directory fails now, not after every run.
+// The outputs, made before any work: their directory made when missing (and taken away again if the eval
+// fails with nothing in it), locked against a second eval writing them, a killed earlier eval's
+// temporaries of them removed, and created under their temporary names, so that an unwritable directory
+// fails now, not after every run.
 class ReportFiles {
   public:
     ReportFiles(const EvalRequest& q, const Events& ev) : out_(q.json_out) {
         if (out_.empty()) return;
+        dir_.emplace(parent_dir(out_));
         lock_.emplace(out_);
         for (const std::string& o : {out_, svg_path_for(out_), generations_path_for(out_)})
             for (const std::string& p : remove_dead_temporaries(parent_dir(o), base_name(o)))
@@ -280,6 +282,7 @@ class ReportFiles {
             if (generations) generations->commit();
             svg_->commit();
             json_->commit();
+            dir_->keep();
         } catch (const IoError& e) {
             r.json_written.clear();
             r.svg_written.clear();
@@ -289,6 +292,7 @@ class ReportFiles {
 
   private:
     std::string out_;
+    std::optional<MadeDirectory> dir_;  // first made, last gone: after the lock and the temporaries
     std::optional<OutputLock> lock_;
     std::unique_ptr<OutputFile> json_, svg_;
 };
