@@ -398,6 +398,20 @@ expect_code 0
 expect_out "wrote $WORK/new/deeper/eval.json and $WORK/new/deeper/eval.svg"
 [ -s "$WORK/new/deeper/eval.json" ] && [ -s "$WORK/new/deeper/eval.svg" ] && _pass || _fail "no eval.json and eval.svg in $WORK/new/deeper"
 
+case_ "the same OUT twice is refused, however spelled or copied; the refused eval leaves no folder it made"
+cp "$WORK/keep8.gguf" "$WORK/keep8-copy.gguf"
+for twice in "$WORK/keep8.gguf" "$WORK/./keep8.gguf" "$WORK/keep8-copy.gguf"; do
+    : >"$WORK/calls"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "$WORK/keep12.gguf" "$twice" "${TEXTS[@]}" --ctx 128 \
+        --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/twice/sub/eval.json"
+    expect_code 2
+    expect_err_lines 1
+    expect_err "gguf-reap: error: $twice: the same build as OUT $WORK/keep8.gguf (the same header bytes), given twice; give each build once"
+    ! grep -q '^base\|^kld' "$WORK/calls" && _pass || _fail "llama-perplexity ran: $(cat "$WORK/calls")"
+    [ ! -e "$WORK/twice" ] && _pass || _fail "the refused eval left $(find "$WORK/twice")"
+done
+rm -f "$WORK/keep8-copy.gguf"
+
 case_ "a killed eval's temporaries (of the same -o, and in the cache) are removed by the next run; a live one's stay"
 mkdir -p "$WORK/killed"
 DEAD=$(sh -c 'echo $$')  # a process that has exited

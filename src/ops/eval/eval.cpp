@@ -319,6 +319,13 @@ Models open_models(const EvalRequest& q) {
                 fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
                             "it; give the pruned builds as OUT",
                             o, q.source));
+        // The same build twice (one file, two spellings, two shards of one set, or a copy) would be
+        // measured twice and shown as two builds.
+        for (size_t i = 0; i + 1 < m.outs.size(); ++i)
+            if (m.outs[i].identity == m.outs.back().identity)
+                throw UsageError(fmt::format(
+                    "{}: the same build as OUT {} (the same header bytes), given twice; give each build once",
+                    o, q.outputs[i]));
         check_same_source(m.src, m.outs.back());
     }
     return m;
