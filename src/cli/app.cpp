@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/version.h"
+#include "io/http_client.h"
 #include "io/progress.h"
 #include "io/signals.h"
 #include "io/units.h"
@@ -142,6 +143,8 @@ void setup_logging(const GlobalOptions& g) {
                       : g.verbose > 0 ? spdlog::level::debug
                                       : spdlog::level::info);
     spdlog::set_default_logger(logger);
+    // A request being retried says so (docs/remote.md, "Failures and retries"): attempt, reason, next try.
+    set_http_notice([](const std::string& m) { spdlog::warn("{}", m); });
 }
 }  // namespace
 
