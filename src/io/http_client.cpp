@@ -54,7 +54,8 @@ long stall_seconds() {
 constexpr int kMaxRedirects = 10;
 constexpr uint64_t kMaxBackoffMs = 30'000;
 constexpr uint64_t kMaxRetryAfterMs = 120'000;
-// A wait before a retry says so when it starts and at least this often (docs/remote.md, "Retries").
+// A wait before a retry says so when it starts and at least this often (docs/remote.md, "Failures and
+// retries").
 constexpr uint64_t kNoticeEveryMs = 10'000;
 
 void global_init() {
