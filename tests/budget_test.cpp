@@ -41,7 +41,18 @@ TEST(Budget, ParsesSizeAndMemory) {
 }
 
 TEST(Budget, RefusesBadBudgetsInOneLine) {
-    EXPECT_EQ(usage_error("size=abc"), "--fit 'size=abc': 'abc' is not a size (write e.g. 277GB, 288GiB)");
+    EXPECT_EQ(
+        usage_error("size=abc"),
+        "--fit 'size=abc': 'abc' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB "
+        "(or K, M, G, T) and KiB, MiB, GiB, TiB)");
+    // A size without a unit is refused, naming the units: 3.5 is not 3.5 bytes.
+    EXPECT_EQ(
+        usage_error("size=3.5"),
+        "--fit 'size=3.5': '3.5' has no unit: write 3.5GB or 3.5GiB (units: B, KB, MB, GB, TB (or K, M, "
+        "G, T) and KiB, MiB, GiB, TiB)");
+    EXPECT_EQ(usage_error("memory=80GB,overhead=1024"),
+              "--fit 'memory=80GB,overhead=1024': '1024' has no unit: write 1024GB or 1024GiB (units: B, KB, "
+              "MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)");
     EXPECT_EQ(usage_error("memory=0"), "--fit 'memory=0': the budget must be more than 0 bytes");
     EXPECT_EQ(usage_error("memory=1G,ctx=-1"),
               "--fit 'memory=1G,ctx=-1': ctx '-1' is not a number of tokens (a whole number, e.g. 8192)");
@@ -116,7 +127,7 @@ TEST(Budget, FitIsTightAndEqualsSplicePlan) {
     EXPECT_EQ(bm.figures(10).file_bytes, at10);
     ASSERT_LT(at9, at10);
     for (const uint64_t x : {at9, at10 - 1}) {
-        const FitAnswer a = fit_budget(bm, parse_budget(fmt::format("size={}", x)), rules);
+        const FitAnswer a = fit_budget(bm, parse_budget(fmt::format("size={}B", x)), rules);
         EXPECT_EQ(a.at.k, 9);
         EXPECT_EQ(a.at.value, at9);
         ASSERT_TRUE(a.above);
@@ -125,14 +136,19 @@ TEST(Budget, FitIsTightAndEqualsSplicePlan) {
     }
     // Size grows with K at every step, as the binary search assumes.
     for (int64_t k = 1; k < 16; ++k) EXPECT_LT(bm.figures(k).file_bytes, bm.figures(k + 1).file_bytes) << k;
-    // Everything fits: K = E and no K + 1.
+    // Everything fits: K = E and no K + 1, said as such.
     const FitAnswer all = fit_budget(bm, parse_budget("size=1G"), rules);
     EXPECT_EQ(all.at.k, 16);
     EXPECT_FALSE(all.above);
+    EXPECT_EQ(fit_json(all)["nothing_to_prune"], true);
+    EXPECT_EQ(fit_json(fit_budget(bm, parse_budget(fmt::format("size={}B", at9)), rules))["nothing_to_prune"],
+              false);
+    const std::string said = render(fit_sentence(all), {});
+    EXPECT_NE(said.find("; all 16 experts fit 1 G on disk: nothing to prune"), std::string::npos) << said;
     // Memory: weights at tp + KV cache + overhead, as estimate's fit_row.
     EXPECT_EQ(bm.figures(7).file_bytes, spliced_bytes(7));
     const Budget mem = parse_budget(
-        fmt::format("memory={},ctx=100,tp=2", bm.point(parse_budget("memory=1,tp=2,ctx=100"), 7).value));
+        fmt::format("memory={}B,ctx=100,tp=2", bm.point(parse_budget("memory=1B,tp=2,ctx=100"), 7).value));
     const FitAnswer am = fit_budget(bm, mem, rules);
     EXPECT_EQ(am.at.k, 7);
     EXPECT_EQ(am.at.row.need(), fit_row(bm.figures(7), bm.kv(), 2, 100, 0).need());
@@ -152,6 +168,22 @@ TEST(Units, ParseWholeTakesDigitsOnly) {
     EXPECT_EQ(parse_whole("65537", 65536), std::nullopt);
     for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1.5", "1e3", "12k", "99999999999999999999999"})
         EXPECT_EQ(parse_whole(bad, UINT64_MAX), std::nullopt) << bad;
+}
+
+// Every size option's one parser: a unit always (but for 0), decimal or binary.
+TEST(Units, ParseSizeNeedsAUnit) {
+    EXPECT_EQ(parse_size("80G"), 80000000000u);
+    EXPECT_EQ(parse_size("80gb"), 80000000000u);
+    EXPECT_EQ(parse_size("1.5GiB"), 3ull << 29);
+    EXPECT_EQ(parse_size("4096B"), 4096u);
+    EXPECT_EQ(parse_size("512k"), 512000u);
+    EXPECT_EQ(parse_size("0"), 0u);
+    for (const char* bad : {"80", "3.5", "1", "", "GB", "80Q", "-1G", "80 GB"})
+        EXPECT_EQ(parse_size(bad), std::nullopt) << bad;
+    EXPECT_EQ(size_refusal("80"),
+              "has no unit: write 80GB or 80GiB (units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, "
+              "TiB)");
+    EXPECT_EQ(size_refusal("lots").substr(0, 15), "is not a size (");
 }
 
 }  // namespace

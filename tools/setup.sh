@@ -61,8 +61,11 @@ demo_llama() {
 }
 
 demo() {
-    # Only the two programs the demo runs (the tests are most of the build: tools/setup.sh test).
-    build build -- gguf-reap gguf-reap-gen
+    # Only the two programs the demo runs (the tests are most of the build: tools/setup.sh test), and the
+    # man pages when help2man is there, so that `cmake --install build` installs them too.
+    local targets=(gguf-reap gguf-reap-gen)
+    command -v help2man >/dev/null && targets+=(man)
+    build build -- "${targets[@]}"
     local out=${DEMO_DIR:-$ROOT/out/demo}
     rm -rf "$out" && mkdir -p "$out"
     local r=build/gguf-reap

@@ -16,6 +16,7 @@
 #include "cli/options.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/version.h"
+#include "io/http_client.h"
 #include "io/progress.h"
 #include "io/signals.h"
 #include "io/units.h"
@@ -24,8 +25,7 @@ namespace gguf_reap::cli {
 
 uint64_t size_option(const char* option, const std::string& text) {
     auto v = parse_size(text);
-    if (!v)
-        throw UsageError(fmt::format("{} '{}' is not a size (write e.g. 141GiB, 80G, 512M)", option, text));
+    if (!v) throw UsageError(fmt::format("{} '{}' {}", option, text, size_refusal(text)));
     return *v;
 }
 
@@ -144,6 +144,8 @@ void setup_logging(const GlobalOptions& g) {
                       : g.verbose > 0 ? spdlog::level::debug
                                       : spdlog::level::info);
     spdlog::set_default_logger(logger);
+    // A request being retried says so (docs/remote.md, "Failures and retries"): attempt, reason, next try.
+    set_http_notice([](const std::string& m) { spdlog::warn("{}", m); });
 }
 }  // namespace
 

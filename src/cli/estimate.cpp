@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
@@ -349,6 +350,7 @@ int run_estimate_fit(const EstimateCli& c) {
     q.tool_version = std::string(GGUF_REAP_TOOL);
     const EstimateFitResult e = ops::estimate_fit(q);
     if (e.write_error) q.svg.clear();  // not "wrote FILE": the error below says why
+    if (e.fit && !e.fit->above) spdlog::warn("{}", option_message(fit_sentence(*e.fit)));
     if (c.json)
         print_json(estimate_fit_json(e));
     else

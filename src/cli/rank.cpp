@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
@@ -13,6 +14,7 @@
 #include "gguf_reap/rank.h"
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
+#include "services/budget_search.h"
 
 namespace gguf_reap::cli {
 
@@ -168,6 +170,8 @@ int run_rank(const RankCli& c) {
     q.out_dir = c.out;
     q.force = c.force;
     const ops::RankResult o = ops::rank(q, cli_events(false));
+    if (o.result.fit && !o.result.fit->above)
+        spdlog::warn("{}; keeplist.json keeps every expert", option_message(fit_sentence(*o.result.fit)));
     if (c.json) {
         nlohmann::ordered_json j = rank_summary_json(o.input, o.result);
         j["files"] = {

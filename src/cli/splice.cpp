@@ -47,9 +47,10 @@ SpliceOptions splice_options(const SpliceCli& c) {
             "--split-max-size, --split-count and --split-max-tensors exclude each other: give one");
     if (!c.split_max_size.empty()) {
         auto bytes = parse_size(c.split_max_size);
-        if (!bytes || *bytes == 0)
-            throw UsageError(fmt::format("--split-max-size '{}' is not a size (write e.g. 40G, 500M, 1.5GiB)",
-                                         c.split_max_size));
+        if (!bytes)
+            throw UsageError(
+                fmt::format("--split-max-size '{}' {}", c.split_max_size, size_refusal(c.split_max_size)));
+        if (*bytes == 0) throw UsageError("--split-max-size must be more than 0 bytes");
         o.split_mode = SplitMode::kMaxSize;
         o.split_value = *bytes;
     } else if (c.split_count > 0) {

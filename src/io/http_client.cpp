@@ -29,6 +29,7 @@ std::atomic<uint64_t> g_bytes{0}, g_requests{0}, g_retries{0};
 std::atomic<bool> g_cancel{false};
 std::mutex g_progress_mu;
 std::function<void(uint64_t)> g_progress;
+std::function<void(const std::string&)> g_notice;  // guarded by g_progress_mu
 
 // The settings of gguf_reap/remote.h (docs/remote.md): attempts, the first backoff, the stall timeout.
 uint64_t max_attempts() {
@@ -43,6 +44,9 @@ long stall_seconds() {
 constexpr int kMaxRedirects = 10;
 constexpr uint64_t kMaxBackoffMs = 30'000;
 constexpr uint64_t kMaxRetryAfterMs = 120'000;
+// A wait before a retry says so when it starts and at least this often (docs/remote.md, "Failures and
+// retries").
+constexpr uint64_t kNoticeEveryMs = 10'000;
 
 // One easy handle per thread, reset for each request: its connection stays open for the next one.
 struct Handle {
@@ -350,14 +354,42 @@ Walk walk(const std::string& display, const std::string& start, BodyCheck* body,
     }
 }
 
-void pause_before(uint64_t attempt, const Retry& retry) {
+void notice(const std::string& m) {
+    std::function<void(const std::string&)> sink;
+    {
+        std::lock_guard<std::mutex> lock(g_progress_mu);
+        sink = g_notice;
+    }
+    if (sink) sink(m);
+}
+
+std::string seconds(std::chrono::steady_clock::duration d) {
+    return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
+}
+
+// Waits before attempt `attempt` + 2, saying so at once and every kNoticeEveryMs: which attempt failed
+// and why, and when the next one starts. A refused connection is otherwise half a minute of silence.
+void pause_before(const std::string& display, uint64_t attempt, const Retry& retry) {
     uint64_t ms = retry.after_ms;
     if (ms == 0) ms = std::min(kMaxBackoffMs, first_backoff_ms() << std::min<uint64_t>(attempt, 16));
     g_retries.fetch_add(1, std::memory_order_relaxed);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < until) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto until = start + std::chrono::milliseconds(ms);
+    const auto said = [&](bool again) {
+        notice(fmt::format("{}: {}attempt {} of {} failed: {}{}; next try in {}", display,
+                           again ? "still waiting to retry (" : "", attempt + 1, max_attempts(), retry.why,
+                           again ? ")" : "", seconds(until - clock::now())));
+    };
+    said(false);
+    auto next_notice = start + std::chrono::milliseconds(kNoticeEveryMs);
+    while (clock::now() < until) {
         check_interrupted();
         if (g_cancel.load()) throw Interrupted();
+        if (clock::now() >= next_notice) {
+            said(true);
+            next_notice += std::chrono::milliseconds(kNoticeEveryMs);
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(std::min<uint64_t>(ms, 50)));
     }
 }
@@ -389,7 +421,7 @@ HttpPin http_pin(const std::string& display, const std::string& url, RedirectCac
         Walk w = walk(display, url, nullptr, &token_sent);
         if (w.retry) {
             if (attempt + 1 >= max_attempts()) give_up(display, *w.retry);
-            pause_before(attempt, *w.retry);
+            pause_before(display, attempt, *w.retry);
             continue;
         }
         const Reply& r = w.reply;
@@ -465,7 +497,7 @@ void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, u
         }
         if (!w.final_url.empty()) cache.set(w.final_url);
         if (attempt + 1 >= max_attempts()) give_up(pin.display, *w.retry);
-        pause_before(attempt, *w.retry);
+        pause_before(pin.display, attempt, *w.retry);
         ++attempt;
     }
     std::function<void(uint64_t)> sink;
@@ -487,6 +519,11 @@ HttpCounts http_counts() {
 void set_http_progress(std::function<void(uint64_t)> sink) {
     std::lock_guard<std::mutex> lock(g_progress_mu);
     g_progress = std::move(sink);
+}
+
+void set_http_notice(std::function<void(const std::string&)> sink) {
+    std::lock_guard<std::mutex> lock(g_progress_mu);
+    g_notice = std::move(sink);
 }
 
 }  // namespace gguf_reap

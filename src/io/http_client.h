@@ -65,6 +65,10 @@ void cancel_http();
 
 // Called with the body bytes of each completed range (a progress line), or cleared with {}.
 void set_http_progress(std::function<void(uint64_t)> sink);
+// Called with a line for people while a request is being retried: "URL: attempt 2 of 7 failed: Couldn't
+// connect to server; next try in 1.0 s", when each wait starts and at least every 10 s of it. The CLI
+// shows them on stderr; cleared with {}.
+void set_http_notice(std::function<void(const std::string&)> sink);
 
 // curl_global_init, once for the process, for this client and io/loopback_http alike; throws IoError when
 // libcurl cannot start.

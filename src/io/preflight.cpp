@@ -23,11 +23,12 @@ namespace {
 
 constexpr std::string_view kTempTag = ".gguf-reap-tmp.";
 
-// The pid in ".<name>.gguf-reap-tmp.<pid>.<n>" (OutputFile's naming), or 0 when the name differs.
-pid_t temp_owner(std::string_view filename, std::string_view name) {
+// The pid in ".<name>.gguf-reap-tmp.<pid>.<n>" (OutputFile's naming), or 0 when the name differs (any
+// name when `name` is null).
+pid_t temp_owner(std::string_view filename, const std::string* name) {
     if (!OutputFile::is_temp_name(std::string(filename))) return 0;
     const size_t tag = filename.rfind(kTempTag);
-    if (tag == std::string_view::npos || filename.substr(1, tag - 1) != name) return 0;
+    if (tag == std::string_view::npos || tag < 2 || (name && filename.substr(1, tag - 1) != *name)) return 0;
     std::string_view rest = filename.substr(tag + kTempTag.size());
     const size_t dot = rest.find('.');
     if (dot == std::string_view::npos) return 0;
@@ -118,7 +119,9 @@ OutputCheck check_outputs(const std::vector<PlannedOutput>& outputs, const std::
     return r;
 }
 
-std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name) {
+namespace {
+
+std::vector<std::string> remove_dead(const std::string& dir, const std::string* name) {
     std::vector<std::string> removed;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -127,6 +130,36 @@ std::vector<std::string> remove_dead_temporaries(const std::string& dir, const s
         if (::unlink(entry.path().c_str()) == 0) removed.push_back(entry.path().string());
     }
     return removed;
+}
+
+}  // namespace
+
+std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name) {
+    return remove_dead(dir, &name);
+}
+
+std::vector<std::string> remove_dead_temporaries(const std::string& dir) {
+    return remove_dead(dir, nullptr);
+}
+
+MadeDirectory::MadeDirectory(const std::string& dir) {
+    // The missing ones, outermost first: "a/b/c" with only "a" there makes a/b, then a/b/c.
+    std::filesystem::path top = std::filesystem::path(dir).lexically_normal();
+    if (top.filename().empty()) top = top.parent_path();  // "out/": out
+    std::vector<std::filesystem::path> missing;
+    for (std::filesystem::path p = top; !p.empty() && p != p.root_path() && !path_exists(p.string());
+         p = p.parent_path())
+        missing.insert(missing.begin(), p);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw IoError(dir, "cannot create the output directory", ec.value());
+    for (const auto& p : missing) made_.push_back(p.string());
+}
+
+MadeDirectory::~MadeDirectory() {
+    if (kept_) return;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it)
+        if (::rmdir(it->c_str()) != 0) break;  // not empty: something worth keeping is in it
 }
 
 }  // namespace gguf_reap

@@ -56,5 +56,25 @@ const std::string* same_file_as(const std::string& path, const std::vector<std::
 // process no longer exists (a crash, a SIGKILL, a power cut). Temporaries of live processes are left
 // alone. Returns the paths removed.
 std::vector<std::string> remove_dead_temporaries(const std::string& dir, const std::string& name);
+// The same for the temporaries of every output name in `dir` (calibrate's and eval's directories, whose
+// temporaries are never resumed: a dead writer's is garbage whatever it was to become).
+std::vector<std::string> remove_dead_temporaries(const std::string& dir);
+
+// An output directory made for this run: `dir` and its missing parents are created (as rank and splice
+// create theirs), and unless keep() is called, the destructor takes away again the ones it made, as long
+// as they are empty. So a command refused after it made its output directory leaves no empty folder
+// behind, and one that wrote something there keeps it. Throws IoError.
+class MadeDirectory {
+  public:
+    explicit MadeDirectory(const std::string& dir);
+    ~MadeDirectory();
+    MadeDirectory(const MadeDirectory&) = delete;
+    MadeDirectory& operator=(const MadeDirectory&) = delete;
+    void keep() { kept_ = true; }
+
+  private:
+    std::vector<std::string> made_;  // outermost first
+    bool kept_ = false;
+};
 
 }  // namespace gguf_reap

@@ -32,6 +32,7 @@ std::optional<uint64_t> parse_size(std::string_view text) {
     std::string unit(text.substr(i));
     for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     double mult;
+    if (unit.empty() && value != 0) return std::nullopt;  // a bare number: bytes? GB? refused
     if (unit.empty() || unit == "B")
         mult = 1;
     else if (unit == "K" || unit == "KB")
@@ -55,6 +56,14 @@ std::optional<uint64_t> parse_size(std::string_view text) {
     const double bytes = value * mult;
     if (!std::isfinite(bytes) || bytes < 0 || bytes >= 1.8e19) return std::nullopt;
     return static_cast<uint64_t>(std::llround(bytes));
+}
+
+const char* const kSizeUnits = "B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB";
+
+std::string size_refusal(std::string_view text) {
+    const bool number = !text.empty() && text.find_first_not_of("0123456789.") == std::string_view::npos;
+    if (number) return fmt::format("has no unit: write {0}GB or {0}GiB (units: {1})", text, kSizeUnits);
+    return fmt::format("is not a size (write e.g. 141GiB, 80GB, 512MB; units: {})", kSizeUnits);
 }
 
 std::string human_bytes(uint64_t bytes) {

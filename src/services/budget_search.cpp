@@ -18,12 +18,13 @@ namespace {
 
 constexpr const char* kBudgetForm = "size=SIZE, or memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]";
 
-// "288GiB" → "288 GiB" (a bare number: "… bytes").
+// "288GiB" → "288 GiB" (bytes, "227584B" or "0": "227,584 bytes").
 std::string spaced(const std::string& amount) {
     size_t i = 0;
     while (i < amount.size() && ((amount[i] >= '0' && amount[i] <= '9') || amount[i] == '.')) ++i;
-    if (i == amount.size()) return with_commas(*parse_size(amount)) + " bytes";
-    return amount.substr(0, i) + " " + amount.substr(i);
+    const std::string unit = amount.substr(i);
+    if (unit.empty() || unit == "B" || unit == "b") return with_commas(*parse_size(amount)) + " bytes";
+    return amount.substr(0, i) + " " + unit;
 }
 
 std::string bytes_text(uint64_t v) {
@@ -71,7 +72,7 @@ Budget parse_budget(std::string_view text) {
         if (!seen.insert(key).second) throw bad(fmt::format("'{}' is given twice", key));
         if (key == "size" || key == "memory" || key == "overhead") {
             const auto v = parse_size(value);
-            if (!v) throw bad(fmt::format("'{}' is not a size (write e.g. 277GB, 288GiB)", value));
+            if (!v) throw bad(fmt::format("'{}' {}", value, size_refusal(value)));
             if (key == "overhead") {
                 b.overhead = *v;
             } else {
@@ -245,7 +246,7 @@ Message fit_sentence(const FitAnswer& a) {
     };
     std::string s = fmt::format(" {}: K = {}, {}", a.budget.text, a.at.k, what(a.at));
     if (!a.above) {
-        s += fmt::format("; every expert fits the budget of {} bytes", with_commas(a.budget.bytes));
+        s += fmt::format("; all {} experts fit {}: nothing to prune", a.at.k, budget_words(a.budget));
     } else {
         s += fmt::format("; K + 1 = {} would be {}", a.above->k, what(*a.above));
         s += a.above_fits()
@@ -267,7 +268,7 @@ std::string fit_receipt_line(const FitAnswer& a, const FieldSpelling& spell) {
                                   : fmt::format(": K + 1 = {} would need {} bytes, {} too many", a.above->k,
                                                 with_commas(a.above->value),
                                                 with_commas(a.above->value - a.budget.bytes)))
-                : " (every expert fits)",
+                : fmt::format(" (all {} experts fit: nothing to prune)", a.at.k),
         size ? "The size is splice's own plan (headers, padding, the source's shard layout), as "
                "`splice " +
                    spelled(RequestField::kDryRun, spell) + "` computes it."
@@ -306,6 +307,7 @@ nlohmann::ordered_json fit_json(const FitAnswer& a) {
     ordered_json j;
     j["budget"] = budget_json(a.budget);
     j["k"] = a.at.k;
+    j["nothing_to_prune"] = !a.above;  // every expert fits: K is all of them
     j["at_k"] = point(a.at);
     if (a.above) {
         ordered_json up = point(*a.above);

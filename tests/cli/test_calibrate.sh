@@ -217,6 +217,41 @@ cmp -s "$WORK/inplace/python.txt" "$WORK/python.txt" && _pass || _fail "the text
 [ ! -s "$WORK/calls" ] && _pass || _fail "a refused calibrate ran llama-imatrix: $(cat "$WORK/calls")"
 [ -z "$(ls "$WORK/bad" 2>/dev/null | grep imatrix)" ] && _pass || _fail "a refused calibrate wrote $(ls "$WORK/bad")"
 
+case_ "a refused calibrate leaves no output folder it made (nor its parents)"
+run "$BIN" calibrate --model "$M" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" -o "$WORK/made/here"
+expect_code 2
+expect_err "error: --text short=$WORK/short.txt: 153 tokens, too short for llama-imatrix"
+[ ! -e "$WORK/made" ] && _pass || _fail "the refused calibrate left $(find "$WORK/made")"
+echo "not a model" >"$WORK/not-a-model.gguf"
+run "$BIN" calibrate --model "$WORK/not-a-model.gguf" "${TEXTS[@]}" --llama-bin "$FAKE" -o "$WORK/made/here"
+expect_code 2
+[ ! -e "$WORK/made" ] && _pass || _fail "the refused calibrate left $(find "$WORK/made")"
+mkdir -p "$WORK/mine"
+run "$BIN" calibrate --model "$M" --text short="$WORK/short.txt" --ctx 128 --llama-bin "$FAKE" -o "$WORK/mine"
+expect_code 2
+[ -d "$WORK/mine" ] && _pass || _fail "a refused calibrate removed a folder it did not make"
+
+case_ "SIGKILLed: the next run with the same -o removes the dead run's temporaries, and no live one's"
+rm -f "$WORK/calls.pid"
+mkdir -p "$WORK/killed"
+FAKE_LLAMA_MODE=sleep "$BIN" "${CAL[@]}" -o "$WORK/killed" >/dev/null 2>&1 &
+pid=$!
+wait_for "llama-imatrix's start (its pid in calls.pid)" test -s "$WORK/calls.pid"
+kill -KILL $pid
+wait $pid 2>/dev/null
+kill -TERM "$(cat "$WORK/calls.pid")" 2>/dev/null  # the fake llama-imatrix, orphaned by the SIGKILL
+DEAD=$(sh -c 'echo $$')                            # a process that has exited: as if killed in llama-tokenize
+: >"$WORK/killed/..text.stdin.gguf-reap-tmp.$DEAD.0"
+: >"$WORK/killed/.c.imatrix.gguf.gguf-reap-tmp.$$.7" # this shell's: alive
+[ "$(ls -A "$WORK/killed" | grep -c gguf-reap-tmp)" -ge 3 ] && _pass ||
+    _fail "the killed run left no temporary to remove: $(ls -A "$WORK/killed")"
+rm -f "$WORK/calls.pid"
+run "$BIN" "${CAL[@]}" -o "$WORK/killed"
+expect_code 0
+[ "$(ls -A "$WORK/killed" | grep gguf-reap-tmp)" = ".c.imatrix.gguf.gguf-reap-tmp.$$.7" ] && _pass ||
+    _fail "temporaries after the rerun: $(ls -A "$WORK/killed" | grep gguf-reap-tmp)"
+rm -f "$WORK/killed/.c.imatrix.gguf.gguf-reap-tmp.$$.7"
+
 case_ "llama-imatrix fails, or writes no imatrix: exit 3 with its last lines, no imatrix under a final name"
 FAKE_LLAMA_MODE=exit1 run "$BIN" "${CAL[@]}" -o "$WORK/fail"
 expect_code 3

@@ -375,6 +375,6 @@ refuse "an --eval report that is not eval's" \
 # The hardware options are estimate's, with its messages; a bad one fails before a model is opened.
 refuse "--gpu-mem 0" "--gpu-mem must be more than 0 bytes" "${CARD[@]}" --gpu-mem 0
 refuse "--ctx -1" "--ctx '-1' is not a number of tokens (a whole number, e.g. 131072)" "${CARD[@]}" --ctx -1
-refuse "--overhead lots" "--overhead 'lots' is not a size (write e.g. 141GiB, 80G, 512M)" "${CARD[@]}" --overhead lots
+refuse "--overhead lots" "--overhead 'lots' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)" "${CARD[@]}" --overhead lots
 refuse "an empty --note" "--note: give one non-empty line of text" "${CARD[@]}" --note ""
 finish

@@ -96,10 +96,10 @@ expect_err "gguf-reap: error: --tp: 'abc' is not a tensor-parallel degree"
 case_ "bad sizes"
 run "$BIN" estimate "$WORK/m.gguf" --gpu-mem 12Q
 expect_code 2
-expect_err "gguf-reap: error: --gpu-mem '12Q' is not a size (write e.g. 141GiB, 80G, 512M)"
+expect_err "gguf-reap: error: --gpu-mem '12Q' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
 run "$BIN" estimate "$WORK/m.gguf" --overhead lots
 expect_code 2
-expect_err "gguf-reap: error: --overhead 'lots' is not a size (write e.g. 141GiB, 80G, 512M)"
+expect_err "gguf-reap: error: --overhead 'lots' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
 run "$BIN" estimate "$WORK/m.gguf" --gpu-mem 0
 expect_code 2
 expect_err "gguf-reap: error: --gpu-mem must be more than 0 bytes"
@@ -143,4 +143,14 @@ if fixtures "the cases on the llama.cpp-made fixtures"; then
     expect_code 0
     expect_json "d['after']['file_bytes'] == $SPLICED and d['after']['expert_count'] == 13"
 fi
+
+case_ "--svg into a missing folder: it is made, as rank and splice make theirs; a refused run leaves none"
+run "$BIN" estimate "$WORK/m.gguf" --sweep --svg "$WORK/plots/new/sweep.svg"
+expect_code 0
+expect_out "wrote $WORK/plots/new/sweep.svg"
+grep -q '<svg' "$WORK/plots/new/sweep.svg" && _pass || _fail "no plot in $WORK/plots/new"
+echo "not a model" >"$WORK/not-a-model.gguf"
+run "$BIN" estimate "$WORK/not-a-model.gguf" --sweep --svg "$WORK/plots2/new/sweep.svg"
+expect_code 2
+[ ! -e "$WORK/plots2" ] && _pass || _fail "the refused estimate left $(find "$WORK/plots2")"
 finish

@@ -383,13 +383,64 @@ expect_code 2
 expect_err_lines 1
 expect_err "-o $WORK/eval.txt: name a .json file, e.g. eval.json (its plot is written beside it, eval.svg)"
 
-case_ "-o in a directory that cannot be written: exit 3 before any llama.cpp run"
+case_ "-o in a directory that cannot be made: exit 3 before any llama.cpp run"
 : >"$WORK/calls"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
-    --cache-dir "$WORK/cache" -o "$WORK/no-such-dir/eval.json"
+    --cache-dir "$WORK/cache" -o /proc/no-such-dir/eval.json
 expect_code 3
-expect_err "$WORK/no-such-dir"
+expect_err "gguf-reap: error: /proc/no-such-dir: cannot create the output directory: "
 ! grep -q '^base\|^kld' "$WORK/calls" && _pass || _fail "llama-perplexity ran before the output was checked: $(cat "$WORK/calls")"
+
+case_ "-o in a missing directory: it is made, as rank and splice make theirs"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" -o "$WORK/new/deeper/eval.json"
+expect_code 0
+expect_out "wrote $WORK/new/deeper/eval.json and $WORK/new/deeper/eval.svg"
+[ -s "$WORK/new/deeper/eval.json" ] && [ -s "$WORK/new/deeper/eval.svg" ] && _pass || _fail "no eval.json and eval.svg in $WORK/new/deeper"
+
+case_ "the same OUT twice is refused, however spelled or copied; the refused eval leaves no folder it made"
+cp "$WORK/keep8.gguf" "$WORK/keep8-copy.gguf"
+for twice in "$WORK/keep8.gguf" "$WORK/./keep8.gguf" "$WORK/keep8-copy.gguf"; do
+    : >"$WORK/calls"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "$WORK/keep12.gguf" "$twice" "${TEXTS[@]}" --ctx 128 \
+        --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/twice/sub/eval.json"
+    expect_code 2
+    expect_err_lines 1
+    expect_err "gguf-reap: error: $twice: the same build as OUT $WORK/keep8.gguf (the same header bytes), given twice; give each build once"
+    ! grep -q '^base\|^kld' "$WORK/calls" && _pass || _fail "llama-perplexity ran: $(cat "$WORK/calls")"
+    [ ! -e "$WORK/twice" ] && _pass || _fail "the refused eval left $(find "$WORK/twice")"
+done
+rm -f "$WORK/keep8-copy.gguf"
+
+case_ "a killed eval's temporaries (of the same -o, and in the cache) are removed by the next run; a live one's stay"
+mkdir -p "$WORK/killed"
+DEAD=$(sh -c 'echo $$')  # a process that has exited
+for f in ".beh.json.gguf-reap-tmp.$DEAD.0" ".beh.svg.gguf-reap-tmp.$DEAD.1" \
+    ".beh.generations.jsonl.gguf-reap-tmp.$DEAD.2"; do
+    : >"$WORK/killed/$f"
+done
+: >"$WORK/cache/.text.stdin.gguf-reap-tmp.$DEAD.3"
+: >"$WORK/killed/.beh.json.gguf-reap-tmp.$$.4"  # this shell's: alive
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" -o "$WORK/killed/beh.json"
+expect_code 0
+[ -z "$(find "$WORK/killed" "$WORK/cache" -name "*.gguf-reap-tmp.$DEAD.*")" ] && _pass ||
+    _fail "left: $(find "$WORK/killed" "$WORK/cache" -name "*.gguf-reap-tmp.$DEAD.*")"
+[ -e "$WORK/killed/.beh.json.gguf-reap-tmp.$$.4" ] && _pass || _fail "a live process's temporary was removed"
+rm -f "$WORK/killed/.beh.json.gguf-reap-tmp.$$.4"
+
+case_ "invalid UTF-8 in a panel, as docs/eval.md says: at the bad byte in lines, as invalid JSON in .jsonl"
+printf 'hello\nab\377cd\n' >"$WORK/utf8.txt"
+printf '{"prompt": "ok"}\n{"prompt": "a\377b"}\n' >"$WORK/utf8.jsonl"
+printf '{"prompt": "a\\ud800b"}\n' >"$WORK/surrogate.jsonl"
+for p in "utf8.txt|line 2 at offset 8 (0x8): not valid UTF-8" \
+    "utf8.jsonl|line 2 at offset 17 (0x11): not a JSON object (a .jsonl panel has one per line)" \
+    "surrogate.jsonl|line 1 at offset 0 (0x0): not a JSON object (a .jsonl panel has one per line)"; do
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts p="$WORK/${p%%|*}" --llama-bin "$FAKE"
+    expect_code 2
+    expect_err_lines 1
+    expect_err "gguf-reap: error: $WORK/${p%%|*}: ${p#*|}"
+done
 
 case_ "card --eval refuses a plot that is not the eval's (eval.json records its sha256)"
 cp "$WORK/eval.json" "$WORK/svgcheck.json"

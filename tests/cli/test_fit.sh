@@ -17,14 +17,14 @@ py() { /usr/bin/python3 -c "import json,sys,glob,os; $1"; }
 # Total bytes of the files of a splice output prefix.
 spliced_bytes() { py "print(sum(os.path.getsize(p) for p in glob.glob('$1*.gguf')))"; }
 
-# check_fit NAME MODEL BUDGET_BYTES EXPECT_K(or '') RANK_ARGS...: rank --fit size=BYTES, the real
+# check_fit NAME MODEL BUDGET_BYTES EXPECT_K(or '') RANK_ARGS...: rank --fit size=<BYTES>B, the real
 # splice is at most BYTES and equals the recorded size; the receipt, keeplist.json and estimate --fit
 # all say K + 1 would exceed BYTES, with the same bytes.
 check_fit() {
     local name=$1 model=$2 x=$3 want_k=$4
     shift 4
-    case_ "$name: rank --fit size=$x"
-    run "$BIN" -q rank --model "$model" "$@" --fit "size=$x" -o "$WORK/$name.rank" --json
+    case_ "$name: rank --fit size=${x}B"
+    run "$BIN" -q rank --model "$model" "$@" --fit "size=${x}B" -o "$WORK/$name.rank" --json
     expect_code 0
     local k
     k=$(py "print(json.load(open('$OUT'))['n_keep'])")
@@ -37,8 +37,8 @@ check_fit() {
     [ "$real" -le "$x" ] && _pass || _fail "$name: the splice wrote $real bytes, more than the budget $x"
     cp "$WORK/$name.rank/keeplist.json" "$OUT"
     expect_json "d['n_keep'] == $k and d['method']['fit']['k'] == $k and d['method']['fit']['at_k']['bytes'] == $real"
-    expect_json "d['method']['fit']['budget'] == {'text': 'size=$x', 'kind': 'size', 'bytes': $x, 'words': d['method']['fit']['budget']['words']}"
-    expect_json "d['method']['rule'].startswith('--fit size=$x: K = $k, ')"
+    expect_json "d['method']['fit']['budget'] == {'text': 'size=${x}B', 'kind': 'size', 'bytes': $x, 'words': d['method']['fit']['budget']['words']}"
+    expect_json "d['method']['rule'].startswith('--fit size=${x}B: K = $k, ')"
     local up
     up=$(py "f = json.load(open('$OUT'))['method']['fit']['at_k_plus_1']; print(f['bytes'] if f else '')")
     if [ -n "$up" ]; then
@@ -46,14 +46,14 @@ check_fit() {
         grep -qF "K + 1 = $((k + 1)) would need $(py "print(f'{$up:,}')") bytes" "$WORK/$name.rank/REAP-KEEPLIST-RECEIPT.md" &&
             _pass || _fail "the receipt lacks K + 1 = $((k + 1)) and its $up bytes"
     fi
-    case_ "$name: estimate --fit size=$x says the same"
-    run "$BIN" estimate "$model" --fit "size=$x" --json $(estimate_imatrix_args "$@")
+    case_ "$name: estimate --fit size=${x}B says the same"
+    run "$BIN" estimate "$model" --fit "size=${x}B" --json $(estimate_imatrix_args "$@")
     expect_code 0
     expect_json "d['fit']['k'] == $k and d['fit']['at_k']['bytes'] == $real"
     [ -z "$up" ] || expect_json "d['fit']['at_k_plus_1']['bytes'] == $up and d['fit']['at_k_plus_1']['fits'] is False"
-    run "$BIN" estimate "$model" --fit "size=$x" $(estimate_imatrix_args "$@")
+    run "$BIN" estimate "$model" --fit "size=${x}B" $(estimate_imatrix_args "$@")
     expect_code 0
-    expect_out "--fit size=$x: K = $k, "
+    expect_out "--fit size=${x}B: K = $k, "
     [ -z "$up" ] || expect_out "K + 1 = $((k + 1)) would be "
 }
 # The --imatrix options of rank's arguments, for estimate (NAME=FILE as given).
@@ -83,32 +83,32 @@ expect_out " $(py "print(f'{$K60:,}')") is the most experts that fit $(py "print
 run "$BIN" card "$WORK/k3-60.out/p-00001-of-00002.gguf" --source "$K3" --rank "$WORK/k3-60.rank" --json
 expect_json "d['headline']['fit'] == '$(py "print(f'{$X60:,}')") bytes on disk'"
 case_ "k3: at the dead-only count's size without imatrices, K + 1 fits and is legal, so K is larger"
-run "$BIN" estimate "$K3" --fit "size=$((K3_DEAD_BYTES + 1000000))" --json
+run "$BIN" estimate "$K3" --fit "size=$((K3_DEAD_BYTES + 1000000))B" --json
 expect_json "d['fit']['k'] > $K3_DEAD"
-run "$BIN" estimate "$K3" --fit "size=$((K3_DEAD_BYTES + 1000000))" "${K3_IM[@]}" --json
+run "$BIN" estimate "$K3" --fit "size=$((K3_DEAD_BYTES + 1000000))B" "${K3_IM[@]}" --json
 expect_json "d['fit']['k'] == $K3_DEAD and d['fit']['at_k_plus_1']['fits'] is True and d['fit']['at_k_plus_1']['legal'] is False"
 
 case_ "k3: nothing fits 100000 bytes: exit 2 and the smallest reachable"
-run "$BIN" rank --model "$K3" "${K3_IM[@]}" --fit size=100000 -o "$WORK/none"
+run "$BIN" rank --model "$K3" "${K3_IM[@]}" --fit size=100000B -o "$WORK/none"
 expect_code 2
 expect_err_lines 1
-expect_err "gguf-reap: error: --fit 'size=100000': nothing fits: the smallest reachable is "
+expect_err "gguf-reap: error: --fit 'size=100000B': nothing fits: the smallest reachable is "
 expect_err " on disk at K = 16 (the fewest experts kept that is legal)"
 [ ! -e "$WORK/none/keeplist.json" ] && _pass || _fail "a keeplist was written"
-run "$BIN" estimate "$K3" --fit size=100000
+run "$BIN" estimate "$K3" --fit size=100000B
 expect_code 2
 expect_err "at K = 16 (the fewest experts kept that is legal)"
 case_ "k3: protected experts are always kept, so they raise the fewest legal K (20 protected in blk.1)"
 run "$BIN" rank --model "$K3" "${K3_IM[@]}" --protect "$(py "print(','.join(f'1:{e}' for e in range(100, 120)))")" \
-    --fit size=100000 -o "$WORK/none"
+    --fit size=100000B -o "$WORK/none"
 expect_code 2
 expect_err " on disk at K = 20 (the fewest experts kept that is legal)"
 
 case_ "k3: rank --fit memory=...,ctx=...,overhead=...,tp=2 agrees with estimate --keeplist of its keeplist"
 MEM=$((K3_SRC / 3))
-run "$BIN" -q rank --model "$K3" "${K3_IM[@]}" --fit "memory=$MEM,ctx=4096,overhead=64KiB,tp=2" -o "$WORK/mem" --json
+run "$BIN" -q rank --model "$K3" "${K3_IM[@]}" --fit "memory=${MEM}B,ctx=4096,overhead=64KiB,tp=2" -o "$WORK/mem" --json
 expect_code 0
-run "$BIN" estimate "$K3" --keeplist "$WORK/mem/keeplist.json" --tp 2 --ctx 4096 --overhead 64KiB --gpu-mem "$MEM" --json
+run "$BIN" estimate "$K3" --keeplist "$WORK/mem/keeplist.json" --tp 2 --ctx 4096 --overhead 64KiB --gpu-mem "${MEM}B" --json
 cp "$OUT" "$WORK/mem-estimate.json"
 cp "$WORK/mem/keeplist.json" "$OUT"
 expect_json "d['method']['fit']['budget']['words'] == '$(py "print(f'{$MEM:,}')") bytes per GPU at tensor parallel 2 with 4,096 tokens of context and 64.0 KiB of overhead'"
@@ -125,7 +125,7 @@ assert f["at_k_plus_1"]["bytes"] > f["budget"]["bytes"] >= f["at_k"]["bytes"]
 PY
 
 case_ "estimate --sweep --svg: a well-formed SVG with one point per K in every series"
-run "$BIN" estimate "$K3" --sweep --svg "$WORK/sweep.svg" --tp 2,4 --gpu-mem "$MEM" --fit "size=$((K3_SRC / 2))" \
+run "$BIN" estimate "$K3" --sweep --svg "$WORK/sweep.svg" --tp 2,4 --gpu-mem "${MEM}B" --fit "size=$((K3_SRC / 2))B" \
     "${K3_IM[@]}" --json
 expect_code 0
 /usr/bin/python3 - "$OUT" "$WORK/sweep.svg" "$MEM" <<'PY' && _pass || _fail "the SVG does not match the sweep"
@@ -156,12 +156,12 @@ expect_out "GPU at TP 2"
 expect_out "   896 "
 
 case_ "bad budgets: exit 2 and one line"
-for args in "rank|size=abc|--fit 'size=abc': 'abc' is not a size (write e.g. 277GB, 288GiB)" \
+for args in "rank|size=abc|--fit 'size=abc': 'abc' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)" \
     "rank|memory=0|--fit 'memory=0': the budget must be more than 0 bytes" \
     "rank|memory=1GiB,depth=3|--fit 'memory=1GiB,depth=3': unknown key 'depth'; write size=SIZE, or memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]" \
     "rank|speed=3|--fit 'speed=3': unknown budget 'speed'; write size=SIZE, or memory=SIZE[,ctx=N][,overhead=SIZE][,tp=N]" \
     "rank|size=1GB,ctx=5|--fit 'size=1GB,ctx=5': 'ctx' is for a memory budget; a size budget takes no options" \
-    "estimate|size=abc|--fit 'size=abc': 'abc' is not a size (write e.g. 277GB, 288GiB)" \
+    "estimate|size=abc|--fit 'size=abc': 'abc' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)" \
     "estimate|memory=0|--fit 'memory=0': the budget must be more than 0 bytes" \
     "estimate|memory=1GiB,tp=0|--fit 'memory=1GiB,tp=0': tp '0' is not a tensor-parallel degree (a whole number from 1 to 65536)"; do
     IFS='|' read -r cmd budget msg <<<"$args"
@@ -175,6 +175,50 @@ for args in "rank|size=abc|--fit 'size=abc': 'abc' is not a size (write e.g. 277
     expect_err "gguf-reap: error: $msg"
     expect_no_out
 done
+case_ "a size without a unit: exit 2, naming the units, in every option that takes a size"
+UNITS="(units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
+for args in "rank --model $K3 ${K3_IM[*]} -o $WORK/bad --fit size=3.5|--fit 'size=3.5': '3.5' has no unit: write 3.5GB or 3.5GiB $UNITS" \
+    "rank --model $K3 ${K3_IM[*]} -o $WORK/bad --fit memory=80GB,overhead=1|--fit 'memory=80GB,overhead=1': '1' has no unit: write 1GB or 1GiB $UNITS" \
+    "estimate $K3 --fit memory=80|--fit 'memory=80': '80' has no unit: write 80GB or 80GiB $UNITS" \
+    "estimate $K3 --gpu-mem 80|--gpu-mem '80' has no unit: write 80GB or 80GiB $UNITS" \
+    "estimate $K3 --overhead 512|--overhead '512' has no unit: write 512GB or 512GiB $UNITS" \
+    "splice $K3 --keeplist $WORK/mem/keeplist.json -o $WORK/bad/p --split-max-size 40|--split-max-size '40' has no unit: write 40GB or 40GiB $UNITS" \
+    "card $K3 --source $K3 --rank $WORK/mem --gpu-mem 80.5|--gpu-mem '80.5' has no unit: write 80.5GB or 80.5GiB $UNITS" \
+    "card $K3 --source $K3 --rank $WORK/mem --overhead 1024|--overhead '1024' has no unit: write 1024GB or 1024GiB $UNITS"; do
+    IFS='|' read -r cmd msg <<<"$args"
+    # shellcheck disable=SC2086 # the command's words, split on purpose
+    run "$BIN" $cmd
+    expect_code 2
+    expect_err_lines 1
+    expect_err "gguf-reap: error: $msg"
+    expect_no_out
+done
+[ ! -e "$WORK/bad" ] && _pass || _fail "a refused command left $WORK/bad"
+
+case_ "a budget every expert fits: exit 0, K = every expert, and said so on stderr and in --json"
+run "$BIN" estimate "$K3" --fit size=1TB
+expect_code 0
+expect_out "--fit size=1TB: K = 896, "
+expect_out "; all 896 experts fit 1 TB on disk: nothing to prune"
+expect_err "gguf-reap: warning: --fit size=1TB: K = 896, "
+expect_err "; all 896 experts fit 1 TB on disk: nothing to prune"
+run "$BIN" estimate "$K3" --fit size=1TB --json
+expect_code 0
+expect_json "d['fit']['k'] == 896 and d['fit']['nothing_to_prune'] is True and d['fit']['at_k_plus_1'] is None"
+expect_err "; all 896 experts fit 1 TB on disk: nothing to prune"
+"$GEN" imatrix --model "$K3" --domain chat --seed 1 -o "$WORK/k3.live.imatrix.gguf" >/dev/null
+run "$BIN" rank --model "$K3" --imatrix "$WORK/k3.live.imatrix.gguf" --fit memory=1TB -o "$WORK/all" --json
+expect_code 0
+expect_json "d['n_keep'] == 896 and d['fit']['nothing_to_prune'] is True"
+expect_err "; all 896 experts fit 1 TB: nothing to prune; keeplist.json keeps every expert"
+grep -qF "(all 896 experts fit: nothing to prune)" "$WORK/all/REAP-KEEPLIST-RECEIPT.md" &&
+    _pass || _fail "the receipt does not say nothing is pruned"
+case_ "a budget below every expert but above the live ones: dead experts are pruned, no 'nothing to prune'"
+run "$BIN" estimate "$K3" --fit size=1TB "${K3_IM[@]}" --json
+expect_code 0
+expect_json "d['fit']['k'] == 894 and d['fit']['nothing_to_prune'] is False"
+! grep -qF "nothing to prune" "$ERR" && _pass || _fail "stderr says nothing to prune, with two dead experts pruned"
+
 run "$BIN" rank --model "$K3" "${K3_IM[@]}" --fit size=1GB --keep 100 -o "$WORK/bad"
 expect_code 2
 expect_err_lines 1
@@ -196,7 +240,7 @@ case_ "--neuron-plan: the sizes are the width-cut build's"
 "$BIN" -q plan-width --imatrix "$WORK/w.imatrix.gguf" --model "$WORK/w.gguf" --k 16 -o "$WORK/plan.npz" >/dev/null
 WX=$(($(stat -c %s "$WORK/w.gguf") * 6 / 10))
 # estimate: the native model and the plan; the size is that of splice --keeplist --neuron-plan.
-run "$BIN" estimate "$WORK/w.gguf" --neuron-plan "$WORK/plan.npz" --fit "size=$WX" --json
+run "$BIN" estimate "$WORK/w.gguf" --neuron-plan "$WORK/plan.npz" --fit "size=${WX}B" --json
 expect_code 0
 WK=$(py "print(json.load(open('$OUT'))['fit']['k'])")
 WB=$(py "print(json.load(open('$OUT'))['fit']['at_k']['bytes'])")
@@ -204,13 +248,13 @@ WUP=$(py "print(json.load(open('$OUT'))['fit']['at_k_plus_1']['bytes'])")
 py "print(json.dumps({'drop': {b: list(range($WK, 8)) for b in ('1', '2')}}))" >"$WORK/wdrop.json"
 run "$BIN" splice "$WORK/w.gguf" --keeplist "$WORK/wdrop.json" --neuron-plan "$WORK/plan.npz" -o "$WORK/wd" --dry-run --json
 expect_json "d['bytes_written'] == $WB <= $WX < $WUP"
-run "$BIN" estimate "$WORK/w.gguf" --fit "size=$WX" --json
+run "$BIN" estimate "$WORK/w.gguf" --fit "size=${WX}B" --json
 expect_json "d['fit']['k'] < $WK"
 # rank: --model is the width-cut build (docs/rank.md, "Neuron plans"), whose own splice is the size.
 mkdir -p "$WORK/wcut"
 "$BIN" -q splice "$WORK/w.gguf" --neuron-plan "$WORK/plan.npz" -o "$WORK/wcut/m" >/dev/null
 run "$BIN" -q rank --model "$WORK/wcut/m.gguf" --imatrix "$WORK/w.imatrix.gguf" --neuron-plan "$WORK/plan.npz" \
-    --fit "size=$WX" -o "$WORK/w.rank" --json
+    --fit "size=${WX}B" -o "$WORK/w.rank" --json
 expect_code 0
 run "$BIN" -q splice "$WORK/wcut/m.gguf" --keeplist "$WORK/w.rank/keeplist.json" -o "$WORK/wcut/p"
 expect_code 0

@@ -136,6 +136,8 @@ refusals audit
 
 refuses estimate estimate "$M" --tp 0
 refuses estimate estimate "$M" --gpu-mem lots
+refuses estimate estimate "$M" --gpu-mem 80
+refuses estimate estimate "$M" --fit size=3.5
 refuses estimate estimate "$M" --keeplist "$WORK/bad.json"
 refusals estimate
 

@@ -36,6 +36,19 @@ expect_out "gguf-reap 0.1.0"
 # (roff writes each - of an option as \-)
 zcat "$P/share/man/man1/gguf-reap-rank.1.gz" | grep -qF -- '\-\-imatrix' && _pass || _fail "gguf-reap-rank(1) lacks --imatrix"
 
+case_ "a build that made no man pages (named targets only, as tools/setup.sh demo) installs without them"
+# The build's own install script, with the man pages looked for in an empty directory: what a build of
+# `--target gguf-reap` leaves (the shared build's pages stay where they are).
+mkdir -p "$WORK/no-man"
+sed "s|$BUILD/man/|$WORK/no-man/|g; s|$BUILD/man\"|$WORK/no-man\"|g" "$BUILD/cmake_install.cmake" >"$WORK/install-no-man.cmake"
+grep -qF "$WORK/no-man/gguf-reap.1.gz" "$WORK/install-no-man.cmake" && _pass ||
+    _fail "cmake_install.cmake names no $BUILD/man/gguf-reap.1.gz (was help2man missing at configure time?)"
+run cmake -DCMAKE_INSTALL_PREFIX="$WORK/p-no-man" -P "$WORK/install-no-man.cmake"
+expect_code 0
+expect_out "gguf-reap: the man pages were not built (cmake --build $BUILD --target man): installing without them"
+[ -x "$WORK/p-no-man/bin/gguf-reap" ] && [ -z "$(find "$WORK/p-no-man" -name '*.1.gz')" ] && _pass ||
+    _fail "expected bin/gguf-reap and no man page: $(cd "$WORK/p-no-man" && find . -type f | head)"
+
 # A model and an imatrix to prune in the programs below, and the CLI's own result to compare with.
 "$GEN" model --preset tiny -o "$WORK/m.gguf" >/dev/null
 "$GEN" imatrix --model "$WORK/m.gguf" -o "$WORK/m.imatrix.gguf" --domain code >/dev/null

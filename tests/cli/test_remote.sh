@@ -235,4 +235,28 @@ rows = [json.loads(l) for l in open('$SLOG')]
 assert len(rows) < 100, len(rows)
 " && _pass || _fail "the siblings of a wrong name were all asked for"
 
+case_ "a refused connection being retried says so at least every 10 s: the attempt, the reason, the next try"
+# The server's port once it is stopped: nothing listens there, every connect is refused at once. One
+# retry after 12 s: silent, that is 12 s without a word.
+stop_server
+stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
+T0=$(date +%s.%N)
+GGUF_REAP_HTTP_RETRIES=1 GGUF_REAP_HTTP_BACKOFF_MS=12000 "$BIN" inspect "$M" 2>&1 >/dev/null | stamp >"$WORK/stamped"
+CODE=${PIPESTATUS[0]}
+T1=$(date +%s.%N)
+expect_code 3
+/usr/bin/python3 - "$WORK/stamped" "$T0" "$T1" "$M" <<'PY' && _pass || _fail "retry notices: $(cat "$WORK/stamped")"
+import re, sys
+rows = [l.rstrip("\n").split(" ", 1) for l in open(sys.argv[1])]
+t0, t1, url = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+times = [t0] + [float(t) for t, _ in rows] + [t1]
+gaps = [b - a for a, b in zip(times, times[1:])]
+assert max(gaps) <= 10.5, gaps
+said = [m for _, m in rows]
+assert re.fullmatch(re.escape(f"gguf-reap: warning: {url}: attempt 1 of 2 failed: ") + r".*[Cc]onnect.*; next try in 1[12]\.\d s", said[0]), said
+assert re.fullmatch(re.escape(f"gguf-reap: warning: {url}: still waiting to retry (attempt 1 of 2 failed: ") + r".*\); next try in [12]\.\d s", said[1]), said
+assert said[-1].startswith(f"gguf-reap: error: {url}: gave up after 2 attempts: "), said
+assert len(said) == 3, said
+PY
+
 finish

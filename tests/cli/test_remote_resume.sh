@@ -123,5 +123,17 @@ expect_code 0
 expect_err "starting over (--no-resume)"
 expect_json "d['resumed_bytes'] == 0 and d['bytes_fetched'] >= 0.95 * $WHOLE"
 cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "differs from the local splice"
+rm -f "$WORK/r.gguf"
+
+case_ "Ctrl-C (SIGINT): exit 130, nothing under a final name, the partial file and the journal kept; the rerun resumes"
+# docs/remote.md: an interrupted splice from a URL leaves no output, but keeps what it wrote, by design.
+kill_at 0.4 INT
+[ "$KILL_CODE" -eq 130 ] && _pass || _fail "exit $KILL_CODE after SIGINT, expected 130"
+[ ! -e "$WORK/r.gguf" ] && _pass || _fail "an output exists under its final name after Ctrl-C"
+[ -s "$PARTIAL" ] && [ -e "$JOURNAL" ] && _pass || _fail "no partial file or no journal after Ctrl-C"
+run "${SPLICE[@]}"
+expect_code 0
+expect_err "resuming an interrupted run: "
+cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "the resumed output differs from the local splice"
 
 finish

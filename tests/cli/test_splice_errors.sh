@@ -63,7 +63,22 @@ if fixtures "the cases on the llama.cpp-made fixtures"; then
     case_ "a size that is not a size"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/out/o" --split-max-size 40Q
     expect_code 2
-    expect_err "gguf-reap: error: --split-max-size '40Q' is not a size (write e.g. 40G, 500M, 1.5GiB)"
+    expect_err "gguf-reap: error: --split-max-size '40Q' is not a size (write e.g. 141GiB, 80GB, 512MB; units: B, KB, MB, GB, TB (or K, M, G, T) and KiB, MiB, GiB, TiB)"
+
+    case_ "-o DIR/ (a directory, no name for the shards) is refused; nothing is written, no hidden DIR/.gguf"
+    mkdir -p "$WORK/out/dir"
+    for o in "$WORK/out/dir/" "$WORK/out/dir/.gguf" "$WORK/out/dir/." "$WORK/out/dir/.."; do
+        run "$BIN" splice "$M" --keeplist "$DEAD" -o "$o"
+        expect_code 2
+        expect_err_lines 1
+        expect_err "gguf-reap: error: -o $o: a directory, not a name for the shards; give one after it, e.g. "
+        expect_err "NAME (NAME-00001-of-0000N.gguf, or NAME.gguf for one shard)"
+        [ -z "$(ls -A "$WORK/out/dir")" ] && _pass || _fail "-o $o wrote $(ls -A "$WORK/out/dir")"
+    done
+    run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/out/dir/" --dry-run
+    expect_code 2
+    expect_err "gguf-reap: error: -o $WORK/out/dir/: a directory, not a name for the shards; give one after it, e.g. $WORK/out/dir/NAME ("
+    rmdir "$WORK/out/dir"
 
     case_ "more shards than tensors"
     run "$BIN" splice "$M" --keeplist "$DEAD" -o "$WORK/out/o" --split-count 100

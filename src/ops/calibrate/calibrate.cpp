@@ -345,10 +345,13 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     // Options, names and tools first, so that a typo fails before anything is opened.
     check_request(q);
     Ctx c{q, ev, find_tools(q), llama_cpp::LlamaRunner(q.out_dir + "/.tool.log", ev)};
-    std::error_code ec;
-    fs::create_directories(q.out_dir, ec);
-    if (ec) throw IoError(q.out_dir, "cannot create the output directory", ec.value());
+    // Made now, and taken away again if the run is refused before its first llama-imatrix run.
+    MadeDirectory made(q.out_dir);
     OutputLock lock(q.out_dir + "/" + std::string(kJsonName));
+    // A killed earlier run's temporaries (its .text.stdin, a half-written imatrix): garbage once their
+    // writer is gone, as splice's are.
+    for (const std::string& p : remove_dead_temporaries(q.out_dir))
+        ev.info(fmt::format("removed {} (left by an interrupted run)", p));
     check_outputs(q);
 
     // The model, as eval identifies it.
@@ -362,6 +365,7 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     for (const TextInput& t : q.texts) todo.push_back(prepare_text(c, model, r.source_identity, prev, t));
 
     // Then llama-imatrix per text not reused; calibrate.json after each, so a rerun resumes.
+    made.keep();
     bool computed = false;
     for (size_t i = 0; i < todo.size(); ++i) {
         CalibrateTextFacts& f = todo[i];

@@ -25,6 +25,9 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
     EstimateFitResult out;
     // --svg checked and locked before the model is read: its temporary is made now, so that a directory
     // nobody can write to fails first; the model may not be written over.
+    // A missing directory is made (as rank and splice make theirs), and taken away again when the run
+    // fails before the plot is written.
+    std::optional<MadeDirectory> dir;
     std::optional<OutputLock> lock;
     std::optional<OutputFile> svg;
     if (!q.svg.empty()) {
@@ -33,7 +36,8 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
         if (const std::string* in = same_file_as(q.svg, inputs))
             throw RequestError({RequestField::kSvg,
                                 fmt::format(" {} is an input ({}): refusing to write over it", q.svg, *in)});
-        svg.emplace(q.svg);  // first: its error names the path as given
+        dir.emplace(parent_dir(q.svg));
+        svg.emplace(q.svg);  // before the lock: its error names the path as given
         lock.emplace(q.svg);
     }
     const BudgetModel m(q.model, q.neuron_plan, q.drop_mtp, q.tool_version);
@@ -76,6 +80,7 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
         try {
             svg->write_at(0, text.data(), text.size());
             svg->commit();
+            dir->keep();
         } catch (const Error&) {
             out.write_error = std::current_exception();
         }

@@ -251,13 +251,19 @@ std::unique_ptr<OutputFile> behaviour(Ctx& c, const std::string& server, const s
     return file;
 }
 
-// The outputs, made before any work: locked against a second eval writing them, and created under their
-// temporary names, so that an unwritable or missing directory fails now, not after every run.
+// The outputs, made before any work: their directory made when missing (and taken away again if the eval
+// fails with nothing in it), locked against a second eval writing them, a killed earlier eval's
+// temporaries of them removed, and created under their temporary names, so that an unwritable directory
+// fails now, not after every run.
 class ReportFiles {
   public:
-    explicit ReportFiles(const EvalRequest& q) : out_(q.json_out) {
+    ReportFiles(const EvalRequest& q, const Events& ev) : out_(q.json_out) {
         if (out_.empty()) return;
+        dir_.emplace(parent_dir(out_));
         lock_.emplace(out_);
+        for (const std::string& o : {out_, svg_path_for(out_), generations_path_for(out_)})
+            for (const std::string& p : remove_dead_temporaries(parent_dir(o), base_name(o)))
+                ev.info(fmt::format("removed {} (left by an interrupted run)", p));
         json_ = std::make_unique<OutputFile>(out_);
         svg_ = std::make_unique<OutputFile>(svg_path_for(out_));
     }
@@ -276,6 +282,7 @@ class ReportFiles {
             if (generations) generations->commit();
             svg_->commit();
             json_->commit();
+            dir_->keep();
         } catch (const IoError& e) {
             r.json_written.clear();
             r.svg_written.clear();
@@ -285,6 +292,7 @@ class ReportFiles {
 
   private:
     std::string out_;
+    std::optional<MadeDirectory> dir_;  // first made, last gone: after the lock and the temporaries
     std::optional<OutputLock> lock_;
     std::unique_ptr<OutputFile> json_, svg_;
 };
@@ -311,6 +319,13 @@ Models open_models(const EvalRequest& q) {
                 fmt::format("{}: this is the source {} itself (the same header bytes), not a build of "
                             "it; give the pruned builds as OUT",
                             o, q.source));
+        // The same build twice (one file, two spellings, two shards of one set, or a copy) would be
+        // measured twice and shown as two builds.
+        for (size_t i = 0; i + 1 < m.outs.size(); ++i)
+            if (m.outs[i].identity == m.outs.back().identity)
+                throw UsageError(fmt::format(
+                    "{}: the same build as OUT {} (the same header bytes), given twice; give each build once",
+                    o, q.outputs[i]));
         check_same_source(m.src, m.outs.back());
     }
     return m;
@@ -373,10 +388,14 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     std::vector<Panel> panels;
     for (const EvalPanel& p : q.panels) panels.push_back(read_panel(p));
     // The outputs before any work, and the cache directory.
-    ReportFiles files(q);
+    ReportFiles files(q, ev);
     std::error_code ec;
     fs::create_directories(c.cache_dir, ec);
     if (ec) throw IoError(c.cache_dir, "cannot create the cache directory", ec.value());
+    // A killed eval's temporaries in the cache (a half-written base file may be gigabytes): no eval
+    // resumes from them, so a dead writer's are garbage.
+    for (const std::string& p : remove_dead_temporaries(c.cache_dir))
+        ev.info(fmt::format("removed {} (left by an interrupted run)", p));
 
     // The models, the texts, then the runs.
     const Models m = open_models(q);

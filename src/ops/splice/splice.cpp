@@ -243,6 +243,20 @@ void copy_outputs(SpliceResult& r, const SpliceRequest& q, const SpliceOptions& 
         set_http_progress({});
         ::unlink(journal_path.c_str());  // complete: nothing to resume
     }
+
+// -o names the shards: "out/Tiny" writes out/Tiny-00001-of-00002.gguf. A prefix with no name ("out/",
+// ".", "out/.gguf") would write hidden files such as out/.gguf; it is refused rather than given a name
+// gguf-reap would have to invent (the source's would make the pruned build look like the source).
+void check_out_prefix(const std::string& prefix) {
+    std::string name = base_name(prefix);
+    if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+    if (!name.empty() && name != "." && name != "..") return;
+    std::string dir = base_name(prefix) == ".gguf" ? parent_dir(prefix) : prefix;
+    if (!dir.ends_with('/')) dir += '/';
+    throw RequestError({RequestField::kOut,
+                        fmt::format(" {}: a directory, not a name for the shards; give one after it, e.g. "
+                                    "{}NAME (NAME-00001-of-0000N.gguf, or NAME.gguf for one shard)",
+                                    prefix, dir)});
 }
 
 }  // namespace
@@ -254,6 +268,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     if (q.keeplist.empty() && q.neuron_plan.empty())
         throw RequestError({"splice needs ", RequestField::kKeeplist, ", ", RequestField::kNeuronPlan,
                             " or both: nothing to prune"});
+    check_out_prefix(q.options.out_prefix);
 
     // Open the source, the keeplist and the neuron plan, and check that they fit each other.
     const HttpCounts http_before = http_counts();
