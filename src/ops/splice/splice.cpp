@@ -243,6 +243,7 @@ void copy_outputs(SpliceResult& r, const SpliceRequest& q, const SpliceOptions& 
         set_http_progress({});
         ::unlink(journal_path.c_str());  // complete: nothing to resume
     }
+}
 
 // -o names the shards: "out/Tiny" writes out/Tiny-00001-of-00002.gguf. A prefix with no name ("out/",
 // ".", "out/.gguf") would write hidden files such as out/.gguf; it is refused rather than given a name
