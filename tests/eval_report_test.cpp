@@ -46,6 +46,13 @@ EvalBehaviour behaviour(const std::string& model, const std::string& panel) {
     b.gen_tokens = 64;
     b.loops = {3, 20, 0.15, 0.05, 0.36};
     b.natural_ends = {12, 20, 0.6, 0.39, 0.78};
+    b.errors = {2, 20, 0.1, 0.03, 0.3};
+    // 3 loops, 12 natural ends, 2 errors, 3 ends at the limit, in panel order.
+    b.outcomes.assign(3, EvalOutcome::loop);
+    b.outcomes.insert(b.outcomes.end(), 12, EvalOutcome::natural_end);
+    b.outcomes.insert(b.outcomes.end(), 2, EvalOutcome::error);
+    b.outcomes.insert(b.outcomes.end(), 3, EvalOutcome::limit);
+    b.prompt_errors = {{15, "HTTP 500: {\"error\": ...}"}, {16, "no reply within 600 s (--server-timeout)"}};
     b.mean_tokens = 41.5;
     b.distinct_4 = 0.875;
     b.four_grams = 700;

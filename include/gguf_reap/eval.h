@@ -66,7 +66,7 @@ struct EvalRequest {
     uint64_t gen_tokens = 256;
     uint64_t parallel = 4;
     bool chat = false;                // the model's chat template, applied by the server
-    uint64_t server_timeout_s = 600;  // a server not healthy after this long has failed
+    uint64_t server_timeout_s = 600;  // a server not healthy, or a request not answered, after this long
     std::string tool_version;
 };
 
@@ -164,13 +164,27 @@ struct EvalRate {
     bool operator==(const EvalRate&) const = default;
 };
 
+// What one prompt's generation came to, exactly one of these (docs/eval.md, "Behaviour"): it ended
+// naturally, it loops, it reached the token limit without looping, or the server gave no generation (an
+// HTTP 5xx, no reply within --server-timeout, an empty answer).
+enum class EvalOutcome { limit, loop, natural_end, error };
+
+// A prompt the server gave no generation for: its 0-based index in the panel and what happened.
+struct EvalPromptError {
+    int64_t index = 0;
+    std::string error;
+    bool operator==(const EvalPromptError&) const = default;
+};
+
 // How one model generated on one panel (docs/eval.md, "Behaviour").
 struct EvalBehaviour {
     std::string model;  // "source" or the OUT as given
     std::string panel;
     int64_t prompts = 0;
     uint64_t gen_tokens = 0;
-    EvalRate loops, natural_ends;
+    EvalRate loops, natural_ends, errors;  // each of n = prompts
+    std::vector<EvalOutcome> outcomes;     // per prompt, in panel order
+    std::vector<EvalPromptError> prompt_errors;
     double mean_tokens = 0;
     std::optional<double> distinct_4;  // null when no generation has 4 tokens
     uint64_t four_grams = 0, distinct_four_grams = 0;

@@ -95,20 +95,20 @@ std::string rate_cell(const EvalRate& x) {
     return fmt::format("{}/{} {:.1f}% [{:.1f}, {:.1f}]", x.k, x.n, 100 * x.rate, 100 * x.lo, 100 * x.hi);
 }
 
-// A block per panel: each model's loops and natural ends (with Wilson 95 % intervals), mean tokens and
-// distinct-4, the source first.
+// A block per panel: each model's loops, natural ends and errors (with Wilson 95 % intervals), mean
+// tokens and distinct-4, the source first.
 void print_behaviour(const EvalResult& r) {
     for (const EvalPanelFacts& p : r.panels) {
         std::cout << fmt::format(
             "\nbehaviour  {}: {} prompts, up to {} greedy tokens each ({}, {} slots{})\n", p.name, p.prompts,
             r.gen_tokens, llama_tool_name(LlamaTool::server), r.parallel, r.chat ? ", chat template" : "");
-        std::cout << fmt::format("{:<40} {:>28} {:>28} {:>8} {:>10}\n", "model", "loops", "natural ends",
-                                 "tokens", "distinct-4");
+        std::cout << fmt::format("{:<40} {:>28} {:>28} {:>28} {:>8} {:>10}\n", "model", "loops",
+                                 "natural ends", "errors", "tokens", "distinct-4");
         for (const EvalBehaviour& b : r.behaviour) {
             if (b.panel != p.name) continue;
             const std::string m = b.model.size() > 40 ? "…" + b.model.substr(b.model.size() - 39) : b.model;
-            std::cout << fmt::format("{:<40} {:>28} {:>28} {:>8.1f} {:>10}\n", m, rate_cell(b.loops),
-                                     rate_cell(b.natural_ends), b.mean_tokens,
+            std::cout << fmt::format("{:<40} {:>28} {:>28} {:>28} {:>8.1f} {:>10}\n", m, rate_cell(b.loops),
+                                     rate_cell(b.natural_ends), rate_cell(b.errors), b.mean_tokens,
                                      b.distinct_4 ? fixed(*b.distinct_4, 4) : std::string("-"));
         }
     }
@@ -249,7 +249,7 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
     sub->add_flag("--chat", o->q.chat,
                   "Send each prompt through the model's chat template (as one user message)");
     sub->add_option("--server-timeout", o->q.server_timeout_s,
-                    "Seconds llama-server may take to become ready")
+                    "Seconds llama-server may take to become ready, and to answer each request")
         ->capture_default_str();
     sub->add_option("--llama-bin", o->q.llama_bin,
                     "llama.cpp's bin directory (default: $GGUF_REAP_LLAMA_BIN, else PATH)");

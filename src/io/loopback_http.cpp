@@ -48,10 +48,12 @@ HttpReply http_get(const std::string& url, long timeout_ms) {
     common_options(h, url, &r.body);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     const CURLcode rc = curl_easy_perform(h);
-    if (rc == CURLE_OK)
+    if (rc == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
-    else
+    } else {
         r.error = curl_easy_strerror(rc);
+        r.timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+    }
     curl_easy_cleanup(h);
     return r;
 }
@@ -84,7 +86,7 @@ HttpPool::~HttpPool() {
     curl_multi_cleanup(impl_->multi);
 }
 
-void HttpPool::post(uint64_t tag, const std::string& url, std::string body) {
+void HttpPool::post(uint64_t tag, const std::string& url, std::string body, long timeout_ms) {
     CURL* h = curl_easy_init();
     if (!h) throw IoError("libcurl", "curl_easy_init failed");
     Impl::Transfer& t = impl_->transfers[h];
@@ -94,6 +96,7 @@ void HttpPool::post(uint64_t tag, const std::string& url, std::string body) {
     t.headers = curl_slist_append(nullptr, "Content-Type: application/json");
     common_options(h, t.url, &t.body);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, t.request.c_str());
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t.request.size()));
     if (curl_multi_add_handle(impl_->multi, h) != CURLM_OK) {
@@ -126,6 +129,7 @@ std::vector<HttpPool::Done> HttpPool::poll(int wait_ms) {
             d.reply.body = std::move(t.body);
         } else {
             d.reply.error = curl_easy_strerror(m->data.result);
+            d.reply.timed_out = m->data.result == CURLE_OPERATION_TIMEDOUT;
         }
         done.push_back(std::move(d));
         impl_->finish(h);

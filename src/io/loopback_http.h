@@ -12,9 +12,10 @@
 namespace gguf_reap {
 
 struct HttpReply {
-    long status = 0;    // the HTTP status; 0 when no reply arrived
-    std::string body;   // the reply's body
-    std::string error;  // curl's message when the transfer failed ("" when a reply arrived)
+    long status = 0;         // the HTTP status; 0 when no reply arrived
+    std::string body;        // the reply's body
+    std::string error;       // curl's message when the transfer failed ("" when a reply arrived)
+    bool timed_out = false;  // it failed because its time ran out
     bool connected() const { return error.empty(); }
 };
 
@@ -29,8 +30,9 @@ class HttpPool {
     HttpPool(const HttpPool&) = delete;
     HttpPool& operator=(const HttpPool&) = delete;
 
-    // Starts a POST of `body` (Content-Type: application/json). Throws IoError when curl cannot.
-    void post(uint64_t tag, const std::string& url, std::string body);
+    // Starts a POST of `body` (Content-Type: application/json), given at most `timeout_ms` in all (0:
+    // no limit). Throws IoError when curl cannot.
+    void post(uint64_t tag, const std::string& url, std::string body, long timeout_ms = 0);
     // Transfers in flight.
     size_t active() const;
     // Moves the transfers on for at most `wait_ms` and returns those that finished, in any order.

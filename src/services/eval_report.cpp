@@ -4,6 +4,7 @@
 // field added to the document is one change here (and its test), not a hunt.
 #include "services/eval_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -14,6 +15,7 @@
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "services/behaviour_stats.h"
 #include "services/llama_cpp/llama_server.h"
 
 namespace gguf_reap {
@@ -227,24 +229,75 @@ EvalRate rate_from(const JsonIn& b, const char* count, const char* rate, const c
     return r;
 }
 
-json behaviour_json(const EvalBehaviour& x) {
-    return {{"model", x.model},
-            {"panel", x.panel},
-            {"prompts", x.prompts},
-            {"gen_tokens", x.gen_tokens},
-            {"loops", x.loops.k},
-            {"loop_rate", x.loops.rate},
-            {"loop_rate_ci", rate_ci(x.loops)},
-            {"natural_ends", x.natural_ends.k},
-            {"natural_end_rate", x.natural_ends.rate},
-            {"natural_end_rate_ci", rate_ci(x.natural_ends)},
-            {"mean_tokens", x.mean_tokens},
-            {"tokens", x.tokens},
-            {"distinct_4", x.distinct_4 ? json(*x.distinct_4) : json(nullptr)},
-            {"four_grams", x.four_grams},
-            {"distinct_four_grams", x.distinct_four_grams},
-            {"seconds", x.seconds},
-            {"server_command", x.server_command}};
+constexpr std::pair<EvalOutcome, const char*> kOutcomeNames[] = {{EvalOutcome::limit, "limit"},
+                                                                 {EvalOutcome::loop, "loop"},
+                                                                 {EvalOutcome::natural_end, "eog"},
+                                                                 {EvalOutcome::error, "error"}};
+
+json outcomes_json(const std::vector<EvalOutcome>& v) {
+    json a = json::array();
+    for (EvalOutcome o : v)
+        for (const auto& [k, name] : kOutcomeNames)
+            if (k == o) a.push_back(name);
+    return a;
+}
+std::vector<EvalOutcome> outcomes_from(const JsonIn& j) {
+    std::vector<EvalOutcome> v;
+    const json& a = j.at("outcomes", vt::array).value();
+    for (const json& x : a) {
+        const auto* it = std::find_if(std::begin(kOutcomeNames), std::end(kOutcomeNames), [&](const auto& n) {
+            return x.is_string() && x.get<std::string>() == n.second;
+        });
+        if (it == std::end(kOutcomeNames))
+            j.fail("outcomes", "holds a value other than limit, loop, eog or error");
+        v.push_back(it->first);
+    }
+    if (v.size() != static_cast<size_t>(j.integer("prompts")))
+        j.fail("outcomes", fmt::format("has {} entries for {} prompts", v.size(), j.integer("prompts")));
+    return v;
+}
+
+// The build against the source on one outcome, as services/behaviour_stats computes it.
+json paired_json(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutcome o) {
+    const PairedTest t = behaviour_paired_test(src, build, o);
+    return {{"n", t.n},
+            {"build_only", t.build_only},
+            {"source_only", t.source_only},
+            {"p", t.p},
+            {"differs", t.differs()}};
+}
+
+json behaviour_json(const EvalBehaviour& x, const EvalBehaviour* src) {
+    json errors = json::array();
+    for (const EvalPromptError& e : x.prompt_errors)
+        errors.push_back({{"index", e.index}, {"error", e.error}});
+    json j = {{"model", x.model},
+              {"panel", x.panel},
+              {"prompts", x.prompts},
+              {"gen_tokens", x.gen_tokens},
+              {"loops", x.loops.k},
+              {"loop_rate", x.loops.rate},
+              {"loop_rate_ci", rate_ci(x.loops)},
+              {"natural_ends", x.natural_ends.k},
+              {"natural_end_rate", x.natural_ends.rate},
+              {"natural_end_rate_ci", rate_ci(x.natural_ends)},
+              {"errors", x.errors.k},
+              {"error_rate", x.errors.rate},
+              {"error_rate_ci", rate_ci(x.errors)},
+              {"mean_tokens", x.mean_tokens},
+              {"tokens", x.tokens},
+              {"distinct_4", x.distinct_4 ? json(*x.distinct_4) : json(nullptr)},
+              {"four_grams", x.four_grams},
+              {"distinct_four_grams", x.distinct_four_grams},
+              {"seconds", x.seconds},
+              {"server_command", x.server_command},
+              {"outcomes", outcomes_json(x.outcomes)},
+              {"prompt_errors", errors}};
+    if (src && src != &x)
+        j["versus_source"] = {{"loops", paired_json(*src, x, EvalOutcome::loop)},
+                              {"natural_ends", paired_json(*src, x, EvalOutcome::natural_end)},
+                              {"errors", paired_json(*src, x, EvalOutcome::error)}};
+    return j;
 }
 EvalBehaviour behaviour_from(const JsonIn& j) {
     EvalBehaviour b;
@@ -254,6 +307,10 @@ EvalBehaviour behaviour_from(const JsonIn& j) {
     b.gen_tokens = j.count("gen_tokens");
     b.loops = rate_from(j, "loops", "loop_rate", "loop_rate_ci");
     b.natural_ends = rate_from(j, "natural_ends", "natural_end_rate", "natural_end_rate_ci");
+    b.errors = rate_from(j, "errors", "error_rate", "error_rate_ci");
+    b.outcomes = outcomes_from(j);
+    for (const JsonIn& e : j.items("prompt_errors", true))
+        b.prompt_errors.push_back({e.integer("index"), e.str("error")});
     b.mean_tokens = figure(j, "mean_tokens");
     b.tokens = j.integer_or("tokens");
     b.distinct_4 = j.number("distinct_4");
@@ -297,7 +354,7 @@ void add_behaviour(json& j, const EvalResult& r) {
                        {"parallel", r.parallel},
                        {"gen_tokens", r.gen_tokens},
                        {"request", json::parse(llama_cpp::completion_request_settings(r.gen_tokens))}};
-    for (const EvalBehaviour& x : r.behaviour) b.push_back(behaviour_json(x));
+    for (const EvalBehaviour& x : r.behaviour) b.push_back(behaviour_json(x, behaviour_source(r, x)));
     j["behaviour"] = b;
 }
 void behaviour_from(const JsonIn& doc, EvalResult& r) {
@@ -511,6 +568,21 @@ std::optional<EvalPlot> eval_report_plot(const EvalReport& report) {
                         "(written over by another eval?)",
                         r.svg_sha256, base_name(report.path)));
     return EvalPlot{r.svg_written, fs::file_size(beside, ec)};
+}
+
+const EvalBehaviour* behaviour_source(const EvalResult& r, const EvalBehaviour& b) {
+    for (const EvalBehaviour& s : r.behaviour)
+        if (s.model == "source" && s.panel == b.panel) return &s;
+    return nullptr;
+}
+
+PairedTest behaviour_paired_test(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutcome o) {
+    const auto has = [o](const EvalBehaviour& b) {
+        std::vector<bool> v;
+        for (EvalOutcome x : b.outcomes) v.push_back(x == o);
+        return v;
+    };
+    return paired_test(has(src), has(build));
 }
 
 }  // namespace gguf_reap

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_reap/eval.h"
+#include "services/behaviour_stats.h"
 
 namespace gguf_reap {
 
@@ -49,5 +50,11 @@ struct EvalPlot {
     uint64_t bytes = 0;
 };
 std::optional<EvalPlot> eval_report_plot(const EvalReport& report);
+
+// The source's entry for the panel of `b`; null when there is none.
+const EvalBehaviour* behaviour_source(const EvalResult& r, const EvalBehaviour& b);
+// McNemar's exact test of `build` against `src` on outcome `o`, prompt by prompt (docs/eval.md,
+// "Uncertainty").
+PairedTest behaviour_paired_test(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutcome o);
 
 }  // namespace gguf_reap

@@ -39,6 +39,7 @@ expect_no_server() {
 # The definitions of docs/eval.md recomputed in Python from a generations file's token ids, compared with
 # eval.json's behaviour[] (argument: the directory holding both).
 RECOMPUTE='import json, math, sys
+from fractions import Fraction
 d = json.load(open(sys.argv[1] + "/eval.json"))
 gens = [json.loads(l) for l in open(sys.argv[1] + "/eval.generations.jsonl")]
 z = 1.959963984540054
@@ -56,14 +57,31 @@ for b in d["behaviour"]:
     g = [x for x in gens if x["model"] == b["model"] and x["panel"] == b["panel"]]
     assert [x["index"] for x in g] == list(range(b["prompts"])), "generations out of order"
     n = len(g); k = sum(loops(x["tokens"], x["end"]) for x in g); e = sum(x["end"] == "eog" for x in g)
+    r = sum(x["end"] == "error" for x in g)
     grams = [tuple(x["tokens"][i:i + 4]) for x in g for i in range(len(x["tokens"]) - 3)]
-    want = {"loops": k, "loop_rate": k / n, "natural_ends": e, "natural_end_rate": e / n,
-            "mean_tokens": sum(len(x["tokens"]) for x in g) / n,
-            "distinct_4": len(set(grams)) / len(grams) if grams else None}
+    want = {"loops": k, "loop_rate": k / n, "natural_ends": e, "natural_end_rate": e / n, "errors": r,
+            "error_rate": r / n, "mean_tokens": sum(len(x["tokens"]) for x in g) / n,
+            "distinct_4": len(set(grams)) / len(grams) if grams else None,
+            "outcomes": ["error" if x["end"] == "error" else "eog" if x["end"] == "eog" else
+                         "loop" if loops(x["tokens"], x["end"]) else "limit" for x in g],
+            "prompt_errors": [{"index": x["index"], "error": x["error"]} for x in g if x["end"] == "error"]}
     for key, v in want.items():
         if b[key] != v: print(b["model"], b["panel"], key, b[key], "!=", v); bad += 1
-    for key, (kk, nn) in (("loop_rate_ci", (k, n)), ("natural_end_rate_ci", (e, n))):
+    for key, (kk, nn) in (("loop_rate_ci", (k, n)), ("natural_end_rate_ci", (e, n)), ("error_rate_ci", (r, n))):
         if any(abs(a - w) > 1e-12 for a, w in zip(b[key], wilson(kk, nn))): print(key, b[key]); bad += 1
+    # The paired test against the source, prompt by prompt: McNemar exact, as exact fractions.
+    src = [x for x in d["behaviour"] if x["model"] == "source" and x["panel"] == b["panel"]][0]
+    if b["model"] != "source":
+        for key, o in (("loops", "loop"), ("natural_ends", "eog"), ("errors", "error")):
+            bo = sum(t == o and s != o for s, t in zip(src["outcomes"], b["outcomes"]))
+            so = sum(s == o and t != o for s, t in zip(src["outcomes"], b["outcomes"]))
+            m = bo + so
+            p = 1 if m == 0 else min(1, 2 * sum(Fraction(math.comb(m, i), 2 ** m) for i in range(min(bo, so) + 1)))
+            v = b["versus_source"][key]
+            if (v["n"], v["build_only"], v["source_only"], v["differs"]) != (n, bo, so, p < Fraction(1, 20)) or \
+                    abs(v["p"] - float(p)) > 1e-12:
+                print(b["model"], b["panel"], "versus_source", key, v, "!=", bo, so, float(p)); bad += 1
+    elif "versus_source" in b: print("the source has versus_source"); bad += 1
 sys.exit(1 if bad else 0)'
 
 # The recorded replies' token ids and stop types, read from the recordings independently of gguf-reap:
@@ -113,7 +131,7 @@ print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv
         [ "$got" = "$want" ] && _pass || _fail "$b on $p: the generations differ from the recorded replies"
     done
 done
-grep -q 'Loop rate per panel' "$WORK/out/eval.svg" && _pass || _fail "eval.svg has no behaviour panel"
+grep -q 'Loop, natural-end and error rates per panel' "$WORK/out/eval.svg" && _pass || _fail "eval.svg has no behaviour panel"
 
 "$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
 case_ "natural ends: llama-server stopping at its end-of-generation token, which --override-kv makes '.'"
@@ -142,13 +160,15 @@ print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv
 done
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eos/eval.json"
 expect_code 0
-expect_out 'and ends naturally in 1 of 8 (12.5 %, 95 % interval 2.2–47.1 %) against the source'"'"'s 2 of 8 (25.0 %, 95 % interval 7.1–59.1 %).'
+expect_out '| ends naturally | 1 of 8 (12.5 %, 95 % interval 2.2–47.1 %) | 2 of 8 (25.0 %, 95 % interval 7.1–59.1 %) | no difference measured at n = 8 ('
 
 case_ "card --eval: each build's loops and natural ends against the source's, with n"
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/out/eval.json"
 expect_code 0
 expect_out "## Measured against the source"
-expect_out 'Generation on the prompt panel `code` (greedy, up to 64 tokens per prompt, llama-server; `gguf-reap eval --prompts`): this build falls into a repetition loop in 8 of 8 (100.0 %, 95 % interval 67.6–100.0 %) against the source'"'"'s 7 of 8 (87.5 %, 95 % interval 52.9–97.8 %), and ends naturally in 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) against the source'"'"'s 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %).'
+expect_out 'Generation on the prompt panel `code` (greedy, up to 64 tokens per prompt, llama-server; `gguf-reap eval --prompts`), the same 8 prompts on this build and on the source; 95 % Wilson intervals, and McNemar'"'"'s exact test on the prompts where the two differ:'
+expect_out '| falls into a repetition loop | 8 of 8 (100.0 %, 95 % interval 67.6–100.0 %) | 7 of 8 (87.5 %, 95 % interval 52.9–97.8 %) | no difference measured at n = 8 (1 prompt only this build, 0 only the source; McNemar p = 1.000) |'
+expect_out '| ends naturally | 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) | 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) | no difference measured at n = 8 (0 prompts only this build, 0 only the source; McNemar p = 1.000) |'
 expect_out 'Generation on the prompt panel `prose`'
 expect_out "No task benchmark and no KLD: only generation behaviour was measured"
 ! grep -q "| text | tokens |" "$OUT" && _pass || _fail "a KLD table without texts"
@@ -246,6 +266,74 @@ expect_code 0
 expect_no_server
 expect_json 'len(d["runs"]) == 1 and d["runs"][0]["kld"]["mean"] == 0.865733 and [b["loops"] for b in d["behaviour"]] == [2, 6]'
 expect_json 'd["files"]["generations"] is None'
+
+case_ "llama-server errors on some prompts (HTTP 500, no reply in time, an empty answer): recorded, exit 0"
+# keep8's prompt 2 gets llama-server's 500 for output that is not valid UTF-8, prompt 5 an empty answer, and
+# prompt 7 no reply at all; --server-timeout 8 gives it 8 s.
+mkdir -p "$WORK/err"
+: >"$WORK/calls"
+run env FAKE_LLAMA_FAULT="500:keep8:f2py2e empty:keep8:Permission hang:keep8:WARRANTY" "$BIN" eval --source "$M" \
+    "$WORK/keep12.gguf" "$WORK/keep8.gguf" --prompts code="$WORK/code.txt" --gen-tokens 64 --llama-bin "$FAKE" \
+    --cache-dir "$WORK/cache" --server-timeout 8 -o "$WORK/err/eval.json"
+expect_code 0
+expect_no_server
+expect_err_lines 1
+expect_err 'warning: keep8.gguf on code: 3 of 8 prompts got no generation (prompt 2: HTTP 500: {"error":{"code":500,"message":"[json.exception.type_error.316] invalid UTF-8 byte at index 61: 0xE2","type":"server_error"}}); each is recorded as an error'
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/err" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+cp "$WORK/err/eval.json" "$OUT"
+expect_json '[(b["loops"], b["errors"]) for b in d["behaviour"]] == [(7, 0), (7, 0), (5, 3)]'
+expect_json 'd["behaviour"][2]["outcomes"] == ["loop", "error", "loop", "loop", "error", "loop", "error", "loop"]'
+expect_json '[e["index"] for e in d["behaviour"][2]["prompt_errors"]] == [1, 4, 6] and d["behaviour"][2]["prompt_errors"][1]["error"] == "an empty answer: no token generated" and d["behaviour"][2]["prompt_errors"][2]["error"] == "no reply within 8 s (--server-timeout)"'
+expect_json 'd["behaviour"][2]["error_rate"] == 3 / 8 and [d["behaviour"][2]["versus_source"]["errors"][k] for k in ("n", "build_only", "source_only", "differs")] == [8, 3, 0, False] and abs(d["behaviour"][2]["versus_source"]["errors"]["p"] - 0.25) < 1e-12'
+grep -q '"index":1,"tokens":\[\],"end":"error","text":"","error":"HTTP 500: ' "$WORK/err/eval.generations.jsonl" && _pass || _fail "no error line in the generations"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/err/eval.json"
+expect_code 0
+expect_out '| gets no generation (an error) | 3 of 8 (37.5 %, 95 % interval 13.7–69.4 %) | 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) | no difference measured at n = 8 (3 prompts only this build, 0 only the source; McNemar p = 0.250) |'
+expect_out 'llama-server gave this build no generation for 3 of the 8 prompts (`prompt_errors` in the eval'"'"'s JSON); the first, prompt 2: `HTTP 500: {"error":{"code":500,"message":"[json.exception.type_error.316] invalid UTF-8 byte at index 61: 0xE2","type":"server_error"}}`.'
+
+case_ "a build whose every prompt errors is a result: exit 0, every build kept, the difference called"
+mkdir -p "$WORK/cat"
+run env FAKE_LLAMA_FAULT="500:keep8" "$BIN" eval --source "$M" "$WORK/keep12.gguf" "$WORK/keep8.gguf" \
+    --prompts code="$WORK/code.txt" --gen-tokens 64 --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/cat/eval.json"
+expect_code 0
+expect_no_server
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/cat" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+cp "$WORK/cat/eval.json" "$OUT"
+# The intervals: 0 of 8 is 0–32.4 %, 8 of 8 is 67.6–100 % (tests/behaviour_stats_test.cpp's reference).
+expect_json '[(b["loops"], b["errors"]) for b in d["behaviour"]] == [(7, 0), (7, 0), (0, 8)] and d["behaviour"][1]["error_rate_ci"][0] == 0 and abs(d["behaviour"][1]["error_rate_ci"][1] - 0.324407564883880213) < 1e-12 and abs(d["behaviour"][2]["error_rate_ci"][0] - 0.675592435116119787) < 1e-12 and d["behaviour"][2]["error_rate_ci"][1] == 1'
+expect_json 'd["behaviour"][2]["mean_tokens"] == 0 and d["behaviour"][2]["distinct_4"] is None'
+grep -q 'class="legend"' "$WORK/cat/eval.svg" && grep -q '>errors</text>' "$WORK/cat/eval.svg" && _pass || _fail "eval.svg has no error rates"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/cat/eval.json"
+expect_code 0
+expect_out '| gets no generation (an error) | 8 of 8 (100.0 %, 95 % interval 67.6–100.0 %) | 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) | more often than the source: 8 prompts only this build, 0 only the source (McNemar p = 0.008) |'
+expect_out '| falls into a repetition loop | 0 of 8 (0.0 %, 95 % interval 0.0–32.4 %) | 7 of 8 (87.5 %, 95 % interval 52.9–97.8 %) | less often than the source: 0 prompts only this build, 7 only the source (McNemar p = 0.016) |'
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/cat/eval.json" --json
+expect_code 0
+expect_json '[d["measured"]["behaviour"][0]["errors_versus_source"][k] for k in ("n", "build_only", "source_only", "differs")] == [8, 8, 0, True] and abs(d["measured"]["behaviour"][0]["errors_versus_source"]["p"] - 0.0078125) < 1e-12'
+
+case_ "eval.svg: a long build name is shortened in the legend, not cut; a rate of 0 is a mark"
+cp "$WORK/keep8.gguf" "$WORK/tiny-qwen3moe-trained-A-Q8_0-reap-keep8-of-16-experts.gguf"
+cp "$WORK/keep12.gguf" "$WORK/tiny-qwen3moe-trained-A-Q8_0-reap-keep12-of-16-experts.gguf"
+mkdir -p "$WORK/long"
+run "$BIN" eval --source "$M" "$WORK/tiny-qwen3moe-trained-A-Q8_0-reap-keep12-of-16-experts.gguf" \
+    "$WORK/tiny-qwen3moe-trained-A-Q8_0-reap-keep8-of-16-experts.gguf" --prompts code="$WORK/code.txt" --gen-tokens 64 \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/long/eval.json"
+expect_code 0
+expect_no_server
+# The names share "tiny-qwen3moe-trained-A-Q8_0-reap-": the legend keeps what tells them apart.
+/usr/bin/env python3 - "$WORK/long/eval.svg" >"$WORK/legend.txt" <<'PY' && _pass || _fail "legend: $(cat "$WORK/legend.txt")"
+import re, sys
+svg = open(sys.argv[1]).read()
+names = re.findall(r'<text class="legend"[^>]*>([^<]*)<title>([^<]*)</title>', svg)
+print(names)
+assert [n for n, _ in names] == ["source", "…keep12-of-16-experts", "…keep8-of-16-experts"], names
+assert [t for _, t in names][1:] == ["tiny-qwen3moe-trained-A-Q8_0-reap-keep12-of-16-experts.gguf",
+                                     "tiny-qwen3moe-trained-A-Q8_0-reap-keep8-of-16-experts.gguf"]
+# Every rate has its mark, 0 included: 3 models × 3 rates, each a mark and an interval bar.
+assert svg.count('class="rate"') == 9 and svg.count('class="ci"') == 9
+PY
+rm -f "$WORK"/tiny-qwen3moe-trained-A-Q8_0-reap-*.gguf
 
 case_ "a port taken between choosing it and binding it: retried on another port"
 : >"$WORK/calls"

@@ -70,23 +70,69 @@ std::string rate_text(const EvalRate& r) {
 
 // The source's entry for the panel of `b` (eval_report_build checked that there is one).
 const EvalBehaviour& source_entry(const EvalResult& r, const EvalBehaviour& b) {
-    for (const EvalBehaviour& s : r.behaviour)
-        if (s.model == "source" && s.panel == b.panel) return s;
-    return b;
+    const EvalBehaviour* s = behaviour_source(r, b);
+    return s ? *s : b;
 }
 
-// Per panel: loops and natural ends of this build against the source's, with n.
+// A p-value as the card prints it.
+std::string p_text(double p) {
+    return p < 0.001 ? std::string("p < 0.001") : fmt::format("p = {:.3f}", p);
+}
+
+std::string prompts_text(int64_t n) {
+    return fmt::format("{} prompt{}", n, n == 1 ? "" : "s");
+}
+
+// The paired test's verdict on one outcome (docs/eval.md, "Uncertainty"): a difference is stated only
+// when McNemar's exact test finds one at 5 %.
+std::string paired_text(const PairedTest& t) {
+    if (!t.differs())
+        return fmt::format(
+            "no difference measured at n = {} ({} only this build, {} only the source; "
+            "McNemar {})",
+            t.n, prompts_text(t.build_only), t.source_only, p_text(t.p));
+    return fmt::format("{} than the source: {} only this build, {} only the source (McNemar {})",
+                       t.build_only > t.source_only ? "more often" : "less often", prompts_text(t.build_only),
+                       t.source_only, p_text(t.p));
+}
+
+struct Measure {
+    const char* words;
+    EvalRate EvalBehaviour::*rate;
+    EvalOutcome outcome;
+    const char* key;
+};
+constexpr Measure kMeasures[] = {
+    {"falls into a repetition loop", &EvalBehaviour::loops, EvalOutcome::loop, "loops"},
+    {"ends naturally", &EvalBehaviour::natural_ends, EvalOutcome::natural_end, "natural_ends"},
+    {"gets no generation (an error)", &EvalBehaviour::errors, EvalOutcome::error, "errors"},
+};
+
+// Per panel: loops, natural ends and errors of this build against the source's, each with its n and
+// interval, and the paired test's verdict; then this build's errors, if any, by prompt.
 void behaviour_lines(std::string& s, const CardEval& e, const std::string& prompts) {
     for (const EvalBehaviour& b : e.result.behaviour) {
         if (b.model != build_path(e)) continue;
         const EvalBehaviour& src = source_entry(e.result, b);
         s += fmt::format(
             "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, {}; `gguf-reap eval "
-            "{}`): "
-            "this build falls into a repetition loop in {} against the source's {}, and ends naturally in {} "
-            "against the source's {}.\n\n",
-            b.panel, b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, rate_text(b.loops),
-            rate_text(src.loops), rate_text(b.natural_ends), rate_text(src.natural_ends));
+            "{}`), the same {} prompts on this build and on the source; 95 % Wilson intervals, and McNemar's "
+            "exact test on the prompts where the two differ:\n\n",
+            b.panel, b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, b.prompts);
+        s += "| per prompt, the model | this build | the source | this build against the source |\n";
+        s += "| --- | --- | --- | --- |\n";
+        for (const Measure& m : kMeasures)
+            s += fmt::format("| {} | {} | {} | {} |\n", m.words, rate_text(b.*m.rate), rate_text(src.*m.rate),
+                             paired_text(behaviour_paired_test(src, b, m.outcome)));
+        s += "\n";
+        if (!b.prompt_errors.empty()) {
+            const EvalPromptError& f = b.prompt_errors.front();
+            s += fmt::format(
+                "{} gave this build no generation for {} of the {} prompts (`prompt_errors` in the "
+                "eval's JSON); the first, prompt {}: {}.\n\n",
+                llama_tool_name(LlamaTool::server), b.prompt_errors.size(), b.prompts, f.index + 1,
+                code_span(f.error));
+        }
     }
 }
 
@@ -222,12 +268,18 @@ json card_eval_json(const CardEval& e) {
     for (const EvalBehaviour& b : r.behaviour) {
         if (b.model != build_path(e)) continue;
         const EvalBehaviour& src = source_entry(r, b);
-        beh.push_back({{"panel", b.panel},
-                       {"gen_tokens", b.gen_tokens},
-                       {"loops", rate(b.loops)},
-                       {"source_loops", rate(src.loops)},
-                       {"natural_ends", rate(b.natural_ends)},
-                       {"source_natural_ends", rate(src.natural_ends)}});
+        json x = {{"panel", b.panel}, {"gen_tokens", b.gen_tokens}};
+        for (const Measure& m : kMeasures) {
+            const PairedTest t = behaviour_paired_test(src, b, m.outcome);
+            x[m.key] = rate(b.*m.rate);
+            x[fmt::format("source_{}", m.key)] = rate(src.*m.rate);
+            x[fmt::format("{}_versus_source", m.key)] = {{"n", t.n},
+                                                         {"build_only", t.build_only},
+                                                         {"source_only", t.source_only},
+                                                         {"p", t.p},
+                                                         {"differs", t.differs()}};
+        }
+        beh.push_back(x);
     }
     if (!beh.empty()) j["behaviour"] = beh;
     if (r.reference)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "services/behaviour_stats.h"
+
 namespace gguf_reap::eval_detail {
 
 bool generation_loops(std::span<const int32_t> tokens, bool natural_end) {
@@ -19,21 +21,14 @@ bool generation_loops(std::span<const int32_t> tokens, bool natural_end) {
 }
 
 EvalRate wilson_rate(int64_t k, int64_t n) {
-    constexpr double z = 1.959963984540054;
     EvalRate r;
     r.k = k;
     r.n = n;
     if (n <= 0) return r;
-    const double nn = static_cast<double>(n);
-    const double p = static_cast<double>(k) / nn;
-    const double z2 = z * z;
-    const double denom = 1 + z2 / nn;
-    const double centre = (p + z2 / (2 * nn)) / denom;
-    const double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / denom;
-    r.rate = p;
-    // At k = 0 and k = n the bounds are exactly 0 and 1; rounding must not put them a hair inside.
-    r.lo = k == 0 ? 0.0 : std::max(0.0, centre - half);
-    r.hi = k == n ? 1.0 : std::min(1.0, centre + half);
+    r.rate = static_cast<double>(k) / static_cast<double>(n);
+    const Interval i = wilson_interval(k, n);
+    r.lo = i.lo;
+    r.hi = i.hi;
     return r;
 }
 

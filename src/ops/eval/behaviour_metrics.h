@@ -19,7 +19,7 @@ inline constexpr size_t kLoopWindow = 256;
 // 1 <= p <= floor(L/4) has T[j] == T[j+p] for every 0 <= j < L-p. L < 4 never loops.
 bool generation_loops(std::span<const int32_t> tokens, bool natural_end);
 
-// k of n with the Wilson score interval at 95 % (z = 1.959963984540054); n > 0.
+// k of n with its Wilson score interval at 95 % (services/behaviour_stats.h); n > 0.
 EvalRate wilson_rate(int64_t k, int64_t n);
 
 // distinct-4 over a pool of generations: distinct 4-grams / all 4-grams, each generation's 4-grams

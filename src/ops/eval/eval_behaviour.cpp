@@ -69,8 +69,20 @@ uint64_t slot_ctx(const EvalRequest& q, const std::vector<Panel>& panels) {
 
 struct PanelRun {
     std::vector<Generation> gens;
+    std::vector<std::string> errors;  // per prompt: why the server gave no generation ("" when it did)
     double seconds = 0;
 };
+
+// What makes a /completion reply the prompt's error rather than the eval's failure (docs/eval.md,
+// "Behaviour"): a server error (HTTP 5xx: llama-server answers 500 when, for one, a pruned build's output
+// is not valid UTF-8), no reply in time, or an answer with no token (checked once the reply is read).
+// Empty when the reply is a generation or fails the eval.
+std::string prompt_error(const HttpReply& h, uint64_t timeout_s) {
+    if (h.timed_out) return fmt::format("no reply within {} s (--server-timeout)", timeout_s);
+    if (h.connected() && h.status >= 500 && h.status <= 599)
+        return fmt::format("HTTP {}: {}", h.status, snippet(h.body));
+    return {};
+}
 
 PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, const Panel& p,
                    uint64_t n_vocab, uint64_t slot) {
@@ -109,17 +121,22 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
     for (const std::string& s : prompts) bodies.push_back(completion_body(s, q.gen_tokens));
     PanelRun run;
     run.gens.resize(prompts.size());
+    run.errors.resize(prompts.size());
     std::optional<ProgressScope> scope;
     if (c.ev.on_progress)
         scope.emplace(c.ev, fmt::format("generating: {} on {}", model_name, p.facts.name),
                       static_cast<uint64_t>(prompts.size()));
     const auto t0 = std::chrono::steady_clock::now();
     post_all(server, kCompletionPath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
-        if (!h.connected() || h.status != 200) reply_error(kCompletionPath, i, h);
-        const std::string wrong = parse_completion(h.body, q.gen_tokens, n_vocab, run.gens[i]);
-        if (!wrong.empty())
-            server.fail(fmt::format("POST {} for prompt {} of {}: {}; the reply: {}", kCompletionPath, i + 1,
-                                    p.facts.name, wrong, snippet(h.body)));
+        run.errors[i] = prompt_error(h, q.server_timeout_s);
+        if (run.errors[i].empty()) {
+            if (!h.connected() || h.status != 200) reply_error(kCompletionPath, i, h);
+            const std::string wrong = parse_completion(h.body, q.gen_tokens, n_vocab, run.gens[i]);
+            if (!wrong.empty())
+                server.fail(fmt::format("POST {} for prompt {} of {}: {}; the reply: {}", kCompletionPath,
+                                        i + 1, p.facts.name, wrong, snippet(h.body)));
+            if (run.gens[i].tokens.empty()) run.errors[i] = "an empty answer: no token generated";
+        }
         if (c.ev.on_progress) c.ev.on_progress(1);
     });
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -135,16 +152,29 @@ EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& 
     b.gen_tokens = gen_tokens;
     b.server_command = command;
     b.seconds = run.seconds;
-    int64_t loops = 0, ends = 0;
+    int64_t loops = 0, ends = 0, errors = 0;
     Distinct4 d4;
-    for (const Generation& g : run.gens) {
+    for (size_t i = 0; i < run.gens.size(); ++i) {
+        const Generation& g = run.gens[i];
+        // A prompt with an error counts in n and in no other outcome: its tokens are not looked at.
+        if (!run.errors[i].empty()) {
+            ++errors;
+            b.outcomes.push_back(EvalOutcome::error);
+            b.prompt_errors.push_back({static_cast<int64_t>(i), run.errors[i]});
+            continue;
+        }
+        const bool loop = generation_loops(g.tokens, g.eog);
         if (g.eog) ++ends;
-        if (generation_loops(g.tokens, g.eog)) ++loops;
+        if (loop) ++loops;
+        b.outcomes.push_back(g.eog  ? EvalOutcome::natural_end
+                             : loop ? EvalOutcome::loop
+                                    : EvalOutcome::limit);
         d4.add(g.tokens);
         b.tokens += static_cast<int64_t>(g.tokens.size());
     }
     b.loops = wilson_rate(loops, b.prompts);
     b.natural_ends = wilson_rate(ends, b.prompts);
+    b.errors = wilson_rate(errors, b.prompts);
     b.mean_tokens = static_cast<double>(b.tokens) / static_cast<double>(b.prompts);
     b.distinct_4 = d4.value();
     b.four_grams = d4.total();
@@ -257,15 +287,25 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
             const PanelRun run =
                 run_panel(c, server, mi == 0 ? "source" : base_name(m->path), p, m->n_vocab, slot);
             r.behaviour.push_back(figures(name, p, run, c.q.gen_tokens, server.command()));
+            if (const EvalBehaviour& b = r.behaviour.back(); !b.prompt_errors.empty())
+                c.ev.warn(fmt::format(
+                    "{} on {}: {} of {} prompts got no generation (prompt {}: {}); each is recorded as an "
+                    "error",
+                    mi == 0 ? "source" : base_name(m->path), p.facts.name, b.prompt_errors.size(), b.prompts,
+                    b.prompt_errors.front().index + 1, b.prompt_errors.front().error));
             if (!write_line) continue;
             for (size_t i = 0; i < run.gens.size(); ++i) {
                 const Generation& g = run.gens[i];
+                const bool error = !run.errors[i].empty();
                 nlohmann::ordered_json l = {{"model", path_for_upload(name, c.q.json_out)},
                                             {"panel", p.facts.name},
                                             {"index", i},
-                                            {"tokens", g.tokens},
-                                            {"end", g.eog ? "eog" : "limit"},
-                                            {"text", g.text}};
+                                            {"tokens", error ? std::vector<int32_t>{} : g.tokens},
+                                            {"end", error   ? "error"
+                                                    : g.eog ? "eog"
+                                                            : "limit"},
+                                            {"text", error ? std::string() : g.text}};
+                if (error) l["error"] = run.errors[i];
                 // The server's text may end inside a character split across tokens: kept, not refused.
                 write_line(l.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
             }

@@ -145,17 +145,70 @@ std::string kld_svg(const EvalResult& r) {
     return s;
 }
 
-// Loop rate per panel and model: a bar per model (the source first) with its 95 % interval, a group per
-// panel. Drawn from y = top, `height` pixels tall, `width` wide.
+// A build's name as the behaviour legend shows it, at most `max` characters: its base name without
+// ".gguf" and a split's "-00001-of-00003"; when that is longer, the part every build's name shares at the
+// start (up to a '-', '_' or '.') becomes "…"; when that is still longer, its middle becomes "…", so the
+// start and the end, where names of builds tend to differ, stay (docs/eval.md, "eval.svg").
+std::string legend_name(const std::string& model, const std::vector<std::string>& builds, size_t max) {
+    const auto plain = [](const std::string& m) {
+        std::string n = base_name(m);
+        if (n.size() > 5 && n.ends_with(".gguf")) n.resize(n.size() - 5);
+        // -NNNNN-of-NNNNN
+        if (n.size() > 15 && n.compare(n.size() - 15, 1, "-") == 0 && n.compare(n.size() - 9, 4, "-of-") == 0)
+            n.resize(n.size() - 15);
+        return n;
+    };
+    const auto chars = [](std::string_view t) {  // UTF-8 characters
+        return static_cast<size_t>(
+            std::count_if(t.begin(), t.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    };
+    std::string n = plain(model);
+    if (chars(n) <= max) return n;
+    size_t common = n.size();
+    for (const std::string& b : builds) {
+        const std::string o = plain(b);
+        size_t i = 0;
+        while (i < common && i < o.size() && o[i] == n[i]) ++i;
+        if (o != n) common = i;
+    }
+    if (common < n.size()) {  // another build's name shares it
+        while (common > 0 && std::string_view("-_.").find(n[common - 1]) == std::string_view::npos) --common;
+        if (common > 0) n = "…" + n.substr(common);
+    }
+    if (chars(n) <= max) return n;
+    // Cut at character boundaries: the head and the tail around one "…".
+    const size_t head = (max - 1) / 2, tail = max - 1 - head;
+    size_t h = 0;
+    for (size_t seen = 0; h < n.size(); ++h)
+        if ((n[h] & 0xC0) != 0x80 && seen++ == head) break;
+    size_t t = n.size();
+    for (size_t seen = 0; t > 0;)
+        if ((n[--t] & 0xC0) != 0x80 && ++seen == tail) break;
+    return n.substr(0, h) + "…" + n.substr(t);
+}
+
+// The behaviour panel: per panel, a group for each of the loop, natural-end and error rates, in it a mark
+// per model (the source first) at its rate with its 95 % interval as a bar, so a rate of 0 is a mark on
+// the axis with its interval above it. Drawn from y = top, `height` pixels tall, `width` wide.
 std::string behaviour_svg(const EvalResult& r, double top, double width, double height) {
-    constexpr double L = 70, R = 150, T = 30, B = 50;
+    constexpr double L = 70, R = 200, T = 48, B = 58;
+    constexpr size_t kLegendChars = 22;  // at 12 px, what fits R less the swatch
     std::string s;
     s += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop rate per panel (95 % Wilson interval), "
-        "{} greedy tokens</text>\n",
+        "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop, natural-end and error rates per panel, {} greedy "
+        "tokens</text>\n",
         L, top + 18, r.gen_tokens);
+    s += fmt::format(
+        "<text class=\"context\" x=\"{}\" y=\"{}\" fill=\"#444\">a mark per model at its rate, the bar its "
+        "95 % Wilson interval; n: prompts per model</text>\n",
+        L, top + 36);
     const double y0 = top + height - B, y1 = top + T;
     const auto py = [&](double rate) { return y0 - (y0 - y1) * rate; };
+    s += "<g class=\"grid\" stroke=\"#e4e4e4\">";
+    for (int i = 1; i <= 4; ++i)
+        s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\"/>", L, py(i / 4.0),
+                         width - R);
+    s += "</g>\n";
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", L, y0,
                      width - R);
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", L, y0, y1);
@@ -165,32 +218,54 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
     std::vector<std::string> models;
     for (const EvalBehaviour& b : r.behaviour)
         if (std::find(models.begin(), models.end(), b.model) == models.end()) models.push_back(b.model);
+    struct Measure {
+        const char* label;
+        const EvalRate EvalBehaviour::*rate;
+    };
+    constexpr Measure kMeasures[] = {{"loops", &EvalBehaviour::loops},
+                                     {"ends", &EvalBehaviour::natural_ends},
+                                     {"errors", &EvalBehaviour::errors}};
     const double group = (width - L - R) / static_cast<double>(std::max<size_t>(1, r.panels.size()));
-    const double bar = group * 0.8 / static_cast<double>(std::max<size_t>(1, models.size()));
+    const double sub = group * 0.9 / static_cast<double>(std::size(kMeasures));
+    const double step = sub * 0.8 / static_cast<double>(std::max<size_t>(1, models.size()));
     for (size_t pi = 0; pi < r.panels.size(); ++pi) {
-        const double gx = L + group * static_cast<double>(pi) + group * 0.1;
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", gx + group * 0.4,
-                         y0 + 16, svg_escape(r.panels[pi].name));
-        for (size_t mi = 0; mi < models.size(); ++mi)
-            for (const EvalBehaviour& b : r.behaviour) {
-                if (b.model != models[mi] || b.panel != r.panels[pi].name) continue;
-                const char* colour = kSvgColours[mi % std::size(kSvgColours)];
-                const double x = gx + bar * static_cast<double>(mi);
-                s += fmt::format(
-                    "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", x,
-                    py(b.loops.rate), bar * 0.9, y0 - py(b.loops.rate), colour);
-                const double cx = x + bar * 0.45;
-                s += fmt::format(
-                    "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"black\"/>\n",
-                    cx, py(b.loops.lo), py(b.loops.hi));
-            }
+        const double gx = L + group * static_cast<double>(pi) + group * 0.05;
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{} (n = {})</text>\n",
+                         gx + group * 0.45, y0 + 34, svg_escape(r.panels[pi].name), r.panels[pi].prompts);
+        if (pi > 0)
+            s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#bbb\"/>\n",
+                             L + group * static_cast<double>(pi), y0, y1);
+        for (size_t k = 0; k < std::size(kMeasures); ++k) {
+            const double sx = gx + sub * static_cast<double>(k) + sub * 0.1;
+            s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n",
+                             sx + sub * 0.4, y0 + 16, kMeasures[k].label);
+            for (size_t mi = 0; mi < models.size(); ++mi)
+                for (const EvalBehaviour& b : r.behaviour) {
+                    if (b.model != models[mi] || b.panel != r.panels[pi].name) continue;
+                    const EvalRate& x = b.*kMeasures[k].rate;
+                    const char* colour = kSvgColours[mi % std::size(kSvgColours)];
+                    const double cx = sx + step * (static_cast<double>(mi) + 0.5);
+                    s += fmt::format(
+                        "<line class=\"ci\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+                        "stroke=\"{3}\" stroke-width=\"2\"/>\n",
+                        cx, py(x.lo), py(x.hi), colour);
+                    s += fmt::format(
+                        "<rect class=\"rate\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"8\" height=\"8\" fill=\"{}\" "
+                        "stroke=\"black\" stroke-width=\"0.5\"><title>{}: {} {} of {}</title></rect>\n",
+                        cx - 4, py(x.rate) - 4, colour, svg_escape(base_name(b.model)), kMeasures[k].label,
+                        x.k, x.n);
+                }
+        }
     }
+    std::vector<std::string> builds(models.begin() + (models.empty() ? 0 : 1), models.end());
     for (size_t mi = 0; mi < models.size(); ++mi) {
         const double ly = top + T + 20 + 18.0 * static_cast<double>(mi);
         s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", width - R + 16,
                          ly - 10, kSvgColours[mi % std::size(kSvgColours)]);
-        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", width - R + 34, ly,
-                         svg_escape(mi == 0 ? models[mi] : base_name(models[mi])));
+        s += fmt::format("<text class=\"legend\" x=\"{}\" y=\"{}\">{}<title>{}</title></text>\n",
+                         width - R + 34, ly,
+                         svg_escape(mi == 0 ? models[mi] : legend_name(models[mi], builds, kLegendChars)),
+                         svg_escape(base_name(models[mi])));
     }
     return s;
 }

@@ -150,7 +150,7 @@ void post_all(LlamaServer& server, std::string_view path, const std::vector<std:
     size_t next = 0, done = 0;
     while (done < bodies.size()) {
         while (next < bodies.size() && pool.active() < parallel) {
-            pool.post(next, url, bodies[next]);
+            pool.post(next, url, bodies[next], static_cast<long>(server.timeout_s()) * 1000);
             ++next;
         }
         for (HttpPool::Done& d : pool.poll(100)) {

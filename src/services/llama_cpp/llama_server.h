@@ -26,7 +26,7 @@ struct ServerOptions {
     uint64_t threads = 0;      // -t; 0 = llama.cpp's default
     LlamaArgs extra;           // --llama-args: those llama-server takes, after ours
     std::string log_path;      // its stdout and stderr (truncated at the start)
-    uint64_t timeout_s = 600;  // to become healthy
+    uint64_t timeout_s = 600;  // to become healthy, and for each request (post_all)
 };
 
 // The text llama-server logs when its port was taken (tools/server/server.cpp, 34af94cd9).
@@ -51,6 +51,7 @@ class LlamaServer {
     // The command as run (the last port tried).
     const std::vector<std::string>& command() const { return command_; }
     const std::string& log_path() const { return o_.log_path; }
+    uint64_t timeout_s() const { return o_.timeout_s; }
     // IoError when it has exited, or exits within `grace_ms` (a failed transfer may arrive just before
     // the exit of the server that dropped it is seen).
     void check_running(long grace_ms = 0);
@@ -96,7 +97,8 @@ std::string template_body(const std::string& prompt);
 // The reply's "prompt"; null when the reply is not a JSON object with a "prompt" string.
 std::optional<std::string> parse_template_reply(const std::string& body);
 
-// POSTs `bodies` to `url`, at most `parallel` at once, handing each reply to `on_reply(index, reply)`
+// POSTs `bodies` to `url`, at most `parallel` at once, each given at most the server's timeout_s() (a
+// request that runs out gets a reply with timed_out set), handing each reply to `on_reply(index, reply)`
 // as it arrives. Between arrivals it checks for an interrupt (Interrupted) and that the server still
 // runs (fail()). Returns when every request has its reply.
 void post_all(LlamaServer& server, std::string_view path, const std::vector<std::string>& bodies,
