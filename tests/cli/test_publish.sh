@@ -386,7 +386,7 @@ for d in ["c", "changelog", "legal", "markdown", "python"]:
     u = {"path": text, "sha256": sha(text), "bytes": 1, "tokens": 1}
     texts.append({"name": d, "path": text, "sha256": sha(text), "bytes": 1, "tokens": 1, "used": u, "chunks": 1,
                   "imatrix": f"{d}.imatrix.gguf", "imatrix_sha256": sha(f"{t}/imatrix/tiny-qwen3moe-trained-A.{d}.imatrix.gguf"),
-                  "key": "", "seconds": 0, "command": [], "tokenize_command": []})
+                  "key": "", "seconds": 0, "command": [f"{w}/llama-imatrix", "-f", text], "tokenize_command": []})
 json.dump({"tool": "gguf-reap 0.1.0", "texts": texts}, open(f"{w}/cal.json", "w"))
 PY
     mkdir -p "$WORK/ev/hc"
@@ -404,6 +404,8 @@ PY
     expect_out " % | no: calibration text of c |"
     run "$BIN" card "$WORK/ev/hc/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12c" --eval "$WORK/ev/hc/eval.json" --json
     expect_json "[(t['name'], t['held_out'], t['calibration_domain']) for t in d['measured']['texts']] == [('python', True, None), ('c', False, 'c')]"
+    # A calibrate.json from before issue 40 records absolute paths: the keeplist names none of them.
+    grep -qF -e "$WORK" -e "$T" "$WORK/ev/rank12c/keeplist.json" && _fail "keeplist.json names a path of this machine" || _pass
 
     case_ "card --upload-dir: README.md and every file it names; every link resolves inside the folder"
     "$BIN" -q audit "$WORK/ev/keep12.gguf" --source "$Q8" --manifest-out "$WORK/ev/MANIFEST.json" --json >"$WORK/ev/audit.json"
