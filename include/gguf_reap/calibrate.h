@@ -76,7 +76,9 @@ struct CalibrateResult {
     std::string json_written;           // DIR/calibrate.json ("" when a rerun changed nothing)
 };
 
-nlohmann::ordered_json calibrate_json(const CalibrateResult& r);
+// The calibrate.json document. With `json_out` (where it is written), every path in it is relative to
+// that file's directory or a base name (docs/calibrate.md): a calibrate.json names no path of this machine.
+nlohmann::ordered_json calibrate_json(const CalibrateResult& r, const std::string& json_out = "");
 
 // What a calibrate.json says about one imatrix (rank and card read it): null when `json` holds no entry
 // for that file.

@@ -43,8 +43,11 @@ struct CardRequest {
     std::string hf_repo;                // --hf-repo ORG/REPO: the `llama-server -hf ORG/REPO:QUANT` lines
     std::vector<std::string> notes;     // --note lines, added to "Not verified"
     std::string out_path;               // "" = the caller prints the Markdown
-    bool force = false;                 // replace an existing out_path
-    std::string tool_version;           // "gguf-reap 0.1.0"
+    bool force = false;                 // replace an existing out_path (or the upload folder's files)
+    // --upload-dir DIR: DIR/README.md and every file the card names, for `hf upload` (docs/card.md).
+    std::string upload_dir;
+    std::string calibration;   // --calibration calibrate.json: named by the card, put in the upload folder
+    std::string tool_version;  // "gguf-reap 0.1.0"
 };
 
 // One column of the comparison table (source, or this build).
@@ -69,6 +72,7 @@ struct CardDomain {
     std::vector<std::string> datasets;
     // From gguf-reap calibrate's record, via the keeplist (method.domains[].calibration); "" / 0 without.
     std::string text, text_sha256;
+    std::string used_sha256;  // what llama-imatrix read: the text, or its first --tokens (a cut)
     uint64_t text_tokens = 0;
 };
 
@@ -82,8 +86,14 @@ struct CardSuperExpert {
 struct CardMethod {
     std::string criterion, criterion_words;
     std::string consensus, consensus_words;
-    std::string rule;         // "--ratio 0.5"
-    std::string fit_words;    // rank --fit: method.fit.budget.words ("288 GiB with 8,192 tokens of context")
+    std::string rule;       // "--ratio 0.5"
+    std::string fit_words;  // rank --fit: method.fit.budget.words ("288 GiB with 8,192 tokens of context")
+    // rank --fit on another model of the family (ranked_on_other): that model, what K needed there
+    // (method.fit.at_k.human), and what this build needs against the same budget, measured here.
+    std::string fit_kind;  // "size" or "memory"
+    uint64_t fit_bytes = 0, fit_tp = 1, fit_ctx = 0, fit_overhead = 0;
+    std::string fit_ranked_on, fit_ranked_need;
+    std::optional<uint64_t> fit_build_need;
     std::string score_field;  // criterion external: the score file's field ("" otherwise)
     // rank --from-plan: the kept experts are another tool's; criterion and consensus only score them.
     std::string from_plan_file, from_plan_format, from_plan_sha256;
@@ -145,7 +155,10 @@ struct CardHostRow {
 struct CardQuality {
     std::string text;
     double kld_mean = 0;
+    double kld_err = 0;   // llama-perplexity's ± of the mean (NaN when it printed none)
+    int64_t tokens = 0;   // the tokens it was scored on
     std::string verdict;  // "close", "often predicts something else", ...
+    std::string origin;   // text_origin's words: "held-out text", "calibration text of c", "" unknown
 };
 
 struct CardFile {
@@ -193,12 +206,23 @@ struct CardFacts {
     std::string hashes_from;  // "manifest", "audit" or "" (not recorded)
     std::string manifest_name, manifest_sha256;
     std::optional<CardEval> eval;
+    std::string calibration_name, calibration_sha256;  // --calibration: calibrate.json; "" without
+    // --upload-dir: the card links every file it names (all beside README.md) and embeds the plot.
+    bool links = false;
+    std::string manifest_sums;  // --upload-dir: the manifest's .sha256, put beside README.md; ""
+};
+
+// A file put into the upload folder: its name there, and how (a hard link, a copy, or written).
+struct CardUploadFile {
+    std::string name;
+    std::string how;  // "link", "copy", "written"
 };
 
 struct CardResult {
     CardFacts facts;
     std::string markdown;
-    bool written = false;  // request.out_path written
+    bool written = false;                  // request.out_path written
+    std::vector<CardUploadFile> uploaded;  // --upload-dir: every file in DIR, README.md last
     // The card was made but could not be written (a full disk): the caller prints it on stdout, then
     // rethrows this (exit 3).
     std::exception_ptr write_error;

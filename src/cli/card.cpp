@@ -1,7 +1,8 @@
 // gguf-reap card OUTPUT --source MODEL --rank RANK_DIR [--audit AUDIT.json] [--manifest MANIFEST.json]
 // [--eval EVAL.json] [--base-model NAME] [--tp LIST] [--gpu-mem SIZE] [--overhead SIZE] [--ctx N] [--note
-// TEXT]...
-// [-o README.md [--force]] [--json]: a Hugging Face model card for a pruned build (docs/card.md).
+// TEXT]... [--calibration CALIBRATE.json]
+// [-o README.md | --upload-dir DIR] [--force] [--json]: a Hugging Face model card for a pruned build
+// (docs/card.md).
 #include <iostream>
 #include <memory>
 
@@ -34,6 +35,8 @@ struct CardCli {
     std::string ctx = "0";
     std::vector<std::string> notes;
     std::string out;
+    std::string upload_dir;
+    std::string calibration;
     bool force = false;
     bool json = false;
     std::string hf_repo;
@@ -69,6 +72,8 @@ int run_card(const CardCli& c) {
             throw UsageError("--note: give one non-empty line of text");
     q.notes = c.notes;
     q.out_path = c.out;
+    q.upload_dir = c.upload_dir;
+    q.calibration = c.calibration;
     q.force = c.force;
     q.tool_version = std::string(GGUF_REAP_TOOL);
 
@@ -85,7 +90,22 @@ int run_card(const CardCli& c) {
     if (c.json) {
         nlohmann::ordered_json j = card_json(o.facts);
         j["written"] = o.written ? nlohmann::ordered_json(c.out) : nlohmann::ordered_json(nullptr);
+        if (!c.upload_dir.empty()) {
+            nlohmann::ordered_json files = nlohmann::ordered_json::array();
+            for (const CardUploadFile& u : o.uploaded) files.push_back({{"name", u.name}, {"how", u.how}});
+            j["upload_dir"] = {{"dir", c.upload_dir}, {"files", files}};
+        }
         print_json(j);
+    } else if (!c.upload_dir.empty()) {
+        size_t links = 0, copies = 0;
+        for (const CardUploadFile& u : o.uploaded) {
+            if (u.how == "link") ++links;
+            if (u.how == "copy") ++copies;
+        }
+        std::cout << fmt::format(
+            "wrote {}/README.md and {} files ({} hard links, {} copies): publish the "
+            "folder with `hf upload ORG/REPO {} .`\n",
+            c.upload_dir, links + copies, links, copies, c.upload_dir);
     } else if (o.written) {
         std::cout << fmt::format("wrote {} ({} bytes)\n", c.out, o.markdown.size());
     } else {
@@ -125,7 +145,13 @@ Command add_card(CLI::App& app, const GlobalOptions&) {
         "lines of \"How to run\"");
     sub->add_option("--note", o->notes, "A line for the card's \"Not verified\" section (repeatable)");
     sub->add_option("-o,--out", o->out, "Write the card to this file (default: print it)");
-    sub->add_flag("--force", o->force, "Replace an existing -o file");
+    auto* upload = sub->add_option("--upload-dir", o->upload_dir,
+                                   "Write DIR/README.md and put every file the card names into DIR");
+    upload->excludes(sub->get_option("--out"));
+    sub->add_option("--calibration", o->calibration,
+                    "The calibrate.json that made the imatrices: named by the card, put into --upload-dir");
+    sub->add_flag("--force", o->force,
+                  "Replace an existing -o file (or the files of an earlier --upload-dir)");
     sub->add_flag("--json", o->json, "Print the card's facts as one JSON document on stdout");
     return {sub, [o] { return run_card(*o); }};
 }

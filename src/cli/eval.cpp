@@ -234,7 +234,7 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
         "Measure each pruned build against its source with llama.cpp: KL divergence, same top token, PPL");
     sub->add_option("--source", o->q.source, "Any shard of the source model")->required();
     sub->add_option("OUT", o->q.outputs, "Any shard of each pruned build of that source")->required();
-    sub->add_option("--text", o->texts, "NAME=FILE: one kind of held-out text (repeatable)");
+    sub->add_option("--text", o->texts, "NAME=FILE: one kind of text to measure on (repeatable)");
     sub->add_option("--reference", o->q.reference,
                     "The unpruned model at another quantisation (BF16, F16): the source and each OUT are "
                     "also measured against its logits");

@@ -15,6 +15,7 @@
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "io/upload_path.h"
 #include "services/behaviour_stats.h"
 #include "services/llama_cpp/llama_server.h"
 
@@ -371,16 +372,8 @@ void behaviour_from(const JsonIn& doc, EvalResult& r) {
 // --- local paths --------------------------------------------------------------------------------
 
 // eval.json is meant for upload beside the card: no absolute local path in it. Every string that is one
-// (a path, or a word of a recorded command) becomes relative to eval.json's directory when it lies
-// under it, else its base name; the same path always maps to the same name, so the card still matches
-// runs to builds.
-std::string relative_or_base(const std::string& s, const fs::path& base) {
-    if (s.empty() || s.front() != '/') return s;
-    const fs::path rel = fs::path(s).lexically_normal().lexically_relative(base);
-    const bool under = !rel.empty() && *rel.begin() != "..";
-    return under ? rel.string() : base_name(s);
-}
-
+// (a path, or a word of a recorded command) becomes upload_path's name for it (io/paths.h); the same path
+// always maps to the same name, so the card still matches runs to builds.
 // Every path in the document, relative or a base name. Values that are texts, not paths, are left as they
 // are, even when they start with "/": generated text and prompts ("text", "prompt"), the server endpoint
 // and request ("endpoint", "request").
@@ -397,13 +390,13 @@ void drop_local_paths(json& j, const fs::path& base) {
         for (auto& v : j) drop_local_paths(v, base);
         return;
     }
-    if (j.is_string()) j = relative_or_base(j.get<std::string>(), base);
+    if (j.is_string()) j = upload_path(j.get<std::string>(), base);
 }
 
 }  // namespace
 
 std::string path_for_upload(const std::string& path, const std::string& json_out) {
-    return relative_or_base(path, fs::absolute(json_out).parent_path().lexically_normal());
+    return upload_path(path, document_dir(json_out));
 }
 
 // --- the document -------------------------------------------------------------------------------
@@ -449,8 +442,7 @@ json eval_report_json(const EvalResult& r) {
                   {"svg_sha256", str_or_null(r.svg_sha256)},
                   {"generations",
                    r.generations_written.empty() ? json(nullptr) : json(base_name(r.generations_written))}};
-    if (!r.json_written.empty())
-        drop_local_paths(j, fs::absolute(r.json_written).parent_path().lexically_normal());
+    if (!r.json_written.empty()) drop_local_paths(j, document_dir(r.json_written));
     return j;
 }
 

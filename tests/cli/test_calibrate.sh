@@ -40,13 +40,15 @@ cp "$WORK/cal/calibrate.json" "$OUT"
 expect_json 'd["complete"] and [t["name"] for t in d["texts"]] == ["python", "c"] and d["sanity"] == []'
 expect_json '[t["tokens"] for t in d["texts"]] == [4979, 3450] and [t["used"]["tokens"] for t in d["texts"]] == [1024, 1024] and [t["chunks"] for t in d["texts"]] == [8, 8]'
 expect_json 'd["texts"][0]["sha256"] == "'"$(sha256sum "$WORK/python.txt" | cut -d' ' -f1)"'" and d["texts"][0]["bytes"] == 8000'
-expect_json 'd["texts"][0]["used"]["path"] == "'"$WORK/cal/python.txt"'" and d["texts"][0]["used"]["bytes"] == 1670 and d["texts"][0]["used"]["sha256"] == "'"$(sha256sum "$WORK/cal/python.txt" | cut -d' ' -f1)"'"'
-expect_json 'd["texts"][0]["command"][1:] == ["-m", "'"$M"'", "-f", "'"$WORK/cal/python.txt"'", "-c", "128", "-b", "128", "--no-escape", "--output-format", "gguf", "-o", "'"$WORK/cal/python.imatrix.gguf"'", "-t", "1"]'
+# calibrate.json names no path of this machine: each relative to its directory, or a base name (issue 40).
+expect_json 'd["texts"][0]["path"] == "python.txt" and d["texts"][0]["used"]["path"] == "python.txt" and d["texts"][0]["used"]["bytes"] == 1670 and d["texts"][0]["used"]["sha256"] == "'"$(sha256sum "$WORK/cal/python.txt" | cut -d' ' -f1)"'"'
+expect_json 'd["texts"][0]["command"] == ["llama-imatrix", "-m", "tiny-qwen3moe-trained-A-Q8_0.gguf", "-f", "python.txt", "-c", "128", "-b", "128", "--no-escape", "--output-format", "gguf", "-o", "python.imatrix.gguf", "-t", "1"] and d["texts"][0]["imatrix"] == "python.imatrix.gguf"'
+expect_json 'd["model"]["path"] == "tiny-qwen3moe-trained-A-Q8_0.gguf" and d["llama_cpp"]["llama_imatrix"] == "llama-imatrix"'
 expect_json 'd["texts"][0]["ppl"] == {"value": 34.4451, "err": 3.2706} and d["texts"][1]["ppl"]["value"] == 10.8561'
 expect_json 'd["texts"][1]["imatrix_sha256"] == "'"$(sha256sum "$DATA/c.imatrix.gguf" | cut -d' ' -f1)"'" and not any(t["cached"] for t in d["texts"])'
 expect_json 'd["model"]["expert_count"] == 16 and d["model"]["expert_used_count"] == 4 and len(d["model"]["identity"]) == 64'
 expect_json 'd["settings"] == {"ctx": 128, "batch": 128, "tokens": 1024, "threads": 1} and d["llama_cpp"]["build"].startswith("version: 0.1.1-dev") and d["llama_cpp"]["args"] == []'
-expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "'"$M"'", "--stdin", "--no-escape", "--ids", "--show-count", "--log-disable"]'
+expect_json 'd["texts"][0]["tokenize_command"][1:] == ["-m", "tiny-qwen3moe-trained-A-Q8_0.gguf", "--stdin", "--no-escape", "--ids", "--show-count", "--log-disable"]'
 # The cut text is the start of the file, on a token boundary, plus the newline llama-imatrix's -f drops.
 [ "$(head -c 1669 "$WORK/cal/python.txt")" = "$(head -c 1669 "$WORK/python.txt")" ] && [ "$(tail -c 1 "$WORK/cal/python.txt" | od -An -c | tr -d ' ')" = '\n' ] && _pass || _fail "python.txt is not the text's first 1,669 bytes and a newline"
 
@@ -112,7 +114,7 @@ expect_code 0
 cp "$WORK/crank/keeplist.json" "$OUT"
 PYSHA=$(sha256sum "$WORK/python.txt" | cut -d' ' -f1)
 expect_json 'd["method"]["domains"][0]["calibration"]["text_sha256"] == "'"$PYSHA"'" and d["method"]["domains"][0]["calibration"]["used_tokens"] == 1024 and d["method"]["domains"][0]["calibration"]["text_tokens"] == 4979'
-expect_json 'd["method"]["domains"][1]["calibration"]["calibrate_json"] == "'"$WORK/cal/calibrate.json"'" and d["method"]["domains"][1]["calibration"]["chunks"] == 8'
+expect_json 'd["method"]["domains"][1]["calibration"]["calibrate_json"] == "calibrate.json" and d["method"]["domains"][1]["calibration"]["chunks"] == 8'
 "$BIN" -q splice "$M" --keeplist "$WORK/crank/keeplist.json" -o "$WORK/ck8" >/dev/null
 "$BIN" -q audit "$WORK/ck8.gguf" --source "$M" --json >"$WORK/ck8.audit.json"
 run "$BIN" -q card "$WORK/ck8.gguf" --source "$M" --rank "$WORK/crank" --audit "$WORK/ck8.audit.json" -o "$WORK/ck8.md"
@@ -131,6 +133,23 @@ expect_json 'd["method"]["domains"][0]["calibration"]["text_sha256"] == "'"$PYSH
 run "$BIN" -q rank --model "$M" --imatrix python="$TR/imatrix/tiny-qwen3moe-trained-A.python.imatrix.gguf" --keep 8 --calibration "$WORK/cal/calibrate.json" -o "$WORK/mrank3"
 expect_code 2
 expect_err "error: --calibration $WORK/cal/calibrate.json: it records none of the imatrices given"
+
+case_ "files meant for upload name no path of this machine: calibrate.json, keeplist.json, the receipt"
+# Run from another directory with absolute paths (issue 40): each file is named relative to its document
+# or by its base name. The third imatrix (the generator's) records an absolute dataset, as llama-imatrix
+# does when given an absolute -f.
+mkdir -p "$WORK/elsewhere" "$WORK/up"
+ABS_BIN=$(realpath "$BIN")
+"$GEN" imatrix --model "$M" --domain "$WORK/up/md.txt" -o "$WORK/up/md.imatrix.gguf" >/dev/null
+run sh -c "cd '$WORK/elsewhere' && '$ABS_BIN' -q calibrate --model '$M' --text python='$WORK/python.txt' --text c='$WORK/c.txt' --ctx 128 --tokens 1024 --threads 1 --llama-bin '$FAKE' -o '$WORK/up/cal' && '$ABS_BIN' -q rank --model '$M' --imatrix python='$WORK/up/cal/python.imatrix.gguf' --imatrix c='$WORK/up/cal/c.imatrix.gguf' --imatrix md='$WORK/up/md.imatrix.gguf' --keep 8 -o '$WORK/up/rank'"
+expect_code 0
+for f in cal/calibrate.json rank/keeplist.json rank/REAP-KEEPLIST-RECEIPT.md; do
+    [ -f "$WORK/up/$f" ] && ! grep -qF -e "$WORK" -e "$TR" -e "$FAKE" "$WORK/up/$f" && _pass ||
+        _fail "$f names a path of this machine: $(grep -oF -e "$WORK" -e "$TR" -e "$FAKE" "$WORK/up/$f" | sort | uniq -c)"
+done
+cp "$WORK/up/rank/keeplist.json" "$OUT"
+expect_json '[x["calibration"]["text"] for x in d["method"]["domains"][:2]] == ["python.txt", "c.txt"] and d["method"]["domains"][2]["datasets"] == ["md.txt"]'
+expect_json 'd["method"]["domains"][0]["calibration"]["command"][:3] == ["llama-imatrix", "-m", "tiny-qwen3moe-trained-A-Q8_0.gguf"]'
 
 case_ "a rerun of a finished calibration runs nothing and rewrites nothing"
 : >"$WORK/calls"

@@ -144,8 +144,8 @@ case_ "card --eval: the measured section"
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/eval.json"
 expect_code 0
 expect_out "## Measured against the source"
-expect_out "| python | 504 | 33.991 → 69.769 | 0.8657 | 4.1221 | 39.88 % |"
-expect_out "| c | 504 | 27.005 → 48.972 | 0.5963 | 4.3308 | 58.73 % |"
+expect_out "| python | 504 | 33.991 → 69.769 | 0.8657 ± 0.0385 | 4.1221 | 39.88 % |"
+expect_out "| c | 504 | 27.005 → 48.972 | 0.5963 ± 0.0390 | 4.3308 | 58.73 % |"
 expect_out "No task benchmark; KLD measured only on these texts: python (504 tokens), c (504 tokens)."
 expect_out 'Plot: `eval.svg`'
 expect_out "llama.cpp: \`version: 0.1.1-dev (build 0, commit unknown); built with"
@@ -180,11 +180,11 @@ expect_json 'd["texts"][0]["reference_base"]["ppl"] == 33.9487 and d["texts"][0]
 case_ "card --eval with --reference: both figures, each labelled"
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/ref/eval.json"
 expect_code 0
-expect_out "| python | 504 | 33.991 → 69.769 | 0.8657 | 4.1221 | 39.88 % |"
+expect_out "| python | 504 | 33.991 → 69.769 | 0.8657 ± 0.0385 | 4.1221 | 39.88 % |"
 expect_out 'The same measures against the unpruned reference `tiny-qwen3moe-trained-A-f16.gguf` (F16) instead of the source'
-expect_out "| python | the source (Q8_0) | 504 | 33.949 → 33.991 | 0.0006 | 0.0102 | 98.81 % |"
-expect_out "| python | this build | 504 | 33.949 → 69.769 | 0.8656 | 4.1215 | 40.48 % |"
-expect_out "| c | this build | 504 | 26.966 → 48.972 | 0.5975 | 4.3337 | 59.13 % |"
+expect_out "| python | the source (Q8_0) | 504 | 33.949 → 33.991 | 0.0006 ± 0.0002 | 0.0102 | 98.81 % |"
+expect_out "| python | this build | 504 | 33.949 → 69.769 | 0.8656 ± 0.0385 | 4.1215 | 40.48 % |"
+expect_out "| c | this build | 504 | 26.966 → 48.972 | 0.5975 ± 0.0390 | 4.3337 | 59.13 % |"
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/ref/eval.json" --json
 expect_code 0
 expect_json 'd["measured"]["reference"]["build"][0]["kld_mean"] == 0.865645 and d["measured"]["reference"]["source"][1]["name"] == "c" and d["measured"]["reference"]["main_type"] == "F16"'

@@ -1,5 +1,5 @@
 # gguf-reap rank --fit and estimate --fit/--sweep: budgets on a generated Kimi-K3-shaped model and on a fixture.
-# ctest-parts: fixtures
+# ctest-parts: fixtures trained
 source "$(dirname "$0")/lib.sh"
 # rank --fit and estimate --fit / --sweep (issue 23) on a tiny Kimi-K3-shaped model (896 experts, 16
 # used; 3 MoE blocks in 2 shards) and on the tiny-deepseek2 fixture: the K chosen, the real splice's
@@ -280,5 +280,30 @@ if fixtures "fixture cases"; then
     expect_err_lines 1
     expect_err "gguf-reap: error: --fit 'size=2MB': nothing fits: the smallest reachable is "
     expect_err " on disk at K = 4 (the fewest experts kept that is legal)"
+fi
+# A keeplist ranked with --fit on the trained F16 and spliced from its Q8_0 (issue 40): the budget was met
+# on the F16. The card says what was ranked on what, and what this build needs against the same budget,
+# never "K is the most experts that fit" the budget as a fact of this build.
+TR=$FIX/trained
+if part trained "the F16-ranked budget applied to the Q8_0 (no trained fixture in $TR)" \
+    [ -f "$TR/models/tiny-qwen3moe-trained-A-f16.gguf" ]; then
+    case_ "card: a budget met on another model of the family is not said to be met by this build"
+    F16=$TR/models/tiny-qwen3moe-trained-A-f16.gguf
+    Q8=$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf
+    TIM=()
+    for d in c python; do TIM+=(--imatrix $d="$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf"); done
+    "$BIN" -q rank --model "$F16" "${TIM[@]}" --fit size=6000000 -o "$WORK/fam.rank" >/dev/null 2>&1
+    "$BIN" -q splice "$Q8" --keeplist "$WORK/fam.rank/keeplist.json" -o "$WORK/fam" >/dev/null 2>&1
+    FK=$(py "print(json.load(open('$WORK/fam.rank/keeplist.json'))['n_keep'])")
+    FNEED=$(py "print(json.load(open('$WORK/fam.rank/keeplist.json'))['method']['fit']['at_k']['human'])")
+    QBYTES=$(stat -c %s "$WORK/fam.gguf")
+    run "$BIN" card "$WORK/fam.gguf" --source "$Q8" --rank "$WORK/fam.rank" --json
+    expect_code 0
+    expect_json "d['headline']['fit_ranked_on'] == {'model': 'tiny-qwen3moe-trained-A-f16.gguf', 'need': '$FNEED', 'build_need': $QBYTES, 'build_fits': True}"
+    run "$BIN" card "$WORK/fam.gguf" --source "$Q8" --rank "$WORK/fam.rank"
+    expect_code 0
+    expect_out " $FK was chosen by \`rank --fit\` on \`tiny-qwen3moe-trained-A-f16.gguf\`, not on this build's source: the most experts that fit 6,000,000 bytes on disk there ($FNEED). This build, measured the same way, needs "
+    expect_out ": it fits 6,000,000 bytes on disk."
+    grep -q "is the most experts that fit" "$OUT" && _fail "the card says K is the most experts that fit the budget" || _pass
 fi
 finish

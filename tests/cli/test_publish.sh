@@ -353,7 +353,7 @@ PY
     grep -q '"/' "$WORK/ev/eval.json" && _fail "eval.json holds an absolute path" || _pass
     run "$BIN" card "$WORK/ev/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12" --eval "$WORK/ev/eval.json"
     expect_code 0
-    expect_out "**Quality**: KLD 0.64 on python: often predicts something else; 0.16 on c: close (mean KL divergence"
+    expect_out "**Quality**: KLD 0.64 ± 0.03 on python (504 tokens): often predicts something else; 0.16 ± 0.02 on c (504 tokens): close (mean KL divergence"
     /usr/bin/python3 - "$WORK/ev/eval.svg" <<'PY' && _pass || _fail "eval.svg breaks a rule of docs/estimate.md, The plots"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -365,6 +365,88 @@ assert root.find(f"{ns}g[@class='source']") is not None, "no source point"
 assert len(root.findall(f"{ns}line[@class='err']")) == 2, "an error bar per point"
 assert any("context 128 tokens per chunk" in t for t in texts), texts
 PY
+
+    case_ "card: each KLD with llama-perplexity's ± and its tokens; held out only when known"
+    # The fixture's imatrices were not made by gguf-reap calibrate: whether a text was held out is not
+    # known, and the card does not say it was (issue 40).
+    expect_out "| python | 504 | "
+    expect_out " | not known |"
+    run "$BIN" card "$WORK/ev/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12" --eval "$WORK/ev/eval.json" --json
+    expect_json "[(t['name'], t['tokens'], t['held_out']) for t in d['measured']['texts']] == [('python', 504, None), ('c', 504, None)]"
+    expect_json "all(t['kld_mean_err'] == r['kld']['mean_err'] > 0 for t, r in zip(d['measured']['texts'], [x for x in json.load(open('$WORK/ev/eval.json'))['runs'] if x['output'] == 'keep12.gguf']))"
+    # A calibration record that says c was calibrated on c.heldout.txt itself, every other domain on its
+    # own calibration text: c is calibration text, python is held out.
+    /usr/bin/python3 - "$T" "$WORK/ev" <<'PY'
+import hashlib, json, sys
+t, w = sys.argv[1], sys.argv[2]
+sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+texts = []
+for d in ["c", "changelog", "legal", "markdown", "python"]:
+    text = f"{w}/c.heldout.txt" if d == "c" else f"{t}/corpora/{d}.calib.txt"
+    u = {"path": text, "sha256": sha(text), "bytes": 1, "tokens": 1}
+    texts.append({"name": d, "path": text, "sha256": sha(text), "bytes": 1, "tokens": 1, "used": u, "chunks": 1,
+                  "imatrix": f"{d}.imatrix.gguf", "imatrix_sha256": sha(f"{t}/imatrix/tiny-qwen3moe-trained-A.{d}.imatrix.gguf"),
+                  "key": "", "seconds": 0, "command": [f"{w}/llama-imatrix", "-f", text], "tokenize_command": []})
+json.dump({"tool": "gguf-reap 0.1.0", "texts": texts}, open(f"{w}/cal.json", "w"))
+PY
+    mkdir -p "$WORK/ev/hc"
+    "$BIN" -q rank --model "$Q8" "${IM[@]}" --keep 12 --calibration "$WORK/ev/cal.json" -o "$WORK/ev/rank12c" >/dev/null 2>&1
+    "$BIN" -q splice "$Q8" --keeplist "$WORK/ev/rank12c/keeplist.json" -o "$WORK/ev/hc/keep12" >/dev/null
+    run env -u GGUF_REAP_LLAMA_BIN "$BIN" eval --source "$Q8" "$WORK/ev/hc/keep12.gguf" --text "python=$WORK/ev/python.heldout.txt" \
+        --text "c=$WORK/ev/c.heldout.txt" --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/ev/cache" \
+        -o "$WORK/ev/hc/eval.json"
+    expect_code 0
+    run "$BIN" card "$WORK/ev/hc/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12c" --eval "$WORK/ev/hc/eval.json"
+    expect_code 0
+    expect_out " on python (504 tokens, held-out text): "
+    expect_out " on c (504 tokens, calibration text of c): "
+    expect_out " % | yes |"
+    expect_out " % | no: calibration text of c |"
+    run "$BIN" card "$WORK/ev/hc/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12c" --eval "$WORK/ev/hc/eval.json" --json
+    expect_json "[(t['name'], t['held_out'], t['calibration_domain']) for t in d['measured']['texts']] == [('python', True, None), ('c', False, 'c')]"
+    # A calibrate.json from before issue 40 records absolute paths: the keeplist names none of them.
+    grep -qF -e "$WORK" -e "$T" "$WORK/ev/rank12c/keeplist.json" && _fail "keeplist.json names a path of this machine" || _pass
+
+    case_ "card --upload-dir: README.md and every file it names; every link resolves inside the folder"
+    "$BIN" -q audit "$WORK/ev/keep12.gguf" --source "$Q8" --manifest-out "$WORK/ev/MANIFEST.json" --json >"$WORK/ev/audit.json"
+    UP=(card "$WORK/ev/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12" --audit "$WORK/ev/audit.json"
+        --manifest "$WORK/ev/MANIFEST.json" --eval "$WORK/ev/eval.json")
+    run "$BIN" "${UP[@]}" --upload-dir "$WORK/up"
+    expect_code 0
+    expect_out "wrote $WORK/up/README.md and 7 files ("
+    /usr/bin/python3 - "$WORK/up" "$WORK/ev" <<'PY' && _pass || _fail "the upload folder is not the card's files"
+import filecmp, os, re, sys, urllib.parse
+up, ev = sys.argv[1], sys.argv[2]
+want = {"README.md", "keep12.gguf", "MANIFEST.json", "MANIFEST.sha256", "keeplist.json", "REAP-KEEPLIST-RECEIPT.md", "eval.json", "eval.svg"}
+have = set(os.listdir(up))
+assert have == want, sorted(have ^ want)
+md = open(f"{up}/README.md").read()
+links = [urllib.parse.unquote(m) for m in re.findall(r"\]\(([^)]+)\)", md)]
+for l in links:
+    assert "/" not in l and ":" not in l and os.path.isfile(f"{up}/{l}"), l
+assert set(links) == want - {"README.md"}, sorted(want - {"README.md"} - set(links))
+assert "![mean KLD against size per text](eval.svg)" in md
+src = {"keep12.gguf": f"{ev}/keep12.gguf", "MANIFEST.json": f"{ev}/MANIFEST.json", "eval.json": f"{ev}/eval.json",
+       "eval.svg": f"{ev}/eval.svg", "keeplist.json": f"{ev}/rank12/keeplist.json"}
+for n, p in src.items():
+    assert filecmp.cmp(f"{up}/{n}", p, shallow=False), n
+assert os.stat(f"{up}/keep12.gguf").st_ino == os.stat(f"{ev}/keep12.gguf").st_ino, "not a hard link"
+PY
+    (cd "$WORK/up" && sha256sum -c --quiet MANIFEST.sha256) && _pass || _fail "sha256sum -c MANIFEST.sha256 fails in the folder"
+    run "$BIN" "${UP[@]}" -o "$WORK/up/README.md" --upload-dir "$WORK/up2"
+    expect_code 2
+    run "$BIN" "${UP[@]}" --upload-dir "$WORK/up"
+    expect_code 2
+    expect_err "gguf-reap: error: $WORK/up: holds the files of an earlier upload folder ("
+    run "$BIN" "${UP[@]}" --upload-dir "$WORK/up" --force
+    expect_code 0
+    echo x >"$WORK/up/notes.txt"
+    run "$BIN" "${UP[@]}" --upload-dir "$WORK/up" --force
+    expect_code 2
+    expect_err "gguf-reap: error: $WORK/up: holds notes.txt, which the card does not name: \`hf upload\` would publish it too; remove it, or give a new or empty folder"
+    run "$BIN" card "$WORK/ev/keep12.gguf" --source "$Q8" --rank "$WORK/ev/rank12" --eval "$WORK/ev/audit.json" --upload-dir "$WORK/up3"
+    expect_code 2
+    [ ! -e "$WORK/up3" ] && _pass || _fail "a refused card left $WORK/up3"
 
     case_ "a keeplist of another layout is refused everywhere, with one wording"
     mkdir -p "$WORK/other"

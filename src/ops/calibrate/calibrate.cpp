@@ -226,17 +226,21 @@ std::map<std::string, CalibrateTextFacts> previous_run(const Ctx& c) {
 // A text of an earlier run that can stand: same key, its imatrix unchanged since.
 bool reuse(const std::map<std::string, CalibrateTextFacts>& prev, CalibrateTextFacts& f) {
     const auto it = prev.find(f.name);
-    if (it == prev.end() || it->second.key != f.key || it->second.imatrix != f.imatrix) return false;
+    // calibrate.json records its paths relative to its directory, DIR (calibrate_json): the imatrix as
+    // NAME.imatrix.gguf, a cut text as NAME.txt.
+    if (it == prev.end() || it->second.key != f.key || base_name(it->second.imatrix) != base_name(f.imatrix))
+        return false;
     std::error_code ec;
     if (!fs::is_regular_file(f.imatrix, ec)) return false;
-    if (!it->second.used_path.empty() && it->second.used_path != f.path &&
-        (!fs::is_regular_file(it->second.used_path, ec) ||
-         sha256_file(it->second.used_path) != it->second.used_sha256))
-        return false;
+    const bool cut = it->second.used_sha256 != it->second.sha256;
+    const std::string used = (fs::path(f.imatrix).parent_path() / it->second.used_path).string();
+    if (cut && (!fs::is_regular_file(used, ec) || sha256_file(used) != it->second.used_sha256)) return false;
     if (sha256_file(f.imatrix) != it->second.imatrix_sha256) return false;
-    const std::string path = f.path;
+    const std::string path = f.path, imatrix = f.imatrix;
     f = it->second;
     f.path = path;
+    f.imatrix = imatrix;
+    f.used_path = cut ? used : path;
     f.cached = true;
     return true;
 }
@@ -322,7 +326,7 @@ CalibrateTextFacts prepare_text(Ctx& c, const ShardSet& model, const std::string
 }
 
 void write_json(const CalibrateResult& r, const std::string& dir, bool complete) {
-    nlohmann::ordered_json j = calibrate_json(r);
+    nlohmann::ordered_json j = calibrate_json(r, dir + "/" + std::string(kJsonName));
     j["complete"] = complete;
     const std::string text = j.dump(2) + "\n";
     OutputFile out(dir + "/" + std::string(kJsonName));

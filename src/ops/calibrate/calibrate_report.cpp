@@ -2,13 +2,17 @@
 // by rank and card (what made each imatrix) (gguf_reap/calibrate.h, docs/calibrate.md).
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "format/json_input.h"
 #include "gguf_reap/calibrate.h"
 #include "gguf_reap/error.h"
+#include "io/paths.h"
 #include "io/sequential_reader.h"
+#include "io/upload_path.h"
 #include "ops/calibrate/calibrate_internal.h"
 
 namespace gguf_reap {
@@ -42,21 +46,50 @@ T field(const Json& t, const char* key, const std::string& path, size_t i) {
     }
 }
 
+// calibrate.json is meant for upload beside the imatrices (issue 40): it names no path of this machine.
+// Each path it records, given absolute or relative to the working directory, becomes upload_path's name
+// for it (relative to calibrate.json's directory when under it, else its base name), and so does every
+// word of a recorded command that is one of those paths or any absolute path.
+class UploadPaths {
+  public:
+    explicit UploadPaths(const std::string& json_out) : dir_(document_dir(json_out)) {}
+    std::string operator()(const std::string& p) {
+        if (p.empty()) return p;
+        const std::string abs = fs::absolute(p).lexically_normal().string();
+        std::string name = upload_path(abs, dir_);
+        given_.emplace(p, name);
+        return name;
+    }
+    std::vector<std::string> words(const std::vector<std::string>& argv) const {
+        std::vector<std::string> out;
+        for (const std::string& w : argv) {
+            const auto it = given_.find(w);
+            out.push_back(it != given_.end() ? it->second : upload_path(w, dir_));
+        }
+        return out;
+    }
+
+  private:
+    fs::path dir_;
+    std::map<std::string, std::string> given_;
+};
+
 }  // namespace
 
-nlohmann::ordered_json calibrate_json(const CalibrateResult& r) {
+nlohmann::ordered_json calibrate_json(const CalibrateResult& r, const std::string& json_out) {
+    std::optional<UploadPaths> up;
+    if (!json_out.empty()) up.emplace(json_out);
+    const auto path = [&](const std::string& p) { return up ? (*up)(p) : p; };
+    const auto words = [&](const std::vector<std::string>& w) { return up ? up->words(w) : w; };
     Json j;
     j["tool"] = r.tool;
     j["llama_cpp"] = {{"build", r.llama_build},
-                      {"llama_imatrix", r.imatrix_path},
-                      {"llama_tokenize", r.tokenize_path},
+                      {"llama_imatrix", path(r.imatrix_path)},
+                      {"llama_tokenize", path(r.tokenize_path)},
                       {"args", r.llama_args}};
-    j["model"] = {{"path", r.model},
-                  {"shards", r.model_shards},
-                  {"bytes", r.model_bytes},
-                  {"identity", r.source_identity},
-                  {"expert_count", r.expert_count},
-                  {"expert_used_count", r.expert_used_count}};
+    j["model"] = {{"path", path(r.model)},          {"shards", r.model_shards},
+                  {"bytes", r.model_bytes},         {"identity", r.source_identity},
+                  {"expert_count", r.expert_count}, {"expert_used_count", r.expert_used_count}};
     j["settings"] = {{"ctx", r.ctx},
                      {"batch", r.batch},
                      {"tokens", r.tokens_requested ? Json(*r.tokens_requested) : Json()},
@@ -65,29 +98,29 @@ nlohmann::ordered_json calibrate_json(const CalibrateResult& r) {
     for (const CalibrateTextFacts& t : r.texts) {
         Json e;
         e["name"] = t.name;
-        e["path"] = t.path;
+        e["path"] = path(t.path);
         e["sha256"] = t.sha256;
         e["bytes"] = t.bytes;
         e["tokens"] = t.tokens;
-        e["used"] = {{"path", t.used_path},
+        e["used"] = {{"path", path(t.used_path)},
                      {"sha256", t.used_sha256},
                      {"bytes", t.used_bytes},
                      {"tokens", t.used_tokens}};
         e["chunks"] = t.chunks;
         e["ppl"] = t.ppl ? Json{{"value", t.ppl->value}, {"err", t.ppl->err}} : Json();
-        e["imatrix"] = t.imatrix;
+        e["imatrix"] = path(t.imatrix);
         e["imatrix_sha256"] = t.imatrix_sha256;
         e["key"] = t.key;
         e["cached"] = t.cached;
         e["seconds"] = std::round(t.seconds * 1000) / 1000;
-        e["command"] = t.command;
-        e["tokenize_command"] = t.tokenize_command;
+        e["command"] = words(t.command);
+        e["tokenize_command"] = words(t.tokenize_command);
         texts.push_back(std::move(e));
     }
     j["texts"] = std::move(texts);
     Json sanity = Json::array();
     for (const SanityProblem& p : r.sanity)
-        sanity.push_back({{"file", p.file},
+        sanity.push_back({{"file", path(p.file)},
                           {"offset", p.offset ? Json(*p.offset) : Json()},
                           {"field", p.field},
                           {"message", p.message}});

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -14,17 +15,21 @@
 #include "format/json_input.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
+#include "gguf_reap/manifest.h"
 #include "io/input_file.h"
 #include "io/output_file.h"
 #include "io/output_lock.h"
 #include "io/paths.h"
 #include "io/preflight.h"
 #include "io/remote_file.h"
+#include "io/sequential_reader.h"
+#include "io/sha256.h"
 #include "io/units.h"
 #include "model/model_identity.h"
 #include "model/provenance.h"
 #include "ops/card/card_inputs.h"
 #include "ops/card/card_steps.h"
+#include "ops/card/card_upload.h"
 #include "services/llama_cpp/llama_recipes.h"
 
 namespace gguf_reap {
@@ -159,6 +164,71 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
     return v;
 }
 
+// A keeplist ranked with --fit on another model of the family (issue 40): the budget was met there, not
+// necessarily here. What this build needs, measured as rank --fit measured the ranked model: its size on
+// disk, or one GPU's share at the budget's tensor parallel degree, context and overhead.
+void budget_of_build(const CardRequest& q, const OpenedModel& out, const RankKeeplist& k, CardMethod& m) {
+    if (k.kl.source && !k.kl.source->shards.empty()) m.fit_ranked_on = k.kl.source->shards.front().first;
+    if (m.fit_kind == "size") {
+        m.fit_build_need = out.set.total_bytes();
+        return;
+    }
+    EstimateRequest est;
+    est.tp = {m.fit_tp};
+    est.ctx = m.fit_ctx;
+    est.overhead = m.fit_overhead;
+    est.cache_types = q.cache_types;
+    est.tool_version = q.tool_version;
+    est.model = out.path;
+    const EstimateResult e = estimate_model(out.set, est);
+    for (const FitRow& r : e.fits_before)
+        if (r.tp == m.fit_tp) m.fit_build_need = r.need();
+}
+
+// --calibration: a calibrate.json that made at least one of the keeplist's imatrices (the sha256 of each
+// imatrix in both). Its text, for the card's sha256 of it.
+std::string read_calibration(const std::string& path, const RankKeeplist& k) {
+    const std::string text = read_small_file(path, uint64_t{16} << 20, "calibrate.json");
+    const auto j = parse_json_input<nlohmann::json>(text, path, 8, 1'000'000, "a calibrate.json");
+    if (!j.is_object() || !j.contains("texts") || !j["texts"].is_array())
+        throw InputError(path, std::nullopt, "texts", "not a calibrate.json (no \"texts\" array)");
+    std::set<std::string> ranked;
+    if (k.kl.method.contains("domains") && k.kl.method["domains"].is_array())
+        for (const auto& d : k.kl.method["domains"])
+            if (d.is_object() && d.contains("sha256") && d["sha256"].is_string())
+                ranked.insert(d["sha256"].get<std::string>());
+    for (const auto& t : j["texts"])
+        if (t.is_object() && t.contains("imatrix_sha256") && t["imatrix_sha256"].is_string() &&
+            ranked.count(t["imatrix_sha256"].get<std::string>()))
+            return text;
+    throw InputError(path, std::nullopt, "texts[].imatrix_sha256",
+                     fmt::format("none is the sha256 of an imatrix {} was ranked from: the calibration of "
+                                 "another build",
+                                 k.path));
+}
+
+// --upload-dir: every file the card names, by the name it gives it.
+std::vector<UploadSource> upload_sources(const CardRequest& q, const OpenedModel& out, const RankKeeplist& k,
+                                         const CardFacts& f) {
+    std::vector<UploadSource> v;
+    for (const Shard& s : out.set.shards()) v.push_back({base_name(s.path), s.path});
+    if (!q.manifest.empty()) {
+        v.push_back({f.manifest_name, q.manifest});
+        if (const std::string sums = manifest_sums_path(q.manifest); path_exists(sums))
+            v.push_back({base_name(sums), sums});
+    }
+    v.push_back({"keeplist.json", k.path});
+    if (!f.method.receipt_name.empty())
+        v.push_back({f.method.receipt_name, (fs::path(q.rank_dir) / f.method.receipt_name).string()});
+    if (f.eval) {
+        v.push_back({f.eval->file, q.eval_json});
+        if (!f.eval->svg.empty())
+            v.push_back({f.eval->svg, (fs::path(q.eval_json).parent_path() / f.eval->svg).string()});
+    }
+    if (!f.calibration_name.empty()) v.push_back({f.calibration_name, q.calibration});
+    return v;
+}
+
 // The two models side by side, the method, and the width provenance (splice --neuron-plan writes it
 // into shard 1).
 CardFacts model_facts(const CardRequest& q, const OpenedModel& src, const OpenedModel& out,
@@ -171,6 +241,7 @@ CardFacts model_facts(const CardRequest& q, const OpenedModel& src, const Opened
     f.experts_removed = f.source.expert_count - f.build.expert_count;
     f.method = method_of(k.kl, k.path, k.text, q.rank_dir);
     f.method.ranked_on_other = k.applied;
+    if (!f.method.fit_words.empty() && !k.applied.empty()) budget_of_build(q, out, k, f.method);
     f.method.output_names_keeplist = kv_string(out.set, kProvenanceKeeplistShaKey) == k.sha256;
     if (const std::string plan_sha = kv_string(out.set, kProvenanceNeuronPlanShaKey); !plan_sha.empty()) {
         CardWidth w;
@@ -294,6 +365,7 @@ CardResult card(const CardRequest& q, const Events& events) {
         file.emplace(q.out_path);  // first: its error names the path as given
         lock.emplace(q.out_path);
     }
+    if (!q.upload_dir.empty()) check_upload_dir(q.upload_dir);
     const OpenedModel src = open_model(q.source, "source", est);
     const OpenedModel out = open_model(q.output, "pruned", est);
 
@@ -318,7 +390,8 @@ CardResult card(const CardRequest& q, const Events& events) {
     if (f.eval)
         for (const EvalRun* t : card_runs(*f.eval))
             if (const double kld = t->figures.kld.value; std::isfinite(kld))
-                f.quality.push_back({t->text, kld, kld_verdict(kld)});
+                f.quality.push_back({t->text, kld, t->figures.kld.err, t->tokens, kld_verdict(kld),
+                                     origin_words(text_origin(f.method, f.eval->result, t->text))});
     f.hf_repo = q.hf_repo;
     f.quant = quant_of(f.build.first_shard);
     add_files(q, out, audit_sha, f);
@@ -337,9 +410,20 @@ CardResult card(const CardRequest& q, const Events& events) {
                         "only, and llama.cpp then picks its default quantisation",
                         f.build.first_shard, llama_cpp::hub_option()));
 
+    if (!q.calibration.empty()) {
+        const std::string text = read_calibration(q.calibration, k);
+        f.calibration_name = base_name(q.calibration);
+        f.calibration_sha256 = sha256_hex(text.data(), text.size());
+    }
+    f.links = !q.upload_dir.empty();
+    if (f.links && !q.manifest.empty() && path_exists(manifest_sums_path(q.manifest)))
+        f.manifest_sums = base_name(manifest_sums_path(q.manifest));
+
     // Render once; write under a temporary name and rename.
     CardResult o;
     o.markdown = render_card_markdown(f);
+    if (!q.upload_dir.empty())
+        o.uploaded = write_upload_dir(q.upload_dir, upload_sources(q, out, k, f), o.markdown, q.force);
     o.facts = std::move(f);
     if (file) {
         try {

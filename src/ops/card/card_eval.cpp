@@ -1,5 +1,6 @@
 // card --eval: the "Measured against the source" section, from `gguf-reap eval -o` as services/eval_report
 // reads it back (docs/eval.md): the section states the EvalResult's figures for this build.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -136,28 +137,67 @@ void behaviour_lines(std::string& s, const CardEval& e, const std::string& promp
     }
 }
 
-std::string kld_row(const EvalRun& t, const std::string& label) {
-    const KldFigures& f = t.figures;
-    return fmt::format("| {} |{} {} | {} → {} | {} | {} | {} % |\n", t.text,
-                       label.empty() ? "" : " " + label + " |", with_commas(static_cast<uint64_t>(t.tokens)),
-                       f.ppl_source ? fixed(f.ppl_source->value, 3) : std::string("–"),
-                       fixed(f.ppl_output.value, 3), fixed(f.kld.value, 4),
-                       f.kld_p99 ? fixed(*f.kld_p99, 4) : std::string("–"), fixed(f.same_top.value, 2));
+// A mean KLD with llama-perplexity's own ± ("0.8657 ± 0.0283"; the figure alone when it printed none).
+std::string kld_with_err(const ValueErr& kld) {
+    return std::isfinite(kld.err) ? fmt::format("{} ± {}", fixed(kld.value, 4), fixed(kld.err, 4))
+                                  : fixed(kld.value, 4);
 }
 
-void kld_table(std::string& s, const std::vector<const EvalRun*>& runs) {
+// One text's row; `held_out` is the last column of the table against the source ("" in the reference
+// table, which has none).
+std::string kld_row(const EvalRun& t, const std::string& label, const std::string& held_out = "") {
+    const KldFigures& f = t.figures;
+    return fmt::format("| {} |{} {} | {} → {} | {} | {} | {} % |{}\n", t.text,
+                       label.empty() ? "" : " " + label + " |", with_commas(static_cast<uint64_t>(t.tokens)),
+                       f.ppl_source ? fixed(f.ppl_source->value, 3) : std::string("–"),
+                       fixed(f.ppl_output.value, 3), kld_with_err(f.kld),
+                       f.kld_p99 ? fixed(*f.kld_p99, 4) : std::string("–"), fixed(f.same_top.value, 2),
+                       held_out.empty() ? "" : " " + held_out + " |");
+}
+
+// The table's last column: "yes", "no: calibration text of c", "not known".
+std::string held_out_cell(const TextOrigin& o) {
+    if (!o.held_out) return "not known";
+    return *o.held_out ? "yes" : fmt::format("no: calibration text of {}", o.domain);
+}
+
+void kld_table(std::string& s, const CardFacts& c, const std::vector<const EvalRun*>& runs) {
     s += fmt::format(
         "KL divergence of this build's next-token distribution from the source's, over the full vocabulary, "
         "and "
-        "how often both rank the same token first: `{}` on the source, then `{}` on this build, on held-out "
-        "text of each kind (`gguf-reap eval`). The headline's words for a mean KLD (nats): up to 0.05 nearly "
+        "how often both rank the same token first: `{}` on the source, then `{}` on this build, on each "
+        "text below (`gguf-reap eval`); ± is llama-perplexity's uncertainty of the mean over the tokens "
+        "scored. The headline's words for a mean KLD (nats): up to 0.05 nearly "
         "identical to the source, up to 0.2 close, up to 0.5 noticeably different, above that often predicts "
         "something else.\n\n",
         llama_cpp::kld_base_words(), llama_cpp::kld_words());
-    s += "| text | tokens | PPL source → build | mean KLD | 99 % KLD | same top token |\n";
-    s += "| --- | ---: | --- | ---: | ---: | ---: |\n";
-    for (const EvalRun* t : runs) s += kld_row(*t, "");
+    s += "| text | tokens | PPL source → build | mean KLD | 99 % KLD | same top token | held out |\n";
+    s += "| --- | ---: | --- | ---: | ---: | ---: | --- |\n";
+    std::vector<std::string> unrecorded;
+    for (const EvalRun* t : runs) {
+        const TextOrigin o = text_origin(c.method, c.eval->result, t->text);
+        s += kld_row(*t, "", held_out_cell(o));
+        for (const std::string& d : o.unrecorded)
+            if (std::find(unrecorded.begin(), unrecorded.end(), d) == unrecorded.end())
+                unrecorded.push_back(d);
+    }
     s += "\n";
+    s += "Held out: the text's sha256 is none of the calibration texts' (each domain's text and the part of "
+         "it "
+         "llama-imatrix read, as `gguf-reap calibrate` recorded them in keeplist.json); a text that shares "
+         "only "
+         "some of its lines with a calibration text is not detected.";
+    if (!unrecorded.empty()) {
+        std::string names;
+        for (const std::string& d : unrecorded) names += fmt::format("{}{}", names.empty() ? "" : ", ", d);
+        s += fmt::format(
+            " Not known: the calibration {} of {} {} not recorded ({} not made by `gguf-reap calibrate`), so "
+            "a "
+            "text may be one of them.",
+            unrecorded.size() == 1 ? "text" : "texts", names, unrecorded.size() == 1 ? "is" : "are",
+            unrecorded.size() == 1 ? "its imatrix was" : "their imatrices were");
+    }
+    s += "\n\n";
     for (const EvalRun* t : runs)
         if (t->figures.from == "last chunk row")
             s += fmt::format(
@@ -198,6 +238,7 @@ json run_json(const EvalRun& t) {
             {"ppl_source", f.ppl_source ? json(f.ppl_source->value) : json(nullptr)},
             {"ppl_output", finite(f.ppl_output.value)},
             {"kld_mean", finite(f.kld.value)},
+            {"kld_mean_err", finite(f.kld.err)},
             {"kld_p99", f.kld_p99 ? json(*f.kld_p99) : json(nullptr)},
             {"same_top", finite(f.same_top.value)},
             {"from", f.from}};
@@ -231,13 +272,40 @@ std::vector<const EvalRun*> card_runs(const CardEval& e) {
     return runs_of(e.result.runs, build_path(e));
 }
 
+TextOrigin text_origin(const CardMethod& m, const EvalResult& r, const std::string& text) {
+    TextOrigin o;
+    std::string sha;
+    for (const EvalTextFacts& t : r.texts)
+        if (t.name == text) sha = t.sha256;
+    for (const CardDomain& d : m.domains) {
+        if (d.text_sha256.empty()) {
+            o.unrecorded.push_back(d.name);
+            continue;
+        }
+        if (!sha.empty() && (sha == d.text_sha256 || sha == d.used_sha256)) {
+            o.held_out = false;
+            o.domain = d.name;
+            o.unrecorded.clear();
+            return o;
+        }
+    }
+    // Held out only when every calibration text is known and the eval recorded this text's sha256.
+    if (o.unrecorded.empty() && !sha.empty()) o.held_out = true;
+    return o;
+}
+
+std::string origin_words(const TextOrigin& o) {
+    if (!o.held_out) return "";
+    return *o.held_out ? "held-out text" : fmt::format("calibration text of {}", o.domain);
+}
+
 void measured_section(std::string& s, const CardFacts& f) {
     if (!f.eval) return;
     const CardEval& e = *f.eval;
     const EvalResult& r = e.result;
     s += "## Measured against the source\n\n";
     const auto runs = card_runs(e);
-    if (!runs.empty()) kld_table(s, runs);
+    if (!runs.empty()) kld_table(s, f, runs);
     if (r.reference) reference_table(s, e, card_option(f, RequestField::kReference));
     if (r.smoke) smoke_line(s, *r.smoke, r.smoke->outputs[e.output]);
     behaviour_lines(s, e, card_option(f, RequestField::kPrompts));
@@ -249,17 +317,23 @@ void measured_section(std::string& s, const CardFacts& f) {
             cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", base_name(a));
     s += fmt::format("llama.cpp: `{}`. ", build);
     if (!cmd.empty()) s += fmt::format("Command (first text): `{}`. ", cmd);
-    s += fmt::format("From `{}`, sha256 `{}`.\n\n", e.file, e.sha256);
+    s += fmt::format("From {}, sha256 `{}`.\n\n", file_ref(f, e.file), e.sha256);
 }
 
-json card_eval_json(const CardEval& e) {
+json card_eval_json(const CardEval& e, const CardMethod& m) {
     const EvalResult& r = e.result;
     const auto runs = card_runs(e);
+    json texts = runs_json(runs);
+    for (json& t : texts) {
+        const TextOrigin o = text_origin(m, r, t["name"].get<std::string>());
+        t["held_out"] = o.held_out ? json(*o.held_out) : json(nullptr);
+        t["calibration_domain"] = o.domain.empty() ? json(nullptr) : json(o.domain);
+    }
     json j = {{"file", e.file},
               {"sha256", e.sha256},
               {"llama_build", r.llama_build},
               {"command", runs.empty() ? std::vector<std::string>{} : runs.front()->command},
-              {"texts", runs_json(runs)},
+              {"texts", texts},
               {"svg", e.svg.empty() ? json(nullptr) : json(e.svg)}};
     const auto rate = [](const EvalRate& x) {
         return json{{"k", x.k}, {"n", x.n}, {"rate", x.rate}, {"ci", {x.lo, x.hi}}};

@@ -95,8 +95,16 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
     m.criterion_words = criterion_formula(*cr);
     m.consensus_words = consensus_text(*cs);
     m.rule = opt_string(j, "rule");
-    if (j.contains("fit") && j["fit"].contains("budget"))
-        m.fit_words = opt_string(j["fit"]["budget"], "words");
+    if (j.contains("fit") && j["fit"].contains("budget")) {
+        const json& b = j["fit"]["budget"];
+        m.fit_words = opt_string(b, "words");
+        m.fit_kind = opt_string(b, "kind");
+        m.fit_bytes = opt_number<uint64_t>(b, "bytes").value_or(0);
+        m.fit_tp = opt_number<uint64_t>(b, "tp").value_or(1);
+        m.fit_ctx = opt_number<uint64_t>(b, "ctx").value_or(0);
+        m.fit_overhead = opt_number<uint64_t>(b, "overhead").value_or(0);
+        if (j["fit"].contains("at_k")) m.fit_ranked_need = opt_string(j["fit"]["at_k"], "human");
+    }
     m.score_field = opt_string(j, "score_field");
     if (j.contains("from_plan")) {
         m.from_plan_file = base_name(opt_string(j["from_plan"], "path"));
@@ -118,6 +126,7 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
                 const json& c = d["calibration"];
                 cd.text = opt_string(c, "text");
                 cd.text_sha256 = opt_string(c, "text_sha256");
+                cd.used_sha256 = opt_string(c, "used_sha256");
                 cd.text_tokens = opt_number<uint64_t>(c, "text_tokens").value_or(0);
                 if (auto used = opt_number<uint64_t>(c, "used_tokens")) cd.tokens = used;
             }

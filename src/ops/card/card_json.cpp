@@ -1,4 +1,6 @@
 // card's --json document, from the same CardFacts as the Markdown (docs/card.md, "--json").
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "gguf_reap/card.h"
@@ -160,9 +162,22 @@ json card_json(const CardFacts& f) {
                      {"file_gb", decimal_size(f.build.file_bytes)},
                      {"shards", f.build.shards}};
     if (!f.method.fit_words.empty()) j["headline"]["fit"] = f.method.fit_words;
+    // rank --fit on another model of the family: that model and K's need there; this build's need, here.
+    if (!f.method.fit_words.empty() && !f.method.ranked_on_other.empty())
+        j["headline"]["fit_ranked_on"] = {
+            {"model", f.method.fit_ranked_on},
+            {"need", f.method.fit_ranked_need},
+            {"build_need", f.method.fit_build_need ? json(*f.method.fit_build_need) : json(nullptr)},
+            {"build_fits",
+             f.method.fit_build_need ? json(*f.method.fit_build_need <= f.method.fit_bytes) : json(nullptr)}};
     json quality = json::array();
     for (const CardQuality& q : f.quality)
-        quality.push_back({{"text", q.text}, {"kld_mean", q.kld_mean}, {"verdict", q.verdict}});
+        quality.push_back({{"text", q.text},
+                           {"kld_mean", q.kld_mean},
+                           {"kld_mean_err", std::isfinite(q.kld_err) ? json(q.kld_err) : json(nullptr)},
+                           {"tokens", q.tokens},
+                           {"held_out", q.origin.empty() ? json(nullptr) : json(q.origin == "held-out text")},
+                           {"verdict", q.verdict}});
     j["headline"]["quality"] = f.quality.empty() ? json(nullptr) : quality;
     j["source"] = column_json(f.source);
     j["build"] = column_json(f.build);
@@ -173,7 +188,7 @@ json card_json(const CardFacts& f) {
                                 {"plan_sha256", f.width->plan_sha256},
                                 {"plan_file", str_or_null(f.width->plan_file)}}
                          : json(nullptr);
-    j["measured"] = f.eval ? card_eval_json(*f.eval) : json(nullptr);
+    j["measured"] = f.eval ? card_eval_json(*f.eval, f.method) : json(nullptr);
     j["not_verified"] = f.not_verified;
     j["hardware"] = hardware_json(f);
     const llama_cpp::RunLines run = card_run_lines(f);

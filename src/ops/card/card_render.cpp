@@ -1,5 +1,8 @@
 // card, rendering: the Markdown card from CardFacts (docs/card.md); the --json document from the same facts
 // is card_json.cpp.
+#include <cctype>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "gguf_reap/card.h"
@@ -71,6 +74,40 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 // A mean KLD as the headline gives it: two decimals, or two significant digits below 0.01.
 std::string kld_text(double v) {
     return v >= 0.01 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.2g}", v);
+}
+
+// Why K was chosen, when rank --fit chose it. Ranked on this source: K is the most that fit the budget.
+// Ranked on another model of the family: what was ranked on what, and what this build needs against the
+// same budget, two claims never made one (issue 40).
+std::string fit_sentence(const CardFacts& f) {
+    const CardMethod& m = f.method;
+    if (m.fit_words.empty()) return "";
+    const std::string k = with_commas(f.build.expert_count), fit = card_option(f, RequestField::kFit);
+    if (m.ranked_on_other.empty())
+        return fmt::format(" {} is the most experts that fit {} (`rank {}`).", k, m.fit_words, fit);
+    std::string s = fmt::format(
+        " {} was chosen by `rank {}` on `{}`, not on this build's source: the most "
+        "experts that fit {} there{}.",
+        k, fit, m.fit_ranked_on.empty() ? "another model" : m.fit_ranked_on, m.fit_words,
+        m.fit_ranked_need.empty() ? "" : " (" + m.fit_ranked_need + ")");
+    if (m.fit_build_need)
+        s += fmt::format(" This build, measured the same way, needs {}: it {} {}.",
+                         human_bytes(*m.fit_build_need),
+                         *m.fit_build_need <= m.fit_bytes ? "fits" : "does not fit", m.fit_words);
+    return s;
+}
+
+// A file name as a relative link: every byte outside RFC 3986's unreserved set percent-encoded.
+std::string link_target(const std::string& name) {
+    std::string s;
+    for (const char c : name) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~')
+            s += c;
+        else
+            s += fmt::format("%{:02X}", u);
+    }
+    return s;
 }
 
 constexpr size_t kSuperExpertsListed = 16;  // the rest are in keeplist.json and the receipt
@@ -174,15 +211,19 @@ void method_section(std::string& s, const CardFacts& f) {
                              m.super_experts.size() - kSuperExpertsListed);
     }
     if (!m.safety_margin.empty()) s += fmt::format("- Safety margin: {}.\n", m.safety_margin);
-    s += fmt::format("- Keeplist: `keeplist.json`, sha256 `{}`", m.keeplist_sha256);
+    s += fmt::format("- Keeplist: {}, sha256 `{}`", file_ref(f, "keeplist.json"), m.keeplist_sha256);
     if (!m.ranked_on_other.empty()) {
         const std::string& r = m.ranked_on_other;
         s += fmt::format("; {}", r.substr(0, r.find(" (")));
         s += ": one ranking serves every quantisation of the same network";
     }
     if (!m.receipt_name.empty())
-        s += fmt::format("; receipt `{}`, sha256 `{}`", m.receipt_name, m.receipt_sha256);
-    s += ".\n\n";
+        s += fmt::format("; receipt {}, sha256 `{}`", file_ref(f, m.receipt_name), m.receipt_sha256);
+    s += ".\n";
+    if (!f.calibration_name.empty())
+        s += fmt::format("- Calibration record (`gguf-reap calibrate`): {}, sha256 `{}`.\n",
+                         file_ref(f, f.calibration_name), f.calibration_sha256);
+    s += "\n";
 }
 
 void verified_section(std::string& s, const CardFacts& f) {
@@ -214,10 +255,11 @@ void verified_section(std::string& s, const CardFacts& f) {
     }
     if (!f.manifest_name.empty())
         s += fmt::format(
-            "Manifest `{}`, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} {} "
-            "{}` verifies a copy; `sha256sum -c {}` checks the shards).\n\n",
-            f.manifest_name, f.manifest_sha256, f.build.first_shard, card_option(f, RequestField::kManifest),
-            f.manifest_name, manifest_sums_path(f.manifest_name));
+            "Manifest {}, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} {} "
+            "{}` verifies a copy; `sha256sum -c {}` checks the shards{}).\n\n",
+            file_ref(f, f.manifest_name), f.manifest_sha256, f.build.first_shard,
+            card_option(f, RequestField::kManifest), f.manifest_name, manifest_sums_path(f.manifest_name),
+            f.manifest_sums.empty() ? "" : ": " + file_ref(f, f.manifest_sums));
 }
 
 void hardware_section(std::string& s, const CardFacts& f) {
@@ -288,12 +330,14 @@ void run_section(std::string& s, const CardFacts& f) {
 void files_section(std::string& s, const CardFacts& f) {
     s += "## Files\n\n| file | bytes | sha256 |\n| --- | ---: | --- |\n";
     for (const CardFile& x : f.files)
-        s += fmt::format("| `{}` | {} | {} |\n", x.name, with_commas(x.size),
+        s += fmt::format("| {} | {} | {} |\n", file_ref(f, x.name), with_commas(x.size),
                          x.sha256.empty() ? "not recorded" : "`" + x.sha256 + "`");
     s += "\n";
-    if (f.eval && !f.eval->svg.empty())
-        s += fmt::format("Plot: `{}` ({} bytes), mean KLD against size per text, from `{}`.\n\n", f.eval->svg,
-                         with_commas(f.eval->svg_bytes), f.eval->file);
+    if (f.eval && !f.eval->svg.empty()) {
+        if (f.links) s += fmt::format("![mean KLD against size per text]({})\n\n", link_target(f.eval->svg));
+        s += fmt::format("Plot: {} ({} bytes), mean KLD against size per text, from {}.\n\n",
+                         file_ref(f, f.eval->svg), with_commas(f.eval->svg_bytes), file_ref(f, f.eval->file));
+    }
     if (!f.source_revision.empty())
         s += fmt::format("Pruned from `{}` (the Hub revision pinned when the source was read).\n\n",
                          f.source_revision);
@@ -311,6 +355,10 @@ void files_section(std::string& s, const CardFacts& f) {
 
 }  // namespace
 
+std::string file_ref(const CardFacts& f, const std::string& name) {
+    return f.links ? fmt::format("[`{}`]({})", name, link_target(name)) : fmt::format("`{}`", name);
+}
+
 std::string render_card_markdown(const CardFacts& f) {
     std::string s;
     front_matter(s, f);
@@ -320,22 +368,26 @@ std::string render_card_markdown(const CardFacts& f) {
         "per token): {} in {}, from {}.{}\n\n",
         with_commas(f.experts_removed), with_commas(f.source.expert_count), with_commas(f.build.expert_count),
         f.build.moe_blocks, f.build.expert_used_count, decimal_size(f.build.file_bytes),
-        plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes),
-        f.method.fit_words.empty() ? std::string()
-                                   : fmt::format(" {} is the most experts that fit {} (`rank {}`).",
-                                                 with_commas(f.build.expert_count), f.method.fit_words,
-                                                 card_option(f, RequestField::kFit)));
+        plural(f.build.shards, "shard", "shards"), decimal_size(f.source.file_bytes), fit_sentence(f));
     // The verdict a visitor reads first: measured figures, in the words docs/eval.md gives them.
     if (f.quality.empty()) {
         s += "**Quality**: not measured against the source (no `gguf-reap eval`; see Not verified).\n\n";
     } else {
         std::string q;
-        for (size_t i = 0; i < f.quality.size(); ++i)
-            q += fmt::format("{}{}{} on {}: {}", i ? "; " : "", i ? "" : "KLD ",
-                             kld_text(f.quality[i].kld_mean), f.quality[i].text, f.quality[i].verdict);
+        for (size_t i = 0; i < f.quality.size(); ++i) {
+            const CardQuality& x = f.quality[i];
+            // Each KLD with llama-perplexity's ± and the tokens it was scored on; "held-out text" only
+            // for a text that is none of the calibration texts (text_origin).
+            q += fmt::format("{}{}{}{} on {} ({} tokens{}): {}", i ? "; " : "", i ? "" : "KLD ",
+                             kld_text(x.kld_mean),
+                             std::isfinite(x.kld_err) ? " ± " + kld_text(x.kld_err) : std::string(), x.text,
+                             with_commas(static_cast<uint64_t>(x.tokens)),
+                             x.origin.empty() ? std::string() : ", " + x.origin, x.verdict);
+        }
         s += fmt::format(
-            "**Quality**: {} (mean KL divergence to the source per kind of text, `gguf-reap eval`; the words "
-            "are the thresholds under Measured against the source).\n\n",
+            "**Quality**: {} (mean KL divergence to the source per kind of text, ± llama-perplexity's "
+            "uncertainty, `gguf-reap eval`; the words are the thresholds under Measured against the "
+            "source).\n\n",
             q);
     }
     s += fmt::format(

@@ -9,6 +9,7 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "io/upload_path.h"
 
 namespace gguf_reap {
 
@@ -88,7 +89,8 @@ std::vector<SanityProblem> check_imatrix_sanity(const RankInput& in) {
                 {"", std::nullopt, "imatrix.chunk_size",
                  fmt::format("domains {} ({}) and {} ({}) were computed with chunk sizes {} and {}: "
                              "statistics from different context lengths are not comparable",
-                             first->name, first->path, d.name, d.path, *first->chunk_size, *d.chunk_size)});
+                             first->name, base_name(first->path), d.name, base_name(d.path),
+                             *first->chunk_size, *d.chunk_size)});
     }
     for (size_t a = 0; a < in.domains.size(); ++a)
         for (size_t c = a + 1; c < in.domains.size(); ++c) {
@@ -103,7 +105,7 @@ std::vector<SanityProblem> check_imatrix_sanity(const RankInput& in) {
                 out.push_back({"", std::nullopt, "imatrix.datasets",
                                fmt::format("domains {} and {} share dataset(s) {}: that text is counted in "
                                            "both",
-                                           x.name, y.name, fmt::join(shared, ", "))});
+                                           x.name, y.name, fmt::join(upload_names(shared), ", "))});
         }
     return out;
 }

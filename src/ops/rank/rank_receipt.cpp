@@ -11,6 +11,7 @@
 #include "gguf_reap/version.h"
 #include "io/paths.h"
 #include "io/units.h"
+#include "io/upload_path.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
@@ -83,7 +84,7 @@ void receipt_inputs(const RankInput& in, const RankDecision& r, Markdown& md) {
     md.line("| --- | --- | --- | ---: | --- | --- | --- | ---: |");
     for (const auto& d : in.domains) {
         std::string ds;
-        for (const auto& x : d.datasets) ds += (ds.empty() ? "" : ", ") + x;
+        for (const auto& x : upload_names(d.datasets)) ds += (ds.empty() ? "" : ", ") + x;
         md.line(fmt::format(
             "| {} | `{}` | {} | {} | {} | {} | {} × {} | {} |", d.name, base_name(d.path), d.format,
             with_commas(d.file_size), d.sha256.empty() ? "not hashed" : "`" + d.sha256 + "`",

@@ -16,6 +16,7 @@
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/paths.h"
+#include "io/upload_path.h"
 #include "ops/rank/criteria.h"
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
@@ -137,21 +138,21 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
         o["format"] = d.format;
         o["size"] = d.file_size;
         o["sha256"] = d.sha256.empty() ? json(nullptr) : json(d.sha256);
-        o["datasets"] = d.datasets;
+        o["datasets"] = upload_names(d.datasets);
         o["chunks"] = opt_json(d.chunks);
         o["chunk_size"] = opt_json(d.chunk_size);
         o["tokens"] = opt_json(d.tokens);
         if (d.calibration) {
             const CalibrationRecord& c = *d.calibration;
-            o["calibration"] = {{"calibrate_json", c.json_path},
-                                {"text", c.text_path},
+            o["calibration"] = {{"calibrate_json", base_name(c.json_path)},
+                                {"text", base_name(c.text_path)},
                                 {"text_sha256", c.text_sha256},
                                 {"text_tokens", c.tokens},
                                 {"used_sha256", c.used_sha256},
                                 {"used_tokens", c.used_tokens},
                                 {"chunks", c.chunks},
                                 {"ctx", c.ctx},
-                                {"command", c.command},
+                                {"command", upload_names(c.command)},
                                 {"llama_args", c.llama_args},
                                 {"llama_build", c.llama_build}};
         }
