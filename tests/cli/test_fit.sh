@@ -292,7 +292,7 @@ if part trained "the F16-ranked budget applied to the Q8_0 (no trained fixture i
     Q8=$TR/models/tiny-qwen3moe-trained-A-Q8_0.gguf
     TIM=()
     for d in c python; do TIM+=(--imatrix $d="$TR/imatrix/tiny-qwen3moe-trained-A.$d.imatrix.gguf"); done
-    "$BIN" -q rank --model "$F16" "${TIM[@]}" --fit size=6000000 -o "$WORK/fam.rank" >/dev/null 2>&1
+    "$BIN" -q rank --model "$F16" "${TIM[@]}" --fit size=6000000B -o "$WORK/fam.rank" >/dev/null 2>&1
     "$BIN" -q splice "$Q8" --keeplist "$WORK/fam.rank/keeplist.json" -o "$WORK/fam" >/dev/null 2>&1
     FK=$(py "print(json.load(open('$WORK/fam.rank/keeplist.json'))['n_keep'])")
     FNEED=$(py "print(json.load(open('$WORK/fam.rank/keeplist.json'))['method']['fit']['at_k']['human'])")

@@ -166,11 +166,11 @@ void kld_table(std::string& s, const CardFacts& c, const std::vector<const EvalR
         "KL divergence of this build's next-token distribution from the source's, over the full vocabulary, "
         "and "
         "how often both rank the same token first: `{}` on the source, then `{}` on this build, on each "
-        "text below (`gguf-reap eval`); ± is llama-perplexity's uncertainty of the mean over the tokens "
+        "text below (`gguf-reap eval`); ± is {}'s uncertainty of the mean over the tokens "
         "scored. The headline's words for a mean KLD (nats): up to 0.05 nearly "
         "identical to the source, up to 0.2 close, up to 0.5 noticeably different, above that often predicts "
         "something else.\n\n",
-        llama_cpp::kld_base_words(), llama_cpp::kld_words());
+        llama_cpp::kld_base_words(), llama_cpp::kld_words(), llama_tool_name(LlamaTool::perplexity));
     s += "| text | tokens | PPL source → build | mean KLD | 99 % KLD | same top token | held out |\n";
     s += "| --- | ---: | --- | ---: | ---: | ---: | --- |\n";
     std::vector<std::string> unrecorded;
@@ -182,11 +182,11 @@ void kld_table(std::string& s, const CardFacts& c, const std::vector<const EvalR
                 unrecorded.push_back(d);
     }
     s += "\n";
-    s += "Held out: the text's sha256 is none of the calibration texts' (each domain's text and the part of "
-         "it "
-         "llama-imatrix read, as `gguf-reap calibrate` recorded them in keeplist.json); a text that shares "
-         "only "
-         "some of its lines with a calibration text is not detected.";
+    s += fmt::format(
+        "Held out: the text's sha256 is none of the calibration texts' (each domain's text and the part of "
+        "it {} read, as `gguf-reap calibrate` recorded them in keeplist.json); a text that shares only some "
+        "of its lines with a calibration text is not detected.",
+        llama_tool_name(LlamaTool::imatrix));
     if (!unrecorded.empty()) {
         std::string names;
         for (const std::string& d : unrecorded) names += fmt::format("{}{}", names.empty() ? "" : ", ", d);

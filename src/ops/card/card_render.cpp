@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/card.h"
+#include "gguf_reap/llama_args.h"
 #include "gguf_reap/manifest.h"
 #include "io/paths.h"
 #include "io/units.h"
@@ -385,10 +386,9 @@ std::string render_card_markdown(const CardFacts& f) {
                              x.origin.empty() ? std::string() : ", " + x.origin, x.verdict);
         }
         s += fmt::format(
-            "**Quality**: {} (mean KL divergence to the source per kind of text, ± llama-perplexity's "
-            "uncertainty, `gguf-reap eval`; the words are the thresholds under Measured against the "
-            "source).\n\n",
-            q);
+            "**Quality**: {} (mean KL divergence to the source per kind of text, ± {}'s uncertainty, "
+            "`gguf-reap eval`; the words are the thresholds under Measured against the source).\n\n",
+            q, llama_tool_name(LlamaTool::perplexity));
     }
     s += fmt::format(
         "Made with gguf-reap (`rank`, then `splice`): routed experts removed from {}{} without "
