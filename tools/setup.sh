@@ -147,12 +147,22 @@ probe_llama() {
     export GGUF_REAP_LLAMA_BIN=$bin
 }
 
+# Each step of the test run says how long it took (stderr), so that a CI run over its budget shows where.
+STEP_START=0
+took() {
+    echo "setup: $1 took $((SECONDS - STEP_START)) s" >&2
+    STEP_START=$SECONDS
+}
+
 run_tests() {
+    STEP_START=$SECONDS
     # A Release (-O3) build, warnings as errors: what users build, and the build whose warnings
     # (-Wrestrict and friends only show at -O3) must stay clean. The live llama.cpp parts run here, once.
     build build -DCMAKE_BUILD_TYPE=Release
+    took "the Release build"
     probe_llama
     (cd build && ctest --output-on-failure -j "$JOBS")
+    took "the Release tests"
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, at -O1 with line
     # tables: that compiles in 40 % of the time -O2 -g takes under the sanitizers and still gives
     # symbolized reports (docs/performance.md, "CI").
@@ -160,17 +170,21 @@ run_tests() {
     #  e.g. a false -Wmaybe-uninitialized inside std::regex)
     build build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DGGUF_REAP_SANITIZE=ON \
         -DGGUF_REAP_WERROR=OFF
+    took "the ASan/UBSan build"
     # Without llama.cpp: its live parts ran in the Release pass, and under ASan they would take as long
     # again to test llama.cpp rather than gguf-reap. GGUF_REAP_TEST_PASS tells the tests so, and their skip
     # lines say it (tests/cli/lib.sh, live_why).
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 env -u GGUF_REAP_LLAMA_BIN GGUF_REAP_TEST_PASS=sanitizers \
         ctest --output-on-failure -j "$JOBS")
+    took "the ASan/UBSan tests"
     # libFuzzer smoke: each parser target for a short fixed time.
     # (only the fuzz targets: they compile the parsers themselves, instrumented for coverage)
     cmake -S "$ROOT" -B build-fuzz -G Ninja -DGGUF_REAP_WERROR=ON -DCMAKE_CXX_COMPILER=clang++ \
         -DGGUF_REAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
     cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf_header fuzz_imatrix fuzz_keeplist fuzz_plan_npz fuzz_manifest fuzz_external_plan
+    took "the fuzz build"
     tools/fuzz-smoke.sh build-fuzz "${FUZZ_SECONDS:-8}"
+    took "the fuzz smoke"
 }
 
 install_missing
