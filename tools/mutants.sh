@@ -10,6 +10,8 @@
 #   tools/mutants.sh --build-dir DIR       where the scratch copy and its build live (default build-mutants)
 #   tools/mutants.sh --list FILE           another list (default tests/mutants.txt)
 #   tools/mutants.sh --no-baseline         do not first run the tests on the unmutated build
+#   tools/mutants.sh --sanitizers          build and test as the ASan/UBSan pass of tools/setup.sh test does
+#                                          (DIR/build-asan, without llama.cpp: live mutants are skipped)
 # Exit 0 when every mutant run was killed; 1 when one survived or did not build (or --check found a
 # problem); 2 on bad usage or a malformed list; 3 when the unmutated tree does not build or its tests
 # fail (then nothing can be measured); 130 when interrupted.
@@ -17,7 +19,8 @@
 # Neither the tree nor build/ is ever written. DIR/src is a copy of the tree's files (tracked and
 # untracked, not ignored), synced at the start of each run (a changed file is copied, with a new mtime, so
 # that the incremental build sees it); DIR/shared points at ../shared, as the tree's does; DIR/build is a
-# Release build with warnings as errors, like the Release pass of tools/setup.sh test. Each mutant is
+# Release build with warnings as errors, like the Release pass of tools/setup.sh test (DIR/build-asan, with
+# --sanitizers, is like its ASan/UBSan pass). Each mutant is
 # written into DIR/src and the file is restored on every way out (the EXIT trap; a mutant left there by a
 # killed run is undone by the next sync). While a mutant is built, DIR/build holds its binaries: they are
 # deleted on the way out, so that no one runs a mutant by mistake, and rebuilt by the next run.
@@ -26,7 +29,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-$(nproc)}
 
 usage() {
-    sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -37,6 +40,7 @@ SAMPLE=""
 SEED=""
 CHECK=0
 BASELINE=1
+SANITIZERS=0
 while [ $# -gt 0 ]; do
     case $1 in
         --list) LIST=${2:?--list needs a file}; shift 2 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
         --seed) SEED=${2:?--seed needs a number}; shift 2 ;;
         --check) CHECK=1; shift ;;
         --no-baseline) BASELINE=0; shift ;;
+        --sanitizers) SANITIZERS=1; shift ;;
         -h|--help) usage ;;
         *) echo "mutants: unknown argument '$1'" >&2; usage ;;
     esac
@@ -399,9 +404,18 @@ launcher=()
 if command -v ccache >/dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+# The flags of tools/setup.sh test's two passes; the sanitizer pass runs its tests without llama.cpp.
+if [ $SANITIZERS = 1 ]; then
+    BUILD=$BD/build-asan
+    flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DGGUF_REAP_SANITIZE=ON -DGGUF_REAP_WERROR=OFF)
+    unset GGUF_REAP_LLAMA_BIN
+    export ASAN_OPTIONS=detect_leaks=1 GGUF_REAP_TEST_PASS=sanitizers
+else
+    flags=(-DCMAKE_BUILD_TYPE=Release -DGGUF_REAP_WERROR=ON)
+fi
 if [ ! -f "$BUILD/build.ninja" ]; then
-    echo "mutants: configuring $BUILD (Release, warnings as errors)" >&2
-    cmake -S "$TREE" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGUF_REAP_WERROR=ON "${launcher[@]}" \
+    echo "mutants: configuring $BUILD (${flags[*]})" >&2
+    cmake -S "$TREE" -B "$BUILD" -G Ninja "${flags[@]}" "${launcher[@]}" \
         >"$LOGS/configure.log" 2>&1 || { tail -n 30 "$LOGS/configure.log" >&2; exit 3; }
 fi
 echo "mutants: building the unmutated tree in $BUILD" >&2
