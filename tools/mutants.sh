@@ -435,10 +435,12 @@ mapfile -t ROWS <<<"$selected"
 [ -n "$SAMPLE" ] && echo "mutants: a sample of ${#ROWS[@]} (seed $SEED: --sample $SAMPLE --seed $SEED repeats it)" >&2
 
 # ctest over exactly the tests named (a regex anchored at both ends); the outcome is read from its
-# JUnit report. `run_ctest LOG REGEX`.
+# JUnit report. `run_ctest LOG REGEX [FAST]`: with FAST, a CLI script stops at its first failing case
+# (GGUF_REAP_TEST_FAIL_FAST, tests/cli/lib.sh), which is all a mutant needs to be killed; the baseline
+# runs every case.
 run_ctest() {
-    (cd "$BUILD" && ctest -j "$JOBS" --output-on-failure -R "^($2)\$" --output-junit "$LOGS/junit.xml") \
-        >"$1" 2>&1 || true
+    (cd "$BUILD" && GGUF_REAP_TEST_FAIL_FAST=${3:-} ctest -j "$JOBS" --output-on-failure -R "^($2)\$" \
+        --output-junit "$LOGS/junit.xml") >"$1" 2>&1 || true
 }
 
 # The baseline: every test named, once, on the unmutated build. A test that fails there would "kill"
@@ -506,7 +508,7 @@ for row in "${ROWS[@]}"; do
     DIRTY=1
     b=$(secs "$t0")
     t1=$(date +%s)
-    run_ctest "$log.test" "$test"
+    run_ctest "$log.test" "$test" 1
     cat "$log.test" >>"$log" && rm -f "$log.test"
     t=$(secs "$t1")
     restore

@@ -106,6 +106,11 @@ _fail() {
     echo "FAIL [${CASE:-?}]: $*" >&2
     echo "  stdout: $(head -c 2000 "$OUT" 2>/dev/null)" >&2
     echo "  stderr: $(head -c 2000 "$ERR" 2>/dev/null)" >&2
+    # tools/mutants.sh: a mutant is killed by its first failure; the cases after it would cost minutes.
+    if [ -n "${GGUF_REAP_TEST_FAIL_FAST:-}" ]; then
+        echo "GGUF_REAP_TEST_FAIL_FAST: stopped at the first failure" >&2
+        exit 1
+    fi
 }
 _pass() { PASSED=$((PASSED + 1)); }
 
