@@ -9,6 +9,7 @@
 #include "cli/environment.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/remote.h"
+#include "io/hub_repo.h"
 #include "io/remote_url.h"
 #include "test_util.h"
 
@@ -76,6 +77,83 @@ TEST(RemoteUrl, HubPaths) {
             EXPECT_EQ(std::string(e.what()),
                       std::string(bad) + ": a Hub path is hf://ORG/REPO/PATH[@REVISION]");
         }
+    }
+}
+
+TEST(HubQuant, ParsedAsLlamaCppSpellsIt) {
+    const auto q = parse_hub_quant("hf://unsloth/Kimi-K3-GGUF:UD-Q4_K_XL@v1.1");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->repo, "unsloth/Kimi-K3-GGUF");
+    EXPECT_EQ(q->quant, "UD-Q4_K_XL");
+    EXPECT_EQ(q->revision, "v1.1");
+    EXPECT_EQ(parse_hub_quant("hf://o/r:Q8_0")->revision, "main");
+    // Not the form: a file path (even one holding a ':'), a URL, a local path.
+    EXPECT_FALSE(parse_hub_quant("hf://o/r/dir/a:b.gguf"));
+    EXPECT_FALSE(parse_hub_quant("hf://o/r/m.gguf"));
+    EXPECT_FALSE(parse_hub_quant("https://h/o/r:Q8_0"));
+    EXPECT_FALSE(parse_hub_quant("o/r:Q8_0"));
+    for (const char* bad : {"hf://o/r:", "hf://o/:Q8_0", "hf:///r:Q8_0", "hf://o/r:Q8 0", "hf://o/r:Q8_0@"})
+        EXPECT_THROW(parse_hub_quant(bad), UsageError) << bad;
+}
+
+TEST(HubQuant, TreeListingKeepsFilesAndTheirSha256) {
+    const std::string sha(64, 'a');
+    const auto files = parse_hub_tree("t", R"([
+        {"type": "directory", "path": "Q8_0", "size": 0},
+        {"type": "file", "path": "Q8_0/m-Q8_0-00001-of-00002.gguf", "size": 10, "lfs": {"oid": ")" +
+                                               sha + R"("}},
+        {"type": "file", "path": "README.md", "size": 3, "oid": "0123"},
+        {"type": "file", "path": "../escape.gguf", "size": 1},
+        {"type": "file", "path": "/abs.gguf", "size": 1},
+        {"type": "file", "path": "bad-oid.gguf", "size": 1, "lfs": {"oid": "xyz"}},
+        {"type": "file"}, 7, null
+    ])");
+    ASSERT_EQ(files.size(), 3u);
+    EXPECT_EQ(files[0].path, "Q8_0/m-Q8_0-00001-of-00002.gguf");
+    EXPECT_EQ(files[0].size, 10u);
+    EXPECT_EQ(files[0].sha256, sha);
+    EXPECT_EQ(files[1].sha256, "");  // not in LFS: its oid is git's, not a sha256
+    EXPECT_EQ(files[2].sha256, "");  // an oid that is no sha256
+    EXPECT_THROW(parse_hub_tree("t", R"({"error": "x"})"), Error);
+    EXPECT_THROW(parse_hub_tree("t", "not json"), Error);
+}
+
+TEST(HubQuant, TheQuantPicksOneSetWhole) {
+    auto f = [](const char* p) { return HubFile{p, 1, ""}; };
+    const std::vector<HubFile> files = {f("Q8_0/m-Q8_0-00002-of-00002.gguf"),
+                                        f("Q8_0/m-Q8_0-00001-of-00002.gguf"),
+                                        f("m-IQ4_XS.gguf"),
+                                        f("m-Q4_K_M.gguf"),
+                                        f("m-UD-Q4_K_M.gguf"),
+                                        f("mmproj-Q8_0.gguf"),
+                                        f("m-Q8_0-imatrix.gguf"),
+                                        f("m-BF16.gguf.part"),
+                                        f("README.md")};
+    const auto q8 = pick_hub_quant("t", files, "q8_0");
+    ASSERT_EQ(q8.size(), 2u);
+    EXPECT_EQ(q8[0].path, "Q8_0/m-Q8_0-00001-of-00002.gguf");  // in the order of the shards' numbers
+    EXPECT_EQ(q8[1].path, "Q8_0/m-Q8_0-00002-of-00002.gguf");
+    EXPECT_EQ(pick_hub_quant("t", files, "UD-Q4_K_M")[0].path, "m-UD-Q4_K_M.gguf");
+    EXPECT_EQ(pick_hub_quant("t", files, "iq4_xs")[0].path, "m-IQ4_XS.gguf");
+    try {
+        pick_hub_quant("t", files, "Q4_XS");  // a word of the name only: IQ4_XS is another quant
+        ADD_FAILURE() << "Q4_XS matched IQ4_XS";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitBadInput);
+        EXPECT_NE(std::string(e.what()).find("no .gguf model matches the quant 'Q4_XS'"), std::string::npos);
+    }
+    try {
+        pick_hub_quant("t", files, "Q4_K_M");
+        ADD_FAILURE() << "an ambiguous quant was taken";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("matches 2 models: m-Q4_K_M.gguf ("), std::string::npos)
+            << e.what();
+    }
+    try {
+        pick_hub_quant("t", {f("Q8_0/m-Q8_0-00001-of-00002.gguf")}, "Q8_0");
+        ADD_FAILURE() << "a set with a shard missing was taken";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("lists no shard 2 of 2"), std::string::npos) << e.what();
     }
 }
 

@@ -101,10 +101,17 @@ struct BodyCheck {
     bool checked = false;
 };
 
+// A small document fetched whole (a Hub API answer), at most `cap` bytes.
+struct TextBody {
+    std::string* out;
+    uint64_t cap;
+};
+
 struct Transfer {
     Reply* reply;
-    BodyCheck* body;  // null for HEAD
+    BodyCheck* body;  // null for HEAD and for a TextBody
     CURL* h;
+    TextBody* text = nullptr;
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -155,8 +162,19 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
     Reply& r = *t->reply;
     const size_t len = size * n;
-    if (!t->body) return len;
     long status = 0;
+    if (t->text) {
+        curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 200) return len;  // an error page or a redirect body
+        if (len > t->text->cap - t->text->out->size()) {
+            r.refused = fmt::format("the answer is longer than {} bytes", t->text->cap);
+            return 0;
+        }
+        t->text->out->append(data, len);
+        r.received += len;
+        return len;
+    }
+    if (!t->body) return len;
     curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &status);
     if (status != 206 && status != 200) return len;  // an error page or a redirect body: not ours
     BodyCheck& b = *t->body;
@@ -198,12 +216,12 @@ int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     return interrupted() || g_cancel.load() ? 1 : 0;
 }
 
-// One request to `url`, no redirect followed. `body` null: HEAD.
-Reply send(const std::string& url, BodyCheck* body, bool with_token) {
+// One request to `url`, no redirect followed. `body` null: HEAD, or with `text` a GET of the whole answer.
+Reply send(const std::string& url, BodyCheck* body, bool with_token, TextBody* text) {
     CURL* h = thread_handle();
     curl_easy_reset(h);
     Reply r;
-    Transfer t{&r, body, h};
+    Transfer t{&r, body, h, text};
     curl_slist* headers = nullptr;
     std::string range;
     std::string auth;
@@ -233,6 +251,8 @@ Reply send(const std::string& url, BodyCheck* body, bool with_token) {
     if (body) {
         range = fmt::format("{}-{}", body->from, body->to);
         curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    } else if (text) {
+        headers = curl_slist_append(headers, "Accept: application/json");
     } else {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     }
@@ -310,13 +330,14 @@ struct Walk {
 
 // Sends a request to `start` and follows its redirects. On 404/401/403 from a remembered redirect
 // target (a signed URL that expired), the caller walks again from the origin.
-Walk walk(const std::string& display, const std::string& start, BodyCheck* body, bool* token_sent) {
+Walk walk(const std::string& display, const std::string& start, BodyCheck* body, bool* token_sent,
+          TextBody* text = nullptr) {
     Walk w;
     std::string url = start;
     for (int hop = 0;; ++hop) {
         const bool token = token_goes_to(url);
         *token_sent = *token_sent || (token && hub_token().has_value());
-        w.reply = send(url, body, token);
+        w.reply = send(url, body, token, text);
         const Reply& r = w.reply;
         if (hop == 0) w.repo_commit = r.header("x-repo-commit").value_or("");
         if (body && body->error) std::rethrow_exception(body->error);
@@ -506,6 +527,44 @@ void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, u
         sink = g_progress;
     }
     if (sink) sink(n);
+}
+
+namespace {
+
+// The URL of a Link header's rel="next" (RFC 8288), "" without one.
+std::string link_next_url(const std::string& link) {
+    size_t at = 0;
+    while ((at = link.find('<', at)) != std::string::npos) {
+        const auto close = link.find('>', at);
+        if (close == std::string::npos) break;
+        const auto comma = link.find(',', close);
+        const std::string params =
+            link.substr(close + 1, comma == std::string::npos ? comma : comma - close - 1);
+        if (params.find("rel=\"next\"") != std::string::npos || params.find("rel=next") != std::string::npos)
+            return link.substr(at + 1, close - at - 1);
+        at = close;
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string http_get_text(const std::string& display, const std::string& url, uint64_t cap,
+                          std::string* link_next) {
+    for (uint64_t attempt = 0;; ++attempt) {
+        std::string out;
+        TextBody text{&out, cap};
+        bool token_sent = false;
+        Walk w = walk(display, url, nullptr, &token_sent, &text);
+        if (w.retry) {
+            if (attempt + 1 >= max_attempts()) give_up(display, *w.retry);
+            pause_before(display, attempt, *w.retry);
+            continue;
+        }
+        if (w.reply.status != 200) refuse_status(display, w.reply, token_sent);
+        if (link_next) *link_next = link_next_url(w.reply.header("link").value_or(""));
+        return out;
+    }
 }
 
 void cancel_http() {

@@ -51,6 +51,12 @@ void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, u
 void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, uint64_t n,
                     const std::function<uint8_t*()>& acquire);
 
+// GET of a small document (a Hub API answer), whole: redirects followed under the token rule, failures
+// retried as for ranges, 404/401/403 refused as for a pin. At most `cap` bytes (IoError past it). With
+// `link_next`, the URL of the answer's Link rel="next" header goes there ("" without one): the Hub pages a
+// long listing so. Never used for a model's bytes, which are only ever asked for by range.
+std::string http_get_text(const std::string& display, const std::string& url, uint64_t cap,
+                          std::string* link_next = nullptr);
 // Process-wide counts: bytes of ranged bodies received, requests sent (HEADs, GETs, redirects,
 // retries), retries.
 struct HttpCounts {

@@ -19,6 +19,7 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/remote.h"
+#include "io/hub_repo.h"
 #include "io/remote_url.h"
 #include "io/signals.h"
 
@@ -330,6 +331,8 @@ CommitPins& commit_pins() {
 }  // namespace
 
 std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
+    // hf://ORG/REPO:QUANT reads as the first shard of the set it names (io/hub_repo.h).
+    if (const auto quant = parse_hub_quant(path)) return open(resolve_hub_quant(path, *quant).first_shard);
     RemoteEngine& e = RemoteEngine::get();
     {
         std::lock_guard<std::mutex> lock(e.open_mu);

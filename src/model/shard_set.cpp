@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "io/hub_repo.h"
 #include "io/remote_url.h"
 
 namespace gguf_reap {
@@ -167,6 +168,9 @@ class SiblingOpener {
 }  // namespace
 
 ShardSet ShardSet::open(const std::string& path, const ParseOptions& opts) {
+    // hf://ORG/REPO:QUANT[@REVISION]: the set the quant picks, opened by its first shard at the commit.
+    if (const auto quant = parse_hub_quant(path))
+        return open(resolve_hub_quant(path, *quant).first_shard, opts);
     ShardSet set;
     // A URL's shards are named by the same rule; an hf:// path's "@REVISION" stays on every sibling.
     const bool remote = is_remote_path(path);

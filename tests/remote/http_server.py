@@ -6,7 +6,12 @@ ETags, and the Hub's layout: /ORG/REPO/resolve/REV/PATH serves ROOT/ORG/REPO/PAT
 --hub-commit, with X-Repo-Commit; with --cdn-host it answers those with a 302 to
 http://CDN_HOST:PORT/cdn/ORG/REPO/PATH?sig=head (the answer to a HEAD) or ?sig=get (to a GET) instead,
 as the Hub sends file bytes from a CDN through signed URLs. With --require-token, hub paths need
-"Authorization: Bearer TOKEN" (401 without, 403 with another).
+"Authorization: Bearer TOKEN" (401 without, 403 with another). With --ranges-only, a GET of a file without
+a Range header is answered 400, as the Hub's storage answers a whole-file GET of a 400 GB file.
+The Hub's API, as llama.cpp's -hf asks it (common/hf-cache.cpp): GET /api/models/ORG/REPO/refs names the
+branch "main" (and each --hub-branch NAME) at --hub-commit; GET /api/models/ORG/REPO/tree/REV?recursive=true
+lists ROOT/ORG/REPO's files and directories as the Hub does (type, path, size, oid, and for .gguf files
+lfs.oid, their sha256), for REV "main", a --hub-branch or the commit; 404 for another REV or repository.
 
 Faults come from --control, a JSON file read at every request (its counters restart when it changes):
   {"status": 500, "count": 2}   the first 2 ranged GETs answer 500 (429 adds Retry-After: 1;
@@ -30,6 +35,8 @@ Faults come from --control, a JSON file read at every request (its counters rest
                                 out to GETs stay valid
   {"full200": true}             Range is ignored: 200 and the whole file
   {"delay_ms": 40}              every response waits 40 ms first (the benchmark's latency)
+  {"tree_page": 2}              the tree listing comes in pages of 2 entries, each but the last with a
+                                Link: <URL&cursor=K>; rel="next" header, as the Hub pages long listings
 What waits for the client to hang up (stall, stall_mid, hold_after) gives up after --hold-cap seconds
 (default 60) and then answers as usual: a client without its stall timeout sees a slow success, not a
 hang.
@@ -43,6 +50,7 @@ before it reads the log (the server logs a request after its last byte went out,
 the client has what it needs). The port is written to --port-file once listening. Stop it with SIGTERM to its pid.
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -165,21 +173,63 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.connection.settimeout(None)
 
+    def token_refused(self):
+        """With --require-token, answers 401/403 and says True when the request lacks the token."""
+        if ARGS.require_token:
+            auth = self.headers.get("Authorization")
+            if auth is None:
+                self.plain(401, "token needed")
+                return True
+            if auth != "Bearer " + ARGS.require_token:
+                self.plain(403, "no access")
+                return True
+        return False
+
+    def api(self, c, path, query):
+        """The Hub's refs and tree API; True when the request was one of them (and is answered)."""
+        m = re.match(r"^/api/models/([^/]+)/([^/]+)/(refs|tree/([^/]+))$", path)
+        if not m:
+            return False
+        org, repo, what, rev = m.groups()
+        if self.token_refused():
+            return True
+        top = os.path.join(ARGS.root, org, repo)
+        if not os.path.isdir(top):
+            self.plain(404, json.dumps({"error": "Repository not found"}))
+            return True
+        if what == "refs":
+            names = ["main"] + (ARGS.hub_branch or [])
+            branches = [{"name": n, "ref": "refs/heads/" + n, "targetCommit": ARGS.hub_commit} for n in names]
+            self.plain(200, json.dumps({"branches": branches, "tags": [], "converts": []}),
+                       {"Content-Type": "application/json"})
+            return True
+        if rev not in ["main", ARGS.hub_commit] + (ARGS.hub_branch or []):
+            self.plain(404, json.dumps({"error": "Invalid rev id: " + rev}))
+            return True
+        entries = tree_entries(top)
+        extra = {"Content-Type": "application/json"}
+        page = c.get("tree_page")
+        if page:
+            cursor = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("cursor", "0"))
+            if cursor + page < len(entries):
+                port = self.server.server_address[1]
+                nxt = f"http://127.0.0.1:{port}{path}?recursive=true&cursor={cursor + page}"
+                extra["Link"] = f'<{nxt}>; rel="next"'
+            entries = entries[cursor:cursor + page]
+        self.plain(200, json.dumps(entries), extra)
+        return True
+
     def resolve(self, c):
         """(file path, extra headers) for the request, or None after answering it."""
         path, _, query = self.path.partition("?")
+        if self.command == "GET" and self.api(c, path, query):
+            return None
         m = re.match(r"^/([^/]+)/([^/]+)/resolve/([^/]+)/(.+)$", path)
         if m:
             org, repo, rev, rel = m.groups()
-            if ARGS.require_token:
-                auth = self.headers.get("Authorization")
-                if auth is None:
-                    self.plain(401, "token needed")
-                    return None
-                if auth != "Bearer " + ARGS.require_token:
-                    self.plain(403, "no access")
-                    return None
-            if rev not in ("main", ARGS.hub_commit):
+            if self.token_refused():
+                return None
+            if rev not in ["main", ARGS.hub_commit] + (ARGS.hub_branch or []):
                 self.plain(404, "no such revision")
                 return None
             extra = {"X-Repo-Commit": ARGS.hub_commit}
@@ -204,6 +254,9 @@ class Handler(BaseHTTPRequestHandler):
         if got is None:
             return
         fpath, extra = got
+        if ARGS.ranges_only and not head and not self.headers.get("Range"):
+            self.plain(400, "a GET of a file must ask for a range here")
+            return
         if ".." in fpath.split(os.sep) or not os.path.isfile(fpath):
             self.plain(404, "not found")
             return
@@ -296,6 +349,37 @@ class Handler(BaseHTTPRequestHandler):
         self.finish_log(status, sent, rng, **more)
 
 
+SHA256 = {}  # (path, size, mtime_ns) -> sha256, so that a listing hashes each file once
+
+
+def tree_entries(top):
+    """ROOT/ORG/REPO listed as the Hub's tree API lists a commit with recursive=true."""
+    out = []
+    for d, dirs, files in os.walk(top):
+        dirs.sort()
+        for name in dirs:
+            rel = os.path.relpath(os.path.join(d, name), top)
+            out.append({"type": "directory", "oid": hashlib.sha1(rel.encode()).hexdigest(), "size": 0,
+                        "path": rel})
+        for name in sorted(files):
+            full = os.path.join(d, name)
+            rel = os.path.relpath(full, top)
+            st = os.stat(full)
+            entry = {"type": "file", "oid": hashlib.sha1(rel.encode()).hexdigest(), "size": st.st_size,
+                     "path": rel}
+            if name.endswith(".gguf"):
+                key = (full, st.st_size, st.st_mtime_ns)
+                if key not in SHA256:
+                    h = hashlib.sha256()
+                    with open(full, "rb") as f:
+                        for block in iter(lambda: f.read(1 << 20), b""):
+                            h.update(block)
+                    SHA256[key] = h.hexdigest()
+                entry["lfs"] = {"oid": SHA256[key], "size": st.st_size, "pointerSize": 135}
+            out.append(entry)
+    return out
+
+
 class Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 drops the SYNs of a burst of connections
     daemon_threads = True
@@ -312,6 +396,8 @@ def main():
     p.add_argument("--log")
     p.add_argument("--control")
     p.add_argument("--hub-commit", default="0123456789abcdef0123456789abcdef01234567")
+    p.add_argument("--hub-branch", action="append")
+    p.add_argument("--ranges-only", action="store_true")
     p.add_argument("--cdn-host")
     p.add_argument("--require-token")
     p.add_argument("--hold-cap", type=float, default=60.0)
