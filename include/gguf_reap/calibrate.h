@@ -98,6 +98,26 @@ std::optional<CalibrationRecord> find_calibration(const std::string& imatrix_pat
                                                   const std::string& json_path = "",
                                                   const std::string& imatrix_sha256 = "");
 
+// A text of a calibrate.json as eval and card take it (their --calibration CALIBRATE.json): the domain
+// it calibrated, the sha256 of the file, of what llama-imatrix read (the file or its cut) and of the
+// imatrix it made.
+struct CalibrationText {
+    std::string name, sha256, used_sha256, imatrix_sha256;
+    bool operator==(const CalibrationText&) const = default;
+};
+// The texts of a calibrate.json. InputError when it is not one; IoError.
+std::vector<CalibrationText> read_calibration_texts(const std::string& calibrate_json);
+
+// Whether a text was held out from a calibration (docs/eval.md, docs/card.md "Held-out text"): its
+// sha256 against each calibration text's and each cut's. A calibration text whose sha256 is not recorded
+// ("" in `calibration`: an imatrix not made by gguf-reap calibrate) leaves "held out" not known.
+struct TextOrigin {
+    std::optional<bool> held_out;         // false: a calibration text; null: not known
+    std::string domain;                   // a calibration text: the domain it calibrated
+    std::vector<std::string> unrecorded;  // not known: the domains whose text's sha256 is not recorded
+};
+TextOrigin text_origin(const std::vector<CalibrationText>& calibration, const std::string& text_sha256);
+
 namespace ops {
 // One `gguf-reap calibrate`. Throws UsageError (options, a missing llama.cpp tool, a name given twice, a
 // text shorter than --tokens or than two chunks, a colliding --llama-args), InputError (the model),

@@ -74,6 +74,7 @@ struct CardDomain {
     std::string text, text_sha256;
     std::string used_sha256;  // what llama-imatrix read: the text, or its first --tokens (a cut)
     uint64_t text_tokens = 0;
+    std::string imatrix_sha256;  // the keeplist's sha256 of the domain's imatrix ("" when not recorded)
 };
 
 struct CardSuperExpert {

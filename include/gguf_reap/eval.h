@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/calibrate.h"
 #include "gguf_reap/events.h"
 #include "gguf_reap/llama_args.h"
 #include "gguf_reap/perplexity.h"
@@ -54,6 +55,9 @@ struct EvalRequest {
     // $XDG_CACHE_HOME/gguf-reap/kld, else ~/.cache/gguf-reap/kld (cli/environment.cpp).
     std::string cache_dir;
     std::string json_out;  // -o eval.json ("" = none); eval.svg is written beside it
+    // --calibration: the calibrate.json of the build's calibration ("" = not given): each text is then
+    // held out or not by its sha256 (gguf_reap/calibrate.h's text_origin); without it, not known.
+    std::string calibration;
     // The smoke test: N greedy tokens from this prompt on the source and on each OUT; N given only with a
     // prompt, kDefaultSmokeTokens when not given.
     std::string smoke_prompt;
@@ -86,6 +90,10 @@ struct EvalTextFacts : TextFacts {
     int64_t scored_tokens = 0;               // chunks × (ctx − 1 − ctx/2)
     EvalBase base;                           // the source's logits
     std::optional<EvalBase> reference_base;  // the reference's, with --reference
+    // Against --calibration: false when it is one of the calibration texts (or a cut of one), of the
+    // domain `calibration_domain`; null when not known (no --calibration).
+    std::optional<bool> held_out;
+    std::string calibration_domain;
     bool operator==(const EvalTextFacts&) const = default;
 };
 
@@ -211,6 +219,13 @@ struct EvalResult {
     uint64_t ctx = 0, batch = 0;
     std::optional<uint64_t> chunks_requested;
     std::vector<EvalTextFacts> texts;
+    // --calibration: the calibrate.json (its path as given, its sha256) and its texts; null without.
+    struct Calibration {
+        std::string path, sha256;
+        std::vector<CalibrationText> texts;
+        bool operator==(const Calibration&) const = default;
+    };
+    std::optional<Calibration> calibration;
     std::vector<EvalOutputFacts> outputs;
     std::vector<EvalRun> runs;                    // output-major, then text in --text order
     std::optional<EvalReferenceFacts> reference;  // with --reference

@@ -48,6 +48,14 @@ uint64_t ctx_option(const std::string& text) {
     return v;
 }
 
+void add_calibration_option(CLI::App& sub, std::string& path, const std::string& also) {
+    sub.add_option("--calibration", path,
+                   "The calibrate.json that made the imatrices: a text whose sha256 is one of its texts' "
+                   "(or cuts') is calibration text, not held out; " +
+                       also)
+        ->type_name("CALIBRATE.json");
+}
+
 void add_llama_cpp_options(CLI::App& sub, LlamaCppOptions& o) {
     sub.add_flag("--cpu-moe", o.cpu_moe,
                  "llama.cpp's --cpu-moe (-ot exps=CPU): every routed expert in RAM, the rest on one GPU");

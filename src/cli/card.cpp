@@ -148,8 +148,7 @@ Command add_card(CLI::App& app, const GlobalOptions&) {
     auto* upload = sub->add_option("--upload-dir", o->upload_dir,
                                    "Write DIR/README.md and put every file the card names into DIR");
     upload->excludes(sub->get_option("--out"));
-    sub->add_option("--calibration", o->calibration,
-                    "The calibrate.json that made the imatrices: named by the card, put into --upload-dir");
+    add_calibration_option(*sub, o->calibration, "named by the card, put into --upload-dir");
     sub->add_flag("--force", o->force,
                   "Replace an existing -o file (or the files of an earlier --upload-dir)");
     sub->add_flag("--json", o->json, "Print the card's facts as one JSON document on stdout");

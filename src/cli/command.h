@@ -47,6 +47,10 @@ uint64_t gpu_mem_option(const std::string& text);
 // --ctx: a token count, digits only (CLI11 would wrap "-1" into 2^64 − 1), at most 2^40.
 uint64_t ctx_option(const std::string& text);
 
+// --calibration CALIBRATE.json, which eval and card share (docs/eval.md, docs/card.md "Held-out text"):
+// the same spelling and meaning in both; `also` ends its help with what else the command does with it.
+void add_calibration_option(CLI::App& sub, std::string& path, const std::string& also);
+
 // llama.cpp's placement options, which estimate and card share (docs/estimate.md, "One GPU and RAM"):
 // --cpu-moe, --n-cpu-moe N, -ctk/--cache-type-k TYPE, -ctv/--cache-type-v TYPE.
 struct LlamaCppOptions {

@@ -116,6 +116,14 @@ void print_behaviour(const EvalResult& r) {
 
 void print_kld(const EvalResult& r);
 
+// The text line's last words (docs/eval.md, "Held-out text"): "yes", "no, calibration text of c", or "not
+// known" and why.
+std::string held_out_words(const EvalResult& r, const EvalTextFacts& t) {
+    if (t.held_out)
+        return *t.held_out ? "yes" : fmt::format("no, calibration text of {}", t.calibration_domain);
+    return r.calibration ? "not known" : "not known (no --calibration)";
+}
+
 void print_table(const EvalResult& r) {
     std::cout << fmt::format("source  {} ({}, {} experts per block)\n", r.source, human_bytes(r.source_bytes),
                              r.source_expert_count);
@@ -123,9 +131,9 @@ void print_table(const EvalResult& r) {
         std::cout << fmt::format("reference  {} ({}, {})\n", r.reference->model.path,
                                  human_bytes(r.reference->model.bytes), r.reference->main_type);
     for (const EvalTextFacts& t : r.texts)
-        std::cout << fmt::format("text    {}: {} ({} tokens, {} chunks of {}, {} scored){}\n", t.name, t.path,
-                                 t.tokens, t.chunks, r.ctx, t.scored_tokens,
-                                 t.base.cached ? ", base cached" : "");
+        std::cout << fmt::format("text    {}: {} ({} tokens, {} chunks of {}, {} scored){}; held out: {}\n",
+                                 t.name, t.path, t.tokens, t.chunks, r.ctx, t.scored_tokens,
+                                 t.base.cached ? ", base cached" : "", held_out_words(r, t));
     for (const EvalPanelFacts& p : r.panels)
         std::cout << fmt::format("panel   {}: {} ({} prompts)\n", p.name, p.path, p.prompts);
     std::cout << fmt::format("llama.cpp  {}\n", r.llama_build.substr(0, r.llama_build.find('\n')));
@@ -267,6 +275,8 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
     sub->add_option(
         "--smoke-tokens", o->q.smoke_tokens,
         fmt::format("Tokens the smoke test generates (default {})", EvalRequest::kDefaultSmokeTokens));
+    add_calibration_option(*sub, o->q.calibration,
+                           "each text is marked held out or not (without it: not known)");
     sub->add_option("-o,--out", o->q.json_out, "Write eval.json here (and eval.svg beside it)");
     sub->add_flag("--json", o->json, "Print the document as one JSON document on stdout");
     return {sub, [o, &g] { return run_eval(*o, g); }};

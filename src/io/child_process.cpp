@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -59,18 +60,22 @@ ChildExit exit_of(int status) {
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path, const std::string& stdin_path,
-            int log_flags) {
+            int log_flags, const std::string& cwd = "") {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    // In another directory the program's own path must not be relative to ours.
+    const std::string program = cwd.empty() ? argv[0] : std::filesystem::absolute(argv[0]).string();
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     const std::string in = stdin_path.empty() ? "/dev/null" : stdin_path;
     posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | log_flags, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    // After the opens, so that `stdin_path` and `log_path` are ours, relative to our directory.
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
     pid_t pid = 0;
-    const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+    const int rc = posix_spawn(&pid, program.c_str(), &fa, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw IoError(argv[0], "cannot start it", rc);
     return pid;
@@ -89,9 +94,10 @@ std::string ChildExit::describe() const {
 }
 
 ChildExit run_child(const std::vector<std::string>& argv, const std::string& log_path,
-                    const std::string& stdin_path, const std::function<void()>& tick) {
+                    const std::string& stdin_path, const std::function<void()>& tick,
+                    const std::string& cwd) {
     check_interrupted();
-    const pid_t pid = spawn(argv, log_path, stdin_path, O_TRUNC | O_APPEND);
+    const pid_t pid = spawn(argv, log_path, stdin_path, O_TRUNC | O_APPEND, cwd);
 
     // Polled every 10 ms for its first second (llama-tokenize and --version end within it, and each 100 ms
     // poll would add 50 ms on average to them), every 100 ms after that.

@@ -26,10 +26,12 @@ struct ChildExit {
 
 // Runs argv[0] (a path to an executable) with `argv`. Its stdin is `stdin_path` ("" = /dev/null), its
 // stdout and stderr both go to `log_path` (created or truncated). `tick` (may be empty) is called on
-// every poll (100 times a second at first, then 10). Throws IoError when it cannot be started, Interrupted as
-// above.
+// every poll (100 times a second at first, then 10). `cwd` (may be empty: ours) is the directory it runs
+// in; `log_path` and `stdin_path` are opened before it goes there. Throws IoError when it cannot be
+// started, Interrupted as above.
 ChildExit run_child(const std::vector<std::string>& argv, const std::string& log_path,
-                    const std::string& stdin_path, const std::function<void()>& tick);
+                    const std::string& stdin_path, const std::function<void()>& tick,
+                    const std::string& cwd = "");
 
 // A program that runs beside us (a server): started without a shell like run_child, its stdout and
 // stderr appended to `log_path`, its pid kept. stop() (and the destructor) sends SIGTERM, then SIGKILL

@@ -121,7 +121,9 @@ json text_json(const EvalTextFacts& t) {
               {"base_bytes", t.base.bytes},
               {"base_cached", t.base.cached},
               {"base_command", t.base.command},
-              {"tokenize_command", t.tokenize_command}};
+              {"tokenize_command", t.tokenize_command},
+              {"held_out", t.held_out ? json(*t.held_out) : json(nullptr)},
+              {"calibration_domain", str_or_null(t.calibration_domain)}};
     if (const auto& b = t.reference_base)
         j["reference_base"] = {{"ppl", b->ppl ? num(b->ppl->value) : json(nullptr)},
                                {"file", b->file},
@@ -145,6 +147,8 @@ EvalTextFacts text_from(const JsonIn& j) {
     t.base.cached = j.flag("base_cached");
     t.base.command = j.words("base_command");
     t.tokenize_command = j.words("tokenize_command");
+    if (j.maybe("held_out", vt::boolean)) t.held_out = j.flag("held_out");
+    t.calibration_domain = j.str_or("calibration_domain");
     if (const auto b = j.maybe("reference_base", vt::object)) {
         EvalBase rb;
         if (const auto p = b->number("ppl")) rb.ppl = ValueErr{*p, 0};
@@ -155,6 +159,25 @@ EvalTextFacts text_from(const JsonIn& j) {
         t.reference_base = std::move(rb);
     }
     return t;
+}
+
+// eval --calibration: the calibrate.json and its texts (what a card needs to tell a held-out text).
+json calibration_json(const EvalResult::Calibration& c) {
+    json texts = json::array();
+    for (const CalibrationText& t : c.texts)
+        texts.push_back({{"name", t.name},
+                         {"sha256", t.sha256},
+                         {"used_sha256", t.used_sha256},
+                         {"imatrix_sha256", t.imatrix_sha256}});
+    return {{"path", c.path}, {"sha256", c.sha256}, {"texts", texts}};
+}
+EvalResult::Calibration calibration_from(const JsonIn& j) {
+    EvalResult::Calibration c;
+    c.path = j.str_or("path");
+    c.sha256 = j.str_or("sha256");
+    for (const JsonIn& t : j.items("texts"))
+        c.texts.push_back({t.str("name"), t.str("sha256"), t.str_or("used_sha256"), t.str("imatrix_sha256")});
+    return c;
 }
 
 // --- the smoke test -----------------------------------------------------------------------------
@@ -423,6 +446,7 @@ json eval_report_json(const EvalResult& r) {
                      {"scored_per_chunk", r.ctx - 1 - r.ctx / 2}};
     j["texts"] = json::array();
     for (const EvalTextFacts& t : r.texts) j["texts"].push_back(text_json(t));
+    j["calibration"] = r.calibration ? calibration_json(*r.calibration) : json(nullptr);
     j["outputs"] = json::array();
     for (size_t i = 0; i < r.outputs.size(); ++i) {
         json o = model_json(r.outputs[i]);
@@ -477,6 +501,7 @@ EvalReport read_eval_report(const std::string& path) {
         if (st->maybe("chunks", vt::number_unsigned)) r.chunks_requested = st->count("chunks");
     }
     for (const JsonIn& t : d.items("texts")) r.texts.push_back(text_from(t));
+    if (const auto c = d.maybe("calibration", vt::object)) r.calibration = calibration_from(*c);
     const std::vector<JsonIn> outputs = d.items("outputs", true);
     for (const JsonIn& o : outputs) r.outputs.push_back(model_from(o));
     for (const JsonIn& run : d.items("runs")) r.runs.push_back(run_from(run));

@@ -162,6 +162,36 @@ expect_json 'all(t["cached"] for t in d["texts"]) and [t["used"]["tokens"] for t
 run "$BIN" "${CAL[@]}" -o "$WORK/cal"
 expect_out "calibrate.json unchanged (every text cached)"
 
+case_ "a rerun from another directory with relative paths, then with absolute ones spelled otherwise: nothing runs, nothing is rewritten"
+# Issue 40: the cache and the imatrices depend on the texts' content, never on how a path is spelled.
+# Each file's sha256 and mtime (to the nanosecond) before and after; llama.cpp's fake records every run.
+snapshot() { (cd "$WORK/cal" && for f in calibrate.json *.imatrix.gguf *.imatrix.log python.txt c.txt; do echo "$f $(sha256sum <"$f") $(stat -c %y "$f")"; done); }
+before=$(snapshot)
+mkdir -p "$WORK/elsewhere/deeper"
+: >"$WORK/calls"
+rel() { realpath --relative-to="$WORK/elsewhere/deeper" "$1"; }
+run sh -c "cd '$WORK/elsewhere/deeper' && '$(realpath "$BIN")' calibrate --model '$(rel "$M")' --text python=../../python.txt --text c=../../c.txt --ctx 128 --tokens 1024 --threads 1 --llama-bin '$(rel "$FAKE")' -o ../../cal"
+expect_code 0
+expect_out "calibrate.json unchanged (every text cached)"
+expect_out "../../cal/python.imatrix.gguf (cached)"
+run "$BIN" calibrate --model "$M" --text python="$WORK/elsewhere/../python.txt" --text c="$WORK//c.txt" --ctx 128 --tokens 1024 \
+    --threads 1 --llama-bin "$FAKE" -o "$WORK/elsewhere/../cal/"
+expect_code 0
+expect_out "calibrate.json unchanged (every text cached)"
+[ ! -s "$WORK/calls" ] && _pass || _fail "llama.cpp ran: $(cat "$WORK/calls")"
+[ "$(snapshot)" = "$before" ] && _pass || _fail "a file was rewritten: $(diff <(echo "$before") <(snapshot))"
+
+case_ "the same calibration into a new folder, from another directory with relative paths: the same imatrices"
+# llama-imatrix names its -f argument in the imatrix: calibrate gives it NAME.txt in a directory of its
+# own whatever the spelling (the fake refuses any other -f, as the recordings name python.txt and c.txt).
+run sh -c "cd '$WORK/elsewhere/deeper' && '$(realpath "$BIN")' -q calibrate --model '$(rel "$M")' --text python=../../python.txt --text c=../../c.txt --ctx 128 --tokens 1024 --threads 1 --llama-bin '$(rel "$FAKE")' -o ../fresh --json"
+expect_code 0
+expect_json 'not any(t["cached"] for t in d["texts"]) and d["texts"][0]["command"][3:5] == ["-f", "python.txt"]'
+for t in python c; do
+    cmp -s "$WORK/elsewhere/fresh/$t.imatrix.gguf" "$WORK/cal/$t.imatrix.gguf" && _pass || _fail "$t.imatrix.gguf differs"
+done
+[ ! -e "$WORK/elsewhere/fresh/.imatrix-run" ] && _pass || _fail "llama-imatrix's working directory is left"
+
 case_ "an imatrix changed since its run (one byte) is computed again; the unchanged one is reused"
 cp "$WORK/cal/python.imatrix.gguf" "$WORK/python.imatrix.bak"
 size=$(stat -c %s "$WORK/cal/python.imatrix.gguf")
@@ -265,11 +295,18 @@ DEAD=$(sh -c 'echo $$')                            # a process that has exited: 
 [ "$(ls -A "$WORK/killed" | grep -c gguf-reap-tmp)" -ge 3 ] && _pass ||
     _fail "the killed run left no temporary to remove: $(ls -A "$WORK/killed")"
 rm -f "$WORK/calls.pid"
+[ -L "$WORK/killed/.imatrix-run/python.txt" ] && _pass || _fail "no llama-imatrix working directory after the kill"
 run "$BIN" "${CAL[@]}" -o "$WORK/killed"
 expect_code 0
 [ "$(ls -A "$WORK/killed" | grep gguf-reap-tmp)" = ".c.imatrix.gguf.gguf-reap-tmp.$$.7" ] && _pass ||
     _fail "temporaries after the rerun: $(ls -A "$WORK/killed" | grep gguf-reap-tmp)"
 rm -f "$WORK/killed/.c.imatrix.gguf.gguf-reap-tmp.$$.7"
+# A dead run's llama-imatrix directory goes even when the rerun has nothing to compute.
+mkdir "$WORK/killed/.imatrix-run" && ln -s "$WORK/python.txt" "$WORK/killed/.imatrix-run/python.txt"
+run "$BIN" "${CAL[@]}" -o "$WORK/killed"
+expect_code 0
+expect_out "calibrate.json unchanged (every text cached)"
+[ ! -e "$WORK/killed/.imatrix-run" ] && [ -f "$WORK/python.txt" ] && _pass || _fail "the dead run's .imatrix-run is left, or its text is gone"
 
 case_ "llama-imatrix fails, or writes no imatrix: exit 3 with its last lines, no imatrix under a final name"
 FAKE_LLAMA_MODE=exit1 run "$BIN" "${CAL[@]}" -o "$WORK/fail"
@@ -302,7 +339,7 @@ expect_code 130
 child=$(cat "$WORK/calls.pid" 2>/dev/null)
 [ -n "$child" ] && ! kill -0 "$child" 2>/dev/null && _pass || _fail "the fake llama-imatrix ($child) still runs"
 [ ! -e "$WORK/int/c.imatrix.gguf" ] && _pass || _fail "c.imatrix.gguf under its final name"
-[ -z "$(ls -A "$WORK/int" | grep gguf-reap-tmp)" ] && _pass || _fail "temporaries left: $(ls -A "$WORK/int")"
+[ -z "$(ls -A "$WORK/int" | grep -e gguf-reap-tmp -e imatrix-run)" ] && _pass || _fail "temporaries left: $(ls -A "$WORK/int")"
 cp "$WORK/int/calibrate.json" "$OUT"
 expect_json 'd["complete"] == True and [t["name"] for t in d["texts"]] == ["python"]'
 : >"$WORK/calls"
@@ -313,27 +350,39 @@ expect_json '[t["cached"] for t in d["texts"]] == [True, False]'
 
 # With llama.cpp: calibrate as the fixture's imatrices were made by hand.
 if part llama "the real llama.cpp run $(live_why)" [ -n "$REAL" ]; then
-    case_ "real llama.cpp: --ctx 128 --threads 1 makes the fixture's hand-made imatrices, byte for byte"
-    # The fixture's were made in $TR with -f corpora/NAME.calib.txt, which each file names as its dataset.
+    case_ "real llama.cpp: --ctx 128 --threads 1 makes the fixture's hand-made imatrices: every sum and count"
+    # The fixture's were made in $TR with -f corpora/NAME.calib.txt, which each names as its dataset;
+    # calibrate's name NAME.txt (llama-imatrix runs with -f NAME.txt in a directory of calibrate's), so
+    # the files differ there and only there: every value the same (relative difference 0).
     bin=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
     run sh -c "cd '$TR' && '$bin' calibrate --model models/tiny-qwen3moe-trained-A-Q8_0.gguf --text python=corpora/python.calib.txt --text c=corpora/c.calib.txt --ctx 128 --threads 1 --llama-bin '$REAL' -o '$WORK/real' --json"
     expect_code 0
     expect_json '[t["chunks"] for t in d["texts"]] == [154, 138] and d["sanity"] == []'
+    # dataset FILE NAME: FILE's imatrix.datasets is [NAME] (a GGUF string: its u64 length, then its bytes).
+    dataset() { python3 -c 'import struct, sys; d = open(sys.argv[1], "rb").read(); n = sys.argv[2].encode(); sys.exit(0 if b"imatrix.datasets" in d and struct.pack("<Q", len(n)) + n in d and b"corpora" not in d and b"/" not in n else 1)' "$1" "$2"; }
     for t in python c; do
-        cmp -s "$WORK/real/$t.imatrix.gguf" "$TR/imatrix/tiny-qwen3moe-trained-A.$t.imatrix.gguf" && _pass || _fail "$t.imatrix.gguf differs from the fixture's"
+        run python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/real/$t.imatrix.gguf" "$TR/imatrix/tiny-qwen3moe-trained-A.$t.imatrix.gguf"
+        expect_code 0
+        expect_out "largest count difference 0; largest relative in_sum2 difference 0"
+        dataset "$WORK/real/$t.imatrix.gguf" "$t.txt" && _pass || _fail "$t.imatrix.gguf does not name $t.txt as its dataset"
     done
-    case_ "real llama.cpp: the recorded --tokens 1024 runs make the imatrices the fake replays, byte for byte"
-    # Recorded with -o out (tests/data/llama-imatrix/README.md), so each names out/NAME.txt as its
-    # dataset: run the same way. Byte for byte: one thread adds the sums in one order, so the same build
-    # writes the same bytes; a build that computes otherwise shows here (tools/imatrix_diff.py says how much).
-    mkdir -p "$WORK/rec"
-    run sh -c "cd '$WORK/rec' && '$bin' calibrate --model '$M' --text python='$WORK/python.txt' --text c='$WORK/c.txt' --ctx 128 --tokens 1024 --threads 1 --llama-bin '$REAL' -o out --json"
+    case_ "real llama.cpp: the recorded --tokens 1024 runs make the imatrices the fake replays, byte for byte, however spelled"
+    # Byte for byte: one thread adds the sums in one order, so the same build writes the same bytes; a
+    # build that computes otherwise shows here (tools/imatrix_diff.py says how much). Run from a
+    # directory with relative paths, then from another with absolute ones (issue 40): the same bytes.
+    mkdir -p "$WORK/rec/sub" "$WORK/rec2"
+    run sh -c "cd '$WORK/rec/sub' && '$bin' calibrate --model '$(realpath --relative-to="$WORK/rec/sub" "$M")' --text python=../../python.txt --text c=../../c.txt --ctx 128 --tokens 1024 --threads 1 --llama-bin '$REAL' -o ../out --json"
     expect_code 0
     expect_json '[t["used"]["tokens"] for t in d["texts"]] == [1024, 1024] and [t["used"]["bytes"] for t in d["texts"]] == [1670, 2102]'
-    expect_json 'd["texts"][0]["command"][1:] == ["-m", "'"$M"'", "-f", "out/python.txt", "-c", "128", "-b", "128", "--no-escape", "--output-format", "gguf", "-o", "out/python.imatrix.gguf", "-t", "1"]'
+    expect_json 'd["texts"][0]["command"][1] == "-m" and d["texts"][0]["command"][2].startswith("/") and d["texts"][0]["command"][3:] == ["-f", "python.txt", "-c", "128", "-b", "128", "--no-escape", "--output-format", "gguf", "-o", "'"$WORK/rec/out/python.imatrix.gguf"'", "-t", "1"]'
+    run sh -c "cd / && '$bin' calibrate --model '$M' --text python='$WORK/rec/../python.txt' --text c='$WORK/c.txt' --ctx 128 --tokens 1024 --threads 1 --llama-bin '$REAL' -o '$WORK/rec2/out' --json"
+    expect_code 0
     for t in python c; do
-        cmp -s "$WORK/rec/out/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" && _pass ||
-            _fail "$t.imatrix.gguf differs from the recording the fake replays: $(python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$WORK/rec/out/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" 2>&1)"
+        for o in "$WORK/rec/out" "$WORK/rec2/out"; do
+            cmp -s "$o/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" && _pass ||
+                _fail "$o/$t.imatrix.gguf differs from the recording the fake replays: $(python3 "$(dirname "$0")/../../tools/imatrix_diff.py" "$o/$t.imatrix.gguf" "$DATA/$t.imatrix.gguf" 2>&1)"
+        done
+        dataset "$DATA/$t.imatrix.gguf" "$t.txt" && _pass || _fail "the recorded $t.imatrix.gguf does not name $t.txt"
     done
 fi
 

@@ -69,6 +69,72 @@ expect_code 0
 [ "$(grep -c '^base' "$WORK/calls")" -eq 0 ] && _pass || _fail "base runs again: $(cat "$WORK/calls")"
 expect_json 'all(t["base_cached"] for t in d["texts"]) and d["runs"][0]["kld"]["mean"] == 0.865733'
 
+case_ "eval --calibration: each text held out or not, by sha256; without it, not known (issue 40)"
+# A calibrate.json whose domain c was calibrated on c.heldout.txt itself, every other domain on its own
+# calibration text, each with the fixture's imatrix of that domain (which rank8 was ranked from).
+# calibration WRONG OUT: writes it; WRONG=1 gives every imatrix another sha256 (the calibration of
+# another build).
+calibration() {
+    /usr/bin/python3 - "$TR" "$WORK" "$1" "$2" <<'PY'
+import hashlib, json, sys
+t, w, wrong, out = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
+sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+texts = []
+for d in ["c", "changelog", "legal", "markdown", "python"]:
+    text = f"{w}/c.heldout.txt" if d == "c" else f"{t}/corpora/{d}.calib.txt"
+    im = "0" * 64 if wrong else sha(f"{t}/imatrix/tiny-qwen3moe-trained-A.{d}.imatrix.gguf")
+    u = {"path": text, "sha256": sha(text), "bytes": 1, "tokens": 1}
+    texts.append({"name": d, "path": text, "sha256": sha(text), "bytes": 1, "tokens": 1, "used": u, "chunks": 1,
+                  "imatrix": f"{d}.imatrix.gguf", "imatrix_sha256": im, "key": "", "seconds": 0,
+                  "command": [], "tokenize_command": []})
+json.dump({"tool": "gguf-reap 0.1.0", "texts": texts}, open(out, "w"))
+PY
+}
+mkdir -p "$WORK/held" "$WORK/held-other"
+calibration 0 "$WORK/held/calibrate.json"
+calibration 1 "$WORK/held-other/calibrate.json"
+EV8=(eval --source "$M" "$WORK/keep8.gguf" "${TEXTS[@]}" --ctx 128 --chunks 8 --llama-bin "$FAKE" --cache-dir "$WORK/cache")
+run "$BIN" "${EV8[@]}" --calibration "$WORK/held/calibrate.json" -o "$WORK/held/eval.json"
+expect_code 0
+expect_out "text    python: $WORK/python.heldout.txt (19133 tokens, 8 chunks of 128, 504 scored), base cached; held out: yes"
+expect_out "text    c: $WORK/c.heldout.txt (18726 tokens, 8 chunks of 128, 504 scored), base cached; held out: no, calibration text of c"
+cp "$WORK/held/eval.json" "$OUT"
+expect_json '[(t["held_out"], t["calibration_domain"]) for t in d["texts"]] == [(True, None), (False, "c")]'
+expect_json 'd["calibration"]["path"] == "calibrate.json" and d["calibration"]["sha256"] == "'"$(sha256sum "$WORK/held/calibrate.json" | cut -d" " -f1)"'" and len(d["calibration"]["texts"]) == 5'
+run "$BIN" "${EV8[@]}" -o "$WORK/held/plain.json"
+expect_code 0
+expect_out "base cached; held out: not known (no --calibration)"
+cp "$WORK/held/plain.json" "$OUT"
+expect_json 'all(t["held_out"] is None and t["calibration_domain"] is None for t in d["texts"]) and d["calibration"] is None'
+: >"$WORK/calls"
+run "$BIN" "${EV8[@]}" --calibration "$WORK/python.heldout.txt"
+expect_code 2
+expect_err "$WORK/python.heldout.txt"
+[ ! -s "$WORK/calls" ] && _pass || _fail "llama.cpp ran before the calibrate.json was read: $(cat "$WORK/calls")"
+
+case_ "card: held out from eval.json's calibration record, or from --calibration; never from another build's"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+CARD8=(card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json")
+# rank8's keeplist records no calibration text (the fixture's imatrices were made by hand).
+run "$BIN" "${CARD8[@]}" --eval "$WORK/held/plain.json"
+expect_code 0
+expect_out " % | not known |"
+run "$BIN" "${CARD8[@]}" --eval "$WORK/held/eval.json"
+expect_code 0
+expect_out " % | yes |"
+expect_out " % | no: calibration text of c |"
+expect_out " on c (504 tokens, calibration text of c): "
+run "$BIN" "${CARD8[@]}" --eval "$WORK/held/plain.json" --calibration "$WORK/held/calibrate.json"
+expect_code 0
+expect_out " % | yes |"
+expect_out " % | no: calibration text of c |"
+run "$BIN" "${EV8[@]}" --calibration "$WORK/held-other/calibrate.json" -o "$WORK/held-other/eval.json"
+expect_code 0
+expect_out "held out: no, calibration text of c"
+run "$BIN" "${CARD8[@]}" --eval "$WORK/held-other/eval.json"
+expect_code 0
+expect_out " % | not known |"
+
 case_ "a cached base-logits file cut short (a full disk, a copy cut off) is made again, not reused"
 : >"$WORK/calls"
 for f in "$WORK"/cache/base-*.kld; do truncate -s 4000000 "$f"; done

@@ -106,6 +106,8 @@ refused llama-perplexity "-c 64: the recorded runs used -c 128" "${PPL[@]/#128/6
 refused llama-imatrix "--bogus: not an argument of the recorded runs" "${IMX[@]}" --bogus
 refused llama-imatrix "-b 64: the recorded runs used -b 128" "${IMX[@]:0:7}" 64 "${IMX[@]:8}"
 refused llama-imatrix "no -t: the recorded runs all had it" "${IMX[@]:0:13}"
+# The recorded text by a path: the recordings name python.txt, the name calibrate gives it (issue 40).
+refused llama-imatrix "-f $WORK/cut.txt: the recorded runs used -f python.txt" "${IMX[@]}"
 refused llama-completion "--bogus: not an argument of the recorded runs" "${CMPL[@]}" --bogus
 refused llama-completion "-n 17: the recorded runs used -n 16" "${CMPL[@]/#16/17}"
 refused llama-tokenize "--bogus: not an argument of the recorded runs" "${TOK[@]}" --bogus

@@ -116,6 +116,24 @@ expect_err "model-00002-of-00002.gguf changed on the server (ETag "
 cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "differs from the local splice"
 rm -f "$WORK/r.gguf"
 
+case_ "-o spelled another way (relative, then absolute from another directory) resumes: the same output"
+# Issue 40: "-o r" from $WORK interrupted, then "-o $WORK/r" from /: the same file, so the same plan.
+mkdir -p "$WORK/rel"
+ABS_BIN=$(realpath "$BIN")
+SPLICE=("$ABS_BIN" splice "$M" --keeplist ../drop.json -o ../r --split-count 1 --json)
+cd "$WORK/rel"
+kill_at 0.4
+cd /
+SPLICE=("$ABS_BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/r" --split-count 1 --json)
+[ -e "$PARTIAL" ] && [ -e "$JOURNAL" ] && _pass || _fail "no partial file or journal after the kill"
+run "${SPLICE[@]}"
+expect_code 0
+expect_err "resuming an interrupted run: "
+expect_json "d['resumed_bytes'] > 0 and d['bytes_fetched'] <= 0.7 * $WHOLE"
+cmp -s "$WORK/local.gguf" "$WORK/r.gguf" && _pass || _fail "the resumed output differs from the local splice"
+cd "$WORK"
+rm -f "$WORK/r.gguf"
+
 case_ "--no-resume starts over"
 kill_at 0.3
 run "${SPLICE[@]}" --no-resume

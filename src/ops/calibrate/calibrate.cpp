@@ -156,15 +156,51 @@ std::string domain_key(const CalibrateRequest& q, const std::string& identity, c
     return sha256_hex(id.data(), id.size());
 }
 
+// llama-imatrix records its -f argument in the imatrix it writes (imatrix.datasets): the path as the user
+// spelled it would make other bytes of the same text from another directory, or spelled absolute. It
+// runs instead in DIR/.imatrix-run, where NAME.txt links to the text, with -f NAME.txt: an imatrix
+// depends on the text's content and name, the model and the settings, never on a path (issue 40).
+constexpr std::string_view kRunDir = ".imatrix-run";
+
+class RunDir {
+  public:
+    RunDir(const std::string& out_dir, const CalibrateTextFacts& f)
+        : dir_(fs::path(out_dir) / kRunDir), text_(f.name + ".txt") {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+        if (!fs::create_directory(dir_, ec))
+            throw IoError(
+                dir_.string(),
+                fmt::format("cannot make {}'s working directory", llama_tool_name(LlamaTool::imatrix)),
+                ec.value());
+        fs::create_symlink(fs::absolute(f.used_path), dir_ / text_, ec);
+        if (ec) throw IoError((dir_ / text_).string(), "cannot link the text there", ec.value());
+    }
+    ~RunDir() {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    RunDir(const RunDir&) = delete;
+    RunDir& operator=(const RunDir&) = delete;
+    std::string dir() const { return dir_.string(); }
+
+  private:
+    fs::path dir_;
+    std::string text_;
+};
+
+// llama-imatrix's command in RunDir: -f NAME.txt there, the model and `out` absolute.
 std::vector<std::string> imatrix_command(const Ctx& c, const CalibrateTextFacts& f, const std::string& out) {
-    const llama_cpp::ImatrixJob job{c.tools.imatrix, c.q.model, f.used_path, c.q.ctx, c.q.threads};
-    return llama_cpp::imatrix_command(job, out, c.q.llama_args);
+    const auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+    const llama_cpp::ImatrixJob job{c.tools.imatrix, abs(c.q.model), f.name + ".txt", c.q.ctx, c.q.threads};
+    return llama_cpp::imatrix_command(job, abs(out), c.q.llama_args);
 }
 
 // llama-imatrix on one text, into DIR/NAME.imatrix.gguf (its log beside it, DIR/NAME.imatrix.log).
 void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
     OutputFile im(f.imatrix);
     OutputFile log(fmt::format("{}/{}.imatrix.log", c.q.out_dir, f.name));
+    const RunDir run(c.q.out_dir, f);
     const auto argv = imatrix_command(c, f, im.temp_path());
     f.command = imatrix_command(c, f, f.imatrix);
     const std::string label = fmt::format("{} ({}/{})", f.name, index + 1, count);
@@ -172,7 +208,7 @@ void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
     c.ev.info(fmt::format("{}: {} over {} chunks of {} tokens", label, tool, f.chunks, c.q.ctx));
     const llama_cpp::LlamaProgress progress{label, f.chunks, imatrix_chunks_done};
     const auto start = std::chrono::steady_clock::now();
-    auto [text, e] = c.runner.try_run(argv, log.temp_path(), &progress);
+    auto [text, e] = c.runner.try_run(argv, log.temp_path(), &progress, run.dir());
     f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const ImatrixLog parsed = parse_imatrix_log(text);
     if (parsed.too_few_tokens)
@@ -356,6 +392,11 @@ CalibrateResult calibrate(const CalibrateRequest& q, const Events& ev) {
     // writer is gone, as splice's are.
     for (const std::string& p : remove_dead_temporaries(q.out_dir))
         ev.info(fmt::format("removed {} (left by an interrupted run)", p));
+    std::error_code ec;
+    if (const fs::path run = fs::path(q.out_dir) / kRunDir; fs::exists(fs::symlink_status(run, ec))) {
+        fs::remove_all(run, ec);
+        ev.info(fmt::format("removed {} (left by an interrupted run)", run.string()));
+    }
     check_outputs(q);
 
     // The model, as eval identifies it.

@@ -172,6 +172,32 @@ bool was_complete(const std::string& dir) {
 
 }  // namespace calibrate_detail
 
+std::vector<CalibrationText> read_calibration_texts(const std::string& calibrate_json) {
+    std::vector<CalibrationText> out;
+    for (const CalibrateTextFacts& t : calibrate_detail::read_texts(calibrate_json))
+        out.push_back({t.name, t.sha256, t.used_sha256, t.imatrix_sha256});
+    return out;
+}
+
+TextOrigin text_origin(const std::vector<CalibrationText>& calibration, const std::string& text_sha256) {
+    TextOrigin o;
+    for (const CalibrationText& c : calibration) {
+        if (c.sha256.empty()) {
+            o.unrecorded.push_back(c.name);
+            continue;
+        }
+        if (!text_sha256.empty() && (text_sha256 == c.sha256 || text_sha256 == c.used_sha256)) {
+            o.held_out = false;
+            o.domain = c.name;
+            o.unrecorded.clear();
+            return o;
+        }
+    }
+    // Held out only when every calibration text is known and the text's own sha256 is.
+    if (o.unrecorded.empty() && !text_sha256.empty() && !calibration.empty()) o.held_out = true;
+    return o;
+}
+
 std::optional<CalibrationRecord> find_calibration(const std::string& imatrix_path,
                                                   const std::string& json_path,
                                                   const std::string& imatrix_sha256) {

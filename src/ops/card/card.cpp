@@ -189,22 +189,32 @@ void budget_of_build(const CardRequest& q, const OpenedModel& out, const RankKee
 // imatrix in both). Its text, for the card's sha256 of it.
 std::string read_calibration(const std::string& path, const RankKeeplist& k) {
     const std::string text = read_small_file(path, uint64_t{16} << 20, "calibrate.json");
-    const auto j = parse_json_input<nlohmann::json>(text, path, 8, 1'000'000, "a calibrate.json");
-    if (!j.is_object() || !j.contains("texts") || !j["texts"].is_array())
-        throw InputError(path, std::nullopt, "texts", "not a calibrate.json (no \"texts\" array)");
     std::set<std::string> ranked;
     if (k.kl.method.contains("domains") && k.kl.method["domains"].is_array())
         for (const auto& d : k.kl.method["domains"])
             if (d.is_object() && d.contains("sha256") && d["sha256"].is_string())
                 ranked.insert(d["sha256"].get<std::string>());
-    for (const auto& t : j["texts"])
-        if (t.is_object() && t.contains("imatrix_sha256") && t["imatrix_sha256"].is_string() &&
-            ranked.count(t["imatrix_sha256"].get<std::string>()))
-            return text;
+    for (const CalibrationText& t : read_calibration_texts(path))
+        if (ranked.count(t.imatrix_sha256)) return text;
     throw InputError(path, std::nullopt, "texts[].imatrix_sha256",
                      fmt::format("none is the sha256 of an imatrix {} was ranked from: the calibration of "
                                  "another build",
                                  k.path));
+}
+
+// --calibration, named with its sha256; and the calibration texts the keeplist does not record
+// (imatrices ranked away from their calibrate.json): from --calibration, then from eval --calibration's
+// record in eval.json, each taken only for the domain whose imatrix it made (docs/card.md, "Held-out
+// text").
+void add_calibration(const CardRequest& q, const RankKeeplist& k, CardFacts& f) {
+    if (!q.calibration.empty()) {
+        const std::string text = read_calibration(q.calibration, k);
+        f.calibration_name = base_name(q.calibration);
+        f.calibration_sha256 = sha256_hex(text.data(), text.size());
+        add_calibration_texts(f.method, read_calibration_texts(q.calibration));
+    }
+    if (f.eval && f.eval->result.calibration)
+        add_calibration_texts(f.method, f.eval->result.calibration->texts);
 }
 
 // --upload-dir: every file the card names, by the name it gives it.
@@ -387,6 +397,7 @@ CardResult card(const CardRequest& q, const Events& events) {
     // The measurement: an eval of exactly this build, against this source.
     if (!q.eval_json.empty()) f.eval = read_card_eval(q.eval_json, out.set, source_identity(src.set));
 
+    add_calibration(q, k, f);
     if (f.eval)
         for (const EvalRun* t : card_runs(*f.eval))
             if (const double kld = t->figures.kld.value; std::isfinite(kld))
@@ -410,11 +421,6 @@ CardResult card(const CardRequest& q, const Events& events) {
                         "only, and llama.cpp then picks its default quantisation",
                         f.build.first_shard, llama_cpp::hub_option()));
 
-    if (!q.calibration.empty()) {
-        const std::string text = read_calibration(q.calibration, k);
-        f.calibration_name = base_name(q.calibration);
-        f.calibration_sha256 = sha256_hex(text.data(), text.size());
-    }
     f.links = !q.upload_dir.empty();
     if (f.links && !q.manifest.empty() && path_exists(manifest_sums_path(q.manifest)))
         f.manifest_sums = base_name(manifest_sums_path(q.manifest));

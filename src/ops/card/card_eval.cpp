@@ -273,25 +273,28 @@ std::vector<const EvalRun*> card_runs(const CardEval& e) {
 }
 
 TextOrigin text_origin(const CardMethod& m, const EvalResult& r, const std::string& text) {
-    TextOrigin o;
     std::string sha;
     for (const EvalTextFacts& t : r.texts)
         if (t.name == text) sha = t.sha256;
-    for (const CardDomain& d : m.domains) {
-        if (d.text_sha256.empty()) {
-            o.unrecorded.push_back(d.name);
-            continue;
-        }
-        if (!sha.empty() && (sha == d.text_sha256 || sha == d.used_sha256)) {
-            o.held_out = false;
-            o.domain = d.name;
-            o.unrecorded.clear();
-            return o;
-        }
+    std::vector<CalibrationText> calibration;
+    for (const CardDomain& d : m.domains)
+        calibration.push_back({d.name, d.text_sha256, d.used_sha256, d.imatrix_sha256});
+    return text_origin(calibration, sha);
+}
+
+size_t add_calibration_texts(CardMethod& m, const std::vector<CalibrationText>& calibration) {
+    size_t filled = 0;
+    for (CardDomain& d : m.domains) {
+        if (!d.text_sha256.empty() || d.imatrix_sha256.empty()) continue;
+        for (const CalibrationText& c : calibration)
+            if (c.imatrix_sha256 == d.imatrix_sha256 && !c.sha256.empty()) {
+                d.text_sha256 = c.sha256;
+                d.used_sha256 = c.used_sha256;
+                ++filled;
+                break;
+            }
     }
-    // Held out only when every calibration text is known and the eval recorded this text's sha256.
-    if (o.unrecorded.empty() && !sha.empty()) o.held_out = true;
-    return o;
+    return filled;
 }
 
 std::string origin_words(const TextOrigin& o) {

@@ -119,6 +119,7 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
             CardDomain cd;
             cd.name = opt_string(d, "name");
             cd.tokens = opt_number<uint64_t>(d, "tokens");
+            cd.imatrix_sha256 = opt_string(d, "sha256");
             if (d.is_object() && d.contains("datasets") && d["datasets"].is_array())
                 for (const json& x : d["datasets"])
                     if (x.is_string()) cd.datasets.push_back(x.get<std::string>());

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf_reap/calibrate.h"
 #include "gguf_reap/card.h"
 #include "services/llama_cpp/llama_recipes.h"
 
@@ -28,14 +29,14 @@ CardEval read_card_eval(const std::string& path, const ShardSet& output, const s
 // This build's KLD runs against the source, in text order.
 std::vector<const EvalRun*> card_runs(const CardEval& e);
 
-// Whether eval's text `text` calibrated the build (docs/card.md, "Held-out text"): its sha256 against
-// each calibration domain's text and cut as the keeplist records them (gguf-reap calibrate's records).
-struct TextOrigin {
-    std::optional<bool> held_out;         // false: a calibration text; null: not known
-    std::string domain;                   // a calibration text: the domain it calibrated
-    std::vector<std::string> unrecorded;  // not known: the domains whose text's sha256 is not recorded
-};
+// Whether eval's text `text` calibrated the build (docs/card.md, "Held-out text"): the one test
+// (gguf_reap/calibrate.h's text_origin) of its sha256 against each calibration domain's text and cut as
+// the keeplist records them (gguf-reap calibrate's records), or as --calibration or eval.json's
+// calibration record gives them for a domain the keeplist has none for (add_calibration_texts).
 TextOrigin text_origin(const CardMethod& m, const EvalResult& r, const std::string& text);
+// Fills, for each domain of `m` without a recorded text, the text of `calibration` that made the same
+// imatrix (by its sha256). Returns how many domains it filled.
+size_t add_calibration_texts(CardMethod& m, const std::vector<CalibrationText>& calibration);
 // Its words in the card: "held-out text", "calibration text of c", "" when not known.
 std::string origin_words(const TextOrigin& o);
 

@@ -387,6 +387,10 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     const std::string server = q.panels.empty() ? std::string() : find_llama_server(q);
     std::vector<Panel> panels;
     for (const EvalPanel& p : q.panels) panels.push_back(read_panel(p));
+    // --calibration too: a file that is not a calibrate.json fails before any run.
+    std::optional<EvalResult::Calibration> calibration;
+    if (!q.calibration.empty())
+        calibration = {q.calibration, sha256_file(q.calibration), read_calibration_texts(q.calibration)};
     // The outputs before any work, and the cache directory.
     ReportFiles files(q, ev);
     std::error_code ec;
@@ -401,6 +405,14 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     const Models m = open_models(q);
     EvalResult r = describe(c, m);
     for (const TextInput& t : q.texts) r.texts.push_back(measure_text(c, m.src, t));
+    // Held out or not, by sha256 (docs/eval.md, "Held-out text"); not known without --calibration.
+    r.calibration = std::move(calibration);
+    for (EvalTextFacts& t : r.texts)
+        if (r.calibration) {
+            const TextOrigin o = text_origin(r.calibration->texts, t.sha256);
+            t.held_out = o.held_out;
+            t.calibration_domain = o.domain;
+        }
     kld_runs(c, m, r);
     if (!q.smoke_prompt.empty()) r.smoke = run_smoke(c, m.src, m.outs);
     std::unique_ptr<OutputFile> generations;

@@ -98,8 +98,18 @@ void read_back(const SplicePlan& plan) {
     if (plan.imatrix) ImatrixFile::open(plan.imatrix->job.path);
 }
 
+// A file as the plan identity names it: by where it is, not by how it was spelled ("-o out/Tiny" and
+// "-o /ABS/out/Tiny" are the same output, issue 40); a URL as it is given.
+std::string place(const std::string& path) {
+    if (path.find("://") != std::string::npos) return path;
+    std::error_code ec;
+    const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+    return ec ? std::filesystem::absolute(path).lexically_normal().string() : p.string();
+}
+
 // What the output is made from, as one hash: every source's pin, the keeplist, and every segment and
-// literal byte of the plan (which carries the neuron plan, the split and the provenance).
+// literal byte of the plan (which carries the neuron plan, the split and the provenance). Files are
+// named by place: a path spelled another way is the same plan.
 std::string plan_identity(const SplicePlan& plan, const std::string& keeplist_sha256) {
     Sha256 h;
     const auto put = [&](std::string_view s) {
@@ -109,12 +119,12 @@ std::string plan_identity(const SplicePlan& plan, const std::string& keeplist_sh
     };
     put(keeplist_sha256);
     for (const InputFile* src : plan.sources) {
-        put(src->path());
+        put(place(src->path()));
         put(std::to_string(src->size()));
         if (RemoteFile* rf = src->remote()) put(rf->etag());
     }
     for (const CopyJob* job : plan.jobs()) {
-        put(job->path);
+        put(place(job->path));
         put(std::to_string(job->size));
         for (const CopySegment& c : job->segments) {
             const uint64_t f[5] = {c.dst_offset, c.length, c.src_offset, c.src, c.gather};
@@ -149,8 +159,10 @@ ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std:
         now.files.push_back({job->path, partial_path(job->path), job->size, 0});
 
     const auto old = ResumeJournal::load(journal_path);
+    // Each partial file is beside the journal, whatever directory the run that named it ran in.
     const auto discard = [&] {
-        for (const auto& f : old->files) ::unlink(f.partial.c_str());
+        for (const auto& f : old->files)
+            ::unlink((std::filesystem::path(journal_path).parent_path() / base_name(f.partial)).c_str());
     };
     if (old && !q.resume) {
         discard();

@@ -59,10 +59,10 @@ class ProgressFeed {
 }  // namespace
 
 LlamaRun LlamaRunner::try_run(const std::vector<std::string>& argv, const std::string& log_path,
-                              const LlamaProgress* progress) const {
+                              const LlamaProgress* progress, const std::string& cwd) const {
     ProgressFeed feed(ev_, progress, log_path);
     LlamaRun r;
-    r.exit = run_child(argv, log_path, "", feed.tick);
+    r.exit = run_child(argv, log_path, "", feed.tick, cwd);
     r.log = read_log(log_path);
     return r;
 }

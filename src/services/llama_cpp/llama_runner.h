@@ -62,9 +62,10 @@ class LlamaRunner {
     // IoError "LABEL failed (EXIT); its last lines: ..." when it does not exit 0; Interrupted.
     std::string run(const std::vector<std::string>& argv, const std::string& label,
                     const std::string& stdin_path = "", const LlamaProgress* progress = nullptr) const;
-    // The same with its output in `log_path` (the caller's, kept), its exit returned whatever it was.
+    // The same with its output in `log_path` (the caller's, kept), its exit returned whatever it was; run
+    // in the directory `cwd` when one is given (paths in `argv` are then relative to it).
     LlamaRun try_run(const std::vector<std::string>& argv, const std::string& log_path,
-                     const LlamaProgress* progress = nullptr) const;
+                     const LlamaProgress* progress = nullptr, const std::string& cwd = "") const;
     // `binary --version`: its last two lines ("version: ...", "built with ...").
     std::string version(LlamaTool tool, const std::string& binary) const;
 
