@@ -67,6 +67,16 @@ struct EvalRequest {
     // The behaviour runs: every prompt of every panel generated greedily on the source and on each OUT
     // by llama-server (one per model), up to gen_tokens tokens, `parallel` requests at once.
     std::vector<EvalPanel> panels;
+    // The temperatures each panel is generated at (--temp; none given = greedy only, {0}), in the order
+    // run: ascending. At 0 a prompt gets one greedy generation; above 0, `samples` generations (null: 1),
+    // each with a seed derived from `seed` (docs/eval.md, "Sampling"; llama_cpp::sample_seed).
+    std::vector<double> temperatures;
+    std::optional<uint64_t> samples;
+    std::optional<uint64_t> seed;  // null: kDefaultSeed
+    static constexpr uint64_t kDefaultSeed = 0;
+    uint64_t seed_value() const { return seed.value_or(kDefaultSeed); }
+    // The temperatures run, ascending: {0} when none is given.
+    std::vector<double> temperature_list() const;
     uint64_t gen_tokens = 256;
     uint64_t parallel = 4;
     bool chat = false;                // the model's chat template, applied by the server
@@ -177,21 +187,29 @@ struct EvalRate {
 // HTTP 5xx, no reply within --server-timeout, an empty answer).
 enum class EvalOutcome { limit, loop, natural_end, error };
 
-// A prompt the server gave no generation for: its 0-based index in the panel and what happened.
+// A prompt the server gave no generation for: its 0-based index in the panel (and the sample's, above
+// temperature 0) and what happened.
 struct EvalPromptError {
     int64_t index = 0;
+    int64_t sample = 0;
     std::string error;
     bool operator==(const EvalPromptError&) const = default;
 };
 
-// How one model generated on one panel (docs/eval.md, "Behaviour").
+// How one model generated on one panel at one temperature (docs/eval.md, "Behaviour").
 struct EvalBehaviour {
     std::string model;  // "source" or the OUT as given
     std::string panel;
     int64_t prompts = 0;
     uint64_t gen_tokens = 0;
-    EvalRate loops, natural_ends, errors;  // each of n = prompts
-    std::vector<EvalOutcome> outcomes;     // per prompt, in panel order
+    double temperature = 0;
+    int64_t samples = 1;           // generations per prompt (1 at temperature 0)
+    std::optional<uint64_t> seed;  // --seed, above temperature 0
+    int64_t generations() const { return prompts * samples; }
+    EvalRate loops, natural_ends, errors;  // each of n = generations()
+    // Per generation: prompt-major, then sample (panel order; one per prompt at temperature 0).
+    std::vector<EvalOutcome> outcomes;
+    std::string tokens_sha256;  // over every generation's token ids, in outcomes' order (docs/eval.md)
     std::vector<EvalPromptError> prompt_errors;
     double mean_tokens = 0;
     std::optional<double> distinct_4;  // null when no generation has 4 tokens
@@ -235,9 +253,13 @@ struct EvalResult {
     std::optional<EvalSmoke> smoke;      // with --smoke-prompt
     std::vector<EvalPanelFacts> panels;  // with --prompts
     uint64_t gen_tokens = 0, parallel = 0;
+    std::vector<double> temperatures{0};  // as run (ascending); {0} for a greedy-only eval
+    int64_t samples = 1;                  // per prompt above temperature 0
+    uint64_t seed = 0;
     bool chat = false;
-    std::string server_path;                // llama-server, with --prompts
-    std::vector<EvalBehaviour> behaviour;   // model-major (source first), then panel in --prompts order
+    std::string server_path;  // llama-server, with --prompts
+    // Model-major (source first), then panel in --prompts order, then temperature (ascending).
+    std::vector<EvalBehaviour> behaviour;
     std::string generations_written;        // "" when not written
     std::string json_written, svg_written;  // "" when not written
     std::string svg_sha256;                 // of the plot written beside the JSON (files.svg_sha256)

@@ -3,6 +3,8 @@
 // [--llama-args ARGS] [--ctx N] [--chunks N] [--threads N] [--cache-dir DIR] [--smoke-prompt TEXT
 // [--smoke-tokens N]]
 // [-o eval.json] [--json]: what pruning cost, per kind of text, measured by llama.cpp (docs/eval.md).
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -30,8 +32,9 @@ namespace {
 // theirs (gguf_reap/eval.h); the rest are parsed from their text.
 struct EvalCli {
     EvalRequest q;
-    std::vector<std::string> texts, prompts;
+    std::vector<std::string> texts, prompts, temps;
     std::optional<std::string> llama_args;
+    std::string samples, seed;
     std::string ctx = std::to_string(EvalRequest{}.ctx);
     std::string chunks;
     bool json = false;
@@ -95,23 +98,35 @@ std::string rate_cell(const EvalRate& x) {
     return fmt::format("{}/{} {:.1f}% [{:.1f}, {:.1f}]", x.k, x.n, 100 * x.rate, 100 * x.lo, 100 * x.hi);
 }
 
-// A block per panel: each model's loops, natural ends and errors (with Wilson 95 % intervals), mean
-// tokens and distinct-4, the source first.
+// A block per (panel, temperature): each model's loops, natural ends and errors (with Wilson 95 %
+// intervals), mean tokens and distinct-4, the source first.
 void print_behaviour(const EvalResult& r) {
-    for (const EvalPanelFacts& p : r.panels) {
-        std::cout << fmt::format(
-            "\nbehaviour  {}: {} prompts, up to {} greedy tokens each ({}, {} slots{})\n", p.name, p.prompts,
-            r.gen_tokens, llama_tool_name(LlamaTool::server), r.parallel, r.chat ? ", chat template" : "");
-        std::cout << fmt::format("{:<40} {:>28} {:>28} {:>28} {:>8} {:>10}\n", "model", "loops",
-                                 "natural ends", "errors", "tokens", "distinct-4");
-        for (const EvalBehaviour& b : r.behaviour) {
-            if (b.panel != p.name) continue;
-            const std::string m = b.model.size() > 40 ? "…" + b.model.substr(b.model.size() - 39) : b.model;
-            std::cout << fmt::format("{:<40} {:>28} {:>28} {:>28} {:>8.1f} {:>10}\n", m, rate_cell(b.loops),
-                                     rate_cell(b.natural_ends), rate_cell(b.errors), b.mean_tokens,
-                                     b.distinct_4 ? fixed(*b.distinct_4, 4) : std::string("-"));
+    for (const EvalPanelFacts& p : r.panels)
+        for (const double t : r.temperatures) {
+            if (t == 0)
+                std::cout << fmt::format(
+                    "\nbehaviour  {}: {} prompts, up to {} greedy tokens each ({}, {} slots{})\n", p.name,
+                    p.prompts, r.gen_tokens, llama_tool_name(LlamaTool::server), r.parallel,
+                    r.chat ? ", chat template" : "");
+            else
+                std::cout << fmt::format(
+                    "\nbehaviour  {} at temperature {}: {} prompts × {} sample{} (seeds from --seed {}), up "
+                    "to {} "
+                    "tokens each ({}, {} slots{})\n",
+                    p.name, t, p.prompts, r.samples, r.samples == 1 ? "" : "s", r.seed, r.gen_tokens,
+                    llama_tool_name(LlamaTool::server), r.parallel, r.chat ? ", chat template" : "");
+            std::cout << fmt::format("{:<40} {:>28} {:>28} {:>28} {:>8} {:>10}\n", "model", "loops",
+                                     "natural ends", "errors", "tokens", "distinct-4");
+            for (const EvalBehaviour& b : r.behaviour) {
+                if (b.panel != p.name || b.temperature != t) continue;
+                const std::string m =
+                    b.model.size() > 40 ? "…" + b.model.substr(b.model.size() - 39) : b.model;
+                std::cout << fmt::format("{:<40} {:>28} {:>28} {:>28} {:>8.1f} {:>10}\n", m,
+                                         rate_cell(b.loops), rate_cell(b.natural_ends), rate_cell(b.errors),
+                                         b.mean_tokens,
+                                         b.distinct_4 ? fixed(*b.distinct_4, 4) : std::string("-"));
+            }
         }
-    }
 }
 
 void print_kld(const EvalResult& r);
@@ -202,6 +217,26 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
                 fmt::format("--text '{}': write NAME=FILE, e.g. --text code=code.heldout.txt", t));
         q.texts.push_back({t.substr(0, eq), t.substr(eq + 1)});
     }
+    for (const std::string& t : c.temps) {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+            throw UsageError(
+                fmt::format("--temp '{}' is not a temperature: give a number of 0 or more, e.g. 0.7", t));
+        q.temperatures.push_back(v);
+    }
+    if (!c.samples.empty()) {
+        q.samples = parse_whole(c.samples, UINT64_MAX);
+        if (!q.samples)
+            throw UsageError(
+                fmt::format("--samples '{}' is not a number of generations (e.g. 4)", c.samples));
+    }
+    if (!c.seed.empty()) {
+        q.seed = parse_whole(c.seed, UINT64_MAX);
+        if (!q.seed)
+            throw UsageError(fmt::format("--seed '{}' is not a seed: give a whole number from 0 to {}",
+                                         c.seed, UINT64_MAX));
+    }
     for (const std::string& p : c.prompts) {
         const size_t eq = p.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == p.size())
@@ -254,6 +289,13 @@ Command add_eval(CLI::App& app, const GlobalOptions& g) {
         ->capture_default_str();
     sub->add_option("--parallel", o->q.parallel, "llama-server slots (-np): prompts generated at once")
         ->capture_default_str();
+    sub->add_option("--temp", o->temps,
+                    "T: also generate each prompt at this temperature (repeatable; default: 0 only, greedy)");
+    sub->add_option("--samples", o->samples,
+                    "Generations per prompt at each temperature above 0 (default 1; greedy is always one)");
+    sub->add_option("--seed", o->seed,
+                    fmt::format("S: each sampled generation's seed is derived from it (default {})",
+                                EvalRequest::kDefaultSeed));
     sub->add_flag("--chat", o->q.chat,
                   "Send each prompt through the model's chat template (as one user message)");
     sub->add_option("--server-timeout", o->q.server_timeout_s,

@@ -112,12 +112,16 @@ const char* field_name(RequestField f) {
             return "receipt";
         case RequestField::kReference:
             return "reference";
+        case RequestField::kSamples:
+            return "samples";
         case RequestField::kScoreAggregate:
             return "score_aggregate";
         case RequestField::kScoreField:
             return "score_field";
         case RequestField::kScores:
             return "scores";
+        case RequestField::kSeed:
+            return "seed";
         case RequestField::kServerTimeout:
             return "server_timeout";
         case RequestField::kSmokePrompt:
@@ -142,6 +146,8 @@ const char* field_name(RequestField f) {
             return "super_share";
         case RequestField::kSvg:
             return "svg";
+        case RequestField::kTemp:
+            return "temp";
         case RequestField::kText:
             return "text";
         case RequestField::kThreads:

@@ -241,10 +241,10 @@ EvalSmokeOutput output_smoke_from(const JsonIn& j, const std::string& output) {
 json rate_ci(const EvalRate& x) {
     return json::array({x.lo, x.hi});
 }
-EvalRate rate_from(const JsonIn& b, const char* count, const char* rate, const char* ci) {
+EvalRate rate_from(const JsonIn& b, int64_t n, const char* count, const char* rate, const char* ci) {
     EvalRate r;
     r.k = b.integer(count);
-    r.n = b.integer("prompts");
+    r.n = n;
     r.rate = b.at(rate, vt::number_float).value().get<double>();
     const json& c = b.at(ci, vt::array).value();
     if (c.size() != 2 || !c[0].is_number() || !c[1].is_number()) b.fail(ci, "is not [low, high]");
@@ -265,7 +265,7 @@ json outcomes_json(const std::vector<EvalOutcome>& v) {
             if (k == o) a.push_back(name);
     return a;
 }
-std::vector<EvalOutcome> outcomes_from(const JsonIn& j) {
+std::vector<EvalOutcome> outcomes_from(const JsonIn& j, int64_t n) {
     std::vector<EvalOutcome> v;
     const json& a = j.at("outcomes", vt::array).value();
     for (const json& x : a) {
@@ -276,8 +276,10 @@ std::vector<EvalOutcome> outcomes_from(const JsonIn& j) {
             j.fail("outcomes", "holds a value other than limit, loop, eog or error");
         v.push_back(it->first);
     }
-    if (v.size() != static_cast<size_t>(j.integer("prompts")))
-        j.fail("outcomes", fmt::format("has {} entries for {} prompts", v.size(), j.integer("prompts")));
+    if (v.size() != static_cast<size_t>(n))
+        j.fail("outcomes",
+               fmt::format("has {} entries for {} generations ({} prompts × {} samples)", v.size(), n,
+                           j.integer("prompts"), n / std::max<int64_t>(1, j.integer("prompts"))));
     return v;
 }
 
@@ -293,12 +295,19 @@ json paired_json(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutco
 
 json behaviour_json(const EvalBehaviour& x, const EvalBehaviour* src) {
     json errors = json::array();
-    for (const EvalPromptError& e : x.prompt_errors)
-        errors.push_back({{"index", e.index}, {"error", e.error}});
+    for (const EvalPromptError& e : x.prompt_errors) {
+        json one = {{"index", e.index}, {"error", e.error}};
+        if (x.temperature > 0) one["sample"] = e.sample;
+        errors.push_back(one);
+    }
     json j = {{"model", x.model},
               {"panel", x.panel},
               {"prompts", x.prompts},
               {"gen_tokens", x.gen_tokens},
+              {"temperature", x.temperature},
+              {"samples", x.samples},
+              {"seed", x.seed ? json(*x.seed) : json(nullptr)},
+              {"generations", x.generations()},
               {"loops", x.loops.k},
               {"loop_rate", x.loops.rate},
               {"loop_rate_ci", rate_ci(x.loops)},
@@ -316,6 +325,7 @@ json behaviour_json(const EvalBehaviour& x, const EvalBehaviour* src) {
               {"seconds", x.seconds},
               {"server_command", x.server_command},
               {"outcomes", outcomes_json(x.outcomes)},
+              {"tokens_sha256", x.tokens_sha256},
               {"prompt_errors", errors}};
     if (src && src != &x)
         j["versus_source"] = {{"loops", paired_json(*src, x, EvalOutcome::loop)},
@@ -329,12 +339,23 @@ EvalBehaviour behaviour_from(const JsonIn& j) {
     b.panel = j.str("panel");
     b.prompts = j.integer("prompts");
     b.gen_tokens = j.count("gen_tokens");
-    b.loops = rate_from(j, "loops", "loop_rate", "loop_rate_ci");
-    b.natural_ends = rate_from(j, "natural_ends", "natural_end_rate", "natural_end_rate_ci");
-    b.errors = rate_from(j, "errors", "error_rate", "error_rate_ci");
-    b.outcomes = outcomes_from(j);
+    // An eval from before --temp: greedy, one sample.
+    if (const auto t = j.number("temperature")) b.temperature = *t;
+    if (!std::isfinite(b.temperature) || b.temperature < 0)
+        j.fail("temperature", "is not a temperature of 0 or more");
+    if (j.maybe("samples", vt::number_integer)) b.samples = j.integer("samples");
+    // Bounded so that prompts × samples, the rates' n, cannot overflow.
+    if (b.samples < 1 || b.samples > (int64_t{1} << 31)) j.fail("samples", "is not a number of samples");
+    if (b.prompts < 0 || b.prompts > (int64_t{1} << 31)) j.fail("prompts", "is not a number of prompts");
+    if (j.maybe("seed", vt::number_unsigned)) b.seed = j.count("seed");
+    const int64_t n = b.prompts * b.samples;
+    b.loops = rate_from(j, n, "loops", "loop_rate", "loop_rate_ci");
+    b.natural_ends = rate_from(j, n, "natural_ends", "natural_end_rate", "natural_end_rate_ci");
+    b.errors = rate_from(j, n, "errors", "error_rate", "error_rate_ci");
+    b.outcomes = outcomes_from(j, n);
+    b.tokens_sha256 = j.str_or("tokens_sha256");
     for (const JsonIn& e : j.items("prompt_errors", true))
-        b.prompt_errors.push_back({e.integer("index"), e.str("error")});
+        b.prompt_errors.push_back({e.integer("index"), e.integer_or("sample"), e.str("error")});
     b.mean_tokens = figure(j, "mean_tokens");
     b.tokens = j.integer_or("tokens");
     b.distinct_4 = j.number("distinct_4");
@@ -377,7 +398,21 @@ void add_behaviour(json& j, const EvalResult& r) {
                        {"chat", r.chat},
                        {"parallel", r.parallel},
                        {"gen_tokens", r.gen_tokens},
-                       {"request", json::parse(llama_cpp::completion_request_settings(r.gen_tokens))}};
+                       {"temperatures", r.temperatures},
+                       {"samples", r.samples},
+                       {"seed", r.seed}};
+    json& g = j["generation"];
+    const bool greedy = std::find(r.temperatures.begin(), r.temperatures.end(), 0.0) != r.temperatures.end();
+    if (greedy || r.temperatures.empty())
+        g["request"] = json::parse(llama_cpp::completion_request_settings(r.gen_tokens));
+    // Above temperature 0, the request with its temperature and seed null: each generation has its own.
+    if (std::any_of(r.temperatures.begin(), r.temperatures.end(), [](double t) { return t > 0; })) {
+        json sampled =
+            json::parse(llama_cpp::completion_request_settings(r.gen_tokens, llama_cpp::Sampling{}));
+        sampled["temperature"] = nullptr;
+        sampled["seed"] = nullptr;
+        g["sampled_request"] = sampled;
+    }
     for (const EvalBehaviour& x : r.behaviour) b.push_back(behaviour_json(x, behaviour_source(r, x)));
     j["behaviour"] = b;
 }
@@ -388,7 +423,18 @@ void behaviour_from(const JsonIn& doc, EvalResult& r) {
         r.chat = g->flag("chat");
         r.parallel = g->count_or("parallel");
         r.gen_tokens = g->count_or("gen_tokens");
+        if (const auto t = g->maybe("temperatures", vt::array)) {
+            r.temperatures.clear();
+            for (const json& v : t->value()) {
+                if (!v.is_number() || v.get<double>() < 0)
+                    g->fail("temperatures", "holds a value that is not a temperature");
+                r.temperatures.push_back(v.get<double>());
+            }
+        }
+        if (g->maybe("samples", vt::number_integer)) r.samples = g->integer("samples");
+        r.seed = g->count_or("seed");
     }
+    if (r.temperatures.empty()) r.temperatures = {0};  // an eval from before --temp
     for (const JsonIn& b : doc.items("behaviour")) r.behaviour.push_back(behaviour_from(b));
 }
 
@@ -562,10 +608,12 @@ size_t eval_report_build(const EvalReport& report, const std::vector<std::string
     }
     for (const EvalBehaviour& b : r.behaviour) {
         if (b.model != build) continue;
-        if (std::none_of(r.behaviour.begin(), r.behaviour.end(),
-                         [&](const EvalBehaviour& s) { return s.model == "source" && s.panel == b.panel; }))
+        if (!behaviour_source(r, b))
             throw InputError(path, std::nullopt, "behaviour[]",
-                             fmt::format("panel {} has no entry for the source", b.panel));
+                             b.temperature == 0
+                                 ? fmt::format("panel {} has no entry for the source", b.panel)
+                                 : fmt::format("panel {} has no entry for the source at temperature {}",
+                                               b.panel, b.temperature));
     }
     return *mine;
 }
@@ -589,7 +637,7 @@ std::optional<EvalPlot> eval_report_plot(const EvalReport& report) {
 
 const EvalBehaviour* behaviour_source(const EvalResult& r, const EvalBehaviour& b) {
     for (const EvalBehaviour& s : r.behaviour)
-        if (s.model == "source" && s.panel == b.panel) return &s;
+        if (s.model == "source" && s.panel == b.panel && s.temperature == b.temperature) return &s;
     return nullptr;
 }
 

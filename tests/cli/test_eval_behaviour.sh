@@ -38,10 +38,13 @@ expect_no_server() {
 
 # The definitions of docs/eval.md recomputed in Python from a generations file's token ids, compared with
 # eval.json's behaviour[] (argument: the directory holding both).
-RECOMPUTE='import json, math, sys
+RECOMPUTE='import hashlib, json, math, sys
 from fractions import Fraction
 d = json.load(open(sys.argv[1] + "/eval.json"))
 gens = [json.loads(l) for l in open(sys.argv[1] + "/eval.generations.jsonl")]
+def seed(S, T, i, j):  # docs/eval.md, "Sampling"
+    v = int.from_bytes(hashlib.sha256(f"{S}/{json.dumps(T)}/{i}/{j}".encode()).digest()[:4], "big")
+    return 0xFFFFFFFE if v == 0xFFFFFFFF else v
 z = 1.959963984540054
 def wilson(k, n):
     p = k / n; den = 1 + z * z / n; c = (p + z * z / (2 * n)) / den
@@ -54,8 +57,15 @@ def loops(t, end):
     return any(all(T[j] == T[j + p] for j in range(L - p)) for p in range(1, L // 4 + 1))
 bad = 0
 for b in d["behaviour"]:
-    g = [x for x in gens if x["model"] == b["model"] and x["panel"] == b["panel"]]
-    assert [x["index"] for x in g] == list(range(b["prompts"])), "generations out of order"
+    T, N = b["temperature"], b["samples"]
+    g = [x for x in gens if x["model"] == b["model"] and x["panel"] == b["panel"] and x["temperature"] == T]
+    assert [(x["index"], x["sample"]) for x in g] == [(i, j) for i in range(b["prompts"]) for j in range(N)], \
+        "generations out of order"
+    assert T > 0 or N == 1, "greedy with samples"
+    want_seeds = [seed(d["generation"]["seed"], T, i, j) if T > 0 else None for i in range(b["prompts"]) for j in range(N)]
+    if [x["seed"] for x in g] != want_seeds: print(b["model"], b["panel"], T, "seeds differ from the derivation"); bad += 1
+    ids = json.dumps([x["tokens"] for x in g], separators=(",", ":"))
+    if b["tokens_sha256"] != hashlib.sha256(ids.encode()).hexdigest(): print(b["model"], T, "tokens_sha256"); bad += 1
     n = len(g); k = sum(loops(x["tokens"], x["end"]) for x in g); e = sum(x["end"] == "eog" for x in g)
     r = sum(x["end"] == "error" for x in g)
     grams = [tuple(x["tokens"][i:i + 4]) for x in g for i in range(len(x["tokens"]) - 3)]
@@ -64,13 +74,15 @@ for b in d["behaviour"]:
             "distinct_4": len(set(grams)) / len(grams) if grams else None,
             "outcomes": ["error" if x["end"] == "error" else "eog" if x["end"] == "eog" else
                          "loop" if loops(x["tokens"], x["end"]) else "limit" for x in g],
-            "prompt_errors": [{"index": x["index"], "error": x["error"]} for x in g if x["end"] == "error"]}
+            "generations": n,
+            "prompt_errors": [dict({"index": x["index"], "error": x["error"]}, **({"sample": x["sample"]} if T > 0 else {}))
+                              for x in g if x["end"] == "error"]}
     for key, v in want.items():
         if b[key] != v: print(b["model"], b["panel"], key, b[key], "!=", v); bad += 1
     for key, (kk, nn) in (("loop_rate_ci", (k, n)), ("natural_end_rate_ci", (e, n)), ("error_rate_ci", (r, n))):
         if any(abs(a - w) > 1e-12 for a, w in zip(b[key], wilson(kk, nn))): print(key, b[key]); bad += 1
     # The paired test against the source, prompt by prompt: McNemar exact, as exact fractions.
-    src = [x for x in d["behaviour"] if x["model"] == "source" and x["panel"] == b["panel"]][0]
+    src = [x for x in d["behaviour"] if x["model"] == "source" and x["panel"] == b["panel"] and x["temperature"] == T][0]
     if b["model"] != "source":
         for key, o in (("loops", "loop"), ("natural_ends", "eog"), ("errors", "error")):
             bo = sum(t == o and s != o for s, t in zip(src["outcomes"], b["outcomes"]))
@@ -85,14 +97,14 @@ for b in d["behaviour"]:
 sys.exit(1 if bad else 0)'
 
 # The recorded replies' token ids and stop types, read from the recordings independently of gguf-reap:
-# recorded_tokens BUILD PANEL [EXTRA]: [end, tokens] per prompt of PANEL, from the recording whose server
-# arguments were the usual ones (-np 4 ... localhost) followed by the words of EXTRA.
+# recorded_tokens BUILD PANEL [EXTRA]: [end, tokens] per prompt of PANEL, from the greedy recording whose
+# server arguments were the usual ones (-np 4 ... localhost) followed by the words of EXTRA.
 recorded_tokens() {
     /usr/bin/env python3 -c 'import json, sys
 recs = {}
 for l in open(sys.argv[1] + "/" + sys.argv[2] + ".jsonl"):
     r = json.loads(l)
-    if r["endpoint"] == "/completion" and r["args"][7:] == sys.argv[4].split():
+    if r["endpoint"] == "/completion" and r["args"][7:] == sys.argv[4].split() and r["request"]["temperature"] == 0:
         rep = json.loads(r["reply"]); recs[r["request"]["prompt"]] = (rep["stop_type"], rep["tokens"])
 prompts = [p for p in open(sys.argv[3]).read().split("\n") if p.strip()]
 print(json.dumps([[("eog" if recs[p][0] == "eos" else "limit"), recs[p][1]] for p in prompts]))' "$DATA" "$1" "$2" "${3:-}"
@@ -266,6 +278,104 @@ expect_code 0
 expect_no_server
 expect_json 'len(d["runs"]) == 1 and d["runs"][0]["kld"]["mean"] == 0.865733 and [b["loops"] for b in d["behaviour"]] == [2, 6]'
 expect_json 'd["files"]["generations"] is None'
+
+case_ "--temp 0 --temp 0.7 --samples 4: greedy as before, and each sample at its derived seed"
+# The recordings at 0.7 were made with record.py's own derivation of the seeds (tests/data/llama-server/README.md):
+# the fake answers only requests whose seed is the recorded one, so exit 0 says eval derived the same seeds.
+SAMP=(--temp 0.7 --temp 0 --samples 4 --seed 0)
+mkdir -p "$WORK/samp"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 "${SAMP[@]}" \
+    --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/samp/eval.json"
+expect_code 0
+expect_no_server
+expect_out "behaviour  prose: 6 prompts, up to 64 greedy tokens each (llama-server, 4 slots)"
+expect_out "behaviour  prose at temperature 0.7: 6 prompts × 4 samples (seeds from --seed 0), up to 64 tokens each (llama-server, 4 slots)"
+/usr/bin/env python3 -c "$RECOMPUTE" "$WORK/samp" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+cp "$WORK/samp/eval.json" "$OUT"
+expect_json '[(b["model"], b["temperature"], b["samples"], b["seed"], b["prompts"], b["generations"]) for b in d["behaviour"]] == [("source", 0, 1, None, 6, 6), ("source", 0.7, 4, 0, 6, 24), ("keep8.gguf", 0, 1, None, 6, 6), ("keep8.gguf", 0.7, 4, 0, 6, 24)]'
+expect_json 'd["generation"]["temperatures"] == [0, 0.7] and d["generation"]["samples"] == 4 and d["generation"]["seed"] == 0 and d["generation"]["request"]["top_k"] == 1 and d["generation"]["sampled_request"] == {"n_predict": 64, "temperature": None, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": None, "return_tokens": True, "cache_prompt": False, "stream": False}'
+# Greedy is what a greedy-only eval gives: the same rates as the -o out run above, the same tokens.
+/usr/bin/env python3 -c 'import json, sys
+a = [b for b in json.load(open(sys.argv[1]))["behaviour"] if b["panel"] == "prose" and b["model"] != "keep12.gguf"]
+b = [b for b in json.load(open(sys.argv[2]))["behaviour"] if b["temperature"] == 0]
+keys = ("loops", "loop_rate", "loop_rate_ci", "natural_ends", "errors", "outcomes", "tokens_sha256", "mean_tokens", "distinct_4")
+sys.exit(0 if [[x[k] for k in keys] for x in a] == [[x[k] for k in keys] for x in b] else 1)' "$WORK/out/eval.json" "$WORK/samp/eval.json" &&
+    _pass || _fail "greedy entries differ from a greedy-only eval's"
+# Each sampled generation is the recorded reply to the request with its prompt and seed, read from the recording.
+for b in source keep8; do
+    model=source
+    [ $b = source ] || model=$b.gguf
+    /usr/bin/env python3 -c 'import json, sys
+recs = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["endpoint"] == "/completion" and r["request"]["temperature"] == 0.7:
+        rep = json.loads(r["reply"]); recs[(r["request"]["prompt"], r["request"]["seed"])] = rep["tokens"]
+prompts = [p for p in open(sys.argv[2]).read().split("\n") if p.strip()]
+g = [x for x in map(json.loads, open(sys.argv[3])) if x["model"] == sys.argv[4] and x["temperature"] == 0.7]
+sys.exit(0 if len(g) == 24 and all(x["tokens"] == recs[(prompts[x["index"]], x["seed"])] for x in g) else 1)' \
+        "$DATA/$b.jsonl" "$WORK/prose.txt" "$WORK/samp/eval.generations.jsonl" $model &&
+        _pass || _fail "$b at 0.7: the generations differ from the recorded replies"
+done
+grep -q '>prose, T = 0.7 (n = 24)</text>' "$WORK/samp/eval.svg" && grep -q '>prose, T = 0 (n = 6)</text>' "$WORK/samp/eval.svg" &&
+    [ "$(grep -c 'class="rate"' "$WORK/samp/eval.svg")" -eq 12 ] && _pass || _fail "eval.svg has no group per temperature"
+"$BIN" -q audit "$WORK/keep8.gguf" --source "$M" --json >"$WORK/audit8.json"
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/samp/eval.json"
+expect_code 0
+expect_out 'Generation on the prompt panel `prose` (greedy, up to 64 tokens per prompt, llama-server;'
+expect_out 'Generation on the prompt panel `prose` at temperature 0.7 (4 samples per prompt, each with a seed derived from `--seed 0`, up to 64 tokens, llama-server; `gguf-reap eval --prompts`), the same 6 prompts on this build and on the source, 24 generations each,'
+expect_out '| per generation, the model | this build | the source | this build against the source |'
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/samp/eval.json" --json
+expect_code 0
+expect_json '[(b["temperature"], b["samples"], b["loops"]["n"], b["loops_versus_source"]["n"]) for b in d["measured"]["behaviour"]] == [(0, 1, 6, 6), (0.7, 4, 24, 24)]'
+
+case_ "--temp with another --seed: the requests change, and the fake, which has no recording of them, refuses them"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 --temp 0.7 \
+    --samples 4 --seed 1 --llama-bin "$FAKE" --cache-dir "$WORK/cache" --json
+expect_code 3
+expect_no_server
+expect_err "of prose: HTTP 400: {\"error\": \"fake llama-server: no recording of /completion with this request for source\"}; stopped; its log"
+
+case_ "the fake llama-server checks each /completion request's fields and refuses what eval never sends"
+port=$(/usr/bin/env python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$FAKE/llama-server" -m "$M" --host 127.0.0.1 --port "$port" -np 4 -c 1024 --no-webui --cors-origins localhost \
+    >"$WORK/fake.log" 2>&1 &
+fake=$!
+wait_for "the fake server answering /health" /usr/bin/env python3 -c 'import sys, urllib.request
+urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=2)' "$port"
+/usr/bin/env python3 - "$port" "$WORK/prose.txt" >"$WORK/fake-check.txt" 2>&1 <<'PY' && _pass || _fail "$(cat "$WORK/fake-check.txt")"
+import json, sys, urllib.error, urllib.request
+port, prompt = sys.argv[1], open(sys.argv[2]).read().split("\n")[0]
+greedy = {"prompt": prompt, "n_predict": 64, "temperature": 0, "top_k": 1, "seed": 1, "return_tokens": True,
+          "cache_prompt": False, "stream": False}
+sampled = dict(greedy, temperature=0.7, top_k=40, top_p=0.95, min_p=0.05, seed=12345)
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/completion", json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+cases = [(greedy, 200, None),
+         (dict(greedy, temperature=-0.5), 400, "temperature -0.5: not a finite number of 0 or more"),
+         (dict(greedy, temperature="0.7"), 400, 'temperature \\"0.7\\": not a finite number'),
+         ({k: v for k, v in sampled.items() if k != "seed"}, 400, "[] unexpected and ['seed'] missing in a sampled request"),
+         (dict(greedy, top_p=0.95), 400, "['top_p'] unexpected and [] missing in a greedy request"),
+         (dict(sampled, seed=4294967295), 400, "seed 4294967295: not a fixed seed"),
+         (dict(sampled, seed=-1), 400, "seed -1: not a fixed seed"),
+         (dict(greedy, seed=7), 400, "a greedy request with top_k 1 and seed 7, not 1 and 1"),
+         (dict(sampled, top_k=1), 400, "a sampled request with top_k 1, top_p 0.95, min_p 0.05, not 40, 0.95, 0.05"),
+         (dict(sampled, return_tokens=False), 400, "return_tokens, cache_prompt and stream not true, false and false"),
+         (sampled, 400, "no recording of /completion with this request")]
+bad = 0
+for body, status, text in cases:
+    st, reply = post(body)
+    if st != status or (text and text not in reply):
+        print(st, reply, "for", {k: v for k, v in body.items() if k != "prompt"}); bad += 1
+sys.exit(1 if bad else 0)
+PY
+kill "$fake"
+wait "$fake" 2>/dev/null || true
 
 case_ "llama-server errors on some prompts (HTTP 500, no reply in time, an empty answer): recorded, exit 0"
 # keep8's prompt 2 gets llama-server's 500 for output that is not valid UTF-8, prompt 5 an empty answer, and
@@ -442,6 +552,37 @@ expect_err "--chat needs --prompts NAME=FILE"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --llama-bin "$FAKE"
 expect_code 2
 expect_err "eval: give at least one --text NAME=FILE or --prompts NAME=FILE"
+# --temp, --samples and --seed: one line naming the option and its value.
+while IFS='|' read -r args want; do
+    read -ra a <<<"$args"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" "${a[@]}" --llama-bin "$FAKE"
+    expect_code 2
+    expect_err_lines 1
+    expect_err "$want"
+done <<'REFUSALS'
+--temp -0.5|--temp -0.5: give a finite temperature of 0 or more (0 is greedy)
+--temp nan|--temp nan: give a finite temperature of 0 or more (0 is greedy)
+--temp inf|--temp inf: give a finite temperature of 0 or more (0 is greedy)
+--temp 0.7x|--temp '0.7x' is not a temperature: give a number of 0 or more, e.g. 0.7
+--temp 0.7 --temp 0.70|--temp 0.7 is given twice; give each temperature once
+--temp 0.7 --samples 0|--samples 0: give 1 to 1000 generations per prompt
+--temp 0.7 --samples 1001|--samples 1001: give 1 to 1000 generations per prompt
+--temp 0.7 --samples -1|--samples '-1' is not a number of generations (e.g. 4)
+--samples 4|--samples 4: only a temperature above 0 is sampled, and none is given; greedy decoding (temperature 0) is one generation per prompt; give --temp T
+--temp 0 --seed 5|--seed 5: only a temperature above 0 is sampled, and none is given; greedy decoding (temperature 0) is one generation per prompt; give --temp T
+--temp 0.7 --seed -1|--seed '-1' is not a seed: give a whole number from 0 to 18446744073709551615
+--temp 0.7 --seed 18446744073709551616|--seed '18446744073709551616' is not a seed: give a whole number from 0 to 18446744073709551615
+REFUSALS
+/usr/bin/env python3 -c 'print("\n".join(f"prompt {i}" for i in range(101)))' >"$WORK/p101.txt"
+run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts many="$WORK/p101.txt" --temp 0.7 --samples 1000 --llama-bin "$FAKE"
+expect_code 2
+expect_err_lines 1
+expect_err "--samples 1000: panel many has 101 prompts, so 101000 generations per temperature, more than the 100000 eval runs at most"
+for a in "--temp 0.7" "--samples 2" "--seed 3"; do
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --text python="$TR/corpora/python.heldout.txt" $a --llama-bin "$FAKE"
+    expect_code 2
+    expect_err "${a%% *} needs --prompts NAME=FILE: it sets how prompts are generated"
+done
 cp "$WORK/code.txt" "$WORK/code.json"
 run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts code="$WORK/code.json" --llama-bin "$FAKE" -o "$WORK/code.json"
 expect_code 2
@@ -491,6 +632,24 @@ print(json.dumps([[g["end"], g["tokens"]] for g in map(json.loads, open(sys.argv
     expect_no_server
     cmp -s "$WORK/eos/eval.generations.jsonl" "$WORK/real-eos/eval.generations.jsonl" && _pass ||
         _fail "real generations with $EOS differ from the recorded ones"
+    case_ "real llama-server: --temp 0 --temp 0.7 --samples 4 run twice with the same seed: identical token ids"
+    # Sampling reproducible: the same seed gives the same tokens on a rerun (and the recorded ones).
+    for k in 1 2; do
+        mkdir -p "$WORK/real-samp$k"
+        run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts prose="$WORK/prose.txt" --gen-tokens 64 "${SAMP[@]}" \
+            --llama-bin "$WORK/wrap" --cache-dir "$WORK/real-cache" -o "$WORK/real-samp$k/eval.json"
+        expect_code 0
+        expect_no_server
+    done
+    /usr/bin/env python3 -c "$RECOMPUTE" "$WORK/real-samp1" >"$WORK/recompute.txt" 2>&1 && _pass || _fail "behaviour[] differs from the definitions: $(cat "$WORK/recompute.txt")"
+    cmp -s "$WORK/real-samp1/eval.generations.jsonl" "$WORK/real-samp2/eval.generations.jsonl" && _pass ||
+        _fail "two runs with --seed 0 generated different tokens"
+    /usr/bin/env python3 -c 'import json, sys
+h = [[b["tokens_sha256"] for b in json.load(open(f))["behaviour"]] for f in sys.argv[1:]]
+sys.exit(0 if h[0] == h[1] and len(set(h[0])) == 4 else 1)' "$WORK/real-samp1/eval.json" "$WORK/real-samp2/eval.json" &&
+        _pass || _fail "tokens_sha256 differs between the two runs"
+    cmp -s "$WORK/samp/eval.generations.jsonl" "$WORK/real-samp1/eval.generations.jsonl" && _pass ||
+        _fail "the real sampled generations differ from the recorded ones"
 fi
 
 finish

@@ -80,21 +80,22 @@ std::string p_text(double p) {
     return p < 0.001 ? std::string("p < 0.001") : fmt::format("p = {:.3f}", p);
 }
 
-std::string prompts_text(int64_t n) {
-    return fmt::format("{} prompt{}", n, n == 1 ? "" : "s");
+// "1 prompt", "3 prompts"; above temperature 0 the pairs are generations: "3 generations".
+std::string prompts_text(int64_t n, bool sampled) {
+    return fmt::format("{} {}{}", n, sampled ? "generation" : "prompt", n == 1 ? "" : "s");
 }
 
 // The paired test's verdict on one outcome (docs/eval.md, "Uncertainty"): a difference is stated only
 // when McNemar's exact test finds one at 5 %.
-std::string paired_text(const PairedTest& t) {
+std::string paired_text(const PairedTest& t, bool sampled) {
     if (!t.differs())
         return fmt::format(
             "no difference measured at n = {} ({} only this build, {} only the source; "
             "McNemar {})",
-            t.n, prompts_text(t.build_only), t.source_only, p_text(t.p));
+            t.n, prompts_text(t.build_only, sampled), t.source_only, p_text(t.p));
     return fmt::format("{} than the source: {} only this build, {} only the source (McNemar {})",
-                       t.build_only > t.source_only ? "more often" : "less often", prompts_text(t.build_only),
-                       t.source_only, p_text(t.p));
+                       t.build_only > t.source_only ? "more often" : "less often",
+                       prompts_text(t.build_only, sampled), t.source_only, p_text(t.p));
 }
 
 struct Measure {
@@ -115,24 +116,42 @@ void behaviour_lines(std::string& s, const CardEval& e, const std::string& promp
     for (const EvalBehaviour& b : e.result.behaviour) {
         if (b.model != build_path(e)) continue;
         const EvalBehaviour& src = source_entry(e.result, b);
-        s += fmt::format(
-            "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, {}; `gguf-reap eval "
-            "{}`), the same {} prompts on this build and on the source; 95 % Wilson intervals, and McNemar's "
-            "exact test on the prompts where the two differ:\n\n",
-            b.panel, b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, b.prompts);
-        s += "| per prompt, the model | this build | the source | this build against the source |\n";
+        if (b.temperature == 0)
+            s += fmt::format(
+                "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, {}; `gguf-reap "
+                "eval "
+                "{}`), the same {} prompts on this build and on the source; 95 % Wilson intervals, and "
+                "McNemar's "
+                "exact test on the prompts where the two differ:\n\n",
+                b.panel, b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, b.prompts);
+        else
+            s += fmt::format(
+                "Generation on the prompt panel `{}` at temperature {} ({} sample{} per prompt, each with a "
+                "seed "
+                "derived from `--seed {}`, up to {} tokens, {}; `gguf-reap eval {}`), the same {} prompts on "
+                "this build and on the source, {} generations each, sample j of a prompt with the same seed "
+                "on "
+                "both; 95 % Wilson intervals, and McNemar's exact test on the (prompt, sample) pairs where "
+                "the "
+                "two differ:\n\n",
+                b.panel, b.temperature, b.samples, b.samples == 1 ? "" : "s", b.seed.value_or(0),
+                b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, b.prompts, b.generations());
+        const bool sampled = b.temperature > 0;
+        s += fmt::format("| per {}, the model | this build | the source | this build against the source |\n",
+                         sampled ? "generation" : "prompt");
         s += "| --- | --- | --- | --- |\n";
         for (const Measure& m : kMeasures)
             s += fmt::format("| {} | {} | {} | {} |\n", m.words, rate_text(b.*m.rate), rate_text(src.*m.rate),
-                             paired_text(behaviour_paired_test(src, b, m.outcome)));
+                             paired_text(behaviour_paired_test(src, b, m.outcome), sampled));
         s += "\n";
         if (!b.prompt_errors.empty()) {
             const EvalPromptError& f = b.prompt_errors.front();
             s += fmt::format(
-                "{} gave this build no generation for {} of the {} prompts (`prompt_errors` in the "
-                "eval's JSON); the first, prompt {}: {}.\n\n",
-                llama_tool_name(LlamaTool::server), b.prompt_errors.size(), b.prompts, f.index + 1,
-                code_span(f.error));
+                "{} gave this build no generation for {} of the {} {} (`prompt_errors` in the "
+                "eval's JSON); the first, prompt {}{}: {}.\n\n",
+                llama_tool_name(LlamaTool::server), b.prompt_errors.size(), b.generations(),
+                sampled ? "generations" : "prompts", f.index + 1,
+                sampled ? fmt::format(" sample {}", f.sample + 1) : std::string(), code_span(f.error));
         }
     }
 }
@@ -345,7 +364,10 @@ json card_eval_json(const CardEval& e, const CardMethod& m) {
     for (const EvalBehaviour& b : r.behaviour) {
         if (b.model != build_path(e)) continue;
         const EvalBehaviour& src = source_entry(r, b);
-        json x = {{"panel", b.panel}, {"gen_tokens", b.gen_tokens}};
+        json x = {{"panel", b.panel},
+                  {"gen_tokens", b.gen_tokens},
+                  {"temperature", b.temperature},
+                  {"samples", b.samples}};
         for (const Measure& m : kMeasures) {
             const PairedTest t = behaviour_paired_test(src, b, m.outcome);
             x[m.key] = rate(b.*m.rate);

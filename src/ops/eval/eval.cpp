@@ -235,6 +235,9 @@ std::unique_ptr<OutputFile> behaviour(Ctx& c, const std::string& server, const s
     r.gen_tokens = c.q.gen_tokens;
     r.parallel = c.q.parallel;
     r.chat = c.q.chat;
+    r.temperatures = c.q.temperature_list();
+    r.samples = static_cast<int64_t>(c.q.samples.value_or(1));
+    r.seed = c.q.seed_value();
     if (r.llama_build.empty()) r.llama_build = c.runner.version(LlamaTool::server, server);
     std::unique_ptr<OutputFile> file;
     uint64_t at = 0;
@@ -386,7 +389,10 @@ EvalResult eval(const EvalRequest& q, const Events& ev) {
     // The behaviour runs' server and panels, so that a missing server or a bad panel fails first too.
     const std::string server = q.panels.empty() ? std::string() : find_llama_server(q);
     std::vector<Panel> panels;
-    for (const EvalPanel& p : q.panels) panels.push_back(read_panel(p));
+    for (const EvalPanel& p : q.panels) {
+        panels.push_back(read_panel(p));
+        check_generations(q, panels.back());
+    }
     // --calibration too: a file that is not a calibrate.json fails before any run.
     std::optional<EvalResult::Calibration> calibration;
     if (!q.calibration.empty())

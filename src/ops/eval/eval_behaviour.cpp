@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -68,8 +69,11 @@ uint64_t slot_ctx(const EvalRequest& q, const std::vector<Panel>& panels) {
 }
 
 struct PanelRun {
-    std::vector<Generation> gens;
-    std::vector<std::string> errors;  // per prompt: why the server gave no generation ("" when it did)
+    double temperature = 0;
+    size_t samples = 1;                          // per prompt
+    std::vector<Generation> gens;                // prompt-major, then sample
+    std::vector<std::string> errors;             // per generation: why the server gave none ("" when it did)
+    std::vector<std::optional<uint32_t>> seeds;  // per generation; null when greedy
     double seconds = 0;
 };
 
@@ -84,58 +88,83 @@ std::string prompt_error(const HttpReply& h, uint64_t timeout_s) {
     return {};
 }
 
-PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, const Panel& p,
-                   uint64_t n_vocab, uint64_t slot) {
+// A reply that fails the eval: what it was, the server stopped, its log's last lines.
+[[noreturn]] void reply_failed(LlamaServer& server, std::string_view endpoint, std::string_view what,
+                               const Panel& p, const HttpReply& h) {
+    server.check_running(h.connected() ? 0 : 1000);
+    if (!h.connected())
+        server.fail(fmt::format("POST {} for {} of {}: {}", endpoint, what, p.facts.name, h.error));
+    server.fail(fmt::format("POST {} for {} of {}: HTTP {}: {}", endpoint, what, p.facts.name, h.status,
+                            snippet(h.body)));
+}
+
+// The prompts as generated: as they are, or with --chat each rendered by the server's chat template (its
+// /apply-template endpoint, which /v1/chat/completions uses too) as one user message.
+std::vector<std::string> rendered_prompts(Ctx& c, LlamaServer& server, const Panel& p, uint64_t slot) {
     const EvalRequest& q = c.q;
     std::vector<std::string> prompts = p.prompts;
-    const auto reply_error = [&](std::string_view endpoint, size_t i, const HttpReply& h) {
-        server.check_running(h.connected() ? 0 : 1000);
-        if (!h.connected())
-            server.fail(
-                fmt::format("POST {} for prompt {} of {}: {}", endpoint, i + 1, p.facts.name, h.error));
-        server.fail(fmt::format("POST {} for prompt {} of {}: HTTP {}: {}", endpoint, i + 1, p.facts.name,
-                                h.status, snippet(h.body)));
-    };
-    if (q.chat) {
-        // The server applies the model's own chat template (its /apply-template endpoint, which
-        // /v1/chat/completions uses too) to one user message; the result is generated raw below.
-        std::vector<std::string> bodies;
-        for (const std::string& s : p.prompts) bodies.push_back(template_body(s));
-        post_all(server, kApplyTemplatePath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
-            if (!h.connected() || h.status != 200) reply_error(kApplyTemplatePath, i, h);
-            std::optional<std::string> templated = parse_template_reply(h.body);
-            if (!templated)
-                server.fail(
-                    fmt::format("POST {} for prompt {} of {}: not a JSON object with a \"prompt\" string: {}",
-                                kApplyTemplatePath, i + 1, p.facts.name, snippet(h.body)));
-            prompts[i] = std::move(*templated);
-            if (prompts[i].size() + q.gen_tokens + 8 > slot)
-                server.fail(fmt::format(
-                    "the chat template makes prompt {} of {} {} bytes, more than the {} "
-                    "its slot has room for with {} generated tokens",
-                    i + 1, p.facts.name, prompts[i].size(), slot - q.gen_tokens - 8, q.gen_tokens));
-        });
-    }
+    if (!q.chat) return prompts;
     std::vector<std::string> bodies;
-    bodies.reserve(prompts.size());
-    for (const std::string& s : prompts) bodies.push_back(completion_body(s, q.gen_tokens));
+    for (const std::string& s : p.prompts) bodies.push_back(template_body(s));
+    post_all(server, kApplyTemplatePath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
+        const std::string what = fmt::format("prompt {}", i + 1);
+        if (!h.connected() || h.status != 200) reply_failed(server, kApplyTemplatePath, what, p, h);
+        std::optional<std::string> templated = parse_template_reply(h.body);
+        if (!templated)
+            server.fail(
+                fmt::format("POST {} for prompt {} of {}: not a JSON object with a \"prompt\" string: {}",
+                            kApplyTemplatePath, i + 1, p.facts.name, snippet(h.body)));
+        prompts[i] = std::move(*templated);
+        if (prompts[i].size() + q.gen_tokens + 8 > slot)
+            server.fail(
+                fmt::format("the chat template makes prompt {} of {} {} bytes, more than the {} "
+                            "its slot has room for with {} generated tokens",
+                            i + 1, p.facts.name, prompts[i].size(), slot - q.gen_tokens - 8, q.gen_tokens));
+    });
+    return prompts;
+}
+
+// Every prompt generated at `temperature`: once greedily at 0, else --samples times, sample j of prompt i
+// with the seed sample_seed(--seed, temperature, i, j).
+PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, const Panel& p,
+                   const std::vector<std::string>& prompts, double temperature, uint64_t n_vocab) {
+    const EvalRequest& q = c.q;
     PanelRun run;
-    run.gens.resize(prompts.size());
-    run.errors.resize(prompts.size());
+    run.temperature = temperature;
+    run.samples = temperature > 0 ? static_cast<size_t>(q.samples.value_or(1)) : 1;
+    std::vector<std::string> bodies;
+    bodies.reserve(prompts.size() * run.samples);
+    for (size_t i = 0; i < prompts.size(); ++i)
+        for (size_t j = 0; j < run.samples; ++j) {
+            std::optional<Sampling> s;
+            if (temperature > 0) s = Sampling{temperature, sample_seed(q.seed_value(), temperature, i, j)};
+            run.seeds.push_back(s ? std::optional<uint32_t>(s->seed) : std::nullopt);
+            bodies.push_back(completion_body(prompts[i], q.gen_tokens, s));
+        }
+    run.gens.resize(bodies.size());
+    run.errors.resize(bodies.size());
     std::optional<ProgressScope> scope;
     if (c.ev.on_progress)
-        scope.emplace(c.ev, fmt::format("generating: {} on {}", model_name, p.facts.name),
-                      static_cast<uint64_t>(prompts.size()));
+        scope.emplace(c.ev,
+                      temperature > 0 ? fmt::format("generating: {} on {} at temperature {}", model_name,
+                                                    p.facts.name, temperature)
+                                      : fmt::format("generating: {} on {}", model_name, p.facts.name),
+                      static_cast<uint64_t>(bodies.size()));
+    const auto what = [&](size_t g) {
+        return run.samples == 1
+                   ? fmt::format("prompt {}", g / run.samples + 1)
+                   : fmt::format("prompt {} sample {}", g / run.samples + 1, g % run.samples + 1);
+    };
     const auto t0 = std::chrono::steady_clock::now();
-    post_all(server, kCompletionPath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
-        run.errors[i] = prompt_error(h, q.server_timeout_s);
-        if (run.errors[i].empty()) {
-            if (!h.connected() || h.status != 200) reply_error(kCompletionPath, i, h);
-            const std::string wrong = parse_completion(h.body, q.gen_tokens, n_vocab, run.gens[i]);
+    post_all(server, kCompletionPath, bodies, q.parallel, [&](size_t g, HttpReply&& h) {
+        run.errors[g] = prompt_error(h, q.server_timeout_s);
+        if (run.errors[g].empty()) {
+            if (!h.connected() || h.status != 200) reply_failed(server, kCompletionPath, what(g), p, h);
+            const std::string wrong = parse_completion(h.body, q.gen_tokens, n_vocab, run.gens[g]);
             if (!wrong.empty())
-                server.fail(fmt::format("POST {} for prompt {} of {}: {}; the reply: {}", kCompletionPath,
-                                        i + 1, p.facts.name, wrong, snippet(h.body)));
-            if (run.gens[i].tokens.empty()) run.errors[i] = "an empty answer: no token generated";
+                server.fail(fmt::format("POST {} for {} of {}: {}; the reply: {}", kCompletionPath, what(g),
+                                        p.facts.name, wrong, snippet(h.body)));
+            if (run.gens[g].tokens.empty()) run.errors[g] = "an empty answer: no token generated";
         }
         if (c.ev.on_progress) c.ev.on_progress(1);
     });
@@ -143,24 +172,39 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
     return run;
 }
 
-EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& run, uint64_t gen_tokens,
+// The SHA-256 of the JSON text [[ids of generation 1],[ids of 2],…] (no spaces; [] for an error), in
+// outcomes' order (docs/eval.md, "Sampling"): equal on a rerun that generated the same tokens.
+std::string tokens_sha256(const PanelRun& run) {
+    json all = json::array();
+    for (size_t g = 0; g < run.gens.size(); ++g)
+        all.push_back(run.errors[g].empty() ? json(run.gens[g].tokens) : json::array());
+    const std::string text = all.dump();
+    return sha256_hex(text.data(), text.size());
+}
+
+EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& run, const EvalRequest& q,
                       const std::vector<std::string>& command) {
     EvalBehaviour b;
     b.model = model;
     b.panel = p.facts.name;
-    b.prompts = static_cast<int64_t>(run.gens.size());
-    b.gen_tokens = gen_tokens;
+    b.prompts = static_cast<int64_t>(p.prompts.size());
+    b.gen_tokens = q.gen_tokens;
+    b.temperature = run.temperature;
+    b.samples = static_cast<int64_t>(run.samples);
+    if (run.temperature > 0) b.seed = q.seed_value();
     b.server_command = command;
     b.seconds = run.seconds;
+    b.tokens_sha256 = tokens_sha256(run);
     int64_t loops = 0, ends = 0, errors = 0;
     Distinct4 d4;
     for (size_t i = 0; i < run.gens.size(); ++i) {
         const Generation& g = run.gens[i];
-        // A prompt with an error counts in n and in no other outcome: its tokens are not looked at.
+        // A generation with an error counts in n and in no other outcome: its tokens are not looked at.
         if (!run.errors[i].empty()) {
             ++errors;
             b.outcomes.push_back(EvalOutcome::error);
-            b.prompt_errors.push_back({static_cast<int64_t>(i), run.errors[i]});
+            b.prompt_errors.push_back({static_cast<int64_t>(i / run.samples),
+                                       static_cast<int64_t>(i % run.samples), run.errors[i]});
             continue;
         }
         const bool loop = generation_loops(g.tokens, g.eog);
@@ -172,25 +216,100 @@ EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& 
         d4.add(g.tokens);
         b.tokens += static_cast<int64_t>(g.tokens.size());
     }
-    b.loops = wilson_rate(loops, b.prompts);
-    b.natural_ends = wilson_rate(ends, b.prompts);
-    b.errors = wilson_rate(errors, b.prompts);
-    b.mean_tokens = static_cast<double>(b.tokens) / static_cast<double>(b.prompts);
+    const int64_t n = b.generations();
+    b.loops = wilson_rate(loops, n);
+    b.natural_ends = wilson_rate(ends, n);
+    b.errors = wilson_rate(errors, n);
+    b.mean_tokens = static_cast<double>(b.tokens) / static_cast<double>(n);
     b.distinct_4 = d4.value();
     b.four_grams = d4.total();
     b.distinct_four_grams = d4.distinct();
     return b;
 }
 
+// One generations-file line per generation of `run` (docs/eval.md, "Output").
+void write_generations(const std::string& model, const Panel& p, const PanelRun& run, const EvalRequest& q,
+                       const std::function<void(const std::string&)>& write_line) {
+    for (size_t g = 0; g < run.gens.size(); ++g) {
+        const Generation& gen = run.gens[g];
+        const bool error = !run.errors[g].empty();
+        nlohmann::ordered_json l = {{"model", path_for_upload(model, q.json_out)},
+                                    {"panel", p.facts.name},
+                                    {"index", g / run.samples},
+                                    {"tokens", error ? std::vector<int32_t>{} : gen.tokens},
+                                    {"end", error     ? "error"
+                                            : gen.eog ? "eog"
+                                                      : "limit"},
+                                    {"text", error ? std::string() : gen.text}};
+        if (error) l["error"] = run.errors[g];
+        l["temperature"] = run.temperature;
+        l["sample"] = g % run.samples;
+        l["seed"] = run.seeds[g] ? nlohmann::ordered_json(*run.seeds[g]) : nlohmann::ordered_json(nullptr);
+        // The server's text may end inside a character split across tokens: kept, not refused.
+        write_line(l.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+    }
+}
+
+// One warning per (model, panel, temperature) with errors, naming the first.
+void warn_errors(Ctx& c, const std::string& shown, const EvalBehaviour& b) {
+    if (b.prompt_errors.empty()) return;
+    const EvalPromptError& f = b.prompt_errors.front();
+    if (b.temperature == 0)
+        c.ev.warn(
+            fmt::format("{} on {}: {} of {} prompts got no generation (prompt {}: {}); each is recorded as "
+                        "an error",
+                        shown, b.panel, b.prompt_errors.size(), b.prompts, f.index + 1, f.error));
+    else
+        c.ev.warn(
+            fmt::format("{} on {} at temperature {}: {} of {} generations failed (prompt {} sample {}: {}); "
+                        "each is recorded as an error",
+                        shown, b.panel, b.temperature, b.prompt_errors.size(), b.generations(), f.index + 1,
+                        f.sample + 1, f.error));
+}
+
 }  // namespace
+
+// --temp, --samples and --seed: each a number in range; the last two only with a temperature above 0.
+void check_sampling(const EvalRequest& q) {
+    for (const double t : q.temperatures) {
+        if (!std::isfinite(t) || t < 0)
+            throw RequestError({RequestField::kTemp,
+                                fmt::format(" {}: give a finite temperature of 0 or more (0 is greedy)", t)});
+        if (std::count(q.temperatures.begin(), q.temperatures.end(), t) > 1)
+            throw RequestError(
+                {RequestField::kTemp, fmt::format(" {} is given twice; give each temperature once", t)});
+    }
+    if (q.samples && (*q.samples < 1 || *q.samples > kMaxSamples))
+        throw RequestError({RequestField::kSamples, fmt::format(" {}: give 1 to {} generations per prompt",
+                                                                *q.samples, kMaxSamples)});
+    const bool sampled =
+        std::any_of(q.temperatures.begin(), q.temperatures.end(), [](double t) { return t > 0; });
+    const auto greedy_only = [&](RequestField f, uint64_t v) {
+        throw RequestError(
+            {f,
+             fmt::format(" {}: only a temperature above 0 is sampled, and none is given; greedy "
+                         "decoding (temperature 0) is one generation per prompt; give ",
+                         v),
+             RequestField::kTemp, " T"});
+    };
+    if (q.samples && !sampled) greedy_only(RequestField::kSamples, *q.samples);
+    if (q.seed && !sampled) greedy_only(RequestField::kSeed, *q.seed);
+}
 
 void check_behaviour_request(const EvalRequest& q) {
     if (q.panels.empty()) {
         if (q.chat)
             throw RequestError({RequestField::kChat, " needs ", RequestField::kPrompts,
                                 " NAME=FILE: it changes how prompts are sent"});
+        for (const auto& [f, given] : {std::pair{RequestField::kTemp, !q.temperatures.empty()},
+                                       std::pair{RequestField::kSamples, q.samples.has_value()},
+                                       std::pair{RequestField::kSeed, q.seed.has_value()}})
+            if (given)
+                throw RequestError(
+                    {f, " needs ", RequestField::kPrompts, " NAME=FILE: it sets how prompts are generated"});
         return;
     }
+    check_sampling(q);
     if (q.gen_tokens < 1 || q.gen_tokens > kMaxGenTokens)
         throw RequestError(
             {RequestField::kGenTokens, fmt::format(" {}: give 1 to {} tokens", q.gen_tokens, kMaxGenTokens)});
@@ -261,6 +380,15 @@ Panel read_panel(const EvalPanel& p) {
     return panel;
 }
 
+void check_generations(const EvalRequest& q, const Panel& p) {
+    const uint64_t samples = q.samples.value_or(1), prompts = p.prompts.size();
+    if (prompts * samples > kMaxGenerations)
+        throw RequestError({RequestField::kSamples,
+                            fmt::format(" {}: panel {} has {} prompts, so {} generations per "
+                                        "temperature, more than the {} eval runs at most",
+                                        samples, p.facts.name, prompts, prompts * samples, kMaxGenerations)});
+}
+
 std::string find_llama_server(const EvalRequest& q) {
     return llama_cpp::find_llama_tool(LlamaTool::server, llama_bin(q), {RequestField::kPrompts, " runs it"});
 }
@@ -283,31 +411,14 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
         so.log_path = fmt::format("{}/{}.{}.log", c.cache_dir, llama_tool_name(LlamaTool::server), mi);
         so.timeout_s = c.q.server_timeout_s;
         llama_cpp::LlamaServer server(so, c.ev);  // loaded once for every panel
+        const std::string shown = mi == 0 ? "source" : base_name(m->path);
         for (const Panel& p : panels) {
-            const PanelRun run =
-                run_panel(c, server, mi == 0 ? "source" : base_name(m->path), p, m->n_vocab, slot);
-            r.behaviour.push_back(figures(name, p, run, c.q.gen_tokens, server.command()));
-            if (const EvalBehaviour& b = r.behaviour.back(); !b.prompt_errors.empty())
-                c.ev.warn(fmt::format(
-                    "{} on {}: {} of {} prompts got no generation (prompt {}: {}); each is recorded as an "
-                    "error",
-                    mi == 0 ? "source" : base_name(m->path), p.facts.name, b.prompt_errors.size(), b.prompts,
-                    b.prompt_errors.front().index + 1, b.prompt_errors.front().error));
-            if (!write_line) continue;
-            for (size_t i = 0; i < run.gens.size(); ++i) {
-                const Generation& g = run.gens[i];
-                const bool error = !run.errors[i].empty();
-                nlohmann::ordered_json l = {{"model", path_for_upload(name, c.q.json_out)},
-                                            {"panel", p.facts.name},
-                                            {"index", i},
-                                            {"tokens", error ? std::vector<int32_t>{} : g.tokens},
-                                            {"end", error   ? "error"
-                                                    : g.eog ? "eog"
-                                                            : "limit"},
-                                            {"text", error ? std::string() : g.text}};
-                if (error) l["error"] = run.errors[i];
-                // The server's text may end inside a character split across tokens: kept, not refused.
-                write_line(l.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+            const std::vector<std::string> prompts = rendered_prompts(c, server, p, slot);
+            for (const double t : c.q.temperature_list()) {
+                const PanelRun run = run_panel(c, server, shown, p, prompts, t, m->n_vocab);
+                r.behaviour.push_back(figures(name, p, run, c.q, server.command()));
+                warn_errors(c, shown, r.behaviour.back());
+                if (write_line) write_generations(name, p, run, c.q, write_line);
             }
         }
         server.stop();
@@ -315,3 +426,13 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
 }
 
 }  // namespace gguf_reap::eval_detail
+
+namespace gguf_reap {
+
+std::vector<double> EvalRequest::temperature_list() const {
+    std::vector<double> t = temperatures.empty() ? std::vector<double>{0} : temperatures;
+    std::sort(t.begin(), t.end());
+    return t;
+}
+
+}  // namespace gguf_reap

@@ -187,21 +187,54 @@ std::string legend_name(const std::string& model, const std::vector<std::string>
     return n.substr(0, h) + "…" + n.substr(t);
 }
 
-// The behaviour panel: per panel, a group for each of the loop, natural-end and error rates, in it a mark
-// per model (the source first) at its rate with its 95 % interval as a bar, so a rate of 0 is a mark on
-// the axis with its interval above it. Drawn from y = top, `height` pixels tall, `width` wide.
+// The behaviour panel's legend, at x = `x`, from y = `y`: a swatch and a name per model, the source first.
+std::string legend_svg(const std::vector<std::string>& models, double x, double y) {
+    constexpr size_t kLegendChars = 22;  // at 12 px, what fits the right margin less the swatch
+    std::string s;
+    std::vector<std::string> builds(models.begin() + (models.empty() ? 0 : 1), models.end());
+    for (size_t mi = 0; mi < models.size(); ++mi) {
+        const double ly = y + 20 + 18.0 * static_cast<double>(mi);
+        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", x + 16,
+                         ly - 10, kSvgColours[mi % std::size(kSvgColours)]);
+        s += fmt::format("<text class=\"legend\" x=\"{}\" y=\"{}\">{}<title>{}</title></text>\n", x + 34, ly,
+                         svg_escape(mi == 0 ? models[mi] : legend_name(models[mi], builds, kLegendChars)),
+                         svg_escape(base_name(models[mi])));
+    }
+    return s;
+}
+
+// The behaviour panel: per panel (and temperature, with --temp), a group for each of the loop, natural-end
+// and error rates, in it a mark per model (the source first) at its rate with its 95 % interval as a bar,
+// so a rate of 0 is a mark on the axis with its interval above it. Drawn from y = top, `height` pixels tall,
+// `width` wide.
 std::string behaviour_svg(const EvalResult& r, double top, double width, double height) {
     constexpr double L = 70, R = 200, T = 48, B = 58;
-    constexpr size_t kLegendChars = 22;  // at 12 px, what fits R less the swatch
+    // A group per (panel, temperature), temperatures ascending within a panel.
+    struct Group {
+        const EvalPanelFacts* panel;
+        double temperature;
+    };
+    std::vector<Group> groups;
+    for (const EvalPanelFacts& p : r.panels)
+        for (const double t : r.temperatures) groups.push_back({&p, t});
+    const bool greedy_only = r.temperatures.size() == 1 && r.temperatures.front() == 0;
     std::string s;
-    s += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop, natural-end and error rates per panel, {} greedy "
-        "tokens</text>\n",
-        L, top + 18, r.gen_tokens);
+    if (greedy_only)
+        s += fmt::format(
+            "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop, natural-end and error rates per panel, {} greedy "
+            "tokens</text>\n",
+            L, top + 18, r.gen_tokens);
+    else
+        s += fmt::format(
+            "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop, natural-end and error rates per panel and "
+            "temperature (T), up to {} tokens</text>\n",
+            L, top + 18, r.gen_tokens);
     s += fmt::format(
         "<text class=\"context\" x=\"{}\" y=\"{}\" fill=\"#444\">a mark per model at its rate, the bar its "
-        "95 % Wilson interval; n: prompts per model</text>\n",
-        L, top + 36);
+        "95 % Wilson interval; n: {}</text>\n",
+        L, top + 36,
+        greedy_only ? std::string("prompts per model")
+                    : fmt::format("generations, {} per prompt at T &gt; 0", r.samples));
     const double y0 = top + height - B, y1 = top + T;
     const auto py = [&](double rate) { return y0 - (y0 - y1) * rate; };
     s += "<g class=\"grid\" stroke=\"#e4e4e4\">";
@@ -225,13 +258,17 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
     constexpr Measure kMeasures[] = {{"loops", &EvalBehaviour::loops},
                                      {"ends", &EvalBehaviour::natural_ends},
                                      {"errors", &EvalBehaviour::errors}};
-    const double group = (width - L - R) / static_cast<double>(std::max<size_t>(1, r.panels.size()));
+    const double group = (width - L - R) / static_cast<double>(std::max<size_t>(1, groups.size()));
     const double sub = group * 0.9 / static_cast<double>(std::size(kMeasures));
     const double step = sub * 0.8 / static_cast<double>(std::max<size_t>(1, models.size()));
-    for (size_t pi = 0; pi < r.panels.size(); ++pi) {
+    for (size_t pi = 0; pi < groups.size(); ++pi) {
+        const EvalPanelFacts& panel = *groups[pi].panel;
+        const double temp = groups[pi].temperature;
         const double gx = L + group * static_cast<double>(pi) + group * 0.05;
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{} (n = {})</text>\n",
-                         gx + group * 0.45, y0 + 34, svg_escape(r.panels[pi].name), r.panels[pi].prompts);
+        const int64_t n = temp > 0 ? panel.prompts * r.samples : panel.prompts;
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}{} (n = {})</text>\n",
+                         gx + group * 0.45, y0 + 34, svg_escape(panel.name),
+                         greedy_only ? std::string() : fmt::format(", T = {}", temp), n);
         if (pi > 0)
             s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#bbb\"/>\n",
                              L + group * static_cast<double>(pi), y0, y1);
@@ -241,7 +278,7 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
                              sx + sub * 0.4, y0 + 16, kMeasures[k].label);
             for (size_t mi = 0; mi < models.size(); ++mi)
                 for (const EvalBehaviour& b : r.behaviour) {
-                    if (b.model != models[mi] || b.panel != r.panels[pi].name) continue;
+                    if (b.model != models[mi] || b.panel != panel.name || b.temperature != temp) continue;
                     const EvalRate& x = b.*kMeasures[k].rate;
                     const char* colour = kSvgColours[mi % std::size(kSvgColours)];
                     const double cx = sx + step * (static_cast<double>(mi) + 0.5);
@@ -257,16 +294,7 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
                 }
         }
     }
-    std::vector<std::string> builds(models.begin() + (models.empty() ? 0 : 1), models.end());
-    for (size_t mi = 0; mi < models.size(); ++mi) {
-        const double ly = top + T + 20 + 18.0 * static_cast<double>(mi);
-        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", width - R + 16,
-                         ly - 10, kSvgColours[mi % std::size(kSvgColours)]);
-        s += fmt::format("<text class=\"legend\" x=\"{}\" y=\"{}\">{}<title>{}</title></text>\n",
-                         width - R + 34, ly,
-                         svg_escape(mi == 0 ? models[mi] : legend_name(models[mi], builds, kLegendChars)),
-                         svg_escape(base_name(models[mi])));
-    }
+    s += legend_svg(models, width - R, top + T);
     return s;
 }
 

@@ -19,6 +19,7 @@
 #include "io/output_file.h"
 #include "io/paths.h"
 #include "io/sequential_reader.h"
+#include "io/sha256.h"
 #include "io/signals.h"
 #include "services/llama_cpp/llama_runner.h"
 #include "services/llama_cpp/llama_tools.h"
@@ -170,12 +171,27 @@ std::string endpoint_words(bool chat) {
                 : std::string(kCompletionPath);
 }
 
-std::string completion_request_settings(uint64_t gen_tokens) {
+std::string completion_request_settings(uint64_t gen_tokens, const std::optional<Sampling>& s) {
     // Greedy: temperature 0 and top-k 1 (either alone is greedy in llama.cpp's sampler chain), a fixed
     // seed; the prompt is evaluated afresh for every request (no prompt cache shared between prompts).
-    const json b = {{"n_predict", gen_tokens}, {"temperature", 0},      {"top_k", 1},     {"seed", 1},
-                    {"return_tokens", true},   {"cache_prompt", false}, {"stream", false}};
+    if (!s) {
+        const json b = {{"n_predict", gen_tokens}, {"temperature", 0},      {"top_k", 1},     {"seed", 1},
+                        {"return_tokens", true},   {"cache_prompt", false}, {"stream", false}};
+        return b.dump();
+    }
+    const json b = {{"n_predict", gen_tokens}, {"temperature", s->temperature}, {"top_k", kSampleTopK},
+                    {"top_p", kSampleTopP},    {"min_p", kSampleMinP},          {"seed", s->seed},
+                    {"return_tokens", true},   {"cache_prompt", false},         {"stream", false}};
     return b.dump();
+}
+
+uint32_t sample_seed(uint64_t seed, double temperature, uint64_t prompt, uint64_t sample) {
+    const std::string text = fmt::format("{}/{}/{}/{}", seed, json(temperature).dump(), prompt, sample);
+    Sha256 h;
+    h.update(text.data(), text.size());
+    const Sha256::Digest d = h.finish();
+    const uint32_t v = (uint32_t{d[0]} << 24) | (uint32_t{d[1]} << 16) | (uint32_t{d[2]} << 8) | d[3];
+    return v == 0xFFFFFFFFu ? 0xFFFFFFFEu : v;
 }
 
 std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g) {
@@ -209,8 +225,9 @@ std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint6
     return {};
 }
 
-std::string completion_body(const std::string& prompt, uint64_t gen_tokens) {
-    json b = json::parse(completion_request_settings(gen_tokens));
+std::string completion_body(const std::string& prompt, uint64_t gen_tokens,
+                            const std::optional<Sampling>& s) {
+    json b = json::parse(completion_request_settings(gen_tokens, s));
     b["prompt"] = prompt;
     return b.dump();
 }

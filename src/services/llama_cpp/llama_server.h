@@ -78,10 +78,28 @@ inline constexpr std::string_view kApplyTemplatePath = "/apply-template";
 // How eval.json names the endpoints a generation went through.
 std::string endpoint_words(bool chat);
 
-// The /completion request's settings (every field but "prompt"), as JSON text.
-std::string completion_request_settings(uint64_t gen_tokens);
+// A sampled generation's temperature (above 0) and seed. Without one, a request is greedy.
+struct Sampling {
+    double temperature = 0;
+    uint32_t seed = 0;
+};
+// The sampler llama-server is given above temperature 0: its own defaults at 34af94cd9, written out so
+// that the request says what it samples with.
+inline constexpr int kSampleTopK = 40;
+inline constexpr double kSampleTopP = 0.95, kSampleMinP = 0.05;
+
+// The /completion request's settings (every field but "prompt"), as JSON text: greedy, or sampled.
+std::string completion_request_settings(uint64_t gen_tokens, const std::optional<Sampling>& s = {});
 // A /completion request: `prompt` with those settings.
-std::string completion_body(const std::string& prompt, uint64_t gen_tokens);
+std::string completion_body(const std::string& prompt, uint64_t gen_tokens,
+                            const std::optional<Sampling>& s = {});
+
+// The seed of sample `sample` (from 0) of prompt `prompt` (its 0-based index in the panel) at
+// `temperature`, from eval's --seed `seed` (docs/eval.md, "Sampling"): the first 4 bytes, big-endian, of
+// the SHA-256 of the text "SEED/T/PROMPT/SAMPLE", T as JSON writes the number (0.7, 1.0); 0xFFFFFFFF,
+// llama.cpp's "a random seed", becomes 0xFFFFFFFE. It depends on nothing else: not the model, the
+// order the requests are sent in, nor the slots.
+uint32_t sample_seed(uint64_t seed, double temperature, uint64_t prompt, uint64_t sample);
 
 // One generation, as llama-server returned it.
 struct Generation {

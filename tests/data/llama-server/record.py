@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Records llama-server's replies for tests/cli/fake-llama/llama-server (see README.md here).
 
-record.py LLAMA_BIN_DIR OUT.jsonl MODEL GEN_TOKENS [--chat] [--llama-args ARGS] PANEL_FILE...
+record.py LLAMA_BIN_DIR OUT.jsonl MODEL GEN_TOKENS [--chat] [--llama-args ARGS] [--temp T --samples N --seed S]
+          PANEL_FILE...
 
 Starts LLAMA_BIN_DIR/llama-server on MODEL as gguf-reap eval starts it for these panels (127.0.0.1, a free
 port, -np 4, -c 4 x the slot eval computes, --no-webui --cors-origins localhost, then ARGS split as a
@@ -9,9 +10,12 @@ shell splits words), records its first /health replies while it loads, then POST
 panel with the request gguf-reap sends (docs/eval.md, "Behaviour"): with --chat first /apply-template,
 then /completion. Each exchange is one JSON line: endpoint, request, status, the reply's body exactly as
 received, and "args": the server's arguments after --port P, which the fake must be given to replay it.
+With --temp T (above 0), each prompt is sent N times at temperature T, sample j of the prompt at index i
+(0-based, in its panel) with eval's seed for it, computed here as docs/eval.md ("Sampling") defines it:
+the first 4 bytes, big-endian, of SHA-256("S/T/i/j"), T as JSON writes it, 0xFFFFFFFF made 0xFFFFFFFE.
 The server is stopped by its pid at the end. Appends to OUT.jsonl.
 """
-import concurrent.futures, json, shlex, signal, socket, subprocess, sys, time, urllib.error, urllib.request
+import concurrent.futures, hashlib, json, shlex, signal, socket, subprocess, sys, time, urllib.error, urllib.request
 
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that the server is stopped below
 
@@ -23,12 +27,31 @@ if "--llama-args" in rest:
     i = rest.index("--llama-args")
     extra = shlex.split(rest[i + 1])
     del rest[i:i + 2]
+temp, samples, seed = 0, 1, 0
+for opt in ("--temp", "--samples", "--seed"):
+    if opt in rest:
+        i = rest.index(opt)
+        v = rest[i + 1]
+        del rest[i:i + 2]
+        if opt == "--temp": temp = float(v)
+        elif opt == "--samples": samples = int(v)
+        else: seed = int(v)
 panels = [a for a in rest if a != "--chat"]
-prompts = [p.rstrip("\r") for panel in panels for p in open(panel, encoding="utf-8").read().split("\n")
-           if p.strip(" \t\r")]
+# (index in its panel, prompt)
+prompts = [(i, p) for panel in panels
+           for i, p in enumerate(p.rstrip("\r") for p in open(panel, encoding="utf-8").read().split("\n")
+                                 if p.strip(" \t\r"))]
+
+
+def sample_seed(i, j):
+    d = hashlib.sha256(f"{seed}/{json.dumps(temp)}/{i}/{j}".encode()).digest()
+    v = int.from_bytes(d[:4], "big")
+    return 0xFFFFFFFE if v == 0xFFFFFFFF else v
+
+
 # eval's slot (ops/eval/eval_behaviour.cpp, slot_ctx): the longest prompt in bytes, 1,024 more with --chat,
 # N and 8, rounded up to 256; 4 slots.
-slot = (max(len(p.encode()) for p in prompts) + (1024 if chat else 0) + n + 8 + 255) // 256 * 256
+slot = (max(len(p.encode()) for _, p in prompts) + (1024 if chat else 0) + n + 8 + 255) // 256 * 256
 args = ["-np", "4", "-c", str(4 * slot), "--no-webui", "--cors-origins", "localhost"] + extra
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 log = open(out + ".server.log", "w")  # not kept: server-start.log is its first lines
@@ -60,7 +83,11 @@ try:
         lines.append({"endpoint": "/health", "request": None, "status": st, "reply": body, "args": args})
     settings = {"n_predict": n, "temperature": 0, "top_k": 1, "seed": 1, "return_tokens": True,
                 "cache_prompt": False, "stream": False}
-    def one(p):
+    if temp > 0:  # eval's sampled request: llama.cpp's default sampler, written out
+        settings = {"n_predict": n, "temperature": temp, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": None,
+                    "return_tokens": True, "cache_prompt": False, "stream": False}
+    def one(ip):
+        i, p = ip
         out = []
         if chat:
             req = {"messages": [{"role": "user", "content": p}]}
@@ -71,9 +98,16 @@ try:
         st, body = call("/completion", req)
         out.append({"endpoint": "/completion", "request": req, "status": st, "reply": body, "args": args})
         return out
+    def sampled(ipj):
+        i, p, j = ipj
+        req = dict(settings, prompt=p, seed=sample_seed(i, j))
+        st, body = call("/completion", req)
+        return [{"endpoint": "/completion", "request": req, "status": st, "reply": body, "args": args}]
     # 4 at once, as gguf-reap sends them to the 4 slots.
     with concurrent.futures.ThreadPoolExecutor(4) as ex:
-        for exchanges in ex.map(one, prompts):
+        work = ex.map(one, prompts) if temp == 0 else \
+            ex.map(sampled, [(i, p, j) for i, p in prompts for j in range(samples)])
+        for exchanges in work:
             lines.extend(exchanges)
 finally:
     srv.terminate(); srv.wait(10)
