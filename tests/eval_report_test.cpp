@@ -52,7 +52,8 @@ EvalBehaviour behaviour(const std::string& model, const std::string& panel) {
     b.outcomes.insert(b.outcomes.end(), 12, EvalOutcome::natural_end);
     b.outcomes.insert(b.outcomes.end(), 2, EvalOutcome::error);
     b.outcomes.insert(b.outcomes.end(), 3, EvalOutcome::limit);
-    b.prompt_errors = {{15, "HTTP 500: {\"error\": ...}"}, {16, "no reply within 600 s (--server-timeout)"}};
+    b.prompt_errors = {{15, 0, "HTTP 500: {\"error\": ...}"},
+                       {16, 0, "no reply within 600 s (--server-timeout)"}};
     b.mean_tokens = 41.5;
     b.distinct_4 = 0.875;
     b.four_grams = 700;

@@ -323,7 +323,7 @@ grep -q '>prose, T = 0.7 (n = 24)</text>' "$WORK/samp/eval.svg" && grep -q '>pro
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/samp/eval.json"
 expect_code 0
 expect_out 'Generation on the prompt panel `prose` (greedy, up to 64 tokens per prompt, llama-server;'
-expect_out 'Generation on the prompt panel `prose` at temperature 0.7 (4 samples per prompt, each with a seed derived from `--seed 0`, up to 64 tokens, llama-server; `gguf-reap eval --prompts`), the same 6 prompts on this build and on the source, 24 generations each,'
+expect_out 'Generation on the prompt panel `prose` at temperature 0.7 (4 samples per prompt, each with its own seed derived from the eval seed 0, up to 64 tokens, llama-server; `gguf-reap eval --prompts`), the same 6 prompts on this build and on the source, 24 generations each,'
 expect_out '| per generation, the model | this build | the source | this build against the source |'
 run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/samp/eval.json" --json
 expect_code 0

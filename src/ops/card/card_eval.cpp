@@ -119,21 +119,16 @@ void behaviour_lines(std::string& s, const CardEval& e, const std::string& promp
         if (b.temperature == 0)
             s += fmt::format(
                 "Generation on the prompt panel `{}` (greedy, up to {} tokens per prompt, {}; `gguf-reap "
-                "eval "
-                "{}`), the same {} prompts on this build and on the source; 95 % Wilson intervals, and "
-                "McNemar's "
-                "exact test on the prompts where the two differ:\n\n",
+                "eval {}`), the same {} prompts on this build and on the source; 95 % Wilson intervals, and "
+                "McNemar's exact test on the prompts where the two differ:\n\n",
                 b.panel, b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, b.prompts);
         else
             s += fmt::format(
-                "Generation on the prompt panel `{}` at temperature {} ({} sample{} per prompt, each with a "
-                "seed "
-                "derived from `--seed {}`, up to {} tokens, {}; `gguf-reap eval {}`), the same {} prompts on "
-                "this build and on the source, {} generations each, sample j of a prompt with the same seed "
-                "on "
-                "both; 95 % Wilson intervals, and McNemar's exact test on the (prompt, sample) pairs where "
-                "the "
-                "two differ:\n\n",
+                "Generation on the prompt panel `{}` at temperature {} ({} sample{} per prompt, each with "
+                "its own seed derived from the eval seed {}, up to {} tokens, {}; `gguf-reap eval {}`), the "
+                "same {} prompts on this build and on the source, {} generations each, sample j of a prompt "
+                "with the same seed on both; 95 % Wilson intervals, and McNemar's exact test on the "
+                "(prompt, sample) pairs where the two differ:\n\n",
                 b.panel, b.temperature, b.samples, b.samples == 1 ? "" : "s", b.seed.value_or(0),
                 b.gen_tokens, llama_tool_name(LlamaTool::server), prompts, b.prompts, b.generations());
         const bool sampled = b.temperature > 0;
