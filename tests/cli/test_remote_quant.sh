@@ -105,6 +105,13 @@ expect_json "len(d['shards']) == 3"
 py "assert sum('/tree/' in r['path'] for r in rows) >= 4, [r['path'] for r in rows]" && _pass || _fail "the pages were not followed"
 no_fault
 
+case_ "a listing page longer than 16 MiB: exit 3, not read on"
+fault '{"tree_pad": 90000}'
+run "$BIN" inspect hf://org/repo:Q8_0
+expect_code 3
+expect_err "hf://org/repo:Q8_0: the answer is longer than 16777216 bytes"
+no_fault
+
 case_ "splice and audit --source from hf://org/repo:Q8_0: the local splice's bytes, every GET of a file ranged"
 clear_log
 run "$BIN" splice hf://org/repo:Q8_0 --keeplist "$WORK/drop.json" -o "$WORK/h" --json

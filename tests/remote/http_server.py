@@ -35,6 +35,7 @@ Faults come from --control, a JSON file read at every request (its counters rest
                                 out to GETs stay valid
   {"full200": true}             Range is ignored: 200 and the whole file
   {"delay_ms": 40}              every response waits 40 ms first (the benchmark's latency)
+  {"tree_pad": 90000}           the tree listing gains 90,000 entries of padding (a listing over 16 MiB)
   {"tree_page": 2}              the tree listing comes in pages of 2 entries, each but the last with a
                                 Link: <URL&cursor=K>; rel="next" header, as the Hub pages long listings
 What waits for the client to hang up (stall, stall_mid, hold_after) gives up after --hold-cap seconds
@@ -207,6 +208,8 @@ class Handler(BaseHTTPRequestHandler):
             self.plain(404, json.dumps({"error": "Invalid rev id: " + rev}))
             return True
         entries = tree_entries(top)
+        entries += [{"type": "file", "path": "pad/%06d-%s" % (i, "x" * 160), "size": 0}
+                    for i in range(c.get("tree_pad", 0))]
         extra = {"Content-Type": "application/json"}
         page = c.get("tree_page")
         if page:
