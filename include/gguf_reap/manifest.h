@@ -25,6 +25,9 @@ namespace gguf_reap {
 
 class ShardSet;  // src/model/shard_set.h
 
+// The "format" member of every manifest.
+inline constexpr const char* kManifestFormat = "gguf-reap.manifest";
+
 // Digests are held as 32 bytes, not as their 64 hex digits: a Kimi-K3 source manifest has 412,160.
 // (The same type as Sha256::Digest, src/io/sha256.h.)
 using ManifestDigest = std::array<uint8_t, 32>;
