@@ -77,7 +77,6 @@ std::string get_file_name(const json& v, const std::string& path, const std::str
     return s;
 }
 
-
 // ---- reading: one SAX pass, no tree of the slab hashes -------------------------------------------
 // A manifest of a Kimi-K3-shaped model holds 412,160 slab hashes in 31 MB of text; parsed whole, as
 // text plus a DOM of strings, they took 140 MiB. The reader streams the file through nlohmann's SAX
