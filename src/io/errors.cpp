@@ -1,7 +1,9 @@
 #include "gguf_reap/error.h"
 
 #include <cstring>
+#include <iterator>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -26,140 +28,90 @@ InputError::InputError(std::string file, std::optional<uint64_t> offset, std::st
       field_(std::move(field)),
       detail_(std::move(message)) {}
 
+namespace {
+
+// Each field's name in the library's own messages (the CLI spells them as its options instead), in the
+// enum's order: the two checks below fail the build when a field is added without its name.
+constexpr std::pair<RequestField, const char*> kFieldNames[] = {
+    {RequestField::kBaseModel, "base_model"},
+    {RequestField::kCacheDir, "cache_dir"},
+    {RequestField::kCalibration, "calibration"},
+    {RequestField::kChat, "chat"},
+    {RequestField::kChunks, "chunks"},
+    {RequestField::kConsensus, "consensus"},
+    {RequestField::kCriterion, "criterion"},
+    {RequestField::kCtx, "ctx"},
+    {RequestField::kDropMtp, "drop_mtp"},
+    {RequestField::kDryRun, "dry_run"},
+    {RequestField::kExport, "export"},
+    {RequestField::kFit, "fit"},
+    {RequestField::kForce, "force"},
+    {RequestField::kFromPlan, "from_plan"},
+    {RequestField::kGenTokens, "gen_tokens"},
+    {RequestField::kGpuMem, "gpu_mem"},
+    {RequestField::kGranularity, "granularity"},
+    {RequestField::kHfRepo, "hf_repo"},
+    {RequestField::kImatrix, "imatrix"},
+    {RequestField::kImatrixIn, "imatrix_in"},
+    {RequestField::kImatrixOut, "imatrix_out"},
+    {RequestField::kJson, "json"},
+    {RequestField::kKeep, "keep"},
+    {RequestField::kKeeplist, "keeplist"},
+    {RequestField::kLlamaArgs, "llama_args"},
+    {RequestField::kLlamaBin, "llama_bin"},
+    {RequestField::kManifest, "manifest"},
+    {RequestField::kManifestOut, "manifest_out"},
+    {RequestField::kModel, "model"},
+    {RequestField::kNCpuMoe, "n_cpu_moe"},
+    {RequestField::kNeuronPlan, "neuron_plan"},
+    {RequestField::kNoProvenance, "no_provenance"},
+    {RequestField::kNoResume, "no_resume"},
+    {RequestField::kOut, "out"},
+    {RequestField::kOverhead, "overhead"},
+    {RequestField::kParallel, "parallel"},
+    {RequestField::kPrompts, "prompts"},
+    {RequestField::kProtect, "protect"},
+    {RequestField::kPrune, "prune"},
+    {RequestField::kRatio, "ratio"},
+    {RequestField::kReceipt, "receipt"},
+    {RequestField::kReference, "reference"},
+    {RequestField::kSamples, "samples"},
+    {RequestField::kScoreAggregate, "score_aggregate"},
+    {RequestField::kScoreField, "score_field"},
+    {RequestField::kScores, "scores"},
+    {RequestField::kSeed, "seed"},
+    {RequestField::kServerTimeout, "server_timeout"},
+    {RequestField::kSmokePrompt, "smoke_prompt"},
+    {RequestField::kSmokeTokens, "smoke_tokens"},
+    {RequestField::kSource, "source"},
+    {RequestField::kSourceManifest, "source_manifest"},
+    {RequestField::kSplitCount, "split_count"},
+    {RequestField::kSplitMaxSize, "split_max_size"},
+    {RequestField::kSplitMaxTensors, "split_max_tensors"},
+    {RequestField::kStrict, "strict"},
+    {RequestField::kSuperChannelRatio, "super_channel_ratio"},
+    {RequestField::kSuperShare, "super_share"},
+    {RequestField::kSvg, "svg"},
+    {RequestField::kTemp, "temp"},
+    {RequestField::kText, "text"},
+    {RequestField::kThreads, "threads"},
+    {RequestField::kTokens, "tokens"},
+    {RequestField::kTp, "tp"},
+};
+static_assert(std::size(kFieldNames) == static_cast<size_t>(RequestField::kCount),
+              "a RequestField has no name");
+constexpr bool field_names_in_order() {
+    for (size_t i = 0; i < std::size(kFieldNames); ++i)
+        if (kFieldNames[i].first != static_cast<RequestField>(i)) return false;
+    return true;
+}
+static_assert(field_names_in_order(), "kFieldNames is not in the enum's order");
+
+}  // namespace
+
 const char* field_name(RequestField f) {
-    switch (f) {
-        case RequestField::kBaseModel:
-            return "base_model";
-        case RequestField::kCacheDir:
-            return "cache_dir";
-        case RequestField::kCalibration:
-            return "calibration";
-        case RequestField::kChat:
-            return "chat";
-        case RequestField::kChunks:
-            return "chunks";
-        case RequestField::kConsensus:
-            return "consensus";
-        case RequestField::kCriterion:
-            return "criterion";
-        case RequestField::kCtx:
-            return "ctx";
-        case RequestField::kDropMtp:
-            return "drop_mtp";
-        case RequestField::kDryRun:
-            return "dry_run";
-        case RequestField::kExport:
-            return "export";
-        case RequestField::kFit:
-            return "fit";
-        case RequestField::kForce:
-            return "force";
-        case RequestField::kFromPlan:
-            return "from_plan";
-        case RequestField::kGenTokens:
-            return "gen_tokens";
-        case RequestField::kGpuMem:
-            return "gpu_mem";
-        case RequestField::kGranularity:
-            return "granularity";
-        case RequestField::kHfRepo:
-            return "hf_repo";
-        case RequestField::kImatrix:
-            return "imatrix";
-        case RequestField::kImatrixIn:
-            return "imatrix_in";
-        case RequestField::kImatrixOut:
-            return "imatrix_out";
-        case RequestField::kJson:
-            return "json";
-        case RequestField::kKeep:
-            return "keep";
-        case RequestField::kKeeplist:
-            return "keeplist";
-        case RequestField::kLlamaArgs:
-            return "llama_args";
-        case RequestField::kLlamaBin:
-            return "llama_bin";
-        case RequestField::kManifest:
-            return "manifest";
-        case RequestField::kManifestOut:
-            return "manifest_out";
-        case RequestField::kModel:
-            return "model";
-        case RequestField::kNCpuMoe:
-            return "n_cpu_moe";
-        case RequestField::kNeuronPlan:
-            return "neuron_plan";
-        case RequestField::kNoProvenance:
-            return "no_provenance";
-        case RequestField::kNoResume:
-            return "no_resume";
-        case RequestField::kOut:
-            return "out";
-        case RequestField::kOverhead:
-            return "overhead";
-        case RequestField::kParallel:
-            return "parallel";
-        case RequestField::kPrompts:
-            return "prompts";
-        case RequestField::kProtect:
-            return "protect";
-        case RequestField::kPrune:
-            return "prune";
-        case RequestField::kRatio:
-            return "ratio";
-        case RequestField::kReceipt:
-            return "receipt";
-        case RequestField::kReference:
-            return "reference";
-        case RequestField::kSamples:
-            return "samples";
-        case RequestField::kScoreAggregate:
-            return "score_aggregate";
-        case RequestField::kScoreField:
-            return "score_field";
-        case RequestField::kScores:
-            return "scores";
-        case RequestField::kSeed:
-            return "seed";
-        case RequestField::kServerTimeout:
-            return "server_timeout";
-        case RequestField::kSmokePrompt:
-            return "smoke_prompt";
-        case RequestField::kSmokeTokens:
-            return "smoke_tokens";
-        case RequestField::kSource:
-            return "source";
-        case RequestField::kSourceManifest:
-            return "source_manifest";
-        case RequestField::kSplitCount:
-            return "split_count";
-        case RequestField::kSplitMaxSize:
-            return "split_max_size";
-        case RequestField::kSplitMaxTensors:
-            return "split_max_tensors";
-        case RequestField::kStrict:
-            return "strict";
-        case RequestField::kSuperChannelRatio:
-            return "super_channel_ratio";
-        case RequestField::kSuperShare:
-            return "super_share";
-        case RequestField::kSvg:
-            return "svg";
-        case RequestField::kTemp:
-            return "temp";
-        case RequestField::kText:
-            return "text";
-        case RequestField::kThreads:
-            return "threads";
-        case RequestField::kTokens:
-            return "tokens";
-        case RequestField::kTp:
-            return "tp";
-        case RequestField::kCount:
-            break;
-    }
-    return "?";
+    const auto i = static_cast<size_t>(f);
+    return i < std::size(kFieldNames) ? kFieldNames[i].second : "?";
 }
 
 std::string render(const Message& m, const FieldSpelling& spell) {
