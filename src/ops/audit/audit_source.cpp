@@ -147,6 +147,36 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
     return w;
 }
 
+namespace {
+
+// The keeplist given against the provenance keys of an output that has them: a kept list that differs is
+// a finding (another keeplist made it); the same lists under another sha256 are a note.
+void check_against_provenance(const KeptExperts& k, const Provenance& prov, const OutShard& first,
+                              const std::string& keeplist_path, AuditReport& report) {
+    bool same = true;
+    for (const auto& [block, keep] : k.blocks) {
+        auto it = prov.kept.find(block);
+        if (it == prov.kept.end()) continue;  // the metadata check names the missing key
+        if (it->second == keep) continue;
+        same = false;
+        Finding f = make_finding(
+            FindingKind::kKeeplist, first.path, fmt::format("kv 'gguf_reap.kept.{}'", block),
+            kv_value_offset(*prov.kept_kv.at(block)),
+            fmt::format("the output records block {} as keeping {} but the keeplist keeps {}: the output was "
+                        "made from another keeplist",
+                        block, ids_string(it->second), ids_string(keep)));
+        report.findings.push_back(std::move(f));
+    }
+    const auto recorded = prov.keeplist_sha ? prov.keeplist_sha->as_string() : std::nullopt;
+    if (same && recorded && *recorded != sha256_file(keeplist_path))
+        report.notes.push_back(
+            fmt::format("{} keeps the same experts as the output records, but its sha256 differs from "
+                        "gguf_reap.keeplist_sha256 ({}): a reformatted copy?",
+                        keeplist_path, *recorded));
+}
+
+}  // namespace
+
 KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, const MoeLayout& layout,
                         const OutputSet& out, const std::optional<std::string>& keeplist_path,
                         AuditReport& report) {
@@ -168,29 +198,8 @@ KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, 
         validate_keeplist(kl, layout, *keeplist_path);
         fill_from(kl, k);
         k.from = "keeplist";
-        if (prov.present && prov.well_formed) {
-            bool same = true;
-            for (const auto& [block, keep] : k.blocks) {
-                auto it = prov.kept.find(block);
-                if (it == prov.kept.end()) continue;  // the metadata check names the missing key
-                if (it->second == keep) continue;
-                same = false;
-                Finding f = make_finding(
-                    FindingKind::kKeeplist, first.path, fmt::format("kv 'gguf_reap.kept.{}'", block),
-                    kv_value_offset(*prov.kept_kv[block]),
-                    fmt::format(
-                        "the output records block {} as keeping {} but the keeplist keeps {}: the output was "
-                        "made from another keeplist",
-                        block, ids_string(it->second), ids_string(keep)));
-                report.findings.push_back(std::move(f));
-            }
-            const auto recorded = prov.keeplist_sha ? prov.keeplist_sha->as_string() : std::nullopt;
-            if (same && recorded && *recorded != sha256_file(*keeplist_path))
-                report.notes.push_back(fmt::format(
-                    "{} keeps the same experts as the output records, but its sha256 differs from "
-                    "gguf_reap.keeplist_sha256 ({}): a reformatted copy?",
-                    *keeplist_path, *recorded));
-        }
+        if (prov.present && prov.well_formed)
+            check_against_provenance(k, prov, first, *keeplist_path, report);
     } else if (prov.present) {
         k.from = "provenance";
         if (!prov.well_formed) {
