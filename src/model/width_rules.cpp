@@ -348,8 +348,10 @@ NeuronPlan parse_neuron_plan(std::span<const uint8_t> bytes, const std::string& 
     return neuron_plan_from_arrays(read_npz(bytes, name), name, blocks, E, width);
 }
 
-NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
-                                   const std::vector<int>& blocks, int64_t E, int64_t width) {
+namespace {
+
+// The plan's [pairs, k] array of channel ids: 'channels', or else the one 2-D integer array there is.
+const NpyArray& channels_array(const std::map<std::string, NpyArray>& arrays, const std::string& path) {
     const NpyArray* ch = find_array(arrays, {"channels"});
     if (!ch) {
         for (const auto& [name, a] : arrays) {
@@ -366,6 +368,14 @@ NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays
     if (!ch)
         throw InputError(path, std::nullopt, "channels",
                          "no [pairs, k] integer array of channel ids (expected 'channels')");
+    return *ch;
+}
+
+}  // namespace
+
+NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
+                                   const std::vector<int>& blocks, int64_t E, int64_t width) {
+    const NpyArray* ch = &channels_array(arrays, path);
     if (ch->shape.size() != 2) throw InputError(path, std::nullopt, "channels", "must be 2-D [pairs, k]");
     const int64_t rows = ch->shape[0], k = ch->shape[1];
     if (k < 1) throw InputError(path, std::nullopt, "channels", "keeps no channels (k = 0)");
