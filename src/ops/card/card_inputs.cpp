@@ -72,6 +72,32 @@ std::optional<double> share_in(const std::string& reason) {
     return std::stod(m[1].str());
 }
 
+// The calibration domains a keeplist's method records: name, tokens, imatrix, datasets, and the text
+// calibrate cut for each.
+std::vector<CardDomain> method_domains(const json& j) {
+    std::vector<CardDomain> out;
+    if (j.contains("domains") && j["domains"].is_array())
+        for (const json& d : j["domains"]) {
+            CardDomain cd;
+            cd.name = opt_string(d, "name");
+            cd.tokens = opt_number<uint64_t>(d, "tokens");
+            cd.imatrix_sha256 = opt_string(d, "sha256");
+            if (d.is_object() && d.contains("datasets") && d["datasets"].is_array())
+                for (const json& x : d["datasets"])
+                    if (x.is_string()) cd.datasets.push_back(x.get<std::string>());
+            if (d.is_object() && d.contains("calibration") && d["calibration"].is_object()) {
+                const json& c = d["calibration"];
+                cd.text = opt_string(c, "text");
+                cd.text_sha256 = opt_string(c, "text_sha256");
+                cd.used_sha256 = opt_string(c, "used_sha256");
+                cd.text_tokens = opt_number<uint64_t>(c, "text_tokens").value_or(0);
+                if (auto used = opt_number<uint64_t>(c, "used_tokens")) cd.tokens = used;
+            }
+            out.push_back(std::move(cd));
+        }
+    return out;
+}
+
 }  // namespace
 
 CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::string& kl_text,
@@ -114,25 +140,7 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
             throw InputError(kl_path, std::nullopt, "method.from_plan.path",
                              "missing: the card names the plan the kept experts come from");
     }
-    if (j.contains("domains") && j["domains"].is_array())
-        for (const json& d : j["domains"]) {
-            CardDomain cd;
-            cd.name = opt_string(d, "name");
-            cd.tokens = opt_number<uint64_t>(d, "tokens");
-            cd.imatrix_sha256 = opt_string(d, "sha256");
-            if (d.is_object() && d.contains("datasets") && d["datasets"].is_array())
-                for (const json& x : d["datasets"])
-                    if (x.is_string()) cd.datasets.push_back(x.get<std::string>());
-            if (d.is_object() && d.contains("calibration") && d["calibration"].is_object()) {
-                const json& c = d["calibration"];
-                cd.text = opt_string(c, "text");
-                cd.text_sha256 = opt_string(c, "text_sha256");
-                cd.used_sha256 = opt_string(c, "used_sha256");
-                cd.text_tokens = opt_number<uint64_t>(c, "text_tokens").value_or(0);
-                if (auto used = opt_number<uint64_t>(c, "used_tokens")) cd.tokens = used;
-            }
-            m.domains.push_back(std::move(cd));
-        }
+    m.domains = method_domains(j);
     if (m.domains.empty())
         throw InputError(kl_path, std::nullopt, "method.domains",
                          "missing or empty: the card names the calibration domains");
