@@ -388,6 +388,13 @@ std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
     return e.files.emplace(path, f).first->second;  // a file pinned meanwhile by another thread wins
 }
 
+std::string RemoteFile::pinned_path() const {
+    const auto hub = parse_hub_path(pin_.display);
+    if (!hub || hub_revision_.empty()) return pin_.display;
+    return fmt::format("hf://{}/{}@{}", hub->repo, hub->file,
+                       hub_revision_.substr(hub_revision_.find('@') + 1));
+}
+
 void RemoteFile::check_unchanged() {
     RedirectCache scratch;
     const HttpPin now = http_pin(pin_.display, pin_.origin_url, scratch);

@@ -41,6 +41,8 @@ class RemoteFile {
     const std::string& etag() const { return pin_.identity(); }
     // hf:// only: "ORG/REPO@COMMIT", the pinned revision (or REVISION when the server named no commit).
     const std::string& hub_revision() const { return hub_revision_; }
+    // The path as a record names it: hf://ORG/REPO/PATH@COMMIT at the pinned commit, any other URL as given.
+    std::string pinned_path() const;
     // hf:// only: the file's sha256 as the Hub's listing gives it (lfs.oid), when the file belongs to a set
     // named as hf://ORG/REPO:QUANT in this process (io/hub_repo.h); "" otherwise. Not checked against the
     // bytes (only ranges are read).
