@@ -133,6 +133,14 @@ run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/z" --json
 expect_code 3
 expect_err "changed on the server while gguf-reap was reading it (its X-Linked-Etag went from"
 ls "$WORK"/z-0000?-of-00003.gguf >/dev/null 2>&1 && _fail "an output is under its final name" || _pass
+
+case_ "a walk from the origin that names another X-Linked-Size is refused there (exit 3)"
+fault '{"expire_after": 2, "linked_change": "size", "on": "GET"}'
+run "$BIN" splice "$M" --keeplist "$WORK/drop.json" -o "$WORK/z" --json
+expect_code 3
+expect_err "changed on the server while gguf-reap was reading it (its size went from"
+expect_err "bytes (X-Linked-Size)); nothing made from it is kept: run again"
+ls "$WORK"/z-0000?-of-00003.gguf >/dev/null 2>&1 && _fail "an output is under its final name" || _pass
 no_fault
 
 finish
