@@ -135,8 +135,8 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     for (const auto& d : in.domains) {
         json o;
         o["name"] = d.name;
-        o["file"] =
-            input_name(d.path);  // files meant for upload name no local directory (a URL at its commit)
+        // Files meant for upload name no local directory (a URL as given, an hf:// one at its commit).
+        o["file"] = input_name(d.path);
         o["format"] = d.format;
         o["size"] = d.file_size;
         o["sha256"] = d.sha256.empty() ? json(nullptr) : json(d.sha256);
