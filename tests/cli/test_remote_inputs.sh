@@ -68,6 +68,16 @@ run "$BIN" audit "$WORK/h.gguf" --source "$WORK/in/tiny.gguf" --keeplist hf://or
 expect_code 0
 expect_json "d['result'] == 'pass'"
 
+case_ "estimate --keeplist hf://org/repo/drop.json: the local keeplist's estimate"
+"$BIN" estimate "$WORK/in/tiny.gguf" --keeplist "$R/drop.json" --json >"$WORK/est-local.json" || { echo "local estimate failed"; exit 1; }
+run "$BIN" estimate "$WORK/in/tiny.gguf" --keeplist hf://org/repo/drop.json --json
+expect_code 0
+/usr/bin/python3 -c "
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a.get('after') is not None and a['after'] == b['after'], (a.get('after'), b.get('after'))
+" "$WORK/est-local.json" "$OUT" && _pass || _fail "the estimate differs from the local keeplist's"
+
 case_ "splice --neuron-plan hf://org/repo/plan.npz: the local plan's output, byte for byte"
 "$BIN" plan-width --model "$WORK/in/tiny.gguf" --imatrix code="$R/code.imatrix.gguf" --k 32 --granularity block -o "$R/plan.npz" >/dev/null 2>&1 ||
     { echo "plan-width failed"; exit 1; }
