@@ -54,6 +54,26 @@ assert files and all(r['range'] for r in files), [r for r in files if not r['ran
 assert not any(r['status'] == 400 for r in rows), rows
 " && _pass || _fail "an input was fetched with a GET without a Range header"
 
+case_ "rank --calibration hf://org/repo/calibrate.json: the record attached, named at the commit"
+/usr/bin/python3 - "$R" <<'PY'
+import hashlib, json, sys
+r = sys.argv[1]
+sha = lambda b: hashlib.sha256(b).hexdigest()
+text = {"path": "code.txt", "sha256": sha(b"code"), "bytes": 4, "tokens": 1}
+t = dict(name="code", **text, used=text, chunks=1, imatrix="code.imatrix.gguf",
+         imatrix_sha256=sha(open(r + "/code.imatrix.gguf", "rb").read()), key="", seconds=0,
+         command=["llama-imatrix", "-f", "code.txt"], tokenize_command=[])
+json.dump({"tool": "gguf-reap 0.1.0", "texts": [t]}, open(r + "/calibrate.json", "w"))
+PY
+run "$BIN" rank --model "$WORK/in/tiny.gguf" --imatrix code=hf://org/repo/code.imatrix.gguf \
+    --calibration hf://org/repo/calibrate.json --prune 4 -o "$WORK/rank-cal"
+expect_code 0
+/usr/bin/python3 -c "
+import json, sys
+d = {x['name']: x for x in json.load(open(sys.argv[1]))['method']['domains']}
+assert d['code']['calibration']['calibrate_json'] == 'hf://org/repo/calibrate.json@$COMMIT', d['code']
+" "$WORK/rank-cal/keeplist.json" && _pass || _fail "the calibration record is not named at its commit"
+
 case_ "an input at a URL that is not there: exit 2, naming the URL"
 run "$BIN" rank --model "$WORK/in/tiny.gguf" --imatrix code=hf://org/repo/nosuch.imatrix.gguf --prune 4 -o "$WORK/rank-x"
 expect_code 2
