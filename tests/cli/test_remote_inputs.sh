@@ -111,5 +111,6 @@ case_ "audit --source-manifest hf://org/repo/src.json: the local manifest's verd
 run "$BIN" audit "$WORK/h.gguf" --source-manifest hf://org/repo/src.json --keeplist hf://org/repo/drop.json --json
 expect_code 0
 expect_json "d['result'] == 'pass' and d['summary']['source_bytes_read'] == 0"
+expect_json "d['source_manifest'] == 'hf://org/repo/src.json@$COMMIT' and d['keeplist'] == 'hf://org/repo/drop.json@$COMMIT'"
 
 finish
