@@ -185,6 +185,9 @@ struct CardFacts {
     std::string base_model, base_model_from;  // "" when unknown
     // An hf:// source: "ORG/REPO@COMMIT", the revision pinned when it was read (docs/remote.md); else "".
     std::string source_revision;
+    // A source named as hf://ORG/REPO:QUANT: each shard (hf://ORG/REPO/PATH@COMMIT), its size and the
+    // sha256 the Hub's listing gives it (lfs.oid), the source's identity; empty otherwise.
+    std::vector<CardFile> source_files;
     std::vector<std::string> tags;
     std::string license, license_name, license_link;
     std::string arch;

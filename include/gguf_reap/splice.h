@@ -139,6 +139,16 @@ struct SpliceResult {
         // hf:// only: "ORG/REPO@COMMIT", the revision pinned when the source was read (the output's bytes
         // do not record it: they are a local splice's).
         std::string revision;
+        // Each source shard as it was pinned: its path (hf:// at the pinned commit), its size, and the
+        // sha256 the Hub's listing gives it (lfs.oid) when the model was named as hf://ORG/REPO:QUANT,
+        // else "". The source's identity for a release record; gguf-reap reads only ranges and does not
+        // check that sha256 itself.
+        struct SourceShard {
+            std::string path;
+            uint64_t bytes = 0;
+            std::string sha256;
+        };
+        std::vector<SourceShard> shards;
     };
     std::optional<Fetched> fetched;
     uint64_t resumed_bytes = 0;  // output bytes an interrupted run had written, not written again

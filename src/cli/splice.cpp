@@ -117,6 +117,16 @@ nlohmann::ordered_json report_json(const SplicePlan& plan, bool dry_run, const C
         j["http_requests"] = fetched->requests;
         j["http_retries"] = fetched->retries;
         if (!fetched->revision.empty()) j["source_revision"] = fetched->revision;  // hf:// only
+        auto shards = nlohmann::ordered_json::array();
+        for (const auto& s : fetched->shards) {
+            nlohmann::ordered_json o;
+            o["path"] = s.path;
+            o["bytes"] = s.bytes;
+            o["sha256"] =
+                s.sha256.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.sha256);
+            shards.push_back(std::move(o));
+        }
+        j["source_shards"] = shards;
         j["resumed_bytes"] = resumed;
     }
     if (r) {
@@ -168,6 +178,10 @@ void print_text(const SplicePlan& plan, bool dry_run, const CopyReport* r,
     if (fetched && !fetched->revision.empty())
         std::cout << fmt::format("revision {} (the Hub revision pinned when the source was read)\n",
                                  fetched->revision);
+    if (fetched)
+        for (const auto& s : fetched->shards)
+            if (!s.sha256.empty())
+                std::cout << fmt::format("source   {} sha256 {} (the Hub's lfs.oid)\n", s.path, s.sha256);
     if (resumed)
         std::cout << fmt::format("resumed  {} ({} bytes) written by an interrupted run\n",
                                  human_bytes(resumed), with_commas(resumed));

@@ -15,6 +15,8 @@
 #include "io/checked.h"
 #include "io/input_file.h"
 #include "io/output_file.h"
+#include "io/remote_url.h"
+#include "io/sequential_reader.h"
 
 namespace gguf_reap {
 
@@ -433,9 +435,17 @@ std::map<std::string, NpyArray> read_members(zip_t* za, const std::string& path,
     return out;
 }
 
+// A plan at a URL is held in memory while it is read: at most this many bytes.
+constexpr uint64_t kMaxRemoteNpzBytes = uint64_t{256} << 20;
+
 }  // namespace
 
 std::map<std::string, NpyArray> read_npz(const std::string& path, uint64_t max_bytes) {
+    if (is_remote_path(path)) {  // a plan at a URL: fetched whole, pinned as a model is (docs/remote.md)
+        const std::string bytes = read_small_file(path, kMaxRemoteNpzBytes, "plan");
+        return read_npz(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path,
+                        max_bytes);
+    }
     int code = 0;
     zip_t* za = zip_open(path.c_str(), ZIP_RDONLY, &code);
     if (!za) {

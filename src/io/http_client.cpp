@@ -315,7 +315,9 @@ struct Walk {
     Reply reply;  // of the final hop
     std::optional<Retry> retry;
     std::string final_url;
-    std::string repo_commit;  // X-Repo-Commit of the first hop
+    std::string repo_commit;                 // X-Repo-Commit of the first hop
+    std::string linked_etag;                 // X-Linked-Etag of the first hop
+    std::optional<std::string> linked_size;  // X-Linked-Size of the first hop
 };
 
 [[noreturn]] void refuse_status(const std::string& display, const Reply& r, bool token_sent) {
@@ -339,7 +341,11 @@ Walk walk(const std::string& display, const std::string& start, BodyCheck* body,
         *token_sent = *token_sent || (token && hub_token().has_value());
         w.reply = send(url, body, token, text);
         const Reply& r = w.reply;
-        if (hop == 0) w.repo_commit = r.header("x-repo-commit").value_or("");
+        if (hop == 0) {
+            w.repo_commit = r.header("x-repo-commit").value_or("");
+            w.linked_etag = r.header("x-linked-etag").value_or("");
+            w.linked_size = r.header("x-linked-size");
+        }
         if (body && body->error) std::rethrow_exception(body->error);
         if (body && body->abandoned) throw Interrupted();
         if (r.code == CURLE_ABORTED_BY_CALLBACK) {
@@ -427,6 +433,29 @@ void curl_global_once() {
         throw IoError("libcurl", fmt::format("initialisation failed: {}", curl_easy_strerror(rc)));
 }
 
+std::string changed_on_server(const std::string& what) {
+    return fmt::format(
+        "changed on the server while gguf-reap was reading it ({}); nothing made from it is "
+        "kept: run again",
+        what);
+}
+
+namespace {
+
+// What a walk from the origin says of the file against its pin: the Hub's redirect names the file's
+// X-Linked-Etag and X-Linked-Size again, and a signed URL that expired is where a new version would
+// first show. "" when it agrees (or names neither).
+std::string linked_change(const HttpPin& pin, const Walk& w) {
+    if (!w.linked_etag.empty() && w.linked_etag != pin.linked_etag)
+        return fmt::format("its X-Linked-Etag went from {} to {}",
+                           pin.linked_etag.empty() ? "none" : pin.linked_etag, w.linked_etag);
+    if (w.linked_size && *w.linked_size != std::to_string(pin.size))
+        return fmt::format("its size went from {} to {} bytes (X-Linked-Size)", pin.size, *w.linked_size);
+    return {};
+}
+
+}  // namespace
+
 std::string RedirectCache::get() const {
     std::lock_guard<std::mutex> lock(mu_);
     return url_;
@@ -450,13 +479,16 @@ HttpPin http_pin(const std::string& display, const std::string& url, RedirectCac
         HttpPin pin;
         pin.display = display;
         pin.origin_url = url;
-        const auto len = r.header("content-length");
+        // The Hub's X-Linked-Size, where its redirect sends one, is the file's size; every range's
+        // Content-Range must then agree with it.
+        const auto len = w.linked_size ? w.linked_size : r.header("content-length");
         uint64_t size = 0;
         if (!len || std::from_chars(len->data(), len->data() + len->size(), size).ec != std::errc())
             throw IoError(display, "the server gave no Content-Length, so the file's size cannot be pinned");
         pin.size = size;
         pin.etag = r.header("etag").value_or("");
         pin.repo_commit = w.repo_commit;
+        pin.linked_etag = w.linked_etag;
         cache.set(w.final_url);
         return pin;
     }
@@ -487,6 +519,9 @@ void http_get_range(const HttpPin& pin, RedirectCache& cache, uint64_t offset, u
         const std::string start = from_origin ? pin.origin_url : cache.get();
         bool token_sent = false;
         Walk w = walk(pin.display, start, &body, &token_sent);
+        if (from_origin)
+            if (const std::string what = linked_change(pin, w); !what.empty())
+                throw IoError(pin.display, changed_on_server(what));
         done += w.reply.received;
         g_bytes.fetch_add(w.reply.received, std::memory_order_relaxed);
         if (done == n && w.reply.status == 206 && !w.retry) {

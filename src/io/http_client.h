@@ -23,7 +23,17 @@ struct HttpPin {
     uint64_t size = 0;
     std::string etag;         // "" when the server sent none (then nothing to compare)
     std::string repo_commit;  // X-Repo-Commit of the first response, "" without one
+    // X-Linked-Etag of the first response, "" without one: the Hub sends it (and X-Linked-Size, then the
+    // pinned size) on the redirect from /resolve/, whose target may send no ETag of its own. Compared
+    // again at the end-of-run check and on every walk from the origin (docs/remote.md "What is pinned").
+    std::string linked_etag;
+    // The file's identity for a resume and for messages: the X-Linked-Etag when there is one, else the ETag.
+    const std::string& identity() const { return linked_etag.empty() ? etag : linked_etag; }
 };
+
+// "changed on the server while gguf-reap was reading it (WHAT); nothing made from it is kept: run again",
+// the message (exit 3) of a source that is no longer what was pinned.
+std::string changed_on_server(const std::string& what);
 
 // The final URL a pin's requests were last redirected to, remembered so that ranges do not walk the
 // redirect chain each time (a signed CDN URL that expires is walked again from the origin).
@@ -37,9 +47,9 @@ class RedirectCache {
     std::string url_;
 };
 
-// HEAD of `url`, redirects followed; size (Content-Length) and ETag of the final response and the
-// first X-Repo-Commit seen. `display` names the file in errors. Throws Error (exit 2: 404, 401, 403),
-// IoError (exit 3), Interrupted.
+// HEAD of `url`, redirects followed; size (the first response's X-Linked-Size, else the final
+// Content-Length) and ETag of the final response, and the first response's X-Repo-Commit and X-Linked-Etag.
+// `display` names the file in errors. Throws Error (exit 2: 404, 401, 403), IoError (exit 3), Interrupted.
 HttpPin http_pin(const std::string& display, const std::string& url, RedirectCache& cache);
 
 // Bytes [offset, offset + n) of the pinned file into dst, checked against the pin.

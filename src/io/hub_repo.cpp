@@ -253,18 +253,41 @@ std::vector<HubFile> pick_hub_quant(const std::string& display, const std::vecto
     return out;
 }
 
+namespace {
+
+// The sets resolved so far, and the sha256 of each of their files by "REPO@COMMIT/PATH".
+struct Resolved {
+    std::mutex mu;
+    std::map<std::string, HubModel> models;
+    std::map<std::string, std::string> sha256;
+};
+Resolved& resolved() {
+    static Resolved r;
+    return r;
+}
+
+}  // namespace
+
 HubModel resolve_hub_quant(const std::string& display, const HubQuant& q) {
     // Once per process: the model's header is read through one path, its set through another, and a
     // branch that moves between the two must not give them different commits.
-    static std::mutex mu;
-    static std::map<std::string, HubModel> done;
-    std::lock_guard<std::mutex> lock(mu);
-    if (const auto it = done.find(display); it != done.end()) return it->second;
+    Resolved& r = resolved();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (const auto it = r.models.find(display); it != r.models.end()) return it->second;
     HubModel m;
     m.commit = hub_commit(display, q.repo, q.revision);
     m.files = pick_hub_quant(display, hub_tree(display, q.repo, m.commit), q.quant);
     m.first_shard = fmt::format("hf://{}/{}@{}", q.repo, m.files.front().path, m.commit);
-    return done.emplace(display, std::move(m)).first->second;
+    for (const HubFile& f : m.files)
+        if (!f.sha256.empty()) r.sha256[fmt::format("{}@{}/{}", q.repo, m.commit, f.path)] = f.sha256;
+    return r.models.emplace(display, std::move(m)).first->second;
+}
+
+std::string hub_listed_sha256(const std::string& repo, const std::string& commit, const std::string& path) {
+    Resolved& r = resolved();
+    std::lock_guard<std::mutex> lock(r.mu);
+    const auto it = r.sha256.find(fmt::format("{}@{}/{}", repo, commit, path));
+    return it == r.sha256.end() ? std::string() : it->second;
 }
 
 }  // namespace gguf_reap

@@ -59,4 +59,9 @@ struct HubModel {
 };
 HubModel resolve_hub_quant(const std::string& display, const HubQuant& q);
 
+// The sha256 (lfs.oid) the Hub's listing gave for PATH of `repo` at `commit`, when a set resolved in this
+// process (resolve_hub_quant) holds that file; "" otherwise. The Hub's word, not checked here: a splice
+// reads only ranges of the file.
+std::string hub_listed_sha256(const std::string& repo, const std::string& commit, const std::string& path);
+
 }  // namespace gguf_reap

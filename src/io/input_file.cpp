@@ -13,6 +13,7 @@
 
 #include "gguf_reap/error.h"
 #include "io/checked.h"
+#include "io/paths.h"
 #include "io/remote_file.h"
 #include "io/remote_url.h"
 
@@ -23,6 +24,11 @@ void throw_open_error(const std::string& path, int errno_value) {
         throw InputError(path, std::nullopt, "", kMissingPathWords);
     if (errno_value == EISDIR) throw InputError(path, std::nullopt, "", "is a directory, not a file");
     throw IoError(path, "open", errno_value);
+}
+
+std::string input_name(const std::string& path) {
+    if (!is_remote_path(path)) return base_name(path);
+    return RemoteFile::open(path)->pinned_path();
 }
 
 std::shared_ptr<InputFile> InputFile::open(const std::string& path) {

@@ -28,6 +28,12 @@ inline constexpr const char* kMissingPathWords = "does not exist";
 
 class RemoteFile;
 
+// How a document gguf-reap writes (rank's keeplist and receipt, the card) names an input file it read
+// (an imatrix, a calibrate.json, a plan): a local file by its base name, never by a path of this machine;
+// a URL as given; an hf:// path at the commit pinned when it was read, hf://ORG/REPO/PATH@COMMIT (docs/
+// remote.md, "Inputs at URLs"). A URL is opened (pinned) here if it was not yet: the same pin as the read.
+std::string input_name(const std::string& path);
+
 class InputFile {
   public:
     // Opens `path` read-only. Throws InputError when it does not exist or is not a regular file (exit

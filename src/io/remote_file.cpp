@@ -379,6 +379,8 @@ std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
             }
             cp.cv.notify_all();
         }
+        const std::string commit = f->hub_revision_.substr(f->hub_revision_.find('@') + 1);
+        f->hub_sha256_ = hub_listed_sha256(hub->repo, commit, hub->file);
     } else {
         f->pin_ = http_pin(path, path, f->redirect_);
     }
@@ -386,19 +388,26 @@ std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
     return e.files.emplace(path, f).first->second;  // a file pinned meanwhile by another thread wins
 }
 
+std::string RemoteFile::pinned_path() const {
+    const auto hub = parse_hub_path(pin_.display);
+    if (!hub || hub_revision_.empty()) return pin_.display;
+    return fmt::format("hf://{}/{}@{}", hub->repo, hub->file,
+                       hub_revision_.substr(hub_revision_.find('@') + 1));
+}
+
 void RemoteFile::check_unchanged() {
     RedirectCache scratch;
     const HttpPin now = http_pin(pin_.display, pin_.origin_url, scratch);
+    const auto shown = [](const std::string& tag) { return tag.empty() ? std::string("none") : tag; };
     std::string what;
     if (now.size != pin_.size)
         what = fmt::format("its size went from {} to {} bytes", pin_.size, now.size);
     else if (now.etag != pin_.etag)
-        what = fmt::format("its ETag went from {} to {}", pin_.etag.empty() ? "none" : pin_.etag,
-                           now.etag.empty() ? "none" : now.etag);
-    if (!what.empty())
-        throw IoError(pin_.display, fmt::format("changed on the server while gguf-reap was reading it ({}); "
-                                                "nothing made from it is kept: run again",
-                                                what));
+        what = fmt::format("its ETag went from {} to {}", shown(pin_.etag), shown(now.etag));
+    else if (now.linked_etag != pin_.linked_etag)
+        what = fmt::format("its X-Linked-Etag went from {} to {}", shown(pin_.linked_etag),
+                           shown(now.linked_etag));
+    if (!what.empty()) throw IoError(pin_.display, changed_on_server(what));
 }
 
 uint64_t RemoteFile::open_stream() {  // static

@@ -36,9 +36,17 @@ class RemoteFile {
 
     const std::string& path() const { return pin_.display; }
     uint64_t size() const { return pin_.size; }
-    const std::string& etag() const { return pin_.etag; }
+    // The ETag that names this version: the Hub's X-Linked-Etag when its redirect sent one (the storage it
+    // redirects to may send no ETag), else the file's ETag; "" when the server sent neither.
+    const std::string& etag() const { return pin_.identity(); }
     // hf:// only: "ORG/REPO@COMMIT", the pinned revision (or REVISION when the server named no commit).
     const std::string& hub_revision() const { return hub_revision_; }
+    // The path as a record names it: hf://ORG/REPO/PATH@COMMIT at the pinned commit, any other URL as given.
+    std::string pinned_path() const;
+    // hf:// only: the file's sha256 as the Hub's listing gives it (lfs.oid), when the file belongs to a set
+    // named as hf://ORG/REPO:QUANT in this process (io/hub_repo.h); "" otherwise. Not checked against the
+    // bytes (only ranges are read).
+    const std::string& hub_sha256() const { return hub_sha256_; }
 
     // [offset, offset + n) into dst. Thread-safe. Throws IoError, Interrupted.
     void read(uint64_t offset, void* dst, size_t n);
@@ -63,6 +71,7 @@ class RemoteFile {
     HttpPin pin_;
     RedirectCache redirect_;
     std::string hub_revision_;
+    std::string hub_sha256_;
 };
 
 }  // namespace gguf_reap

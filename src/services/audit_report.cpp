@@ -10,6 +10,8 @@
 #include "gguf_reap/audit.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/version.h"
+#include "io/input_file.h"
+#include "io/remote_url.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "model/shard_set.h"
@@ -41,6 +43,12 @@ json or_null(const std::string& s) {
 }
 json or_null(const std::optional<std::string>& s) {
     return or_null(s.value_or(std::string()));
+}
+// An input the report names: at a URL by its URL, an hf:// one at the commit it was read at
+// (io/input_file.h); a local path as given.
+json input_or_null(const std::optional<std::string>& s) {
+    if (s && is_remote_path(*s)) return input_name(*s);
+    return or_null(s);
 }
 template <typename T>
 json or_null(const std::optional<T>& v) {
@@ -122,9 +130,9 @@ nlohmann::ordered_json audit_report_json(const AuditRequest& q, const AuditResul
     j[key::kDate] = utc_now_iso8601();  // when the audit finished
     j[key::kOutput] = c.output;
     j[key::kSource] = or_null(c.source);
-    j[key::kSourceManifest] = or_null(c.source_manifest);
-    j[key::kKeeplist] = or_null(c.keeplist);
-    j[key::kNeuronPlan] = or_null(c.neuron_plan);
+    j[key::kSourceManifest] = input_or_null(c.source_manifest);
+    j[key::kKeeplist] = input_or_null(c.keeplist);
+    j[key::kNeuronPlan] = input_or_null(c.neuron_plan);
     if (c.neuron_plan) j[key::kExpertWidth] = {{key::kFrom, r.source_width}, {key::kTo, r.output_width}};
     j[key::kManifest] = or_null(c.manifest);
     j[key::kKeptFrom] = or_null(r.kept_from);

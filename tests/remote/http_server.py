@@ -5,7 +5,9 @@ Serves --root over HTTP/1.1 (keep-alive) with single byte ranges (206 + Content-
 ETags, and the Hub's layout: /ORG/REPO/resolve/REV/PATH serves ROOT/ORG/REPO/PATH for REV "main" or the
 --hub-commit, with X-Repo-Commit; with --cdn-host it answers those with a 302 to
 http://CDN_HOST:PORT/cdn/ORG/REPO/PATH?sig=head (the answer to a HEAD) or ?sig=get (to a GET) instead,
-as the Hub sends file bytes from a CDN through signed URLs. With --require-token, hub paths need
+as the Hub sends file bytes from a CDN through signed URLs; that 302 carries the Hub's X-Linked-Etag (the
+file's sha256, quoted) and X-Linked-Size, and with --cdn-no-etag the CDN's answers have no ETag (as the
+Hub's Xet storage may send none). With --require-token, hub paths need
 "Authorization: Bearer TOKEN" (401 without, 403 with another). With --ranges-only, a GET of a file without
 a Range header is answered 400, as the Hub's storage answers a whole-file GET of a 400 GB file.
 The Hub's API, as llama.cpp's -hf asks it (common/hf-cache.cpp): GET /api/models/ORG/REPO/refs names the
@@ -33,6 +35,14 @@ Faults come from --control, a JSON file read at every request (its counters rest
   {"expire": 404}               (with --cdn-host) a CDN URL handed out to a HEAD has expired when ranges
                                 are asked: ranged GETs of it answer 404 (or 401, 403, 410); URLs handed
                                 out to GETs stay valid
+  {"expire_after": 2}           (with --cdn-host) every CDN URL handed out is signed of its own
+                                (?sig=head-K, ?sig=get-K) and answers 403 (or "expire_status") to ranged
+                                GETs once it has served 2 of them: a signed URL that expires mid-run
+  {"linked_change": "etag"}     (with --cdn-host) the 302s answering a HEAD of a path after its first
+                                show another X-Linked-Etag ("size": an X-Linked-Size one byte larger);
+                                with "on": "GET", every 302 answering a GET does instead. The CDN's
+                                answers are unchanged, so only the end-of-run check (a HEAD) or a walk
+                                from the origin (a GET) sees the change
   {"full200": true}             Range is ignored: 200 and the whole file
   {"delay_ms": 40}              every response waits 40 ms first (the benchmark's latency)
   {"tree_pad": 90000}           the tree listing gains 90,000 entries of padding (a listing over 16 MiB)
@@ -66,7 +76,7 @@ ARGS = None
 LOCK = threading.Lock()
 LIVE = threading.Condition()  # guards CONNECTIONS
 CONNECTIONS = 0
-STATE = {"text": "", "control": {}, "ranged": 0, "sent": 0, "heads": {}}
+STATE = {"text": "", "control": {}, "ranged": 0, "sent": 0, "heads": {}, "signed": {}, "serial": 0}
 
 
 def control():
@@ -86,6 +96,8 @@ def control():
             STATE["ranged"] = 0
             STATE["sent"] = 0
             STATE["heads"] = {}
+            STATE["signed"] = {}
+            STATE["serial"] = 0
             try:
                 STATE["control"] = json.loads(text) if text else {}
             except ValueError:
@@ -239,6 +251,25 @@ class Handler(BaseHTTPRequestHandler):
             if ARGS.cdn_host:
                 port = self.server.server_address[1]
                 sig = "head" if self.command == "HEAD" else "get"
+                if c.get("expire_after"):
+                    with LOCK:
+                        STATE["serial"] += 1
+                        sig += "-%d" % STATE["serial"]
+                full = os.path.join(ARGS.root, org, repo, rel)
+                if ".." not in rel.split("/") and os.path.isfile(full):
+                    extra["X-Linked-Etag"] = '"%s"' % file_sha256(full)
+                    extra["X-Linked-Size"] = str(os.stat(full).st_size)
+                    if c.get("linked_change"):
+                        changed = self.command == "GET" and c.get("on") == "GET"
+                        if self.command == "HEAD" and c.get("on", "HEAD") == "HEAD":
+                            with LOCK:
+                                seen = STATE["heads"].get(self.path, 0)
+                                STATE["heads"][self.path] = seen + 1
+                            changed = seen > 0
+                        if changed and c["linked_change"] == "size":
+                            extra["X-Linked-Size"] = str(os.stat(full).st_size + 1)
+                        elif changed:
+                            extra["X-Linked-Etag"] = '"%s"' % ("f" * 64)
                 self.plain(302, "", {**extra, "Location": f"http://{ARGS.cdn_host}:{port}/cdn/{org}/{repo}/{rel}?sig={sig}"})
                 return None
             return os.path.join(ARGS.root, org, repo, rel), extra
@@ -246,7 +277,14 @@ class Handler(BaseHTTPRequestHandler):
             if c.get("expire") and query == "sig=head" and self.command == "GET" and self.headers.get("Range"):
                 self.plain(c["expire"], "expired")
                 return None
-            return os.path.join(ARGS.root, path[5:]), {}
+            if c.get("expire_after") and self.command == "GET" and self.headers.get("Range"):
+                with LOCK:
+                    used = STATE["signed"].get(query, 0)
+                    STATE["signed"][query] = used + 1
+                if used >= c["expire_after"]:
+                    self.plain(c.get("expire_status", 403), "expired")
+                    return None
+            return os.path.join(ARGS.root, path[5:]), {"cdn": True}
         return os.path.join(ARGS.root, path.lstrip("/")), {}
 
     def serve(self, head):
@@ -257,6 +295,7 @@ class Handler(BaseHTTPRequestHandler):
         if got is None:
             return
         fpath, extra = got
+        no_etag = extra.pop("cdn", False) and ARGS.cdn_no_etag
         if ARGS.ranges_only and not head and not self.headers.get("Range"):
             self.plain(400, "a GET of a file must ask for a range here")
             return
@@ -313,7 +352,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in extra.items():
             self.send_header(k, v)
-        self.send_header("ETag", etag)
+        if not no_etag:
+            self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(length))
         if status == 206:
@@ -355,6 +395,18 @@ class Handler(BaseHTTPRequestHandler):
 SHA256 = {}  # (path, size, mtime_ns) -> sha256, so that a listing hashes each file once
 
 
+def file_sha256(full):
+    st = os.stat(full)
+    key = (full, st.st_size, st.st_mtime_ns)
+    if key not in SHA256:
+        h = hashlib.sha256()
+        with open(full, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        SHA256[key] = h.hexdigest()
+    return SHA256[key]
+
+
 def tree_entries(top):
     """ROOT/ORG/REPO listed as the Hub's tree API lists a commit with recursive=true."""
     out = []
@@ -371,14 +423,7 @@ def tree_entries(top):
             entry = {"type": "file", "oid": hashlib.sha1(rel.encode()).hexdigest(), "size": st.st_size,
                      "path": rel}
             if name.endswith(".gguf"):
-                key = (full, st.st_size, st.st_mtime_ns)
-                if key not in SHA256:
-                    h = hashlib.sha256()
-                    with open(full, "rb") as f:
-                        for block in iter(lambda: f.read(1 << 20), b""):
-                            h.update(block)
-                    SHA256[key] = h.hexdigest()
-                entry["lfs"] = {"oid": SHA256[key], "size": st.st_size, "pointerSize": 135}
+                entry["lfs"] = {"oid": file_sha256(full), "size": st.st_size, "pointerSize": 135}
             out.append(entry)
     return out
 
@@ -402,6 +447,7 @@ def main():
     p.add_argument("--hub-branch", action="append")
     p.add_argument("--ranges-only", action="store_true")
     p.add_argument("--cdn-host")
+    p.add_argument("--cdn-no-etag", action="store_true")
     p.add_argument("--require-token")
     p.add_argument("--hold-cap", type=float, default=60.0)
     ARGS = p.parse_args()

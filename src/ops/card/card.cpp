@@ -269,6 +269,9 @@ CardFacts model_facts(const CardRequest& q, const OpenedModel& src, const Opened
 void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events& events, CardFacts& f) {
     const InputFile* first = src.set.shards().front().file.get();
     if (first && first->remote()) f.source_revision = first->remote()->hub_revision();
+    for (const auto& s : src.set.shards())
+        if (const RemoteFile* r = s.file->remote(); r && !r->hub_sha256().empty())
+            f.source_files.push_back({r->path(), r->size(), r->hub_sha256()});
     if (!q.base_model.empty()) {
         f.base_model = q.base_model;
         f.base_model_from = spelled(RequestField::kBaseModel, events.spell);

@@ -12,6 +12,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/manifest.h"
 #include "gguf_reap/rank.h"
+#include "io/hub_repo.h"
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
@@ -259,7 +260,10 @@ AuditRead read_audit(const std::string& path, const OpenedModel& out, const Open
 
     if (doc.source) {
         a.facts.with_source = true;
-        const std::string s = base_name(*doc.source);
+        // A set named by its quant (hf://ORG/REPO:QUANT) is its first shard at the commit it resolves to.
+        std::string audited = *doc.source;
+        if (const auto q = parse_hub_quant(audited)) audited = resolve_hub_quant(audited, *q).first_shard;
+        const std::string s = base_name(audited);
         const auto names = shard_names(src.set);
         if (std::none_of(names.begin(), names.end(), [&](const auto& n) { return n.first == s; }))
             throw InputError(

@@ -148,6 +148,13 @@ json card_json(const CardFacts& f) {
     j["base_model"] = str_or_null(f.base_model);
     j["base_model_from"] = str_or_null(f.base_model_from);
     j["source_revision"] = str_or_null(f.source_revision);
+    if (f.source_files.empty()) {
+        j["source_files"] = nullptr;
+    } else {
+        j["source_files"] = json::array();
+        for (const CardFile& x : f.source_files)
+            j["source_files"].push_back({{"path", x.name}, {"bytes", x.size}, {"sha256", x.sha256}});
+    }
     j["library_name"] = "gguf";
     j["tags"] = f.tags;
     j["license"] = {{"license", str_or_null(f.license)},

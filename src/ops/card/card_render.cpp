@@ -342,6 +342,13 @@ void files_section(std::string& s, const CardFacts& f) {
     if (!f.source_revision.empty())
         s += fmt::format("Pruned from `{}` (the Hub revision pinned when the source was read).\n\n",
                          f.source_revision);
+    if (!f.source_files.empty()) {
+        s += "Source files, with the sha256 the Hub lists for each (its lfs.oid):\n\n"
+             "| source file | bytes | sha256 |\n| --- | ---: | --- |\n";
+        for (const CardFile& x : f.source_files)
+            s += fmt::format("| `{}` | {} | `{}` |\n", x.name, with_commas(x.size), x.sha256);
+        s += "\n";
+    }
     if (f.hashes_from == "manifest")
         s += fmt::format("sha256 from the manifest `{}`.\n\n", f.manifest_name);
     else if (f.hashes_from == "audit")

@@ -9,6 +9,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "gguf_reap/version.h"
+#include "io/input_file.h"
 #include "io/paths.h"
 #include "io/units.h"
 #include "io/upload_path.h"
@@ -53,7 +54,7 @@ void receipt_decision(const RankInput& in, const RankDecision& r, Markdown& md) 
             "- **The kept experts come from another tool's plan**: `{}` ({} format{}), imported with "
             "`{}`. The criterion and consensus below only score them: the ranks, the safety "
             "margin, the dead and super-expert checks (warnings, not refusals) describe that plan.",
-            base_name(in.imported->path), plan_format_name(in.imported->plan.format),
+            input_name(in.imported->path), plan_format_name(in.imported->plan.format),
             in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256,
             spelled(RequestField::kFromPlan, in.spell)));
     md.line(
@@ -86,7 +87,7 @@ void receipt_inputs(const RankInput& in, const RankDecision& r, Markdown& md) {
         std::string ds;
         for (const auto& x : upload_names(d.datasets)) ds += (ds.empty() ? "" : ", ") + x;
         md.line(fmt::format(
-            "| {} | `{}` | {} | {} | {} | {} | {} × {} | {} |", d.name, base_name(d.path), d.format,
+            "| {} | `{}` | {} | {} | {} | {} | {} × {} | {} |", d.name, input_name(d.path), d.format,
             with_commas(d.file_size), d.sha256.empty() ? "not hashed" : "`" + d.sha256 + "`",
             ds.empty() ? "–" : ds, d.chunks ? std::to_string(*d.chunks) : "?",
             d.chunk_size ? std::to_string(*d.chunk_size) : "?", d.tokens ? with_commas(*d.tokens) : "?"));
@@ -113,7 +114,7 @@ void receipt_inputs(const RankInput& in, const RankDecision& r, Markdown& md) {
         md.line(fmt::format(
             "Neuron plan: `{}` (k = {} channels per expert){}. Each expert's energy is restricted to its "
             "kept channels.",
-            base_name(in.plan_path), in.plan_k,
+            input_name(in.plan_path), in.plan_k,
             in.plan_sha256.empty() ? "" : ", sha256 `" + in.plan_sha256 + "`"));
     }
     md.line("");

@@ -13,6 +13,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
 #include "gguf_reap/version.h"
+#include "io/input_file.h"
 #include "io/output_file.h"
 #include "io/parallel.h"
 #include "io/paths.h"
@@ -117,7 +118,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     m["criterion"] = criterion_name(r.criterion);
     if (in.imported)
         m["from_plan"] = {
-            {"path", base_name(in.imported->path)},
+            {"path", input_name(in.imported->path)},
             {"format", plan_format_name(in.imported->plan.format)},
             {"sha256", in.imported->sha256.empty() ? json(nullptr) : json(in.imported->sha256)}};
     if (criterion_spec(r.criterion).needs.score_files) {
@@ -134,7 +135,8 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     for (const auto& d : in.domains) {
         json o;
         o["name"] = d.name;
-        o["file"] = base_name(d.path);  // files meant for upload name no local directory
+        // Files meant for upload name no local directory (a URL as given, an hf:// one at its commit).
+        o["file"] = input_name(d.path);
         o["format"] = d.format;
         o["size"] = d.file_size;
         o["sha256"] = d.sha256.empty() ? json(nullptr) : json(d.sha256);
@@ -144,7 +146,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
         o["tokens"] = opt_json(d.tokens);
         if (d.calibration) {
             const CalibrationRecord& c = *d.calibration;
-            o["calibration"] = {{"calibrate_json", base_name(c.json_path)},
+            o["calibration"] = {{"calibrate_json", input_name(c.json_path)},
                                 {"text", base_name(c.text_path)},
                                 {"text_sha256", c.text_sha256},
                                 {"text_tokens", c.tokens},
@@ -160,7 +162,7 @@ json rank_method_json(const RankInput& in, const RankDecision& r) {
     }
     m["domains"] = doms;
     if (!in.plan_path.empty())
-        m["neuron_plan"] = {{"file", base_name(in.plan_path)},
+        m["neuron_plan"] = {{"file", input_name(in.plan_path)},
                             {"sha256", in.plan_sha256.empty() ? json(nullptr) : json(in.plan_sha256)},
                             {"k", in.plan_k}};
     m["safety_margin"] = {{"best_pruned_rank", r.safety_rank},

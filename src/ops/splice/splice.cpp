@@ -292,9 +292,14 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
         if (!remote) return;
         const HttpCounts now = http_counts();
         const RemoteFile* first = r->model->shards().front().file->remote();
-        r->fetched = SpliceResult::Fetched{now.bytes - http_before.bytes, now.requests - http_before.requests,
+        r->fetched = SpliceResult::Fetched{now.bytes - http_before.bytes,
+                                           now.requests - http_before.requests,
                                            now.retries - http_before.retries,
-                                           first ? first->hub_revision() : std::string()};
+                                           first ? first->hub_revision() : std::string(),
+                                           {}};
+        for (const auto& s : r->model->shards())
+            if (const RemoteFile* f = s.file->remote())
+                r->fetched->shards.push_back({f->path(), f->size(), f->hub_sha256()});
     };
     open_inputs(*r, q, events);
     // Plan every byte. Without a keeplist the recorded keeplist sha256 is that of no bytes at all
