@@ -139,8 +139,8 @@ TEST(BehaviourCompletion, RecordedRepliesParse) {
     }
     // 14 raw prompts, 6 through the chat template, the 14 again with '.' as the end-of-generation token,
     // the 6 again with a template too long for the slot, and the 6 prose prompts sampled 4 times at
-    // temperature 0.7 (tests/data/llama-server/README.md).
-    EXPECT_EQ(n, 64u);
+    // temperature 0.7, and the plain line of the chat panel (tests/data/llama-server/README.md).
+    EXPECT_EQ(n, 65u);
     EXPECT_EQ(eos, 5u) << "2 of 8 code and 3 of 6 prose prompts end naturally on the source, greedy; no "
                           "sampled one does";
 }
@@ -163,6 +163,106 @@ TEST(BehaviourCompletion, BadRepliesAreNamed) {
     EXPECT_EQ(parse_completion(R"({"content":"","tokens":[4095],"stop_type":"eos"})", 64, 4096, g), "");
     EXPECT_TRUE(g.eog);
     EXPECT_EQ(g.tokens, std::vector<int32_t>{4095});
+}
+
+// The chat panel's recorded /v1/chat/completions replies: two texts read, the booking line's HTTP 500.
+TEST(BehaviourChat, RecordedRepliesParse) {
+    size_t n = 0, errors = 0;
+    for (const nlohmann::json& r : recorded("source")) {
+        if (r["endpoint"] != "/v1/chat/completions") continue;
+        ++n;
+        if (r["status"] != 200) {
+            ++errors;
+            EXPECT_EQ(r["status"], 500);
+            continue;
+        }
+        llama_cpp::ChatReply c;
+        ASSERT_EQ(llama_cpp::parse_chat(r["reply"].get<std::string>(), 64, c), "");
+        EXPECT_FALSE(c.eog);  // "length"
+        EXPECT_EQ(c.tokens, 64);
+        EXPECT_FALSE(c.message.contains("tool_calls"));
+    }
+    EXPECT_EQ(n, 3u);
+    EXPECT_EQ(errors, 1u);
+}
+
+TEST(BehaviourChat, BadRepliesAreNamed) {
+    llama_cpp::ChatReply c;
+    const auto reply = [](const char* finish, const char* content, int tokens) {
+        return fmt::format(
+            R"({{"choices":[{{"finish_reason":{},"message":{{"role":"assistant","content":{}}}}}],)"
+            R"("usage":{{"completion_tokens":{}}}}})",
+            finish, content, tokens);
+    };
+    EXPECT_EQ(llama_cpp::parse_chat(reply("\"stop\"", "\"hi\"", 3), 64, c), "");
+    EXPECT_TRUE(c.eog);
+    EXPECT_EQ(c.text, "hi");
+    EXPECT_EQ(llama_cpp::parse_chat(reply("\"tool_calls\"", "null", 9), 64, c), "");
+    EXPECT_TRUE(c.eog);
+    EXPECT_EQ(c.text, "");
+    EXPECT_EQ(llama_cpp::parse_chat("{", 64, c), "not JSON");
+    EXPECT_EQ(llama_cpp::parse_chat(R"({"choices":[]})", 64, c), "no \"choices\" array");
+    EXPECT_EQ(llama_cpp::parse_chat(reply("\"content_filter\"", "\"\"", 1), 64, c),
+              "finish_reason \"content_filter\", not \"stop\", \"length\" or \"tool_calls\"");
+    EXPECT_EQ(llama_cpp::parse_chat(reply("\"stop\"", "7", 1), 64, c),
+              "choices[0].message.content is neither a string nor null");
+    EXPECT_EQ(llama_cpp::parse_chat(reply("\"length\"", "\"x\"", 65), 64, c),
+              "65 tokens, more than the 64 asked for");
+}
+
+TEST(BehaviourChat, Excerpt) {
+    EXPECT_EQ(excerpt("What is the weather in Paris?"), "What is the weather in Paris?");
+    EXPECT_EQ(excerpt("  a\n\n b\t c  "), "a b c");
+    EXPECT_EQ(excerpt(std::string(60, 'x')), std::string(60, 'x'));
+    EXPECT_EQ(excerpt(std::string(61, 'x')), std::string(60, 'x') + "…");
+    EXPECT_EQ(excerpt(std::string(60, 'x') + "  \n"), std::string(60, 'x'));
+    // A space never ends an excerpt.
+    EXPECT_EQ(excerpt(std::string(59, 'x') + " yz"), std::string(59, 'x') + "…");
+    // Characters, not bytes: 61 two-byte characters keep 60.
+    std::string e;
+    for (int i = 0; i < 61; ++i) e += "é";
+    EXPECT_EQ(excerpt(e), e.substr(0, 120) + "…");
+}
+
+TEST(BehaviourChat, PanelLines) {
+    const std::string path = ::testing::TempDir() + "chat-panel.jsonl";
+    const auto panel = [&](const std::string& text) {
+        std::ofstream(path, std::ios::binary) << text;
+        return read_panel({"p", path});
+    };
+    const Panel p = panel(
+        R"({"model": "m", "messages": [{"role": "user", "content": "hi there"}], "tools": [{"type": "function", )"
+        R"("function": {"name": "f", "parameters": {"type": "object"}}}], "stream": true})"
+        "\n"
+        R"({"prompt": "plain"})"
+        "\n");
+    ASSERT_EQ(p.prompts.size(), 2u);
+    EXPECT_EQ(p.prompts[0], "hi there");
+    ASSERT_TRUE(p.chat[0]);
+    EXPECT_EQ(p.chat[0]->dump(),
+              R"({"messages":[{"content":"hi there","role":"user"}],"tools":[{"function":{"name":"f",)"
+              R"("parameters":{"type":"object"}},"type":"function"}]})");
+    EXPECT_FALSE(p.chat[1]);
+    EXPECT_EQ(p.facts.chat_lines, 1);
+    EXPECT_EQ(p.facts.tool_lines, 1);
+    EXPECT_EQ(p.facts.max_prompt_bytes, p.chat[0]->dump().size());
+    // A schema nested 64 levels deep is read; 65 is refused.
+    const auto nested = [](int depth) {
+        // The line's object is level 1, "tools" 2, its tool 3, "function" 4, "parameters" 5.
+        std::string v = "1";
+        for (int d = 5; d < depth; ++d) v = "[" + v + "]";
+        return R"({"messages": [{"role": "user"}], "tools": [{"function": {"name": "f", "parameters": {"x": )" +
+               v + "}}}]}\n";
+    };
+    EXPECT_NO_THROW(panel(nested(64)));
+    try {
+        panel(nested(65));
+        FAIL() << "a line nested 65 levels deep was read";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("line 1 at offset 0 (0x0): nested deeper than 64 levels"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace

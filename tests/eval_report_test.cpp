@@ -111,6 +111,20 @@ EvalResult full_result() {
     r.behaviour = {behaviour("source", "code"), behaviour("keep12.gguf", "code"),
                    behaviour("keep8.gguf", "code")};
     r.behaviour[2].distinct_4.reset();
+    // Two chat lines, the last of them offering tools (docs/eval.md, "Chat and tools").
+    r.panels[0].chat_lines = 2;
+    r.panels[0].tool_lines = 1;
+    for (EvalBehaviour& b : r.behaviour) {
+        b.chat_outcomes.assign(18, EvalChatOutcome::plain);
+        b.chat_outcomes.push_back(EvalChatOutcome::template_error);
+        b.chat_outcomes.push_back(EvalChatOutcome::bad_tool_call);
+        b.tools_offered.assign(19, false);
+        b.tools_offered.push_back(true);
+        b.template_errors = {1, 2, 0.5, 0.09, 0.91};
+        b.tool_calls = {0, 1, 0, 0, 0.79};
+        b.bad_tool_calls = {{19, 0, "tool_calls[0]: \"f\" is not an offered tool"}};
+    }
+    r.behaviour[2].changes = {{"loops", 4, 0, true, "def f(x):"}, {"tool_calls", 19, 0, false, "What is…"}};
     r.generations_written = "eval.generations.jsonl";
     r.json_written = "eval.json";
     r.svg_written = "eval.svg";

@@ -4,12 +4,18 @@
 #
 #   tools/behaviour-speed.sh GGUF_REAP LLAMA_BIN SOURCE OUT PANEL GEN_TOKENS K [REPS]
 #
-# Each repetition runs `gguf-reap eval --source SOURCE OUT --prompts p=PANEL --gen-tokens N --parallel K` and
-# reads the source's panel time and tokens from eval.json (behaviour[0].seconds: from the first request to the
+# Each repetition runs `gguf-reap eval --source SOURCE OUT --prompts p=PANEL --gen-tokens N --parallel K
+# --json` (the document on stdout keeps the server command's absolute paths, which an eval.json written with
+# -o makes relative to itself) and reads the source's panel time and tokens from eval.json (behaviour[0].seconds: from the first request to the
 # last reply, the server already loaded), then starts llama-server with behaviour[0].server_command (on
 # another free port), waits for /health, and times K shell loops of `curl -s -d @body URL` over the same
 # request bodies (prompt i goes to loop i mod K), summing the tokens of the replies. Prints tokens/s of both
 # and their ratio per repetition, then the medians. The server it starts is stopped by its pid.
+# A .jsonl PANEL may hold chat lines ("messages", "tools"; docs/eval.md, "Chat and tools"): each is sent
+# by hand as eval sends it, to /v1/chat/completions with the settings but return_tokens, its tokens
+# counted from usage.completion_tokens (as eval counts them). Extra eval arguments go in $EVAL_ARGS (split
+# as the shell splits words: `--temp 0.7 --samples 2` ...), llama.cpp's (a template file) in
+# $GGUF_REAP_LLAMA_ARGS, which eval reads as its --llama-args.
 set -euo pipefail
 BIN=$1 LLAMA=$2 SRC=$3 OUT=$4 PANEL=$5 N=$6 K=$7 REPS=${8:-3}
 W=$(mktemp -d "${TMPDIR:-/tmp}/behaviour-speed.XXXXXX")
@@ -18,24 +24,38 @@ cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SER
 trap cleanup EXIT
 py() { python3 - "$@"; }
 
-# The request bodies, exactly as eval sends them (generation.request + the prompt).
+# The request bodies, exactly as eval sends them (generation.request + the prompt; a chat line's messages
+# and tools with the request but return_tokens), and beside each its endpoint (I.path).
 bodies() {
     py "$W/eval.json" "$PANEL" "$W/bodies" <<'PY'
 import json, os, sys
 d = json.load(open(sys.argv[1])); req = d["generation"]["request"]
 os.makedirs(sys.argv[3], exist_ok=True)
-prompts = [p.rstrip("\r") for p in open(sys.argv[2], encoding="utf-8").read().split("\n") if p.strip(" \t\r")]
-for i, p in enumerate(prompts):
-    json.dump(dict(req, prompt=p), open(f"{sys.argv[3]}/{i}.json", "w"))
-print(len(prompts))
+lines = [p.rstrip("\r") for p in open(sys.argv[2], encoding="utf-8").read().split("\n") if p.strip(" \t\r")]
+for i, p in enumerate(lines):
+    path = "/completion"
+    if sys.argv[2].endswith(".jsonl"):
+        j = json.loads(p)
+        if "messages" in j:
+            path = "/v1/chat/completions"
+            body = dict({k: v for k, v in req.items() if k != "return_tokens"},
+                        **{k: j[k] for k in ("messages", "tools") if k in j})
+        else:
+            body = dict(req, prompt=j["prompt"])
+    else:
+        body = dict(req, prompt=p)
+    json.dump(body, open(f"{sys.argv[3]}/{i}.json", "w"))
+    open(f"{sys.argv[3]}/{i}.path", "w").write(path)
+print(len(lines))
 PY
 }
 
 rows=()
 for rep in $(seq "$REPS"); do
     rm -rf "$W/cache" "$W/eval.json"
+    # shellcheck disable=SC2086
     "$BIN" -q eval --source "$SRC" "$OUT" --prompts p="$PANEL" --gen-tokens "$N" --parallel "$K" \
-        --llama-bin "$LLAMA" --cache-dir "$W/cache" -o "$W/eval.json" >/dev/null
+        --llama-bin "$LLAMA" --cache-dir "$W/cache" --json ${EVAL_ARGS:-} >"$W/eval.json"
     read -r ev_tokens ev_seconds < <(py "$W/eval.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))["behaviour"][0]
@@ -61,7 +81,8 @@ PY
     start=$(date +%s.%N)
     for k in $(seq 0 $((K - 1))); do
         (for ((i = k; i < P; i += K)); do
-            curl -s -H 'Content-Type: application/json' -d @"$W/bodies/$i.json" "http://127.0.0.1:$port/completion" >"$W/reply.$i"
+            curl -s -H 'Content-Type: application/json' -d @"$W/bodies/$i.json" \
+                "http://127.0.0.1:$port$(<"$W/bodies/$i.path")" >"$W/reply.$i"
         done) &
     done
     wait $(jobs -p | grep -v "^$SERVER_PID$") 2>/dev/null || true
@@ -69,7 +90,9 @@ PY
     kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
     curl_tokens=$(py "$W" "$P" <<'PY'
 import json, sys
-print(sum(len(json.load(open(f"{sys.argv[1]}/reply.{i}"))["tokens"]) for i in range(int(sys.argv[2]))))
+def tokens(r):  # a chat reply's count is its usage's; an error (a template error) has none
+    return len(r["tokens"]) if "tokens" in r else r.get("usage", {}).get("completion_tokens", 0)
+print(sum(tokens(json.load(open(f"{sys.argv[1]}/reply.{i}"))) for i in range(int(sys.argv[2]))))
 PY
 )
     row=$(py "$ev_tokens" "$ev_seconds" "$curl_tokens" "$start" "$end" <<'PY'

@@ -170,8 +170,11 @@ struct EvalPanelFacts {
     std::string name, path, sha256;
     uint64_t bytes = 0;
     int64_t prompts = 0;
-    uint64_t max_prompt_bytes = 0;
-    std::string format;  // "lines" or "jsonl"
+    uint64_t max_prompt_bytes = 0;  // of a chat line: its messages and tools as JSON text
+    std::string format;             // "lines" or "jsonl"
+    // Of a .jsonl panel: the lines holding "messages" (sent to the chat endpoint), and those of them that
+    // offer "tools" (docs/eval.md, "Chat and tools").
+    int64_t chat_lines = 0, tool_lines = 0;
     bool operator==(const EvalPanelFacts&) const = default;
 };
 
@@ -196,6 +199,28 @@ struct EvalPromptError {
     bool operator==(const EvalPromptError&) const = default;
 };
 
+// What a chat line's reply was (docs/eval.md, "Chat and tools"): no chat line (a plain prompt), a reply
+// without a tool call, with tool calls that are all valid, with one that is not, a template error (HTTP
+// 4xx or 5xx, or a reply that is not a chat completion), or another error (no reply in time, an empty
+// answer).
+enum class EvalChatOutcome { plain, text, tool_call, bad_tool_call, template_error, error };
+// As eval.json and the generations file name them: null (plain), "text", "tool_call", "bad_tool_call",
+// "template_error", "error".
+const char* chat_outcome_name(EvalChatOutcome o);
+
+// A generation whose outcome differs between a build and the source on one measure ("loops",
+// "natural_ends", "errors", "template_errors", "tool_calls"): which, whether the build had it (the source
+// then had not), and the start of its prompt (the last user message of a chat line), at most 60
+// characters on one line.
+struct EvalChange {
+    std::string measure;
+    int64_t index = 0;
+    int64_t sample = 0;
+    bool build = false;
+    std::string excerpt;
+    bool operator==(const EvalChange&) const = default;
+};
+
 // How one model generated on one panel at one temperature (docs/eval.md, "Behaviour").
 struct EvalBehaviour {
     std::string model;  // "source" or the OUT as given
@@ -211,10 +236,19 @@ struct EvalBehaviour {
     std::vector<EvalOutcome> outcomes;
     std::string tokens_sha256;  // over every generation's token ids, in outcomes' order (docs/eval.md)
     std::vector<EvalPromptError> prompt_errors;
+    // With chat lines (else empty and zero): per generation, in outcomes' order, what the chat reply was;
+    // the template-error rate of n = the chat lines' generations, the tool-call rate of n = those of the
+    // lines offering tools; why each invalid tool call was invalid.
+    std::vector<EvalChatOutcome> chat_outcomes;
+    std::vector<bool> tools_offered;  // per generation, with chat lines: its line offered tools
+    EvalRate template_errors, tool_calls;
+    std::vector<EvalPromptError> bad_tool_calls;
+    // Of a build: the generations whose outcome differs from the source's, measure by measure.
+    std::vector<EvalChange> changes;
     double mean_tokens = 0;
     std::optional<double> distinct_4;  // null when no generation has 4 tokens
     uint64_t four_grams = 0, distinct_four_grams = 0;
-    int64_t tokens = 0;  // generated, in all
+    int64_t tokens = 0;  // generated, in all (a chat reply's: its usage.completion_tokens)
     double seconds = 0;  // wall time of the panel's requests
     std::vector<std::string> server_command;
     bool operator==(const EvalBehaviour&) const = default;

@@ -126,6 +126,19 @@ void print_behaviour(const EvalResult& r) {
                                          b.mean_tokens,
                                          b.distinct_4 ? fixed(*b.distinct_4, 4) : std::string("-"));
             }
+            if (p.chat_lines == 0) continue;
+            // The chat lines (docs/eval.md, "Chat and tools"): template errors of the chat lines'
+            // generations, valid tool calls of those offering tools.
+            std::cout << fmt::format("chat lines: {} of {}, {} offering tools\n", p.chat_lines, p.prompts,
+                                     p.tool_lines);
+            std::cout << fmt::format("{:<40} {:>28} {:>28}\n", "model", "template errors", "tool calls");
+            for (const EvalBehaviour& b : r.behaviour) {
+                if (b.panel != p.name || b.temperature != t) continue;
+                const std::string m =
+                    b.model.size() > 40 ? "…" + b.model.substr(b.model.size() - 39) : b.model;
+                std::cout << fmt::format("{:<40} {:>28} {:>28}\n", m, rate_cell(b.template_errors),
+                                         b.tool_calls.n > 0 ? rate_cell(b.tool_calls) : std::string("-"));
+            }
         }
 }
 

@@ -283,23 +283,71 @@ std::vector<EvalOutcome> outcomes_from(const JsonIn& j, int64_t n) {
     return v;
 }
 
-// The build against the source on one outcome, as services/behaviour_stats computes it.
-json paired_json(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutcome o) {
-    const PairedTest t = behaviour_paired_test(src, build, o);
-    return {{"n", t.n},
-            {"build_only", t.build_only},
-            {"source_only", t.source_only},
-            {"p", t.p},
-            {"differs", t.differs()}};
+// The build against the source on one measure, as services/behaviour_stats computes it, and the
+// generations where the two differ (EvalBehaviour::changes).
+json paired_json(const EvalBehaviour& src, const EvalBehaviour& build, std::string_view measure) {
+    const PairedTest t = behaviour_paired_test(src, build, measure);
+    json changed = json::array();
+    for (const EvalChange& c : build.changes) {
+        if (c.measure != measure) continue;
+        json one = {{"index", c.index}};
+        if (build.temperature > 0) one["sample"] = c.sample;
+        one["build"] = c.build;
+        one["excerpt"] = c.excerpt;
+        changed.push_back(one);
+    }
+    return {{"n", t.n}, {"build_only", t.build_only}, {"source_only", t.source_only},
+            {"p", t.p}, {"differs", t.differs()},     {"changed", changed}};
 }
 
-json behaviour_json(const EvalBehaviour& x, const EvalBehaviour* src) {
+json chat_outcomes_json(const std::vector<EvalChatOutcome>& v) {
+    json a = json::array();
+    for (EvalChatOutcome o : v)
+        a.push_back(o == EvalChatOutcome::plain ? json(nullptr) : json(chat_outcome_name(o)));
+    return a;
+}
+std::vector<EvalChatOutcome> chat_outcomes_from(const JsonIn& j, int64_t n) {
+    std::vector<EvalChatOutcome> v;
+    constexpr EvalChatOutcome kAll[] = {EvalChatOutcome::text, EvalChatOutcome::tool_call,
+                                        EvalChatOutcome::bad_tool_call, EvalChatOutcome::template_error,
+                                        EvalChatOutcome::error};
+    for (const json& x : j.at("chat_outcomes", vt::array).value()) {
+        if (x.is_null()) {
+            v.push_back(EvalChatOutcome::plain);
+            continue;
+        }
+        const auto* it = std::find_if(std::begin(kAll), std::end(kAll), [&](EvalChatOutcome o) {
+            return x.is_string() && x.get<std::string>() == chat_outcome_name(o);
+        });
+        if (it == std::end(kAll))
+            j.fail("chat_outcomes",
+                   "holds a value other than null, text, tool_call, bad_tool_call, template_error or error");
+        v.push_back(*it);
+    }
+    if (v.size() != static_cast<size_t>(n))
+        j.fail("chat_outcomes", fmt::format("has {} entries for {} generations", v.size(), n));
+    return v;
+}
+
+std::vector<EvalPromptError> prompt_errors_from(const JsonIn& j, const char* key) {
+    std::vector<EvalPromptError> v;
+    for (const JsonIn& e : j.items(key, true))
+        v.push_back({e.integer("index"), e.integer_or("sample"), e.str("error")});
+    return v;
+}
+
+json prompt_errors_json(const EvalBehaviour& x, const std::vector<EvalPromptError>& v) {
     json errors = json::array();
-    for (const EvalPromptError& e : x.prompt_errors) {
+    for (const EvalPromptError& e : v) {
         json one = {{"index", e.index}, {"error", e.error}};
         if (x.temperature > 0) one["sample"] = e.sample;
         errors.push_back(one);
     }
+    return errors;
+}
+
+json behaviour_json(const EvalBehaviour& x, const EvalBehaviour* src) {
+    const json errors = prompt_errors_json(x, x.prompt_errors);
     json j = {{"model", x.model},
               {"panel", x.panel},
               {"prompts", x.prompts},
@@ -327,11 +375,39 @@ json behaviour_json(const EvalBehaviour& x, const EvalBehaviour* src) {
               {"outcomes", outcomes_json(x.outcomes)},
               {"tokens_sha256", x.tokens_sha256},
               {"prompt_errors", errors}};
-    if (src && src != &x)
-        j["versus_source"] = {{"loops", paired_json(*src, x, EvalOutcome::loop)},
-                              {"natural_ends", paired_json(*src, x, EvalOutcome::natural_end)},
-                              {"errors", paired_json(*src, x, EvalOutcome::error)}};
+    // With chat lines only: an eval without them writes the document it wrote before.
+    const bool chat = !x.chat_outcomes.empty();
+    if (chat) {
+        j["chat_generations"] = x.template_errors.n;
+        j["template_errors"] = x.template_errors.k;
+        j["template_error_rate"] = x.template_errors.rate;
+        j["template_error_rate_ci"] = rate_ci(x.template_errors);
+        j["tool_generations"] = x.tool_calls.n;
+        j["tool_calls"] = x.tool_calls.k;
+        j["tool_call_rate"] = x.tool_calls.rate;
+        j["tool_call_rate_ci"] = rate_ci(x.tool_calls);
+        j["chat_outcomes"] = chat_outcomes_json(x.chat_outcomes);
+        j["tools_offered"] = x.tools_offered;
+        j["bad_tool_calls"] = prompt_errors_json(x, x.bad_tool_calls);
+    }
+    if (src && src != &x) {
+        json& v = j["versus_source"];
+        for (const char* m : kBehaviourMeasures)
+            if (chat || (std::string_view(m) != "template_errors" && std::string_view(m) != "tool_calls"))
+                v[m] = paired_json(*src, x, m);
+    }
     return j;
+}
+void changes_from(const JsonIn& j, EvalBehaviour& b) {
+    const auto v = j.maybe("versus_source", vt::object);
+    if (!v) return;
+    for (const char* m : kBehaviourMeasures) {
+        const auto p = v->maybe(m, vt::object);
+        if (!p) continue;
+        for (const JsonIn& c : p->items("changed", true))
+            b.changes.push_back(
+                {m, c.integer("index"), c.integer_or("sample"), c.flag("build"), c.str("excerpt")});
+    }
 }
 EvalBehaviour behaviour_from(const JsonIn& j) {
     EvalBehaviour b;
@@ -354,8 +430,23 @@ EvalBehaviour behaviour_from(const JsonIn& j) {
     b.errors = rate_from(j, n, "errors", "error_rate", "error_rate_ci");
     b.outcomes = outcomes_from(j, n);
     b.tokens_sha256 = j.str_or("tokens_sha256");
-    for (const JsonIn& e : j.items("prompt_errors", true))
-        b.prompt_errors.push_back({e.integer("index"), e.integer_or("sample"), e.str("error")});
+    b.prompt_errors = prompt_errors_from(j, "prompt_errors");
+    if (j.maybe("chat_outcomes", vt::array)) {
+        b.chat_outcomes = chat_outcomes_from(j, n);
+        b.template_errors = rate_from(j, j.integer("chat_generations"), "template_errors",
+                                      "template_error_rate", "template_error_rate_ci");
+        b.tool_calls =
+            rate_from(j, j.integer("tool_generations"), "tool_calls", "tool_call_rate", "tool_call_rate_ci");
+        for (const json& t : j.at("tools_offered", vt::array).value()) {
+            if (!t.is_boolean()) j.fail("tools_offered", "holds a value that is not true or false");
+            b.tools_offered.push_back(t.get<bool>());
+        }
+        if (b.tools_offered.size() != b.chat_outcomes.size())
+            j.fail("tools_offered",
+                   fmt::format("has {} entries for {} generations", b.tools_offered.size(), n));
+        b.bad_tool_calls = prompt_errors_from(j, "bad_tool_calls");
+    }
+    changes_from(j, b);
     b.mean_tokens = figure(j, "mean_tokens");
     b.tokens = j.integer_or("tokens");
     b.distinct_4 = j.number("distinct_4");
@@ -375,6 +466,15 @@ json panel_json(const EvalPanelFacts& p) {
             {"format", p.format},
             {"max_prompt_bytes", p.max_prompt_bytes}};
 }
+// "chat_lines" and "tool_lines" only for a panel with chat lines.
+json panel_json_with_chat(const EvalPanelFacts& p) {
+    json j = panel_json(p);
+    if (p.chat_lines > 0) {
+        j["chat_lines"] = p.chat_lines;
+        j["tool_lines"] = p.tool_lines;
+    }
+    return j;
+}
 EvalPanelFacts panel_from(const JsonIn& j) {
     EvalPanelFacts p;
     p.name = j.str("name");
@@ -384,6 +484,8 @@ EvalPanelFacts panel_from(const JsonIn& j) {
     p.bytes = j.count_or("bytes");
     p.format = j.str_or("format");
     p.max_prompt_bytes = j.count_or("max_prompt_bytes");
+    p.chat_lines = j.integer_or("chat_lines");
+    p.tool_lines = j.integer_or("tool_lines");
     return p;
 }
 
@@ -391,7 +493,7 @@ EvalPanelFacts panel_from(const JsonIn& j) {
 void add_behaviour(json& j, const EvalResult& r) {
     if (r.panels.empty()) return;
     json panels = json::array(), b = json::array();
-    for (const EvalPanelFacts& p : r.panels) panels.push_back(panel_json(p));
+    for (const EvalPanelFacts& p : r.panels) panels.push_back(panel_json_with_chat(p));
     j["panels"] = panels;
     j["generation"] = {{"llama_server", r.server_path},
                        {"endpoint", llama_cpp::endpoint_words(r.chat)},
@@ -413,6 +515,10 @@ void add_behaviour(json& j, const EvalResult& r) {
         sampled["seed"] = nullptr;
         g["sampled_request"] = sampled;
     }
+    // A chat line's request: the settings above without return_tokens, with its messages and tools.
+    if (std::any_of(r.panels.begin(), r.panels.end(),
+                    [](const EvalPanelFacts& p) { return p.chat_lines > 0; }))
+        g["chat_endpoint"] = llama_cpp::kChatPath;
     for (const EvalBehaviour& x : r.behaviour) b.push_back(behaviour_json(x, behaviour_source(r, x)));
     j["behaviour"] = b;
 }
@@ -450,7 +556,9 @@ void drop_local_paths(json& j, const fs::path& base) {
     if (j.is_object()) {
         for (auto it = j.begin(); it != j.end(); ++it) {
             const std::string& k = it.key();
-            if (k == "text" || k == "prompt" || k == "endpoint" || k == "request") continue;
+            if (k == "text" || k == "prompt" || k == "endpoint" || k == "request" || k == "excerpt" ||
+                k == "chat_endpoint")
+                continue;
             drop_local_paths(it.value(), base);
         }
         return;
@@ -639,6 +747,43 @@ const EvalBehaviour* behaviour_source(const EvalResult& r, const EvalBehaviour& 
     for (const EvalBehaviour& s : r.behaviour)
         if (s.model == "source" && s.panel == b.panel && s.temperature == b.temperature) return &s;
     return nullptr;
+}
+
+std::vector<std::optional<bool>> behaviour_marks(const EvalBehaviour& b, std::string_view measure) {
+    std::vector<std::optional<bool>> v;
+    const auto outcome = [&](EvalOutcome o) {
+        for (EvalOutcome x : b.outcomes) v.emplace_back(x == o);
+        return v;
+    };
+    if (measure == "loops") return outcome(EvalOutcome::loop);
+    if (measure == "natural_ends") return outcome(EvalOutcome::natural_end);
+    if (measure == "errors") return outcome(EvalOutcome::error);
+    const bool tools = measure == "tool_calls";
+    if (!tools && measure != "template_errors")
+        throw std::logic_error(fmt::format("behaviour_marks: no measure {}", measure));
+    for (size_t g = 0; g < b.chat_outcomes.size(); ++g) {
+        const EvalChatOutcome o = b.chat_outcomes[g];
+        const bool counted =
+            tools ? g < b.tools_offered.size() && b.tools_offered[g] : o != EvalChatOutcome::plain;
+        if (!counted)
+            v.emplace_back();
+        else
+            v.emplace_back(o == (tools ? EvalChatOutcome::tool_call : EvalChatOutcome::template_error));
+    }
+    return v;
+}
+
+PairedTest behaviour_paired_test(const EvalBehaviour& src, const EvalBehaviour& build,
+                                 std::string_view measure) {
+    const std::vector<std::optional<bool>> x = behaviour_marks(src, measure),
+                                           y = behaviour_marks(build, measure);
+    std::vector<bool> a, b;
+    for (size_t g = 0; g < x.size() && g < y.size(); ++g)
+        if (x[g] && y[g]) {
+            a.push_back(*x[g]);
+            b.push_back(*y[g]);
+        }
+    return paired_test(a, b);
 }
 
 PairedTest behaviour_paired_test(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutcome o) {

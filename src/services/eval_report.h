@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,6 +54,16 @@ std::optional<EvalPlot> eval_report_plot(const EvalReport& report);
 
 // The source's entry for the panel of `b`; null when there is none.
 const EvalBehaviour* behaviour_source(const EvalResult& r, const EvalBehaviour& b);
+// The behaviour measures as eval.json names them (docs/eval.md, "Behaviour", "Chat and tools").
+inline constexpr const char* kBehaviourMeasures[] = {"loops", "natural_ends", "errors", "template_errors",
+                                                     "tool_calls"};
+// Per generation of `b`, in outcomes' order: null when it does not count in the measure's n (a plain
+// prompt's in "template_errors", a line offering no tools in "tool_calls"), else whether it had the
+// outcome. std::logic_error for another name.
+std::vector<std::optional<bool>> behaviour_marks(const EvalBehaviour& b, std::string_view measure);
+// McNemar's exact test of `build` against `src` on a measure, over the generations it counts.
+PairedTest behaviour_paired_test(const EvalBehaviour& src, const EvalBehaviour& build,
+                                 std::string_view measure);
 // McNemar's exact test of `build` against `src` on outcome `o`, prompt by prompt (docs/eval.md,
 // "Uncertainty").
 PairedTest behaviour_paired_test(const EvalBehaviour& src, const EvalBehaviour& build, EvalOutcome o);

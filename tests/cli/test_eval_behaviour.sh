@@ -506,6 +506,78 @@ expect_code 130
 expect_no_server
 [ -z "$(ls -A "$WORK/fail")" ] && _pass || _fail "files left: $(ls -A "$WORK/fail")"
 
+case_ "chat lines with tools: /v1/chat/completions on a --jinja server, template errors and tool calls per build"
+# tests/data/llama-server/chat.jsonl: line 1 asks for the weather offering get_weather, line 2 a booking whose
+# assistant turn is written (the real server answers it HTTP 500: the output does not parse as the template's
+# tool-call format), line 3 a plain prompt (/completion, as before), line 4 a question without tools. The fake
+# answers each chat request only with its recorded messages and tools (else HTTP 400, a template error the
+# counts below would show), refuses one at /completion (exit 3), and starts only with --jinja, which the
+# recordings have. Tool calls are the fake's made-up replies (FAKE_LLAMA_FAULT call*).
+cp "$DATA/chat.jsonl" "$DATA/tools.jinja" "$WORK/"
+CHAT=(--prompts chat="$WORK/chat.jsonl" --gen-tokens 64 --llama-args "--chat-template-file $WORK/tools.jinja")
+mkdir -p "$WORK/tools"
+run env FAKE_LLAMA_FAULT="call:source:Paris call-unknown:keep8:Paris" "$BIN" eval --source "$M" "$WORK/keep8.gguf" \
+    "${CHAT[@]}" --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/tools/eval.json"
+expect_code 0
+expect_no_server
+expect_out 'chat lines: 3 of 4, 2 offering tools'
+grep -qE '^source +1/3 33\.3% \[6\.1, 79\.2\] +1/2 50\.0% \[9\.5, 90\.5\]$' "$OUT" &&
+    grep -qE '/keep8\.gguf +1/3 33\.3% \[6\.1, 79\.2\] +0/2 0\.0% \[0\.0, 65\.8\]$' "$OUT" && _pass ||
+    _fail "the table's chat rows"
+cp "$WORK/tools/eval.json" "$OUT"
+expect_json 'd["panels"][0]["chat_lines"] == 3 and d["panels"][0]["tool_lines"] == 2 and d["generation"]["chat_endpoint"] == "/v1/chat/completions"'
+expect_json 'all(b["server_command"][-3:] == ["--jinja", "--chat-template-file", "tools.jinja"] for b in d["behaviour"])'
+expect_json '[b["chat_outcomes"] for b in d["behaviour"]] == [["tool_call", "template_error", None, "text"], ["bad_tool_call", "template_error", None, "text"]]'
+expect_json '[b["tools_offered"] for b in d["behaviour"]] == [[True, True, False, False]] * 2'
+expect_json '[(b["chat_generations"], b["template_errors"], b["tool_generations"], b["tool_calls"]) for b in d["behaviour"]] == [(3, 1, 2, 1), (3, 1, 2, 0)]'
+expect_json 'd["behaviour"][1]["bad_tool_calls"] == [{"index": 0, "error": "tool_calls[0]: \"get_weather_v2\" is not an offered tool"}]'
+expect_json 'd["behaviour"][0]["outcomes"] == ["eog", "error", "loop", "limit"] and d["behaviour"][0]["prompt_errors"][0]["index"] == 1 and d["behaviour"][0]["prompt_errors"][0]["error"].startswith("HTTP 500: {\"error\":{\"code\":500,\"message\":\"The model produced output that does not match the expected peg-native format\"")'
+expect_json '{k: d["behaviour"][1]["versus_source"]["tool_calls"][k] for k in ("n", "build_only", "source_only", "differs", "changed")} == {"n": 2, "build_only": 0, "source_only": 1, "differs": False, "changed": [{"index": 0, "build": False, "excerpt": "What is the weather in Paris?"}]}'
+# A valid call and an invalid one both end the reply ("tool_calls"): a natural end on both.
+expect_json 'd["behaviour"][1]["versus_source"]["template_errors"]["changed"] == [] and d["behaviour"][1]["versus_source"]["natural_ends"]["changed"] == []'
+/usr/bin/env python3 - "$WORK/tools/eval.generations.jsonl" <<'PY' && _pass || _fail "the generations file's chat lines"
+import json, sys
+g = [json.loads(l) for l in open(sys.argv[1])]
+assert [x.get("chat") for x in g] == ["tool_call", "template_error", None, "text"] + ["bad_tool_call", "template_error", None, "text"], g
+assert g[0]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": "{\"city\": \"x\"}"} and g[0]["end"] == "eog"
+assert g[4]["tool_call_error"] == "tool_calls[0]: \"get_weather_v2\" is not an offered tool"
+assert g[3]["tokens"] == [] and g[3]["completion_tokens"] == 64 and g[3]["text"].startswith("\n<!-- YAML")
+assert len(g[2]["tokens"]) == 64 and "chat" not in g[2]
+PY
+run "$BIN" card "$WORK/keep8.gguf" --source "$M" --rank "$WORK/rank8" --audit "$WORK/audit8.json" --eval "$WORK/tools/eval.json"
+expect_code 0
+expect_out '| gets a template error (HTTP 4xx/5xx, chat lines) | 1 of 3 (33.3 %, 95 % interval 6.1–79.2 %) | 1 of 3 (33.3 %, 95 % interval 6.1–79.2 %) | no difference measured at n = 3 (0 prompts only this build, 0 only the source; McNemar p = 1.000) |'
+expect_out '| makes a valid tool call (lines offering tools) | 0 of 2 (0.0 %, 95 % interval 0.0–65.8 %) | 1 of 2 (50.0 %, 95 % interval 9.5–90.5 %) | no difference measured at n = 2 (0 prompts only this build, 1 only the source; McNemar p = 1.000) |'
+expect_out '- prompt 1 `What is the weather in Paris?`: makes a valid tool call on the source, not on this build'
+
+case_ "chat lines: arguments not JSON, a schema violation, an HTTP 500 on the build only"
+mkdir -p "$WORK/tools2"
+run env FAKE_LLAMA_FAULT="call-schema:source:Paris call-notjson:keep8:Paris 500:keep8:licence" "$BIN" eval \
+    --source "$M" "$WORK/keep8.gguf" "${CHAT[@]}" --llama-bin "$FAKE" --cache-dir "$WORK/cache" -o "$WORK/tools2/eval.json"
+expect_code 0
+expect_no_server
+cp "$WORK/tools2/eval.json" "$OUT"
+expect_json '[b["chat_outcomes"] for b in d["behaviour"]] == [["bad_tool_call", "template_error", None, "text"], ["bad_tool_call", "template_error", None, "template_error"]]'
+expect_json '[[e["error"] for e in b["bad_tool_calls"]] for b in d["behaviour"]] == [["tool_calls[0].arguments: the required key \"city\" is missing (get_weather)"], ["tool_calls[0] (get_weather): the arguments are not JSON: {get_weather: "]]'
+expect_json '[(b["template_errors"], b["tool_calls"]) for b in d["behaviour"]] == [(1, 0), (2, 0)] and d["behaviour"][1]["template_error_rate"] == 2 / 3'
+expect_json 'd["behaviour"][1]["versus_source"]["template_errors"]["changed"] == [{"index": 3, "build": True, "excerpt": "Summarise the licence in one line."}]'
+
+case_ "chat lines: a bad line is refused (exit 2) naming the line and field, before any server starts"
+: >"$WORK/pids"
+for bad in '{"tools": []}|line 1.tools: given without "messages": tools are offered in a chat line' \
+    '{"messages": [{"content": "hi"}]}|line 1.messages[0].role: missing or not a string (a message is {"role": ..., "content": ...})' \
+    '{"messages": []}|line 1.messages: not a non-empty array of messages' \
+    '{"messages": [{"role": "user"}], "tools": [{"function": {"name": ""}}]}|line 1.tools[0].function.name: missing, empty or not a string' \
+    '{"prompt": "x", "messages": [{"role": "user"}]}|line 1: holds both "prompt" and "messages"; give one (a chat line has "messages")'; do
+    printf '%s\n' "${bad%%|*}" >"$WORK/bad-chat.jsonl"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts b="$WORK/bad-chat.jsonl" --llama-bin "$FAKE" --cache-dir "$WORK/cache"
+    expect_code 2
+    expect_err_lines 1
+    field=${bad#*|}
+    expect_err "$WORK/bad-chat.jsonl: ${field%%: *} at offset 0 (0x0): ${field#*: }"
+done
+[ ! -s "$WORK/pids" ] && _pass || _fail "a refused eval started a server: $(cat "$WORK/pids")"
+
 case_ "refusals: exit 2, one line, before any server starts"
 : >"$WORK/pids"
 printf '\n  \n\n' >"$WORK/empty.txt"
@@ -650,6 +722,17 @@ sys.exit(0 if h[0] == h[1] and len(set(h[0])) == 4 else 1)' "$WORK/real-samp1/ev
         _pass || _fail "tokens_sha256 differs between the two runs"
     cmp -s "$WORK/samp/eval.generations.jsonl" "$WORK/real-samp1/eval.generations.jsonl" && _pass ||
         _fail "the real sampled generations differ from the recorded ones"
+    case_ "real llama-server --jinja: a chat panel with tools, template errors and tool calls per build"
+    mkdir -p "$WORK/real-tools"
+    run "$BIN" eval --source "$M" "$WORK/keep8.gguf" "${CHAT[@]}" --llama-bin "$WORK/wrap" --cache-dir "$WORK/real-cache" \
+        -o "$WORK/real-tools/eval.json"
+    expect_code 0
+    expect_no_server
+    expect_out 'chat lines: 3 of 4, 2 offering tools'
+    cp "$WORK/real-tools/eval.json" "$OUT"
+    # The recorded replies again: the booking line's HTTP 500 on both, text elsewhere.
+    expect_json '[b["chat_outcomes"] for b in d["behaviour"]] == [["text", "template_error", None, "text"]] * 2 and [(b["template_errors"], b["chat_generations"], b["tool_calls"], b["tool_generations"]) for b in d["behaviour"]] == [(1, 3, 0, 2)] * 2'
+    expect_json 'all("template_error_rate_ci" in b and "tool_call_rate_ci" in b and b["server_command"][-3] == "--jinja" for b in d["behaviour"])'
 fi
 
 finish

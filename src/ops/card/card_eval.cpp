@@ -101,17 +101,78 @@ std::string paired_text(const PairedTest& t, bool sampled) {
 struct Measure {
     const char* words;
     EvalRate EvalBehaviour::*rate;
-    EvalOutcome outcome;
-    const char* key;
+    const char* key;  // eval.json's, services/eval_report's kBehaviourMeasures
+    bool chat;        // counted over the chat lines only (docs/eval.md, "Chat and tools")
 };
 constexpr Measure kMeasures[] = {
-    {"falls into a repetition loop", &EvalBehaviour::loops, EvalOutcome::loop, "loops"},
-    {"ends naturally", &EvalBehaviour::natural_ends, EvalOutcome::natural_end, "natural_ends"},
-    {"gets no generation (an error)", &EvalBehaviour::errors, EvalOutcome::error, "errors"},
+    {"falls into a repetition loop", &EvalBehaviour::loops, "loops", false},
+    {"ends naturally", &EvalBehaviour::natural_ends, "natural_ends", false},
+    {"gets no generation (an error)", &EvalBehaviour::errors, "errors", false},
+    {"gets a template error (HTTP 4xx/5xx, chat lines)", &EvalBehaviour::template_errors, "template_errors",
+     true},
+    {"makes a valid tool call (lines offering tools)", &EvalBehaviour::tool_calls, "tool_calls", true},
 };
 
-// Per panel: loops, natural ends and errors of this build against the source's, each with its n and
-// interval, and the paired test's verdict; then this build's errors, if any, by prompt.
+// Whether the card shows measure `m` for entry `b`: the chat measures only when it has lines they count.
+bool shown(const Measure& m, const EvalBehaviour& b) {
+    return !m.chat || (b.*m.rate).n > 0;
+}
+
+// How one changed measure reads in the list of changed prompts: "loops on this build, not on the source".
+std::string change_words(const EvalChange& c) {
+    for (const Measure& m : kMeasures)
+        if (c.measure == m.key) {
+            const char* what = c.measure == "loops"             ? "loops"
+                               : c.measure == "natural_ends"    ? "ends naturally"
+                               : c.measure == "errors"          ? "gets no generation"
+                               : c.measure == "template_errors" ? "gets a template error"
+                                                                : "makes a valid tool call";
+            return fmt::format(
+                "{} {}", what,
+                c.build ? "on this build, not on the source" : "on the source, not on this build");
+        }
+    return c.measure;
+}
+
+constexpr size_t kChangesShown = 10;
+
+// The prompts whose behaviour changed, at most kChangesShown, each by its excerpt (a code span, so that
+// Markdown shows it as written) and what changed.
+void changes_list(std::string& s, const EvalBehaviour& b) {
+    if (b.changes.empty()) return;
+    std::vector<const EvalChange*> v;
+    for (const EvalChange& c : b.changes) v.push_back(&c);
+    std::stable_sort(v.begin(), v.end(), [](const EvalChange* x, const EvalChange* y) {
+        return std::pair(x->index, x->sample) < std::pair(y->index, y->sample);
+    });
+    // One item per generation, its measures joined.
+    std::vector<std::pair<const EvalChange*, std::string>> items;
+    for (const EvalChange* c : v) {
+        if (!items.empty() && items.back().first->index == c->index &&
+            items.back().first->sample == c->sample)
+            items.back().second += "; " + change_words(*c);
+        else
+            items.emplace_back(c, change_words(*c));
+    }
+    const bool sampled = b.temperature > 0;
+    s += fmt::format(
+        "The {} whose behaviour changed ({} in all{}):\n\n", sampled ? "generations" : "prompts",
+        items.size(),
+        items.size() > kChangesShown
+            ? fmt::format(", the first {} shown; `changed` in the eval's JSON lists every one", kChangesShown)
+            : std::string());
+    for (size_t i = 0; i < items.size() && i < kChangesShown; ++i) {
+        const EvalChange& c = *items[i].first;
+        s += fmt::format("- prompt {}{} {}: {}\n", c.index + 1,
+                         sampled ? fmt::format(" sample {}", c.sample + 1) : std::string(),
+                         c.excerpt.empty() ? std::string("(empty)") : code_span(c.excerpt), items[i].second);
+    }
+    s += "\n";
+}
+
+// Per panel: loops, natural ends and errors of this build against the source's (with chat lines, template
+// errors and valid tool calls too), each with its n and interval, and the paired test's verdict; the
+// prompts whose behaviour changed; then this build's errors, if any, by prompt.
 void behaviour_lines(std::string& s, const CardEval& e, const std::string& prompts) {
     for (const EvalBehaviour& b : e.result.behaviour) {
         if (b.model != build_path(e)) continue;
@@ -136,9 +197,12 @@ void behaviour_lines(std::string& s, const CardEval& e, const std::string& promp
                          sampled ? "generation" : "prompt");
         s += "| --- | --- | --- | --- |\n";
         for (const Measure& m : kMeasures)
-            s += fmt::format("| {} | {} | {} | {} |\n", m.words, rate_text(b.*m.rate), rate_text(src.*m.rate),
-                             paired_text(behaviour_paired_test(src, b, m.outcome), sampled));
+            if (shown(m, b))
+                s += fmt::format("| {} | {} | {} | {} |\n", m.words, rate_text(b.*m.rate),
+                                 rate_text(src.*m.rate),
+                                 paired_text(behaviour_paired_test(src, b, m.key), sampled));
         s += "\n";
+        changes_list(s, b);
         if (!b.prompt_errors.empty()) {
             const EvalPromptError& f = b.prompt_errors.front();
             s += fmt::format(
@@ -364,7 +428,8 @@ json card_eval_json(const CardEval& e, const CardMethod& m) {
                   {"temperature", b.temperature},
                   {"samples", b.samples}};
         for (const Measure& m : kMeasures) {
-            const PairedTest t = behaviour_paired_test(src, b, m.outcome);
+            if (!shown(m, b)) continue;
+            const PairedTest t = behaviour_paired_test(src, b, m.key);
             x[m.key] = rate(b.*m.rate);
             x[fmt::format("source_{}", m.key)] = rate(src.*m.rate);
             x[fmt::format("{}_versus_source", m.key)] = {{"n", t.n},
@@ -373,6 +438,16 @@ json card_eval_json(const CardEval& e, const CardMethod& m) {
                                                          {"p", t.p},
                                                          {"differs", t.differs()}};
         }
+        json changed = json::array();
+        for (const EvalChange& c : b.changes) {
+            if (changed.size() == kChangesShown) break;
+            changed.push_back({{"measure", c.measure},
+                               {"index", c.index + 1},
+                               {"sample", c.sample + 1},
+                               {"build", c.build},
+                               {"excerpt", c.excerpt}});
+        }
+        x["changed"] = changed;
         beh.push_back(x);
     }
     if (!beh.empty()) j["behaviour"] = beh;

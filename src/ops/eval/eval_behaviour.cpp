@@ -18,6 +18,7 @@
 #include "ops/eval/behaviour_metrics.h"
 #include "services/eval_report.h"
 #include "services/llama_cpp/llama_server.h"
+#include "services/tool_call_check.h"
 
 namespace gguf_reap::eval_detail {
 
@@ -59,12 +60,59 @@ std::string snippet(const std::string& s) {
     return s.size() > 200 ? t + "…" : t;
 }
 
+// A chat line's messages and tools, checked (read_panel); every other key of the line is left out.
+json chat_line(const json& j, const std::string& path, uint64_t offset, const std::string& field) {
+    const json& m = j["messages"];
+    if (!m.is_array() || m.empty())
+        throw InputError(path, offset, field + ".messages", "not a non-empty array of messages");
+    for (size_t i = 0; i < m.size(); ++i)
+        if (!m[i].is_object() || !m[i].contains("role") || !m[i]["role"].is_string())
+            throw InputError(path, offset, fmt::format("{}.messages[{}].role", field, i),
+                             "missing or not a string (a message is {\"role\": ..., \"content\": ...})");
+    json c = {{"messages", m}};
+    if (!j.contains("tools")) return c;
+    const json& t = j["tools"];
+    if (!t.is_array()) throw InputError(path, offset, field + ".tools", "not an array of tools");
+    for (size_t i = 0; i < t.size(); ++i) {
+        const std::string at = fmt::format("{}.tools[{}]", field, i);
+        if (!t[i].is_object() || !t[i].contains("function") || !t[i]["function"].is_object())
+            throw InputError(path, offset, at + ".function",
+                             "missing or not an object (a tool is {\"type\": \"function\", \"function\": "
+                             "{\"name\": ..., \"parameters\": {...}}})");
+        const json& f = t[i]["function"];
+        if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+            throw InputError(path, offset, at + ".function.name", "missing, empty or not a string");
+        if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_boolean())
+            throw InputError(path, offset, at + ".function.parameters", "not a JSON schema (an object)");
+    }
+    c["tools"] = t;
+    return c;
+}
+
+// The text a chat line is shown by: its last user message's content (the text parts of one given as
+// parts), else its last message's.
+std::string last_user_text(const json& messages) {
+    const json* pick = &messages.back();
+    for (const json& m : messages)
+        if (m["role"] == "user") pick = &m;
+    const json content = pick->value("content", json());
+    if (content.is_string()) return content.get<std::string>();
+    std::string text;
+    if (content.is_array())
+        for (const json& part : content)
+            if (part.is_object() && part.value("text", json()).is_string())
+                text += (text.empty() ? "" : " ") + part["text"].get<std::string>();
+    return text;
+}
+
 // Sized so that every prompt (at most one token per byte, plus BOS) and N generated tokens fit one slot;
 // llama.cpp rounds each slot up to a multiple of 256 anyway.
 uint64_t slot_ctx(const EvalRequest& q, const std::vector<Panel>& panels) {
     uint64_t longest = 0;
     for (const Panel& p : panels) longest = std::max(longest, p.facts.max_prompt_bytes);
-    const uint64_t need = longest + (q.chat ? kChatAllowance : 0) + q.gen_tokens + 8;
+    bool chat_lines = false;
+    for (const Panel& p : panels) chat_lines = chat_lines || p.facts.chat_lines > 0;
+    const uint64_t need = longest + (q.chat || chat_lines ? kChatAllowance : 0) + q.gen_tokens + 8;
     return (need + 255) / 256 * 256;
 }
 
@@ -74,6 +122,12 @@ struct PanelRun {
     std::vector<Generation> gens;                // prompt-major, then sample
     std::vector<std::string> errors;             // per generation: why the server gave none ("" when it did)
     std::vector<std::optional<uint32_t>> seeds;  // per generation; null when greedy
+    // Per generation of a chat line (plain for a plain prompt's): what the reply was, its token count,
+    // its tool calls (null when none), why a tool call was invalid.
+    std::vector<EvalChatOutcome> chat;
+    std::vector<int64_t> chat_tokens;
+    std::vector<json> tool_calls;
+    std::vector<std::string> tool_errors;
     double seconds = 0;
 };
 
@@ -105,8 +159,14 @@ std::vector<std::string> rendered_prompts(Ctx& c, LlamaServer& server, const Pan
     std::vector<std::string> prompts = p.prompts;
     if (!q.chat) return prompts;
     std::vector<std::string> bodies;
-    for (const std::string& s : p.prompts) bodies.push_back(template_body(s));
-    post_all(server, kApplyTemplatePath, bodies, q.parallel, [&](size_t i, HttpReply&& h) {
+    std::vector<size_t> plain;  // a chat line is sent to the chat endpoint as it is
+    for (size_t i = 0; i < p.prompts.size(); ++i)
+        if (!p.chat[i]) {
+            plain.push_back(i);
+            bodies.push_back(template_body(p.prompts[i]));
+        }
+    post_all(server, kApplyTemplatePath, bodies, q.parallel, [&](size_t b, HttpReply&& h) {
+        const size_t i = plain[b];
         const std::string what = fmt::format("prompt {}", i + 1);
         if (!h.connected() || h.status != 200) reply_failed(server, kApplyTemplatePath, what, p, h);
         std::optional<std::string> templated = parse_template_reply(h.body);
@@ -124,6 +184,44 @@ std::vector<std::string> rendered_prompts(Ctx& c, LlamaServer& server, const Pan
     return prompts;
 }
 
+// A chat line's reply (docs/eval.md, "Chat and tools"): a template error (HTTP 4xx or 5xx, or a reply
+// that is not a chat completion), another error (no reply in time, an empty answer), or a reply, with or
+// without tool calls, each checked against the line's tools. Only a dropped connection fails the eval.
+void chat_reply(LlamaServer& server, const Panel& p, const json& line, const std::string& what,
+                const EvalRequest& q, HttpReply&& h, PanelRun& run, size_t g) {
+    if (h.timed_out) {
+        run.errors[g] = fmt::format("no reply within {} s (--server-timeout)", q.server_timeout_s);
+        run.chat[g] = EvalChatOutcome::error;
+        return;
+    }
+    if (!h.connected() || (h.status != 200 && h.status < 400)) reply_failed(server, kChatPath, what, p, h);
+    if (h.status >= 400) {
+        run.errors[g] = fmt::format("HTTP {}: {}", h.status, snippet(h.body));
+        run.chat[g] = EvalChatOutcome::template_error;
+        return;
+    }
+    ChatReply r;
+    if (const std::string wrong = parse_chat(h.body, q.gen_tokens, r); !wrong.empty()) {
+        run.errors[g] = fmt::format("not a chat completion ({}): {}", wrong, snippet(h.body));
+        run.chat[g] = EvalChatOutcome::template_error;
+        return;
+    }
+    const ToolCallVerdict v = check_tool_calls(r.message, line.value("tools", json::array()));
+    if (r.tokens == 0 && v.kind == ToolCallVerdict::kNone) {
+        run.errors[g] = "an empty answer: no token generated";
+        run.chat[g] = EvalChatOutcome::error;
+        return;
+    }
+    run.gens[g].eog = r.eog;
+    run.gens[g].text = r.text;
+    run.chat_tokens[g] = r.tokens;
+    if (v.kind != ToolCallVerdict::kNone) run.tool_calls[g] = r.message["tool_calls"];
+    run.tool_errors[g] = v.reason;
+    run.chat[g] = v.kind == ToolCallVerdict::kValid     ? EvalChatOutcome::tool_call
+                  : v.kind == ToolCallVerdict::kInvalid ? EvalChatOutcome::bad_tool_call
+                                                        : EvalChatOutcome::text;
+}
+
 // Every prompt generated at `temperature`: once greedily at 0, else --samples times, sample j of prompt i
 // with the seed sample_seed(--seed, temperature, i, j).
 PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, const Panel& p,
@@ -133,16 +231,23 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
     run.temperature = temperature;
     run.samples = temperature > 0 ? static_cast<size_t>(q.samples.value_or(1)) : 1;
     std::vector<std::string> bodies;
+    std::vector<std::string_view> paths;
     bodies.reserve(prompts.size() * run.samples);
     for (size_t i = 0; i < prompts.size(); ++i)
         for (size_t j = 0; j < run.samples; ++j) {
             std::optional<Sampling> s;
             if (temperature > 0) s = Sampling{temperature, sample_seed(q.seed_value(), temperature, i, j)};
             run.seeds.push_back(s ? std::optional<uint32_t>(s->seed) : std::nullopt);
-            bodies.push_back(completion_body(prompts[i], q.gen_tokens, s));
+            bodies.push_back(p.chat[i] ? chat_body(*p.chat[i], q.gen_tokens, s)
+                                       : completion_body(prompts[i], q.gen_tokens, s));
+            paths.push_back(p.chat[i] ? kChatPath : kCompletionPath);
         }
     run.gens.resize(bodies.size());
     run.errors.resize(bodies.size());
+    run.chat.assign(bodies.size(), EvalChatOutcome::plain);
+    run.chat_tokens.assign(bodies.size(), 0);
+    run.tool_calls.assign(bodies.size(), json());
+    run.tool_errors.resize(bodies.size());
     std::optional<ProgressScope> scope;
     if (c.ev.on_progress)
         scope.emplace(c.ev,
@@ -156,7 +261,12 @@ PanelRun run_panel(Ctx& c, LlamaServer& server, const std::string& model_name, c
                    : fmt::format("prompt {} sample {}", g / run.samples + 1, g % run.samples + 1);
     };
     const auto t0 = std::chrono::steady_clock::now();
-    post_all(server, kCompletionPath, bodies, q.parallel, [&](size_t g, HttpReply&& h) {
+    post_all(server, paths, bodies, q.parallel, [&](size_t g, HttpReply&& h) {
+        if (const std::optional<json>& line = p.chat[g / run.samples]) {
+            chat_reply(server, p, *line, what(g), q, std::move(h), run, g);
+            if (c.ev.on_progress) c.ev.on_progress(1);
+            return;
+        }
         run.errors[g] = prompt_error(h, q.server_timeout_s);
         if (run.errors[g].empty()) {
             if (!h.connected() || h.status != 200) reply_failed(server, kCompletionPath, what(g), p, h);
@@ -196,9 +306,26 @@ EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& 
     b.seconds = run.seconds;
     b.tokens_sha256 = tokens_sha256(run);
     int64_t loops = 0, ends = 0, errors = 0;
+    int64_t chat_n = 0, template_errors = 0, tool_n = 0, tool_calls = 0;
     Distinct4 d4;
     for (size_t i = 0; i < run.gens.size(); ++i) {
         const Generation& g = run.gens[i];
+        const std::optional<json>& line = p.chat[i / run.samples];
+        if (p.facts.chat_lines > 0) {
+            b.chat_outcomes.push_back(run.chat[i]);
+            b.tools_offered.push_back(line && line->contains("tools"));
+        }
+        if (line) {
+            ++chat_n;
+            template_errors += run.chat[i] == EvalChatOutcome::template_error;
+            if (line->contains("tools")) {
+                ++tool_n;
+                tool_calls += run.chat[i] == EvalChatOutcome::tool_call;
+            }
+            if (run.chat[i] == EvalChatOutcome::bad_tool_call)
+                b.bad_tool_calls.push_back({static_cast<int64_t>(i / run.samples),
+                                            static_cast<int64_t>(i % run.samples), run.tool_errors[i]});
+        }
         // A generation with an error counts in n and in no other outcome: its tokens are not looked at.
         if (!run.errors[i].empty()) {
             ++errors;
@@ -207,19 +334,23 @@ EvalBehaviour figures(const std::string& model, const Panel& p, const PanelRun& 
                                        static_cast<int64_t>(i % run.samples), run.errors[i]});
             continue;
         }
-        const bool loop = generation_loops(g.tokens, g.eog);
+        // A chat reply has no token ids (the chat endpoint returns none): never a loop, its length the
+        // server's count.
+        const bool loop = !line && generation_loops(g.tokens, g.eog);
         if (g.eog) ++ends;
         if (loop) ++loops;
         b.outcomes.push_back(g.eog  ? EvalOutcome::natural_end
                              : loop ? EvalOutcome::loop
                                     : EvalOutcome::limit);
         d4.add(g.tokens);
-        b.tokens += static_cast<int64_t>(g.tokens.size());
+        b.tokens += line ? run.chat_tokens[i] : static_cast<int64_t>(g.tokens.size());
     }
     const int64_t n = b.generations();
     b.loops = wilson_rate(loops, n);
     b.natural_ends = wilson_rate(ends, n);
     b.errors = wilson_rate(errors, n);
+    b.template_errors = wilson_rate(template_errors, chat_n);
+    b.tool_calls = wilson_rate(tool_calls, tool_n);
     b.mean_tokens = static_cast<double>(b.tokens) / static_cast<double>(n);
     b.distinct_4 = d4.value();
     b.four_grams = d4.total();
@@ -242,6 +373,12 @@ void write_generations(const std::string& model, const Panel& p, const PanelRun&
                                                       : "limit"},
                                     {"text", error ? std::string() : gen.text}};
         if (error) l["error"] = run.errors[g];
+        if (p.chat[g / run.samples]) {
+            l["chat"] = chat_outcome_name(run.chat[g]);
+            l["completion_tokens"] = run.chat_tokens[g];
+            if (!run.tool_calls[g].is_null()) l["tool_calls"] = run.tool_calls[g];
+            if (!run.tool_errors[g].empty()) l["tool_call_error"] = run.tool_errors[g];
+        }
         l["temperature"] = run.temperature;
         l["sample"] = g % run.samples;
         l["seed"] = run.seeds[g] ? nlohmann::ordered_json(*run.seeds[g]) : nlohmann::ordered_json(nullptr);
@@ -265,6 +402,27 @@ void warn_errors(Ctx& c, const std::string& shown, const EvalBehaviour& b) {
                         "each is recorded as an error",
                         shown, b.panel, b.temperature, b.prompt_errors.size(), b.generations(), f.index + 1,
                         f.sample + 1, f.error));
+}
+
+// Each build's generations whose outcome differs from the source's on a measure, with its prompt's
+// excerpt (docs/eval.md, "Chat and tools", "Where they differ").
+void add_changes(EvalResult& r, const std::vector<Panel>& panels) {
+    for (EvalBehaviour& b : r.behaviour) {
+        if (b.model == "source") continue;
+        const EvalBehaviour* src = behaviour_source(r, b);
+        const auto panel = std::find_if(panels.begin(), panels.end(),
+                                        [&](const Panel& p) { return p.facts.name == b.panel; });
+        if (!src || panel == panels.end()) continue;
+        for (const char* m : kBehaviourMeasures) {
+            const std::vector<std::optional<bool>> x = behaviour_marks(*src, m), y = behaviour_marks(b, m);
+            for (size_t g = 0; g < x.size() && g < y.size(); ++g)
+                if (x[g] && y[g] && *x[g] != *y[g]) {
+                    const auto i = static_cast<int64_t>(g) / b.samples;
+                    b.changes.push_back({m, i, static_cast<int64_t>(g) % b.samples, *y[g],
+                                         excerpt(panel->prompts[static_cast<size_t>(i)])});
+                }
+        }
+    }
 }
 
 }  // namespace
@@ -343,16 +501,51 @@ Panel read_panel(const EvalPanel& p) {
         const std::string field = fmt::format("line {}", line_no);
         std::string prompt;
         if (jsonl) {
-            // Values nested deeper than the prompt's object are dropped as they are parsed, so a hostile
-            // line of a million '[' builds nothing deep.
-            const json j = json::parse(
-                line.begin(), line.end(), [](int depth, json::parse_event_t, json&) { return depth <= 2; },
+            // A line nested deeper than kMaxLineDepth is refused; its deeper values are dropped as they
+            // are parsed, so a hostile line of a million '[' builds nothing deep.
+            bool too_deep = false;
+            json j = json::parse(
+                line.begin(), line.end(),
+                [&](int depth, json::parse_event_t, json&) {
+                    if (depth > kMaxLineDepth) too_deep = true;
+                    return depth <= kMaxLineDepth;
+                },
                 false);
             if (j.is_discarded() || !j.is_object())
                 throw InputError(p.path, offset, field,
                                  "not a JSON object (a .jsonl panel has one per line)");
+            if (too_deep)
+                throw InputError(p.path, offset, field,
+                                 fmt::format("nested deeper than {} levels", kMaxLineDepth));
+            if (j.contains("messages")) {
+                if (j.contains("prompt"))
+                    throw InputError(p.path, offset, field,
+                                     "holds both \"prompt\" and \"messages\"; give one (a chat line "
+                                     "has \"messages\")");
+                json c = chat_line(j, p.path, offset, field);
+                prompt = last_user_text(c["messages"]);
+                const uint64_t bytes = c.dump().size();
+                if (bytes > kMaxChatLineBytes)
+                    throw InputError(p.path, offset, field,
+                                     fmt::format("a chat line of {} bytes (its messages and tools); at most "
+                                                 "{} are accepted",
+                                                 bytes, kMaxChatLineBytes));
+                ++panel.facts.chat_lines;
+                if (c.contains("tools")) ++panel.facts.tool_lines;
+                if (panel.prompts.size() == kMaxPanelPrompts)
+                    throw InputError(p.path, offset, field,
+                                     fmt::format("more than {} prompts; split the panel", kMaxPanelPrompts));
+                panel.facts.max_prompt_bytes = std::max<uint64_t>(panel.facts.max_prompt_bytes, bytes);
+                panel.prompts.push_back(std::move(prompt));
+                panel.chat.emplace_back(std::move(c));
+                continue;
+            }
+            if (j.contains("tools"))
+                throw InputError(p.path, offset, field + ".tools",
+                                 "given without \"messages\": tools are offered in a chat line");
             if (!j.contains("prompt") || !j["prompt"].is_string())
-                throw InputError(p.path, offset, field + ".prompt", "missing or not a string");
+                throw InputError(p.path, offset, field + ".prompt",
+                                 "missing or not a string (a chat line holds \"messages\" instead)");
             prompt = j["prompt"].get<std::string>();
             if (prompt.empty()) throw InputError(p.path, offset, field + ".prompt", "an empty prompt");
         } else {
@@ -370,6 +563,7 @@ Panel read_panel(const EvalPanel& p) {
                              fmt::format("more than {} prompts; split the panel", kMaxPanelPrompts));
         panel.facts.max_prompt_bytes = std::max<uint64_t>(panel.facts.max_prompt_bytes, prompt.size());
         panel.prompts.push_back(std::move(prompt));
+        panel.chat.emplace_back();
     }
     if (panel.prompts.empty())
         throw InputError(
@@ -407,6 +601,8 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
         so.parallel = c.q.parallel;
         so.ctx = slot * c.q.parallel;
         so.threads = c.q.threads;
+        so.jinja =
+            std::any_of(panels.begin(), panels.end(), [](const Panel& p) { return p.facts.chat_lines > 0; });
         so.extra = c.q.llama_args;
         so.log_path = fmt::format("{}/{}.{}.log", c.cache_dir, llama_tool_name(LlamaTool::server), mi);
         so.timeout_s = c.q.server_timeout_s;
@@ -423,11 +619,56 @@ void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,
         }
         server.stop();
     }
+    add_changes(r, panels);
+}
+
+std::string excerpt(std::string_view text) {
+    std::string out;
+    size_t chars = 0, i = 0;
+    bool space = false;
+    while (i < text.size() && chars < kExcerptChars) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            space = !out.empty();
+            ++i;
+            continue;
+        }
+        if (space) {
+            if (chars + 1 == kExcerptChars) break;  // no space at the end
+            out += ' ';
+            space = false;
+            ++chars;
+        }
+        const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+        out.append(text.substr(i, n));
+        i += n;
+        ++chars;
+    }
+    while (i < text.size() && std::string_view(" \t\n\r").find(text[i]) != std::string_view::npos) ++i;
+    return i < text.size() ? out + "…" : out;
 }
 
 }  // namespace gguf_reap::eval_detail
 
 namespace gguf_reap {
+
+const char* chat_outcome_name(EvalChatOutcome o) {
+    switch (o) {
+        case EvalChatOutcome::plain:
+            return nullptr;
+        case EvalChatOutcome::text:
+            return "text";
+        case EvalChatOutcome::tool_call:
+            return "tool_call";
+        case EvalChatOutcome::bad_tool_call:
+            return "bad_tool_call";
+        case EvalChatOutcome::template_error:
+            return "template_error";
+        case EvalChatOutcome::error:
+            return "error";
+    }
+    return nullptr;
+}
 
 std::vector<double> EvalRequest::temperature_list() const {
     std::vector<double> t = temperatures.empty() ? std::vector<double>{0} : temperatures;

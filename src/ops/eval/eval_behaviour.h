@@ -5,8 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "gguf_reap/eval.h"
 #include "ops/eval/eval_internal.h"
@@ -17,6 +20,8 @@ namespace gguf_reap::eval_detail {
 inline constexpr uint64_t kMaxPanelBytes = uint64_t{64} << 20;
 inline constexpr size_t kMaxPanelPrompts = 100000;
 inline constexpr size_t kMaxPromptBytes = 16384;
+// A chat line's messages and tools, as JSON text, at most.
+inline constexpr size_t kMaxChatLineBytes = 65536;
 // --samples, and the generations of one panel at one temperature (prompts × samples).
 inline constexpr uint64_t kMaxSamples = 1000;
 inline constexpr uint64_t kMaxGenerations = 100000;
@@ -25,10 +30,18 @@ inline constexpr uint64_t kMaxGenTokens = 32768;
 inline constexpr uint64_t kMaxParallel = 256;
 // What a chat template may add to a prompt, in bytes, when the slots' context is sized (--chat).
 inline constexpr uint64_t kChatAllowance = 1024;
+// A chat line's JSON nesting, at most (its tools' schemas nest).
+inline constexpr int kMaxLineDepth = 64;
+// A prompt's excerpt in the card and eval.json's "changes": at most this many characters.
+inline constexpr size_t kExcerptChars = 60;
 
 struct Panel {
     EvalPanelFacts facts;
+    // Per line: the prompt as sent; of a chat line, the text of its last user message.
     std::vector<std::string> prompts;
+    // Per line: null for a plain prompt; of a chat line, {"messages": [...], "tools": [...]} as the line
+    // holds them ("tools" only when given).
+    std::vector<std::optional<nlohmann::json>> chat;
 };
 
 // The option checks (UsageError): names, duplicates, --gen-tokens, --parallel, --temp, --samples, --seed.
@@ -37,8 +50,14 @@ void check_behaviour_request(const EvalRequest& q);
 void check_generations(const EvalRequest& q, const Panel& p);
 // A panel file: one prompt per line (blank lines skipped; a trailing '\r' dropped), or, for a name
 // ending in ".jsonl", one JSON object per non-blank line whose "prompt" is a string. InputError (file,
-// byte offset, field) for a bad line, an empty panel, a prompt too long, a file too large.
+// byte offset, field) for a bad line, an empty panel, a prompt too long, a file too large. A .jsonl line
+// may hold "messages" (OpenAI chat form: a non-empty array of objects with a "role" string) instead of
+// "prompt", and with them "tools" (OpenAI function tools: objects whose "function" has a "name" string
+// and, if any, "parameters" an object): a chat line (docs/eval.md, "Chat and tools").
 Panel read_panel(const EvalPanel& p);
+
+// At most kExcerptChars characters of `text` on one line (each run of white space one space), "…" when cut.
+std::string excerpt(std::string_view text);
 
 // llama-server, found like the other tools; UsageError when missing.
 std::string find_llama_server(const EvalRequest& q);

@@ -218,17 +218,19 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
     for (const EvalPanelFacts& p : r.panels)
         for (const double t : r.temperatures) groups.push_back({&p, t});
     const bool greedy_only = r.temperatures.size() == 1 && r.temperatures.front() == 0;
+    const bool chat = std::any_of(r.behaviour.begin(), r.behaviour.end(),
+                                  [](const EvalBehaviour& b) { return !b.chat_outcomes.empty(); });
+    const char* rates = chat ? "Loop, natural-end, error, template-error and tool-call rates"
+                             : "Loop, natural-end and error rates";
     std::string s;
     if (greedy_only)
-        s += fmt::format(
-            "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop, natural-end and error rates per panel, {} greedy "
-            "tokens</text>\n",
-            L, top + 18, r.gen_tokens);
+        s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\">{} per panel, {} greedy tokens</text>\n",
+                         L, top + 18, rates, r.gen_tokens);
     else
         s += fmt::format(
-            "<text x=\"{}\" y=\"{}\" font-size=\"14\">Loop, natural-end and error rates per panel and "
-            "temperature (T), up to {} tokens</text>\n",
-            L, top + 18, r.gen_tokens);
+            "<text x=\"{}\" y=\"{}\" font-size=\"14\">{} per panel and temperature (T), up to {} "
+            "tokens</text>\n",
+            L, top + 18, rates, r.gen_tokens);
     s += fmt::format(
         "<text class=\"context\" x=\"{}\" y=\"{}\" fill=\"#444\">a mark per model at its rate, the bar its "
         "95 % Wilson interval; n: {}</text>\n",
@@ -255,9 +257,13 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
         const char* label;
         const EvalRate EvalBehaviour::*rate;
     };
-    constexpr Measure kMeasures[] = {{"loops", &EvalBehaviour::loops},
-                                     {"ends", &EvalBehaviour::natural_ends},
-                                     {"errors", &EvalBehaviour::errors}};
+    // With chat lines, also their template errors and valid tool calls (docs/eval.md, "Chat and tools").
+    std::vector<Measure> kMeasures = {{"loops", &EvalBehaviour::loops},
+                                      {"ends", &EvalBehaviour::natural_ends},
+                                      {"errors", &EvalBehaviour::errors}};
+    if (chat)
+        kMeasures.insert(kMeasures.end(), {{"template err.", &EvalBehaviour::template_errors},
+                                           {"tool calls", &EvalBehaviour::tool_calls}});
     const double group = (width - L - R) / static_cast<double>(std::max<size_t>(1, groups.size()));
     const double sub = group * 0.9 / static_cast<double>(std::size(kMeasures));
     const double step = sub * 0.8 / static_cast<double>(std::max<size_t>(1, models.size()));
@@ -280,6 +286,7 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
                 for (const EvalBehaviour& b : r.behaviour) {
                     if (b.model != models[mi] || b.panel != panel.name || b.temperature != temp) continue;
                     const EvalRate& x = b.*kMeasures[k].rate;
+                    if (x.n == 0) continue;  // a chat measure of a panel without such lines
                     const char* colour = kSvgColours[mi % std::size(kSvgColours)];
                     const double cx = sx + step * (static_cast<double>(mi) + 0.5);
                     s += fmt::format(

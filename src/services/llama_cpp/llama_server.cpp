@@ -81,7 +81,8 @@ LlamaServer::LlamaServer(ServerOptions o, const Events& ev) : o_(std::move(o)), 
 
 bool LlamaServer::start_on(uint16_t port) {
     port_ = port;
-    command_ = server_command({o_.binary, o_.model, port, o_.parallel, o_.ctx, o_.threads}, o_.extra);
+    command_ =
+        server_command({o_.binary, o_.model, port, o_.parallel, o_.ctx, o_.threads, o_.jinja}, o_.extra);
     const size_t log_start = read_tail(o_.log_path).size();
     child_.emplace(command_, o_.log_path);
     ev_.info(fmt::format("llama-server on {}: pid {}, 127.0.0.1:{}, log {}", base_name(o_.model),
@@ -146,12 +147,18 @@ void LlamaServer::stop() {
 
 void post_all(LlamaServer& server, std::string_view path, const std::vector<std::string>& bodies,
               uint64_t parallel, const std::function<void(size_t, HttpReply&&)>& on_reply) {
+    post_all(server, std::vector<std::string_view>(bodies.size(), path), bodies, parallel, on_reply);
+}
+
+void post_all(LlamaServer& server, const std::vector<std::string_view>& paths,
+              const std::vector<std::string>& bodies, uint64_t parallel,
+              const std::function<void(size_t, HttpReply&&)>& on_reply) {
     HttpPool pool;
-    const std::string url = server.url(path);
     size_t next = 0, done = 0;
     while (done < bodies.size()) {
         while (next < bodies.size() && pool.active() < parallel) {
-            pool.post(next, url, bodies[next], static_cast<long>(server.timeout_s()) * 1000);
+            pool.post(next, server.url(paths[next]), bodies[next],
+                      static_cast<long>(server.timeout_s()) * 1000);
             ++next;
         }
         for (HttpPool::Done& d : pool.poll(100)) {
@@ -230,6 +237,42 @@ std::string completion_body(const std::string& prompt, uint64_t gen_tokens,
     json b = json::parse(completion_request_settings(gen_tokens, s));
     b["prompt"] = prompt;
     return b.dump();
+}
+
+std::string chat_body(const json& line, uint64_t gen_tokens, const std::optional<Sampling>& s) {
+    json b = json::parse(completion_request_settings(gen_tokens, s));
+    b.erase("return_tokens");
+    b["messages"] = line.at("messages");
+    if (line.contains("tools")) b["tools"] = line["tools"];
+    return b.dump();
+}
+
+std::string parse_chat(const std::string& body, uint64_t gen_tokens, ChatReply& r) {
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) return "not JSON";
+    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
+        return "no \"choices\" array";
+    const json& c = j["choices"][0];
+    if (!c.is_object() || !c.contains("message") || !c["message"].is_object())
+        return "no choices[0].message object";
+    if (!c.contains("finish_reason") || !c["finish_reason"].is_string())
+        return "no choices[0].finish_reason string";
+    const std::string f = c["finish_reason"].get<std::string>();
+    if (f != "stop" && f != "length" && f != "tool_calls")
+        return fmt::format("finish_reason \"{}\", not \"stop\", \"length\" or \"tool_calls\"", f);
+    const json& m = c["message"];
+    if (m.contains("content") && !m["content"].is_string() && !m["content"].is_null())
+        return "choices[0].message.content is neither a string nor null";
+    const json* u = j.contains("usage") && j["usage"].is_object() ? &j["usage"] : nullptr;
+    if (!u || !u->contains("completion_tokens") || !(*u)["completion_tokens"].is_number_unsigned())
+        return "no usage.completion_tokens count";
+    const uint64_t n = (*u)["completion_tokens"].get<uint64_t>();
+    if (n > gen_tokens) return fmt::format("{} tokens, more than the {} asked for", n, gen_tokens);
+    r.eog = f != "length";
+    r.text = m.contains("content") && m["content"].is_string() ? m["content"].get<std::string>() : "";
+    r.tokens = static_cast<int64_t>(n);
+    r.message = m;
+    return {};
 }
 
 std::string template_body(const std::string& prompt) {

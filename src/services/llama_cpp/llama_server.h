@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gguf_reap/events.h"
 #include "gguf_reap/llama_args.h"
 #include "io/child_process.h"
@@ -24,6 +26,7 @@ struct ServerOptions {
     uint64_t parallel = 4;     // -np
     uint64_t ctx = 0;          // -c, over all slots
     uint64_t threads = 0;      // -t; 0 = llama.cpp's default
+    bool jinja = false;        // --jinja: a panel holds a chat line
     LlamaArgs extra;           // --llama-args: those llama-server takes, after ours
     std::string log_path;      // its stdout and stderr (truncated at the start)
     uint64_t timeout_s = 600;  // to become healthy, and for each request (post_all)
@@ -75,6 +78,9 @@ class LlamaServer {
 // wraps a prompt in the model's chat template (as /v1/chat/completions does).
 inline constexpr std::string_view kCompletionPath = "/completion";
 inline constexpr std::string_view kApplyTemplatePath = "/apply-template";
+// A .jsonl panel's chat line goes to the OpenAI-compatible chat endpoint, the server started with --jinja
+// (docs/eval.md, "Chat and tools").
+inline constexpr std::string_view kChatPath = "/v1/chat/completions";
 // How eval.json names the endpoints a generation went through.
 std::string endpoint_words(bool chat);
 
@@ -94,6 +100,10 @@ std::string completion_request_settings(uint64_t gen_tokens, const std::optional
 std::string completion_body(const std::string& prompt, uint64_t gen_tokens,
                             const std::optional<Sampling>& s = {});
 
+// A chat request: `line`, a JSON object holding "messages" and, when offered, "tools", with the
+// settings of completion_request_settings but return_tokens, which the chat endpoint does not honour.
+std::string chat_body(const nlohmann::json& line, uint64_t gen_tokens, const std::optional<Sampling>& s = {});
+
 // The seed of sample `sample` (from 0) of prompt `prompt` (its 0-based index in the panel) at
 // `temperature`, from eval's --seed `seed` (docs/eval.md, "Sampling"): the first 4 bytes, big-endian, of
 // the SHA-256 of the text "SEED/T/PROMPT/SAMPLE", T as JSON writes the number (0.7, 1.0); 0xFFFFFFFF,
@@ -110,6 +120,16 @@ struct Generation {
 // Reads a /completion reply (return_tokens). Empty on success, else what is wrong with it.
 std::string parse_completion(const std::string& body, uint64_t gen_tokens, uint64_t n_vocab, Generation& g);
 
+// One chat reply, as llama-server returned it.
+struct ChatReply {
+    bool eog = false;        // finish_reason "stop" or "tool_calls" ("length": false)
+    std::string text;        // message.content ("" when null)
+    int64_t tokens = 0;      // usage.completion_tokens
+    nlohmann::json message;  // choices[0].message
+};
+// Reads a /v1/chat/completions reply. Empty on success, else what is wrong with it.
+std::string parse_chat(const std::string& body, uint64_t gen_tokens, ChatReply& r);
+
 // An /apply-template request: `prompt` as one user message.
 std::string template_body(const std::string& prompt);
 // The reply's "prompt"; null when the reply is not a JSON object with a "prompt" string.
@@ -121,5 +141,9 @@ std::optional<std::string> parse_template_reply(const std::string& body);
 // runs (fail()). Returns when every request has its reply.
 void post_all(LlamaServer& server, std::string_view path, const std::vector<std::string>& bodies,
               uint64_t parallel, const std::function<void(size_t, HttpReply&&)>& on_reply);
+// The same, body i to paths[i].
+void post_all(LlamaServer& server, const std::vector<std::string_view>& paths,
+              const std::vector<std::string>& bodies, uint64_t parallel,
+              const std::function<void(size_t, HttpReply&&)>& on_reply);
 
 }  // namespace gguf_reap::llama_cpp

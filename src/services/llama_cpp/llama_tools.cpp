@@ -43,6 +43,7 @@ enum class LlamaArg {
     kSlots,           // -np N
     kNoWebui,         // --no-webui
     kCorsOrigins,     // --cors-origins localhost
+    kJinja,           // --jinja: with a chat line in a panel (docs/eval.md, "Chat and tools")
     kIds,             // --ids
     kShowCount,       // --show-count
     kLogDisable,      // --log-disable
@@ -88,6 +89,8 @@ const std::vector<ArgRow>& arg_rows() {
     static const Refusal greedy{
         {"the smoke test sets its greedy generation itself (give ", RequestField::kSmokeTokens, " N)"}};
     static const Refusal loopback{{"gguf-reap starts llama-server on 127.0.0.1 itself"}};
+    static const Refusal jinja{
+        {"eval starts llama-server with --jinja itself when a panel holds a chat line"}};
     static const Refusal counting{{"gguf-reap runs llama-tokenize only to count tokens"}};
     static const std::vector<ArgRow> rows{
         {A::kModel,
@@ -152,6 +155,7 @@ const std::vector<ArgRow>& arg_rows() {
         {A::kPort, "--port", {}, kIts, loopback},
         {A::kNoWebui, "--no-webui", {"--webui"}, kIts, loopback},
         {A::kCorsOrigins, "--cors-origins", {}, kIts, loopback},
+        {A::kJinja, "--jinja", {}, kIts, jinja},
         {A::kSlots,
          "-np",
          {"--parallel"},
@@ -190,8 +194,8 @@ const std::vector<ToolRow>& tool_rows() {
          {}},
         {LlamaTool::server,
          "llama-server",
-         {A::kModel, A::kHost, A::kPort, A::kSlots, A::kCtx, A::kNoWebui, A::kCorsOrigins, A::kThreads,
-          A::kVersion},
+         {A::kModel, A::kHost, A::kPort, A::kSlots, A::kCtx, A::kNoWebui, A::kCorsOrigins, A::kJinja,
+          A::kThreads, A::kVersion},
          {{{"-n", "--predict", "--n-predict"},
            kIts,
            {{"each request sets its length; give ", RequestField::kGenTokens, " N"}, true}}}},
@@ -278,6 +282,7 @@ class LlamaCommand {
             argv_.emplace_back(value);
         return *this;
     }
+    LlamaCommand& add_if(bool given, LlamaArg arg) { return given ? add(arg) : *this; }
     // -t N when N > 0 (0 = llama.cpp's default).
     LlamaCommand& threads(uint64_t n) { return n > 0 ? add(LlamaArg::kThreads, n) : *this; }
     // The words of --llama-args that this tool takes, after everything else.
@@ -373,6 +378,7 @@ std::vector<std::string> server_command(const ServerJob& j, const LlamaArgs& ext
         .add(LlamaArg::kCtx, j.ctx)
         .add(LlamaArg::kNoWebui)
         .add(LlamaArg::kCorsOrigins, "localhost")
+        .add_if(j.jinja, LlamaArg::kJinja)
         .threads(j.threads)
         .extra(extra);
 }

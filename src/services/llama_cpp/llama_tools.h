@@ -58,6 +58,7 @@ struct ServerJob {
     uint16_t port = 0;
     uint64_t slots = 0, ctx = 0;
     uint64_t threads = 0;
+    bool jinja = false;  // --jinja, for the chat endpoint's templates (after --cors-origins)
 };
 std::vector<std::string> server_command(const ServerJob& j, const LlamaArgs& extra);
 

@@ -8,7 +8,8 @@ Starts LLAMA_BIN_DIR/llama-server on MODEL as gguf-reap eval starts it for these
 port, -np 4, -c 4 x the slot eval computes, --no-webui --cors-origins localhost, then ARGS split as a
 shell splits words), records its first /health replies while it loads, then POSTs every prompt of every
 panel with the request gguf-reap sends (docs/eval.md, "Behaviour"): with --chat first /apply-template,
-then /completion. Each exchange is one JSON line: endpoint, request, status, the reply's body exactly as
+then /completion; a .jsonl panel's chat line ("messages", and "tools" when given) goes to
+/v1/chat/completions, and the server gets --jinja (after --cors-origins localhost). Each exchange is one JSON line: endpoint, request, status, the reply's body exactly as
 received, and "args": the server's arguments after --port P, which the fake must be given to replay it.
 With --temp T (above 0), each prompt is sent N times at temperature T, sample j of the prompt at index i
 (0-based, in its panel) with eval's seed for it, computed here as docs/eval.md ("Sampling") defines it:
@@ -37,10 +38,25 @@ for opt in ("--temp", "--samples", "--seed"):
         elif opt == "--samples": samples = int(v)
         else: seed = int(v)
 panels = [a for a in rest if a != "--chat"]
-# (index in its panel, prompt)
-prompts = [(i, p) for panel in panels
-           for i, p in enumerate(p.rstrip("\r") for p in open(panel, encoding="utf-8").read().split("\n")
-                                 if p.strip(" \t\r"))]
+# (index in its panel, prompt): a prompt is a string, or a .jsonl panel's chat line, a dict holding its
+# "messages" and "tools" (when given) and nothing else, as eval sends them (docs/eval.md, "Chat and tools").
+def lines_of(panel):
+    lines = [p.rstrip("\r") for p in open(panel, encoding="utf-8").read().split("\n") if p.strip(" \t\r")]
+    if not panel.endswith(".jsonl"):
+        return lines
+    out = []
+    for l in lines:
+        j = json.loads(l)
+        out.append({k: j[k] for k in ("messages", "tools") if k in j} if "messages" in j else j["prompt"])
+    return out
+prompts = [(i, p) for panel in panels for i, p in enumerate(lines_of(panel))]
+chat_lines = any(isinstance(p, dict) for _, p in prompts)
+
+
+def size(p):  # eval's measure of a line: a chat line's JSON as nlohmann::json writes it (keys sorted)
+    if isinstance(p, dict):
+        return len(json.dumps(p, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+    return len(p.encode())
 
 
 def sample_seed(i, j):
@@ -51,8 +67,9 @@ def sample_seed(i, j):
 
 # eval's slot (ops/eval/eval_behaviour.cpp, slot_ctx): the longest prompt in bytes, 1,024 more with --chat,
 # N and 8, rounded up to 256; 4 slots.
-slot = (max(len(p.encode()) for _, p in prompts) + (1024 if chat else 0) + n + 8 + 255) // 256 * 256
-args = ["-np", "4", "-c", str(4 * slot), "--no-webui", "--cors-origins", "localhost"] + extra
+slot = (max(size(p) for _, p in prompts) + (1024 if chat or chat_lines else 0) + n + 8 + 255) // 256 * 256
+args = ["-np", "4", "-c", str(4 * slot), "--no-webui", "--cors-origins", "localhost"] + \
+    (["--jinja"] if chat_lines else []) + extra
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 log = open(out + ".server.log", "w")  # not kept: server-start.log is its first lines
 srv = subprocess.Popen([bindir + "/llama-server", "-m", model, "--host", "127.0.0.1", "--port", str(port)] + args,
@@ -89,6 +106,10 @@ try:
     def one(ip):
         i, p = ip
         out = []
+        if isinstance(p, dict):  # a chat line: the settings without return_tokens, to the chat endpoint
+            req = dict({k: v for k, v in settings.items() if k != "return_tokens"}, **p)
+            st, body = call("/v1/chat/completions", req)
+            return [{"endpoint": "/v1/chat/completions", "request": req, "status": st, "reply": body, "args": args}]
         if chat:
             req = {"messages": [{"role": "user", "content": p}]}
             st, body = call("/apply-template", req)
@@ -100,6 +121,10 @@ try:
         return out
     def sampled(ipj):
         i, p, j = ipj
+        if isinstance(p, dict):
+            req = dict({k: v for k, v in settings.items() if k != "return_tokens"}, **p, seed=sample_seed(i, j))
+            st, body = call("/v1/chat/completions", req)
+            return [{"endpoint": "/v1/chat/completions", "request": req, "status": st, "reply": body, "args": args}]
         req = dict(settings, prompt=p, seed=sample_seed(i, j))
         st, body = call("/completion", req)
         return [{"endpoint": "/completion", "request": req, "status": st, "reply": body, "args": args}]
