@@ -495,12 +495,12 @@ expect_code 0
 [ -e "$WORK/killed/.beh.json.gguf-reap-tmp.$$.4" ] && _pass || _fail "a live process's temporary was removed"
 rm -f "$WORK/killed/.beh.json.gguf-reap-tmp.$$.4"
 
-case_ "invalid UTF-8 in a panel, as docs/eval.md says: at the bad byte in lines, as invalid JSON in .jsonl"
+case_ "invalid UTF-8 in a panel, as docs/eval.md says: at the bad byte, in lines and in .jsonl; an escape that is no character as invalid JSON"
 printf 'hello\nab\377cd\n' >"$WORK/utf8.txt"
 printf '{"prompt": "ok"}\n{"prompt": "a\377b"}\n' >"$WORK/utf8.jsonl"
 printf '{"prompt": "a\\ud800b"}\n' >"$WORK/surrogate.jsonl"
 for p in "utf8.txt|line 2 at offset 8 (0x8): not valid UTF-8" \
-    "utf8.jsonl|line 2 at offset 17 (0x11): not a JSON object (a .jsonl panel has one per line)" \
+    "utf8.jsonl|line 2 at offset 30 (0x1e): not valid UTF-8 (a .jsonl line is JSON, UTF-8)" \
     "surrogate.jsonl|line 1 at offset 0 (0x0): not a JSON object (a .jsonl panel has one per line)"; do
     run "$BIN" eval --source "$M" "$WORK/keep8.gguf" --prompts p="$WORK/${p%%|*}" --llama-bin "$FAKE"
     expect_code 2

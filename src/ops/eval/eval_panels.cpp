@@ -112,6 +112,11 @@ Panel read_panel(const EvalPanel& p) {
         if (jsonl) {
             // A line nested deeper than kMaxLineDepth is refused; its deeper values are dropped as they
             // are parsed, so a hostile line of a million '[' builds nothing deep.
+            // Raw bytes that are no UTF-8 are named at the bad byte, as in a plain panel; an escape that is
+            // no character ("\ud800") makes the line invalid JSON, refused below at the line's start.
+            if (const size_t bad = bad_utf8_at(line); bad != std::string_view::npos)
+                throw InputError(p.path, offset + bad, field,
+                                 "not valid UTF-8 (a .jsonl line is JSON, UTF-8)");
             bool too_deep = false;
             json j = json::parse(
                 line.begin(), line.end(),
