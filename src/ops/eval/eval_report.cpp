@@ -203,6 +203,30 @@ std::string legend_svg(const std::vector<std::string>& models, double x, double 
     return s;
 }
 
+// The behaviour panel's title.
+std::string behaviour_title(const EvalResult& r) {
+    const bool greedy_only = r.temperatures.size() == 1 && r.temperatures.front() == 0;
+    const bool chat = std::any_of(r.behaviour.begin(), r.behaviour.end(),
+                                  [](const EvalBehaviour& b) { return !b.chat_outcomes.empty(); });
+    const char* rates = chat ? "Loop, natural-end, error, template-error and tool-call rates"
+                             : "Loop, natural-end and error rates";
+    return greedy_only
+               ? fmt::format("{} per panel, {} greedy tokens", rates, r.gen_tokens)
+               : fmt::format("{} per panel and temperature (T), up to {} tokens", rates, r.gen_tokens);
+}
+
+// How wide the behaviour panel is drawn: the KLD plot's width, or more, so that every measure of every group
+// gets room for its label and a mark per model (72 px, 90 with chat lines, whose "template err." is the
+// longest label) and the title fits (about 8 px per character at 14 px).
+double behaviour_width(const EvalResult& r) {
+    constexpr double L = 70, R = 200, kTitleChar = 8;
+    const bool chat = std::any_of(r.behaviour.begin(), r.behaviour.end(),
+                                  [](const EvalBehaviour& b) { return !b.chat_outcomes.empty(); });
+    const double slots = static_cast<double>(r.panels.size() * r.temperatures.size() * (chat ? 5 : 3));
+    return std::max({kKldW, L + R + slots * (chat ? 90.0 : 72.0),
+                     L + kTitleChar * static_cast<double>(behaviour_title(r).size()) + 20});
+}
+
 // The behaviour panel: per panel (and temperature, with --temp), a group for each of the loop, natural-end
 // and error rates, in it a mark per model (the source first) at its rate with its 95 % interval as a bar,
 // so a rate of 0 is a mark on the axis with its interval above it. Drawn from y = top, `height` pixels tall,
@@ -220,17 +244,8 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
     const bool greedy_only = r.temperatures.size() == 1 && r.temperatures.front() == 0;
     const bool chat = std::any_of(r.behaviour.begin(), r.behaviour.end(),
                                   [](const EvalBehaviour& b) { return !b.chat_outcomes.empty(); });
-    const char* rates = chat ? "Loop, natural-end, error, template-error and tool-call rates"
-                             : "Loop, natural-end and error rates";
-    std::string s;
-    if (greedy_only)
-        s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\">{} per panel, {} greedy tokens</text>\n",
-                         L, top + 18, rates, r.gen_tokens);
-    else
-        s += fmt::format(
-            "<text x=\"{}\" y=\"{}\" font-size=\"14\">{} per panel and temperature (T), up to {} "
-            "tokens</text>\n",
-            L, top + 18, rates, r.gen_tokens);
+    std::string s =
+        fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\">{}</text>\n", L, top + 18, behaviour_title(r));
     s += fmt::format(
         "<text class=\"context\" x=\"{}\" y=\"{}\" fill=\"#444\">a mark per model at its rate, the bar its "
         "95 % Wilson interval; n: {}</text>\n",
@@ -309,7 +324,8 @@ std::string behaviour_svg(const EvalResult& r, double top, double width, double 
 
 // The KLD plot (with --text, kKldW × kKldH) above the behaviour panel (with --prompts, kKldW × H).
 std::string eval_svg(const EvalResult& r) {
-    constexpr double W = kKldW, H = 400;
+    constexpr double H = 400;
+    const double W = r.panels.empty() ? kKldW : behaviour_width(r);
     std::string kld;
     if (!r.texts.empty()) {
         kld = kld_svg(r);
