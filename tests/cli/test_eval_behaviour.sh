@@ -528,6 +528,13 @@ cp "$WORK/tools/eval.json" "$OUT"
 expect_json 'd["panels"][0]["chat_lines"] == 3 and d["panels"][0]["tool_lines"] == 2 and d["generation"]["chat_endpoint"] == "/v1/chat/completions"'
 expect_json 'all(b["server_command"][-3:] == ["--jinja", "--chat-template-file", "tools.jinja"] for b in d["behaviour"])'
 expect_json '[b["chat_outcomes"] for b in d["behaviour"]] == [["tool_call", "template_error", None, "text"], ["bad_tool_call", "template_error", None, "text"]]'
+# eval.svg widens for the chat measures: the title (about 8 px a character at 14 px, from x = 70) fits.
+/usr/bin/env python3 -c 'import re, sys
+s = open(sys.argv[1]).read()
+w = float(re.search(r"<svg [^>]*width=\"([0-9.]+)\"", s).group(1))
+t = re.search(r"<text [^>]*font-size=\"14\">([^<]*)</text>", s).group(1)
+sys.exit(0 if "template-error" in t and w >= 70 + 8 * len(t) + 20 else 1)' "$WORK/tools/eval.svg" && _pass ||
+    _fail "eval.svg is narrower than its title: $(head -c 300 "$WORK/tools/eval.svg")"
 expect_json '[b["tools_offered"] for b in d["behaviour"]] == [[True, True, False, False]] * 2'
 expect_json '[(b["chat_generations"], b["template_errors"], b["tool_generations"], b["tool_calls"]) for b in d["behaviour"]] == [(3, 1, 2, 1), (3, 1, 2, 0)]'
 expect_json 'd["behaviour"][1]["bad_tool_calls"] == [{"index": 0, "error": "tool_calls[0]: \"get_weather_v2\" is not an offered tool"}]'
