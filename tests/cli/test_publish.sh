@@ -414,6 +414,7 @@ PY
     run "$BIN" "${UP[@]}" --upload-dir "$WORK/up"
     expect_code 0
     expect_out "wrote $WORK/up/README.md and 7 files ("
+    expect_out "publish the folder with \`hf upload ORG/REPO $WORK/up .\`"
     /usr/bin/python3 - "$WORK/up" "$WORK/ev" <<'PY' && _pass || _fail "the upload folder is not the card's files"
 import filecmp, os, re, sys, urllib.parse
 up, ev = sys.argv[1], sys.argv[2]
@@ -438,8 +439,9 @@ PY
     run "$BIN" "${UP[@]}" --upload-dir "$WORK/up"
     expect_code 2
     expect_err "gguf-reap: error: $WORK/up: holds the files of an earlier upload folder ("
-    run "$BIN" "${UP[@]}" --upload-dir "$WORK/up" --force
+    run "$BIN" "${UP[@]}" --upload-dir "$WORK/up" --force --hf-repo org/keep12-GGUF
     expect_code 0
+    expect_out "publish the folder with \`hf upload org/keep12-GGUF $WORK/up .\`"
     echo x >"$WORK/up/notes.txt"
     run "$BIN" "${UP[@]}" --upload-dir "$WORK/up" --force
     expect_code 2
