@@ -105,7 +105,8 @@ int run_card(const CardCli& c) {
         std::cout << fmt::format(
             "wrote {}/README.md and {} files ({} hard links, {} copies): publish the "
             "folder with `hf upload {} {} .`\n",
-            c.upload_dir, links + copies, links, copies, c.hf_repo.empty() ? "ORG/REPO" : c.hf_repo, c.upload_dir);
+            c.upload_dir, links + copies, links, copies, c.hf_repo.empty() ? "ORG/REPO" : c.hf_repo,
+            c.upload_dir);
     } else if (o.written) {
         std::cout << fmt::format("wrote {} ({} bytes)\n", c.out, o.markdown.size());
     } else {
