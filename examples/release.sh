@@ -101,8 +101,10 @@ step() {
     local shown=("$@")
     [ "$1" != to ] || shown=("${@:3}")
     say "$name: ${shown[*]}"
+    local start=$SECONDS
     "$@" || return $?
     touch "$S/$name.done"
+    say "$name: finished in $((SECONDS - start)) s"
 }
 # to FILE COMMAND...: COMMAND's stdout into FILE, which appears only when COMMAND succeeds.
 to() {
@@ -125,6 +127,7 @@ say "the model: $PINNED"
 
 # 2. What the budget keeps, from the headers.
 step estimate to "$DIR/estimate.txt" "$REAP" estimate "$PINNED" --fit "$BUDGET"
+cat "$DIR/estimate.txt"
 
 # 3. Imatrices: calibrate on a local (or cached) copy, or the published ones.
 SOURCE_LOCAL=${LOCAL:-$PINNED}
