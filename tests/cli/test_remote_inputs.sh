@@ -113,4 +113,35 @@ expect_code 0
 expect_json "d['result'] == 'pass' and d['summary']['source_bytes_read'] == 0"
 expect_json "d['source_manifest'] == 'hf://org/repo/src.json@$COMMIT' and d['keeplist'] == 'hf://org/repo/drop.json@$COMMIT'"
 
+case_ "rank --from-plan hf://org/repo/reap_plan.json: the local plan's keeplist, no path of this machine"
+"$BIN" rank --model "$WORK/in/tiny.gguf" --imatrix code="$R/code.imatrix.gguf" --prune 5 --export keepmap \
+    -o "$WORK/rank-exp" >/dev/null 2>&1 || { echo "rank --export failed"; exit 1; }
+cp "$WORK/rank-exp/reap_plan.json" "$R/reap_plan.json"
+"$BIN" rank --model "$WORK/in/tiny.gguf" --imatrix code="$R/code.imatrix.gguf" --from-plan "$R/reap_plan.json" \
+    -o "$WORK/rank-fp-local" >/dev/null 2>&1 || { echo "local rank --from-plan failed"; exit 1; }
+run "$BIN" rank --model "$WORK/in/tiny.gguf" --imatrix code=hf://org/repo/code.imatrix.gguf \
+    --from-plan hf://org/repo/reap_plan.json -o "$WORK/rank-fp"
+expect_code 0
+blocks "$WORK/rank-fp-local/keeplist.json" "$WORK/rank-fp/keeplist.json" && _pass || _fail "the keeplists differ"
+blocks "$WORK/rank-exp/keeplist.json" "$WORK/rank-fp/keeplist.json" && _pass || _fail "the plan's experts were not kept"
+grep -qF -e "$WORK" -e 127.0.0.1 "$WORK/rank-fp/keeplist.json" "$WORK/rank-fp/REAP-KEEPLIST-RECEIPT.md" &&
+    _fail "a path of this machine is named" || _pass
+
+case_ "rank --criterion external --scores code=hf://org/repo/scores.json: the local file's keeplist"
+/usr/bin/python3 - "$R/scores.json" <<'PY'
+import json, random, sys
+random.seed(3)
+blocks = {str(b): {"score": [random.random() for _ in range(16)]} for b in (1, 2, 3)}
+json.dump({"format": "gguf-reap.expert-scores", "version": 1, "blocks": blocks}, open(sys.argv[1], "w"))
+PY
+"$BIN" rank --model "$WORK/in/tiny.gguf" --criterion external --scores code="$R/scores.json" --prune 4 \
+    -o "$WORK/rank-sc-local" >/dev/null 2>&1 || { echo "local rank --scores failed"; exit 1; }
+run "$BIN" rank --model "$WORK/in/tiny.gguf" --criterion external --scores code=hf://org/repo/scores.json --prune 4 \
+    -o "$WORK/rank-sc"
+expect_code 0
+blocks "$WORK/rank-sc-local/keeplist.json" "$WORK/rank-sc/keeplist.json" && _pass || _fail "the keeplists differ"
+grep -qF -e "$WORK" -e 127.0.0.1 "$WORK/rank-sc/keeplist.json" && _fail "a path of this machine is named" || _pass
+grep -qF "hf://org/repo/scores.json@$COMMIT" "$WORK/rank-sc/keeplist.json" && _pass ||
+    _fail "the scores are not named at the commit"
+
 finish
