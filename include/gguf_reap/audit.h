@@ -113,6 +113,7 @@ struct AuditShard {
 struct AuditReport {
     std::vector<AuditShard> shards;  // the output set, in shard order (missing positions included)
     std::string source;              // "" without --source
+    std::string source_revision;     // hf:// --source only: "ORG/REPO@COMMIT", the revision it was read at
     std::string source_manifest;     // "" without --source-manifest
     std::string keeplist;            // "" without --keeplist
     std::string kept_from;           // "keeplist", "provenance", "unchanged" (no pruning), or ""

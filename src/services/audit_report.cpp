@@ -130,6 +130,7 @@ nlohmann::ordered_json audit_report_json(const AuditRequest& q, const AuditResul
     j[key::kDate] = utc_now_iso8601();  // when the audit finished
     j[key::kOutput] = c.output;
     j[key::kSource] = or_null(c.source);
+    j[key::kSourceRevision] = or_null(r.source_revision);
     j[key::kSourceManifest] = input_or_null(c.source_manifest);
     j[key::kKeeplist] = input_or_null(c.keeplist);
     j[key::kNeuronPlan] = input_or_null(c.neuron_plan);

@@ -17,6 +17,7 @@ constexpr const char* kTool = "tool";
 constexpr const char* kDate = "date";
 constexpr const char* kOutput = "output";
 constexpr const char* kSource = "source";
+constexpr const char* kSourceRevision = "source_revision";
 constexpr const char* kSourceManifest = "source_manifest";
 constexpr const char* kKeeplist = "keeplist";
 constexpr const char* kNeuronPlan = "neuron_plan";

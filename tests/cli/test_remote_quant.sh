@@ -120,6 +120,7 @@ for i in 1 2 3; do cmp -s "$WORK/local-0000$i-of-00003.gguf" "$WORK/h-0000$i-of-
 expect_json "d['source_revision'] == 'org/repo@$COMMIT'"
 run "$BIN" audit "$WORK/h-00001-of-00003.gguf" --source hf://org/repo:Q8_0 --keeplist "$WORK/drop.json" --json
 expect_code 0
+expect_json "d['source'] == 'hf://org/repo:Q8_0' and d['source_revision'] == 'org/repo@$COMMIT'"
 py "
 files = [r for r in rows if r['method'] == 'GET' and not r['path'].startswith('/api/')]
 assert files and all(r['range'] for r in files), [r for r in files if not r['range']]

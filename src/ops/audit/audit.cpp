@@ -16,6 +16,7 @@
 #include "gguf_reap/error.h"
 #include "io/output_file.h"
 #include "io/output_lock.h"
+#include "io/remote_file.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/audit/audit_internal.h"
@@ -220,6 +221,9 @@ AuditReport run_audit(const AuditOptions& o, const Events& events) {
     //    it), the manifest.
     Source src;
     open_source(o, src);
+    if (o.source)  // an hf:// source: the commit its branch named when it was read
+        if (const RemoteFile* f = src.model->shards().front().file->remote())
+            r.source_revision = f->hub_revision();
     std::optional<Manifest> manifest;
     if (o.manifest) manifest = Manifest::load(*o.manifest);
 
