@@ -15,6 +15,7 @@
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/version.h"
 #include "model/shard_set.h"
+#include "services/model_figures.h"
 #include "test_util.h"
 
 namespace gguf_reap {

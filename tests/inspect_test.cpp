@@ -18,6 +18,7 @@
 #include "gguf_reap/inspect.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
+#include "ops/inspect/inspect_model.h"
 #include "test_util.h"
 
 namespace gguf_reap {

@@ -13,6 +13,7 @@
 #include "gguf_reap/width.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "model/width_rules.h"
 #include "test_util.h"
 
 namespace gguf_reap {

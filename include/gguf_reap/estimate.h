@@ -22,8 +22,6 @@
 
 namespace gguf_reap {
 
-class ShardSet;  // src/model/shard_set.h
-
 // Where llama.cpp puts the weights when one GPU runs the model with the host's RAM beside it
 // (docs/estimate.md, "One GPU and RAM"): everything on the GPU (-ngl 99), or the routed experts in RAM,
 // every block's (--cpu-moe, which is -ot exps=CPU) or the first N blocks' (--n-cpu-moe N).
@@ -166,28 +164,14 @@ struct AfterPlan {
     std::string tool_version;
     bool requantised() const { return k > 0 && !exact; }
 };
-AfterPlan load_after_plan(const ShardSet& model, const MoeLayout& layout, const std::string& neuron_plan_path,
-                          bool drop_mtp, std::string tool_version);
-// The figures of the model splice writes from `keeplist` (validated; its first block's count is the
-// kept count) and `plan`; the file size is plan_splice's, exact unless plan.requantised().
-ModelFigures after_figures(const ShardSet& model, const MoeLayout& layout, const KeepList& keeplist,
-                           const std::string& keeplist_sha256, const AfterPlan& plan);
 // weights per rank at tensor parallel `tp` + ctx tokens of KV cache + overhead. Throws UsageError on
 // a 64-bit overflow.
 FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t ctx, uint64_t overhead);
-
-// Reads, validates (validate_keeplist; read_neuron_plan and check_width) and computes. Throws
-// UsageError / InputError / IoError.
-EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& inputs);
 
 namespace ops {
 // One `gguf-reap estimate`: opens inputs.model, then estimate_model.
 EstimateResult estimate(const EstimateRequest& inputs);
 }  // namespace ops
-
-// The per-token KV cache of `model` (exposed for tests). A quantized cache type needs rows that are
-// whole quant blocks (llama.cpp's own rule): UsageError naming the option otherwise.
-KvFigures kv_cache_figures(const ShardSet& model, const KvCacheTypes& types = {});
 
 // "2,4,8" → {2, 4, 8}. Throws UsageError naming the bad item: "--tp: '0' is not a positive integer ...".
 std::vector<uint64_t> parse_tp_list(std::string_view text);

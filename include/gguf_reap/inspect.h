@@ -49,8 +49,6 @@ struct ModelSummary {
     DecodeCost decode;
 };
 
-ModelSummary summarize_model(const ShardSet& model);
-
 namespace ops {
 
 // One `gguf-reap inspect PATH`: an imatrix (GGUF or legacy .dat) or a model (any shard).

@@ -24,7 +24,6 @@
 namespace gguf_reap {
 
 struct MoeLayout;
-class ShardSet;
 
 struct KeepListSource {
     std::string architecture;
@@ -73,10 +72,6 @@ struct KeepList {
     std::string text() const;                  // the file's contents, as save writes them
     void save(const std::string& path) const;  // atomic: temp + rename
 };
-
-// The identity `rank --model` records as the keeplist's `source`: the layout's architecture and expert
-// counts, the tensor count and names, and the shards (file names; sizes from the files, 0 without one).
-KeepListSource keeplist_source_of(const ShardSet& set, const MoeLayout& layout);
 
 // One ranking, a family of quants (docs/keeplist.md): a keeplist applies to any model with the same
 // architecture, expert layout (expert count, experts used per token, groups) and tensor names as the

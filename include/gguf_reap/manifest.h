@@ -23,8 +23,6 @@
 
 namespace gguf_reap {
 
-class ShardSet;  // src/model/shard_set.h
-
 // The "format" member of every manifest.
 inline constexpr const char* kManifestFormat = "gguf-reap.manifest";
 
@@ -67,12 +65,6 @@ struct Manifest {
     static Manifest load(const std::string& path);
 };
 
-// The model a version 2 manifest describes, built from the shard headers it carries (no files: shard
-// "paths" are "MANIFEST:NAME", for messages), each checked against the manifest's own tensor list and
-// sizes. What `audit --source-manifest` checks an output against. Throws InputError naming the manifest
-// and the field (a version 1 manifest, a missing or unparsable header, a tensor list that disagrees).
-ShardSet manifest_model(const Manifest& m, const std::string& path);
-
 // The text file written beside a JSON manifest: "x.json" → "x.sha256", anything else gets ".sha256".
 std::string manifest_sums_path(const std::string& json_path);
 
@@ -83,9 +75,5 @@ void check_manifest_destination(const std::string& path, const std::vector<std::
 // Writes the JSON to `path` and the sha256sum text to manifest_sums_path(path), each through a temporary
 // file renamed into place. Throws IoError.
 void save_manifest(const Manifest& m, const std::string& path);
-class OutputFile;
-// The same into files reserved before the work (OutputFile(path), OutputFile(manifest_sums_path(path))),
-// so that an unwritable destination is refused before the audit reads a byte.
-void save_manifest(const Manifest& m, OutputFile& json_out, OutputFile& sums_out);
 
 }  // namespace gguf_reap

@@ -53,16 +53,6 @@ struct WidthCut {
     std::map<int64_t, std::vector<std::shared_ptr<const std::vector<uint32_t>>>> block_rows;
 };
 
-// Reads the neuron plan at `plan_path` for `model` and checks, before anything is written, that the
-// cut can be made byte-exact: the plan names every (MoE block, expert) pair of the model with channel
-// ids below its expert width, K is a legal width (check_width: the legal list is in the message), and
-// every tensor whose rows are cut element-wise (ffn_down_exps, gpt-oss gate/up biases) keeps whole
-// blocks of its type: any plan for F32, F16 or BF16; for a quantized type only a plan whose every row
-// is whole aligned groups of the block size B (`plan-width --granularity block`); another is refused
-// (it would need requantisation). Throws InputError / UsageError.
-WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const std::string& plan_path,
-                        std::string plan_sha256);
-
 // A keeplist that keeps every expert of every MoE block (a width cut without --keeplist).
 KeepList keep_all_experts(const MoeLayout& layout);
 

@@ -27,9 +27,6 @@
 
 namespace gguf_reap {
 
-class ShardSet;   // src/model/shard_set.h
-struct NpyArray;  // src/format/npz.h
-
 struct WidthRules {
     int64_t native_width = 0;    // n_ff: ffn_down_exps ne0 (the same in every MoE block)
     std::vector<int64_t> legal;  // every legal K, ascending (includes native_width)
@@ -68,11 +65,6 @@ struct WidthKv {
 // Every KV a cut to `k` sets, in the order splice writes them when the source lacks them (right after
 // expert_count): the width key = K, then expert_shared_count = W / K or the shared width key = W.
 std::vector<WidthKv> width_kvs(const WidthRules& rules, int64_t k);
-
-// The rules for `model`. Throws InputError (naming the model file and tensor) when the expert widths
-// disagree between blocks or tensors, and UsageError when the architecture's expert width cannot be
-// changed by gguf-reap (say which, and why).
-WidthRules width_rules(const ShardSet& model, const MoeLayout& layout);
 
 // Throws UsageError when `k` is not legal, with every legal value in the message:
 //   "K = 1000 is not a legal expert width for <model>: <reason>; legal widths are {256, 512, ...}"
@@ -139,8 +131,5 @@ struct PartialRowBlock {
 };
 std::variant<std::map<int64_t, NeuronPlan>, PartialRowBlock> plan_in_row_blocks(const WidthRules& rules,
                                                                                 const NeuronPlan& plan);
-
-NeuronPlan neuron_plan_from_arrays(const std::map<std::string, NpyArray>& arrays, const std::string& path,
-                                   const std::vector<int>& blocks, int64_t expert_count, int64_t width);
 
 }  // namespace gguf_reap

@@ -14,6 +14,7 @@
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "model/keep_count.h"
+#include "model/keeplist_file.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"

@@ -18,6 +18,7 @@
 #include "model/loader_ffn.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
+#include "model/width_rules.h"
 
 namespace gguf_reap {
 

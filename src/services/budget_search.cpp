@@ -11,6 +11,7 @@
 #include "io/units.h"
 #include "model/keep_count.h"
 #include "model/tensor_table.h"
+#include "services/model_figures.h"
 
 namespace gguf_reap {
 

@@ -13,6 +13,7 @@
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
 #include "services/llama_cpp/llama_recipes.h"
+#include "services/model_figures.h"
 
 namespace gguf_reap {
 

@@ -14,6 +14,7 @@
 #include "io/output_file.h"
 #include "io/sha256.h"
 #include "model/shard_set.h"
+#include "services/manifest_file.h"
 
 namespace gguf_reap {
 

@@ -17,11 +17,14 @@
 #include "gguf_reap/width.h"
 #include "io/checked.h"
 #include "io/sha256.h"
+#include "model/keeplist_file.h"
 #include "model/moe_layout.h"
 #include "model/provenance.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
+#include "model/width_rules.h"
 #include "services/llama_cpp/llama_recipes.h"
+#include "services/model_figures.h"
 #include "services/splice_plan.h"
 
 namespace gguf_reap {

@@ -10,6 +10,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/llama_args.h"
 #include "model/provenance.h"
+#include "model/width_rules.h"
 #include "services/hash_routing.h"
 #include "services/splice_kvs.h"
 #include "services/splice_plan.h"

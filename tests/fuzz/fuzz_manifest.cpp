@@ -8,6 +8,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/manifest.h"
 #include "model/moe_layout.h"
+#include "services/manifest_file.h"
 
 using namespace gguf_reap;
 

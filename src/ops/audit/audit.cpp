@@ -21,6 +21,7 @@
 #include "model/shard_set.h"
 #include "ops/audit/audit_internal.h"
 #include "ops/audit/audit_steps.h"
+#include "services/manifest_file.h"
 
 namespace gguf_reap {
 

@@ -15,6 +15,8 @@
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/width.h"
 #include "io/sha256.h"
+#include "model/keeplist_file.h"
+#include "model/width_rules.h"
 #include "ops/audit/audit_internal.h"
 
 namespace gguf_reap::audit_detail {

@@ -31,6 +31,7 @@
 #include "ops/card/card_steps.h"
 #include "ops/card/card_upload.h"
 #include "services/llama_cpp/llama_recipes.h"
+#include "services/model_figures.h"
 
 namespace gguf_reap {
 

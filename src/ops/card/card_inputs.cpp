@@ -16,9 +16,11 @@
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
+#include "model/keeplist_file.h"
 #include "model/moe_layout.h"
 #include "model/provenance.h"
 #include "services/audit_report.h"
+#include "services/model_figures.h"
 
 namespace gguf_reap::card_detail {
 

@@ -3,6 +3,7 @@
 #include "gguf_reap/estimate.h"
 
 #include "model/shard_set.h"
+#include "services/model_figures.h"
 
 namespace gguf_reap::ops {
 

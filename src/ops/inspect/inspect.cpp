@@ -8,6 +8,7 @@
 #include "format/imatrix.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "ops/inspect/inspect_model.h"
 
 namespace gguf_reap {
 

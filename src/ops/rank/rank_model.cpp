@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "model/keeplist_file.h"
 #include "model/tensor_table.h"
 
 namespace gguf_reap {

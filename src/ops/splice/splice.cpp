@@ -23,6 +23,7 @@
 #include "io/resume_journal.h"
 #include "io/sha256.h"
 #include "io/units.h"
+#include "model/keeplist_file.h"
 #include "model/llama_limits.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"

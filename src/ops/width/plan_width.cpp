@@ -27,6 +27,7 @@
 #include "io/signals.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "model/width_rules.h"
 #include "services/imatrix_domains.h"
 
 namespace gguf_reap {
