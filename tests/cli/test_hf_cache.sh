@@ -1,7 +1,7 @@
 # The local Hugging Face cache (issue 41 item 3, docs/remote.md "The local Hugging Face cache"): an hf://
 # model pinned to a commit is read from ROOT/models--ORG--REPO/snapshots/COMMIT/PATH (symlinks into
 # blobs/, as huggingface_hub writes them) when the copy there is the Hub's file; the server then sees the
-# refs and tree API calls and HEADs, and sends no byte of a file. The root's variables in their order; a
+# refs and tree API calls and HEADs, and sends no byte of a file (inspect, estimate, splice, audit). The root's variables in their order; a
 # copy of another size is not used (a warning, the Hub read instead); eval and calibrate, whose llama.cpp
 # tools read only local files, are given the cache's copy or refused with the `hf download` command.
 # ctest-parts: fixtures
@@ -65,6 +65,17 @@ case_ "audit --source from the cache passes, nothing fetched"
 clear_log
 run "$BIN" audit "$WORK/h-00001-of-00003.gguf" --source hf://org/repo:Q8_0 --keeplist "$WORK/drop.json"
 expect_code 0
+only_pins && _pass || _fail "a file was fetched"
+
+case_ "estimate --fit from the cache: the local file's answer, nothing fetched"
+run "$BIN" estimate "$R/${SHARDS[0]}" --fit size=1MB --json
+expect_code 0
+cp "$OUT" "$WORK/estimate-local.json"
+clear_log
+run "$BIN" estimate hf://org/repo:Q8_0 --fit size=1MB --json
+expect_code 0
+/usr/bin/python3 -c 'import json, sys; a, b = (json.load(open(p)) for p in sys.argv[1:]); sys.exit(0 if a["fit"] == b["fit"] else 1)' \
+    "$WORK/estimate-local.json" "$OUT" && _pass || _fail "estimate differs from the local file's"
 only_pins && _pass || _fail "a file was fetched"
 
 case_ "a plain hf://ORG/REPO/PATH on a branch: pinned by its HEAD, then read from the cache"
