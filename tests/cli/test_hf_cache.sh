@@ -33,7 +33,7 @@ mkcache() {
 }
 C=$WORK/cache
 mkcache "$C" org/repo "$R" "${SHARDS[@]}"
-start_server "$WORK/srv" --cdn-host localhost --hub-commit "$COMMIT" --hub-branch dev --ranges-only
+start_server "$WORK/srv" --cdn-host localhost --hub-commit "$COMMIT" --hub-branch dev --ranges-only --hold-cap 2
 export HF_ENDPOINT=$URL GGUF_REAP_HTTP_BACKOFF_MS=20 HF_HUB_CACHE=$C
 unset HF_TOKEN HF_TOKEN_PATH HF_HOME XDG_CACHE_HOME HUGGINGFACE_HUB_CACHE
 # file_bytes: the body bytes the server sent for files (not the API) since clear_log.
@@ -149,6 +149,24 @@ run "$BIN" calibrate --model "$URL/org/repo/${SHARDS[0]}" --text a="$WORK/drop.j
 expect_code 2
 expect_err "gguf-reap: error: --model $URL/org/repo/${SHARDS[0]}: llama.cpp's tools, which calibrate runs, read only local files; download it first and give its path"
 expect_err_lines 1
+
+case_ "a copy changed during the splice: the end-of-run check asks the copy, exit 3, no output kept"
+# Shards 1 and 2 in a cache of their own, shard 3 from the Hub: its first data request is held (the
+# server's hold_after, past its 256 KiB header window) while shard 2's copy is modified, then answered.
+C2=$WORK/cache2
+mkcache "$C2" org/repo "$R" "${SHARDS[0]}" "${SHARDS[1]}"
+fault '{"hold_after": 262144}'
+clear_log
+HF_HUB_CACHE=$C2 "$BIN" splice hf://org/repo:Q8_0 --keeplist "$WORK/drop.json" -o "$WORK/e" >"$OUT" 2>"$ERR" &
+pid=$!
+wait_until log_has "any(r.get('held') for r in rows)" || _fail "no request was held"
+touch -d '2001-01-01 00:00' "$C2/models--org--repo/snapshots/$COMMIT/${SHARDS[1]}"
+wait "$pid"
+CODE=$?
+no_fault
+expect_code 3
+expect_err "gguf-reap: error: $C2/models--org--repo/snapshots/$COMMIT/${SHARDS[1]}: changed while gguf-reap was reading it (it was modified); nothing made from it is kept"
+ls "$WORK"/e-0000* >/dev/null 2>&1 && _fail "an output was kept under its final name" || _pass
 
 if fixtures "calibrate on the trained fixture from the cache"; then
     case_ "calibrate --model hf://org/trained:Q8_0 in the cache: llama-imatrix is given the cache's copy, named in the log and the table"
