@@ -9,6 +9,7 @@
 #include "cli/environment.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/remote.h"
+#include "io/hub_cache.h"
 #include "io/hub_repo.h"
 #include "io/remote_url.h"
 #include "test_util.h"
@@ -253,6 +254,76 @@ TEST(CliEnvironment, MalformedNumbersNameTheVariable) {
             EXPECT_EQ(std::string(e.what()), expected[i]);
         }
     }
+}
+
+// The cache's root in huggingface_hub's order: HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME/hub,
+// XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub.
+TEST(CliEnvironment, HubCacheInHuggingFaceHubsOrder) {
+    ScopedEnv hub("HF_HUB_CACHE", "/a");
+    ScopedEnv old("HUGGINGFACE_HUB_CACHE", "/b");
+    ScopedEnv home("HF_HOME", "/c");
+    ScopedEnv xdg("XDG_CACHE_HOME", "/d");
+    ScopedEnv user("HOME", "/e");
+    EXPECT_EQ(cli::remote_settings_from_env().hub_cache, "/a");
+    ::unsetenv("HF_HUB_CACHE");
+    EXPECT_EQ(cli::remote_settings_from_env().hub_cache, "/b");
+    ::unsetenv("HUGGINGFACE_HUB_CACHE");
+    EXPECT_EQ(cli::remote_settings_from_env().hub_cache, "/c/hub");
+    ::unsetenv("HF_HOME");
+    EXPECT_EQ(cli::remote_settings_from_env().hub_cache, "/d/huggingface/hub");
+    ::unsetenv("XDG_CACHE_HOME");
+    EXPECT_EQ(cli::remote_settings_from_env().hub_cache, "/e/.cache/huggingface/hub");
+    ::unsetenv("HOME");
+    EXPECT_EQ(cli::remote_settings_from_env().hub_cache, "");
+}
+
+// A snapshot entry is the Hub's file when its size is the pinned one and its blob, named by a sha256,
+// is the Hub's sha256; nothing outside the repository's snapshot is ever looked at.
+TEST(HubCache, OnlyTheHubsFileIsUsable) {
+    test::TempDir dir;
+    RemoteSettings rs;
+    rs.hub_cache = dir.path().string();
+    ScopedSettings settings(rs);
+    const std::string commit(40, 'a'), sha(64, 'b'), other(64, 'c');
+    const auto repo = dir.path() / "models--org--repo";
+    std::filesystem::create_directories(repo / "blobs");
+    std::filesystem::create_directories(repo / "snapshots" / commit / "Q8_0");
+    std::ofstream(repo / "blobs" / sha) << "0123456789";
+    std::filesystem::create_symlink("../../../blobs/" + sha, repo / "snapshots" / commit / "Q8_0" / "m.gguf");
+    const std::string want = (repo / "snapshots" / commit / "Q8_0" / "m.gguf").string();
+
+    HubCacheEntry e = find_in_hub_cache("org/repo", commit, "Q8_0/m.gguf", 10, sha);
+    EXPECT_TRUE(e.usable()) << e.problem;
+    EXPECT_EQ(e.path, want);
+    EXPECT_TRUE(find_in_hub_cache("org/repo", commit, "Q8_0/m.gguf", 10, "").usable()) << "no sha256 known";
+    e = find_in_hub_cache("org/repo", commit, "Q8_0/m.gguf", 11, sha);
+    EXPECT_TRUE(e.present);
+    EXPECT_EQ(e.problem, "holds 10 bytes, the Hub's file 11");
+    e = find_in_hub_cache("org/repo", commit, "Q8_0/m.gguf", 10, other);
+    EXPECT_EQ(e.problem, "is the blob " + sha + ", the Hub's file has the sha256 " + other);
+    e = find_in_hub_cache("org/repo", commit, "Q8_0/none.gguf", 10, sha);
+    EXPECT_FALSE(e.present);
+    EXPECT_FALSE(e.path.empty()) << "where it would be, for the refusal";
+
+    std::filesystem::create_symlink("../../blobs/" + other, repo / "snapshots" / commit / "gone.gguf");
+    EXPECT_FALSE(find_in_hub_cache("org/repo", commit, "gone.gguf", 10, "").present) << "a dangling link";
+    for (const char* bad : {"../../blobs/x", "/etc/passwd", "Q8_0/../m.gguf", "Q8_0//m.gguf", ""})
+        EXPECT_TRUE(find_in_hub_cache("org/repo", commit, bad, 10, "").path.empty()) << bad;
+    EXPECT_TRUE(find_in_hub_cache("org/repo", "main", "Q8_0/m.gguf", 10, "").path.empty())
+        << "a branch name has no snapshot";
+    ScopedSettings none(RemoteSettings{});
+    EXPECT_TRUE(find_in_hub_cache("org/repo", commit, "Q8_0/m.gguf", 10, "").path.empty());
+}
+
+TEST(HubCache, EtagsAndTheDownloadCommand) {
+    const std::string sha(64, 'e');
+    EXPECT_EQ(sha256_of_etag("\"" + sha + "\""), sha);
+    EXPECT_EQ(sha256_of_etag("W/\"" + sha + "\""), sha);
+    EXPECT_EQ(sha256_of_etag("\"abc\""), "");
+    EXPECT_EQ(hf_download_command("org/repo", "Q8_0/m-*-of-00003.gguf", ""),
+              "hf download org/repo --include 'Q8_0/m-*-of-00003.gguf'");
+    EXPECT_EQ(hf_download_command("org/repo", "m.gguf", "abc"),
+              "hf download org/repo --include 'm.gguf' --revision abc");
 }
 
 }  // namespace

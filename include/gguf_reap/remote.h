@@ -14,7 +14,10 @@ struct RemoteSettings {
     std::string hub_endpoint = "https://huggingface.co";  // what hf://ORG/REPO/PATH resolves against
     std::optional<std::string> hub_token;  // sent only to hub_endpoint's origin; never printed or logged
     std::string hub_token_file;  // read for the token when hub_token is unset, and named in 401/403 hints
-    uint32_t http_retries = 6;   // attempts after the first, for a status or an error worth retrying
+    // The Hugging Face cache's root (models--ORG--REPO/snapshots/COMMIT/PATH): an hf:// file pinned to a
+    // commit is read from there when the copy is the Hub's file (docs/remote.md); "" for none.
+    std::string hub_cache;
+    uint32_t http_retries = 6;  // attempts after the first, for a status or an error worth retrying
     uint64_t http_first_backoff_ms = 500;  // the first wait between attempts, doubling up to 30 s
     uint32_t http_stall_seconds = 30;      // the connect timeout, and the longest a transfer may send nothing
     uint32_t http_connections = 16;        // ranged GETs in flight per remote file, 1 to 64

@@ -17,6 +17,7 @@
 #include "gguf_reap/version.h"
 #include "io/progress.h"
 #include "io/units.h"
+#include "model/hub_local.h"
 
 namespace gguf_reap::cli {
 
@@ -119,6 +120,11 @@ int run_calibrate(const CalibrateCli& c, const GlobalOptions& g) {
     q.path_env = env("PATH");
     q.llama_args = llama_args_option(c.llama_args);
     q.tool_version = std::string(GGUF_REAP_TOOL);
+    // llama-imatrix reads only local files: an hf:// model is given as its copy in the Hugging Face cache.
+    if (const std::string local = local_model_file(q.model); local != q.model) {
+        spdlog::info("{}: read from the Hugging Face cache, {}", q.model, local);
+        q.model = local;
+    }
 
     const CalibrateResult r = ops::calibrate(q, calibrate_events(g));
     for (const SanityProblem& p : r.sanity) spdlog::warn("{}: {}", p.file, p.message);

@@ -33,6 +33,18 @@ std::string token_file() {
     return {};
 }
 
+// The Hugging Face cache, as huggingface_hub finds it: HF_HUB_CACHE (or its older name
+// HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+// ~/.cache/huggingface/hub.
+std::string hub_cache_dir() {
+    for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"})
+        if (std::string p = env(name); !p.empty()) return p;
+    if (std::string home = env("HF_HOME"); !home.empty()) return home + "/hub";
+    if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/huggingface/hub";
+    if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/huggingface/hub";
+    return {};
+}
+
 }  // namespace
 
 std::string env(const char* name) {
@@ -45,6 +57,7 @@ RemoteSettings remote_settings_from_env() {
     if (std::string e = env("HF_ENDPOINT"); !e.empty()) s.hub_endpoint = e;
     if (std::string t = env("HF_TOKEN"); !t.empty()) s.hub_token = t;
     s.hub_token_file = token_file();
+    s.hub_cache = hub_cache_dir();
     s.http_retries = static_cast<uint32_t>(env_number("GGUF_REAP_HTTP_RETRIES", s.http_retries, 0, 1000));
     s.http_first_backoff_ms = env_number("GGUF_REAP_HTTP_BACKOFF_MS", s.http_first_backoff_ms, 0, 3'600'000);
     s.http_stall_seconds =

@@ -13,7 +13,9 @@ namespace gguf_reap::cli {
 std::string env(const char* name);
 
 // HF_ENDPOINT, HF_TOKEN, the token file (HF_TOKEN_PATH, else $HF_HOME/token, else
-// $XDG_CACHE_HOME/huggingface/token, else ~/.cache/huggingface/token), GGUF_REAP_HTTP_RETRIES,
+// $XDG_CACHE_HOME/huggingface/token, else ~/.cache/huggingface/token), the Hugging Face cache (HF_HUB_CACHE,
+// else HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+// ~/.cache/huggingface/hub), GGUF_REAP_HTTP_RETRIES,
 // GGUF_REAP_HTTP_BACKOFF_MS, GGUF_REAP_HTTP_TIMEOUT and GGUF_REAP_HTTP_CONNECTIONS over the library's
 // defaults. Throws UsageError naming the variable when a number is malformed or out of range.
 RemoteSettings remote_settings_from_env();

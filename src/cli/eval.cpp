@@ -20,6 +20,7 @@
 #include "gguf_reap/version.h"
 #include "io/progress.h"
 #include "io/units.h"
+#include "model/hub_local.h"
 #include "model/vocab_text.h"
 #include "services/eval_report.h"
 #include "services/llama_cpp/llama_tools.h"
@@ -268,6 +269,12 @@ int run_eval(const EvalCli& c, const GlobalOptions& g) {
         q.chunks = *n;
     }
     q.tool_version = std::string(GGUF_REAP_TOOL);
+    // llama.cpp's tools read only local files: an hf:// model is given as its copy in the Hugging Face cache.
+    for (std::string* model : {&q.source, &q.reference})
+        if (const std::string local = local_model_file(*model); local != *model) {
+            spdlog::info("{}: read from the Hugging Face cache, {}", *model, local);
+            *model = local;
+        }
 
     const EvalResult r = ops::eval(q, eval_events(g));
     if (c.json)

@@ -172,6 +172,14 @@ void notice(const std::string& m) {
     if (sink) sink(m);
 }
 
+}  // namespace
+
+void http_notice(const std::string& line) {
+    notice(line);
+}
+
+namespace {
+
 std::string seconds(std::chrono::steady_clock::duration d) {
     return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
 }

@@ -85,6 +85,8 @@ void set_http_progress(std::function<void(uint64_t)> sink);
 // connect to server; next try in 1.0 s", when each wait starts and at least every 10 s of it. The CLI
 // shows them on stderr; cleared with {}.
 void set_http_notice(std::function<void(const std::string&)> sink);
+// A line for people through the same sink (a copy in the Hugging Face cache that is not used, and why).
+void http_notice(const std::string& line);
 
 // curl_global_init, once for the process, for this client and io/loopback_http alike; throws IoError when
 // libcurl cannot start.

@@ -19,7 +19,9 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/remote.h"
+#include "io/hub_cache.h"
 #include "io/hub_repo.h"
+#include "io/input_file.h"
 #include "io/remote_engine.h"
 #include "io/remote_url.h"
 #include "io/signals.h"
@@ -95,6 +97,16 @@ std::shared_ptr<RemoteFile> RemoteFile::open(const std::string& path) {
         }
         const std::string commit = f->hub_revision_.substr(f->hub_revision_.find('@') + 1);
         f->hub_sha256_ = hub_listed_sha256(hub->repo, commit, hub->file);
+        // Pinned: the Hugging Face cache's copy of the file at that commit, if it is the Hub's file, is
+        // read in its place (docs/remote.md, "The local Hugging Face cache").
+        const std::string sha256 =
+            f->hub_sha256_.empty() ? sha256_of_etag(f->pin_.linked_etag) : f->hub_sha256_;
+        const HubCacheEntry cached = find_in_hub_cache(hub->repo, commit, hub->file, f->pin_.size, sha256);
+        if (!cached.problem.empty())
+            http_notice(fmt::format("{}: the Hugging Face cache's copy {} {}: not used, read from the Hub",
+                                    path, cached.path, cached.problem));
+        else if (cached.usable())
+            f->cached_ = InputFile::open(cached.path);
     } else {
         f->pin_ = http_pin(path, path, f->redirect_);
     }
@@ -109,7 +121,13 @@ std::string RemoteFile::pinned_path() const {
                        hub_revision_.substr(hub_revision_.find('@') + 1));
 }
 
+std::string RemoteFile::cache_path() const {
+    return cached_ ? cached_->path() : std::string();
+}
+
 void RemoteFile::check_unchanged() {
+    // A copy in the cache is a local file at a pinned commit: it is the one that could change.
+    if (cached_) return cached_->check_unchanged();
     RedirectCache scratch;
     const HttpPin now = http_pin(pin_.display, pin_.origin_url, scratch);
     const auto shown = [](const std::string& tag) { return tag.empty() ? std::string("none") : tag; };
@@ -133,6 +151,7 @@ uint64_t RemoteFile::open_stream() {  // static
 }
 
 void RemoteFile::announce(uint64_t stream, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    if (cached_) return;  // read from the Hugging Face cache: nothing to fetch ahead
     RemoteEngine& e = RemoteEngine::get();
     std::lock_guard<std::mutex> lock(e.mu);
     auto si = e.streams.find(stream);
@@ -185,6 +204,7 @@ void RemoteFile::close_stream(uint64_t stream) {  // static
 void RemoteFile::read(uint64_t offset, void* dst_, size_t n) {
     if (offset > size() || n > size() - offset)
         throw IoError(path(), "read past the end of the file (was it truncated?)");
+    if (cached_) return cached_->read(offset, dst_, n);
     auto* dst = static_cast<uint8_t*>(dst_);
     RemoteEngine& e = RemoteEngine::get();
     std::unique_lock<std::mutex> lock(e.mu);

@@ -26,6 +26,8 @@
 
 namespace gguf_reap {
 
+class InputFile;
+
 class RemoteFile {
   public:
     // Pins `path` (https://, http:// or hf://); several files may be opened in parallel from different
@@ -47,6 +49,9 @@ class RemoteFile {
     // named as hf://ORG/REPO:QUANT in this process (io/hub_repo.h); "" otherwise. Not checked against the
     // bytes (only ranges are read).
     const std::string& hub_sha256() const { return hub_sha256_; }
+    // hf:// only: the copy in the Hugging Face cache its bytes are read from (io/hub_cache.h), when the
+    // cache holds the Hub's file at the pinned commit; "" when they come from the server.
+    std::string cache_path() const;
 
     // [offset, offset + n) into dst. Thread-safe. Throws IoError, Interrupted.
     void read(uint64_t offset, void* dst, size_t n);
@@ -72,6 +77,7 @@ class RemoteFile {
     RedirectCache redirect_;
     std::string hub_revision_;
     std::string hub_sha256_;
+    std::shared_ptr<InputFile> cached_;  // the copy in the Hugging Face cache, when its bytes come from there
 };
 
 }  // namespace gguf_reap

@@ -18,6 +18,7 @@
 #include "io/output_lock.h"
 #include "io/paths.h"
 #include "io/preflight.h"
+#include "io/remote_url.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
 #include "model/model_identity.h"
@@ -68,6 +69,13 @@ void check_request(const CalibrateRequest& q) {
                             RequestField::kCtx});
     check_input_names(RequestField::kText, q.texts, "kind of text");
     q.llama_args.check(LlamaTool::imatrix);
+    // llama.cpp's tools read local files only (an hf:// model in the cache is given as its copy there).
+    if (is_remote_path(q.model))
+        throw RequestError(
+            {RequestField::kModel,
+             fmt::format(" {}: llama.cpp's tools, which calibrate runs, read only local files; "
+                         "download it first and give its path",
+                         q.model)});
 }
 
 Tools find_tools(const CalibrateRequest& q) {
