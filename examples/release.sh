@@ -182,6 +182,8 @@ if [ "$NO_EVAL" = 0 ]; then
     [ ${#HELDOUT[@]} -gt 0 ] || for t in "${TEXTS[@]}"; do args+=(--text "$t"); done
     [ ${#HELDOUT[@]} -gt 0 ] || [ ${#TEXTS[@]} -gt 0 ] || die "eval needs texts: give --heldout NAME=FILE, or --no-eval"
     mkdir -p "$DIR/eval"
+    # An eval that runs now (a copy that appeared in the cache since) gives the card something to say.
+    [ -f "$S/eval.done" ] || rm -f "$S/card.done"
     if [ -n "$LOCAL" ] || [ -f "$S/eval.done" ]; then
         step eval "$REAP" "${args[@]}" "${WORDS[@]}"
     else

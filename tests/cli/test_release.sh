@@ -31,9 +31,10 @@ export HF_ENDPOINT=$URL
 head -c 8000 "$TR/corpora/python.calib.txt" >"$WORK/python.txt"
 head -c 7000 "$TR/corpora/c.calib.txt" >"$WORK/c.txt"
 # size=3.5MB keeps 12 of 16 experts (3,433,088 bytes; 13 would be 3,644,032), the fake's "keep12" build.
-ARGS=(org/tiny-GGUF:q8_0 size=3.5MB python="$WORK/python.txt" c="$WORK/c.txt" --local "$TR/models/$Q8"
+NO_LOCAL=(org/tiny-GGUF:q8_0 size=3.5MB python="$WORK/python.txt" c="$WORK/c.txt"
     --heldout python="$TR/corpora/python.heldout.txt" --heldout c="$TR/corpora/c.heldout.txt"
     --name tiny-keep12-Q8_0 --hf-repo org/tiny-REAP-GGUF)
+ARGS=("${NO_LOCAL[@]}" --local "$TR/models/$Q8")
 with_llama() {  # with_llama BIN: the options that run llama.cpp's tools from BIN
     LLAMA=(--calibrate-args "--ctx 128 --tokens 1024 --threads 1 --llama-bin $1"
         --eval-args "--ctx 128 --chunks 8 --threads 1 --llama-bin $1")
@@ -170,18 +171,36 @@ same_folder "$WORK/r1/upload" "$WORK/r3/upload" && _pass || _fail "the folder di
 
 # ---- published imatrices instead of calibrating -----------------------------------------------------------
 
-case_ "--imatrix NAME=hf://...: no calibration, the keeplist names the imatrices by URL and commit"
+case_ "--imatrix NAME=hf://..., no local copy: no calibration, eval skipped, the keeplist names the imatrices at the commit"
 I=hf://org/tiny-imatrix
 run "$SCRIPT_SH" org/tiny-GGUF:Q8_0 size=3.5MB --imatrix "python=$I/python.imatrix.gguf" --imatrix "c=$I/c.imatrix.gguf" \
-    --no-eval -o "$WORK/r4"
+    --heldout python="$TR/corpora/python.heldout.txt" -o "$WORK/r4"
 expect_code 0
 expect_err "release.sh: rank: "
-grep -q 'release.sh: calibrate:\|release.sh: eval:' "$ERR" && _fail "calibrate or eval ran" || _pass
+grep -q 'release.sh: calibrate:' "$ERR" && _fail "calibrate ran" || _pass
+expect_err "download it with \`hf download org/tiny-GGUF --include '$Q8' --revision $COMMIT\`"
+expect_err "release.sh: eval: skipped: no local copy of the model (--local PATH, or the HF cache); the card says not measured"
+grep -qF "**Quality**: not measured against the source" "$WORK/r4/upload/README.md" && _pass ||
+    _fail "the card does not say the build was not measured"
 grep -qF "\"file\": \"$I/python.imatrix.gguf@$COMMIT\"" "$WORK/r4/upload/keeplist.json" && _pass ||
     _fail "keeplist.json does not name the imatrix by its URL at the commit"
 [ -f "$WORK/r4/upload/tiny-qwen3moe-trained-A-REAP25-Q8_0.gguf" ] && _pass || _fail "the default name: $(ls "$WORK/r4/upload")"
 grep -qF -e "$WORK" -e 127.0.0.1 "$WORK/r4/upload/README.md" "$WORK/r4/upload/keeplist.json" &&
     _fail "a path of this machine is named" || _pass
+
+case_ "the model in the HF cache, no --local: calibrate and eval read it there, not one byte of a file is fetched"
+SNAP=$WORK/hf-cache/models--org--tiny-GGUF/snapshots/$COMMIT
+mkdir -p "$SNAP"
+cp "$TR/models/$Q8" "$SNAP/"  # a copy, as huggingface_hub writes where it makes no links
+clear_log
+run env HF_HUB_CACHE="$WORK/hf-cache" "$SCRIPT_SH" "${NO_LOCAL[@]}" "${LLAMA[@]}" -o "$WORK/r6"
+expect_code 0
+expect_err "release.sh: calibrate: $BIN calibrate --model hf://org/tiny-GGUF/$Q8@$COMMIT "
+expect_err "release.sh: eval: $BIN eval $WORK/r6/build/$NAME --source hf://org/tiny-GGUF/$Q8@$COMMIT "
+[ "$(grep -c "read from the Hugging Face cache, $SNAP/$Q8" "$ERR")" = 2 ] && _pass ||
+    _fail "calibrate and eval did not both name the cache's copy"
+[ "$(served_bytes)" = 0 ] && _pass || _fail "the Hub sent $(served_bytes) bytes of files"
+same_folder "$WORK/r1/upload" "$WORK/r6/upload" && _pass || _fail "the folder differs from the plain run's"
 
 case_ "usage: refused with one line"
 run "$SCRIPT_SH" org/tiny-GGUF:Q8_0 size=3.5MB -o "$WORK/r5"
