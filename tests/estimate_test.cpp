@@ -266,24 +266,25 @@ TEST_F(EstimateGenerated, StandardAttentionKvPerTokenAndPerRank) {
 TEST_F(EstimateGenerated, FitsPerTensorParallelDegree) {
     const Hand h;
     EstimateRequest in;
-    in.tp = {2, 3};
-    in.ctx = 100;
-    in.overhead = 1000;
+    in.deployment.tp = {2, 3};
+    in.deployment.ctx = 100;
+    in.deployment.overhead = 1000;
     // Exactly 5 bytes more than TP 2 needs.
-    in.gpu_mem = h.residency(2) + 100 * (3 * 2 * 32 * 2) + 1000 + 5;
+    in.deployment.gpu_mem = h.residency(2) + 100 * (3 * 2 * 32 * 2) + 1000 + 5;
     const EstimateResult e = run(in);
     ASSERT_EQ(e.tp, (std::vector<uint64_t>{1, 2, 3}));
     ASSERT_EQ(e.fits_before.size(), 3u);
     const FitRow& one = e.fits_before[0];
     EXPECT_EQ(one.weights, h.tensor_bytes());
     EXPECT_EQ(one.kv_cache, 100 * kKvPerToken);
-    EXPECT_FALSE(one.fits(e.gpu_mem));
-    EXPECT_EQ(one.headroom(e.gpu_mem), static_cast<int64_t>(in.gpu_mem) -
-                                           static_cast<int64_t>(h.tensor_bytes() + 100 * kKvPerToken + 1000));
+    EXPECT_FALSE(one.fits(e.deployment.gpu_mem));
+    EXPECT_EQ(one.headroom(e.deployment.gpu_mem),
+              static_cast<int64_t>(in.deployment.gpu_mem) -
+                  static_cast<int64_t>(h.tensor_bytes() + 100 * kKvPerToken + 1000));
     const FitRow& two = e.fits_before[1];
-    EXPECT_EQ(two.need(), in.gpu_mem - 5);
-    EXPECT_TRUE(two.fits(e.gpu_mem));
-    EXPECT_EQ(two.headroom(e.gpu_mem), 5);
+    EXPECT_EQ(two.need(), in.deployment.gpu_mem - 5);
+    EXPECT_TRUE(two.fits(e.deployment.gpu_mem));
+    EXPECT_EQ(two.headroom(e.deployment.gpu_mem), 5);
     EXPECT_EQ(e.fits_before[2].weights, h.residency(3));
 }
 

@@ -34,16 +34,11 @@ struct CardRequest {
     std::string manifest;    // `audit --manifest-out` JSON; ""
     std::string eval_json;   // `eval -o` JSON; "" = not measured
     std::string base_model;  // "" = from the source's general.* keys
-    std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees of the hardware table (1 added first)
-    uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
-    uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache
-    uint64_t ctx = 0;                   // tokens of KV cache budgeted per GPU
-    KvCacheTypes cache_types;           // -ctk / -ctv, as estimate
-    Offload offload;                    // --cpu-moe / --n-cpu-moe N, as estimate
-    std::string hf_repo;                // --hf-repo ORG/REPO: the `llama-server -hf ORG/REPO:QUANT` lines
-    std::vector<std::string> notes;     // --note lines, added to "Not verified"
-    std::string out_path;               // "" = the caller prints the Markdown
-    bool force = false;                 // replace an existing out_path (or the upload folder's files)
+    Deployment deployment;   // the hardware table's, as estimate's
+    std::string hf_repo;     // --hf-repo ORG/REPO: the `llama-server -hf ORG/REPO:QUANT` lines
+    std::vector<std::string> notes;  // --note lines, added to "Not verified"
+    std::string out_path;            // "" = the caller prints the Markdown
+    bool force = false;              // replace an existing out_path (or the upload folder's files)
     // --upload-dir DIR: DIR/README.md and every file the card names, for `hf upload` (docs/card.md).
     std::string upload_dir;
     std::string calibration;   // --calibration calibrate.json: named by the card, put in the upload folder

@@ -47,18 +47,27 @@ std::optional<int32_t> parse_kv_cache_type(std::string_view name);
 const char* kv_cache_type_name(int32_t type);  // "q8_0"
 std::string kv_cache_type_choices();           // "f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1"
 
-struct EstimateRequest {
-    std::string model;                  // any shard (ops::estimate opens it)
-    std::string keeplist_path;          // "" = keep every expert
-    std::string neuron_plan_path;       // "" = native expert width
-    bool drop_mtp = false;              // the after figures of `splice --drop-mtp`
+// Where the model is meant to run: the settings that estimate's tables, `estimate --fit` and `--sweep`,
+// and card's hardware table share (docs/estimate.md). Their defaults are said here and nowhere else: the
+// CLI's options start from them and its help shows them.
+struct Deployment {
     std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees; N = 1 is always added first
-    uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache (activations, buffers)
     uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
-    uint64_t ctx = 0;                   // tokens of KV cache to budget per GPU; 0 = none
+    uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache (activations, buffers)
+    uint64_t ctx = 0;                   // tokens of KV cache to budget per GPU (all sequences); 0 = none
     KvCacheTypes cache_types;           // -ctk / -ctv
     Offload offload;                    // --cpu-moe / --n-cpu-moe N: the one-GPU figures
-    std::string tool_version;           // for the keeplist-only exact file size (splice's provenance key)
+};
+// {2, 4, 8} → "2,4,8", as parse_tp_list reads it.
+std::string tp_list_text(const std::vector<uint64_t>& tp);
+
+struct EstimateRequest {
+    std::string model;             // any shard (ops::estimate opens it)
+    std::string keeplist_path;     // "" = keep every expert
+    std::string neuron_plan_path;  // "" = native expert width
+    bool drop_mtp = false;         // the after figures of `splice --drop-mtp`
+    Deployment deployment;
+    std::string tool_version;  // for the keeplist-only exact file size (splice's provenance key)
 };
 
 // Weight bytes and elements of one version of the model (before or after).
@@ -147,8 +156,7 @@ struct EstimateResult {
     KvFigures kv;              // pruning experts or widths leaves attention unchanged
     std::vector<uint64_t> tp;  // 1, then the requested degrees (deduplicated, ascending)
     std::vector<FitRow> fits_before, fits_after;
-    uint64_t overhead = 0, gpu_mem = 0, ctx = 0;
-    Offload offload;
+    Deployment deployment;                 // as requested
     HostSplit split_before;                // one GPU and RAM, the first case
     std::optional<HostSplit> split_after;  // with after
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gguf_reap/budget.h"
+#include "gguf_reap/estimate.h"
 
 namespace gguf_reap {
 
@@ -19,9 +20,8 @@ struct EstimateFitRequest {
     std::vector<std::string> imatrices;  // NAME=FILE or FILE: the dead experts bound K
     std::optional<Budget> fit;
     bool sweep = false;
-    std::vector<uint64_t> tp;  // per-GPU columns of the sweep
-    uint64_t ctx = 0, overhead = 0, gpu_mem = 0;
-    std::string svg;  // --svg: where the plot goes ("" = none)
+    Deployment deployment;  // the sweep's per-GPU columns (tp), ctx, overhead and gpu_mem
+    std::string svg;        // --svg: where the plot goes ("" = none)
     std::string tool_version;
 };
 

@@ -56,7 +56,15 @@ void add_calibration_option(CLI::App& sub, std::string& path, const std::string&
         ->type_name("CALIBRATE.json");
 }
 
-void add_llama_cpp_options(CLI::App& sub, LlamaCppOptions& o) {
+void add_deployment_options(CLI::App& sub, DeploymentOptions& o) {
+    sub.add_option("--tp", o.tp, "Tensor-parallel degrees, comma-separated (1 is always shown)")
+        ->capture_default_str();
+    sub.add_option("--gpu-mem", o.gpu_mem, "Memory per GPU (e.g. 141GiB, 80G): say whether it fits");
+    sub.add_option("--overhead", o.overhead,
+                   "Memory per GPU besides weights and KV cache (activations, CUDA graphs, buffers)")
+        ->capture_default_str();
+    sub.add_option("--ctx", o.ctx, "Tokens of KV cache to budget per GPU (all sequences together)")
+        ->capture_default_str();
     sub.add_flag("--cpu-moe", o.cpu_moe,
                  "llama.cpp's --cpu-moe (-ot exps=CPU): every routed expert in RAM, the rest on one GPU");
     sub.add_option("--n-cpu-moe", o.n_cpu_moe,
@@ -68,7 +76,9 @@ void add_llama_cpp_options(CLI::App& sub, LlamaCppOptions& o) {
     sub.add_option("--cache-type-v", o.cache_type_v, "-ctv: the KV cache type of V")->capture_default_str();
 }
 
-Offload offload_option(const LlamaCppOptions& o) {
+namespace {
+
+Offload offload_option(const DeploymentOptions& o) {
     Offload r;
     r.all_experts = o.cpu_moe;
     if (!o.n_cpu_moe.empty()) {
@@ -87,7 +97,7 @@ Offload offload_option(const LlamaCppOptions& o) {
     return r;
 }
 
-KvCacheTypes cache_types_option(const LlamaCppOptions& o) {
+KvCacheTypes cache_types_option(const DeploymentOptions& o) {
     KvCacheTypes t;
     const auto one = [](const char* option, const std::string& name) {
         const auto v = parse_kv_cache_type(name);
@@ -99,6 +109,19 @@ KvCacheTypes cache_types_option(const LlamaCppOptions& o) {
     t.k = one("-ctk", o.cache_type_k);
     t.v = one("-ctv", o.cache_type_v);
     return t;
+}
+
+}  // namespace
+
+Deployment deployment_option(const DeploymentOptions& o) {
+    Deployment d;
+    d.tp = parse_tp_list(o.tp);
+    d.overhead = size_option("--overhead", o.overhead);
+    d.gpu_mem = gpu_mem_option(o.gpu_mem);
+    d.ctx = ctx_option(o.ctx);
+    d.offload = offload_option(o);
+    d.cache_types = cache_types_option(o);
+    return d;
 }
 
 std::vector<std::string> llama_cpp_spellings(int argc, char** argv) {

@@ -29,10 +29,7 @@ struct CardCli {
     std::string manifest;
     std::string eval;
     std::string base_model;
-    std::string tp = "2,4,8";
-    std::string gpu_mem;
-    std::string overhead = "0";
-    std::string ctx = "0";
+    DeploymentOptions deploy;
     std::vector<std::string> notes;
     std::string out;
     std::string upload_dir;
@@ -40,7 +37,6 @@ struct CardCli {
     bool force = false;
     bool json = false;
     std::string hf_repo;
-    LlamaCppOptions llama;
 };
 
 int run_card(const CardCli& c) {
@@ -53,12 +49,7 @@ int run_card(const CardCli& c) {
     q.manifest = c.manifest;
     q.eval_json = c.eval;
     q.base_model = c.base_model;
-    q.tp = parse_tp_list(c.tp);
-    q.overhead = size_option("--overhead", c.overhead);
-    q.gpu_mem = gpu_mem_option(c.gpu_mem);
-    q.ctx = ctx_option(c.ctx);
-    q.offload = offload_option(c.llama);
-    q.cache_types = cache_types_option(c.llama);
+    q.deployment = deployment_option(c.deploy);
     if (!c.hf_repo.empty()) {
         const size_t slash = c.hf_repo.find('/');
         if (slash == std::string::npos || slash == 0 || slash + 1 == c.hf_repo.size() ||
@@ -133,13 +124,7 @@ Command add_card(CLI::App& app, const GlobalOptions&) {
                     "`eval -o` JSON that measured this build: the \"Measured against the source\" section");
     sub->add_option("--base-model", o->base_model,
                     "The Hugging Face id of the source (default: from its general.* keys)");
-    sub->add_option("--tp", o->tp, "Tensor-parallel degrees of the hardware table (1 is always shown)")
-        ->capture_default_str();
-    sub->add_option("--gpu-mem", o->gpu_mem, "Memory per GPU (e.g. 141GiB, 80G): say whether it fits");
-    sub->add_option("--overhead", o->overhead, "Memory per GPU besides weights and KV cache")
-        ->capture_default_str();
-    sub->add_option("--ctx", o->ctx, "Tokens of KV cache to budget per GPU")->capture_default_str();
-    add_llama_cpp_options(*sub, o->llama);
+    add_deployment_options(*sub, o->deploy);
     sub->add_option(
         "--hf-repo", o->hf_repo,
         "The repository the build is uploaded to, ORG/REPO: the `llama-server -hf ORG/REPO:QUANT` "

@@ -51,17 +51,23 @@ uint64_t ctx_option(const std::string& text);
 // the same spelling and meaning in both; `also` ends its help with what else the command does with it.
 void add_calibration_option(CLI::App& sub, std::string& path, const std::string& also);
 
-// llama.cpp's placement options, which estimate and card share (docs/estimate.md, "One GPU and RAM"):
-// --cpu-moe, --n-cpu-moe N, -ctk/--cache-type-k TYPE, -ctv/--cache-type-v TYPE.
-struct LlamaCppOptions {
-    bool cpu_moe = false;
+// Where the model is meant to run (gguf_reap::Deployment), as estimate and card take it: --tp, --gpu-mem,
+// --overhead, --ctx, and llama.cpp's placement options (docs/estimate.md, "One GPU and RAM"): --cpu-moe,
+// --n-cpu-moe N, -ctk/--cache-type-k TYPE, -ctv/--cache-type-v TYPE. Each starts from Deployment{}'s
+// value, which --help shows: the defaults are the library's.
+struct DeploymentOptions {
+    std::string tp = tp_list_text(Deployment{}.tp);
+    std::string gpu_mem;  // "" = not given (Deployment{}.gpu_mem, 0: no fit verdict)
+    std::string overhead = std::to_string(Deployment{}.overhead);
+    std::string ctx = std::to_string(Deployment{}.ctx);
+    bool cpu_moe = Deployment{}.offload.all_experts;
     std::string n_cpu_moe;  // "" = not given
-    std::string cache_type_k = "f16", cache_type_v = "f16";
+    std::string cache_type_k = kv_cache_type_name(Deployment{}.cache_types.k);
+    std::string cache_type_v = kv_cache_type_name(Deployment{}.cache_types.v);
 };
-void add_llama_cpp_options(CLI::App& sub, LlamaCppOptions& o);
-// Throw UsageError naming the option and its value.
-Offload offload_option(const LlamaCppOptions& o);
-KvCacheTypes cache_types_option(const LlamaCppOptions& o);
+void add_deployment_options(CLI::App& sub, DeploymentOptions& o);
+// Throws UsageError naming the option and its value.
+Deployment deployment_option(const DeploymentOptions& o);
 // llama.cpp spells -ctk and -ctv with one dash, which CLI11 reads as three short flags: argv with those
 // two words written as --cache-type-k and --cache-type-v.
 std::vector<std::string> llama_cpp_spellings(int argc, char** argv);

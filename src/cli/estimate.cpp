@@ -26,15 +26,11 @@ struct EstimateCli {
     std::string keeplist;
     std::string neuron_plan;
     bool drop_mtp = false;
-    std::string tp = "2,4,8";
-    std::string overhead = "0";
-    std::string gpu_mem;
-    std::string ctx = "0";
+    DeploymentOptions deploy;
     bool json = false;
     std::string fit, svg;
     bool sweep = false;
     std::vector<std::string> imatrices;
-    LlamaCppOptions llama;
 };
 
 nlohmann::ordered_json figures_json(const ModelFigures& f) {
@@ -78,9 +74,9 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
     j["keeplist"] = c.keeplist.empty() ? ordered_json(nullptr) : ordered_json(c.keeplist);
     j["keeplist_note"] = e.keeplist_note.empty() ? ordered_json(nullptr) : ordered_json(e.keeplist_note);
     j["neuron_plan"] = c.neuron_plan.empty() ? ordered_json(nullptr) : ordered_json(c.neuron_plan);
-    j["overhead"] = e.overhead;
-    j["gpu_mem"] = e.gpu_mem ? ordered_json(e.gpu_mem) : ordered_json(nullptr);
-    j["ctx"] = e.ctx;
+    j["overhead"] = e.deployment.overhead;
+    j["gpu_mem"] = e.deployment.gpu_mem ? ordered_json(e.deployment.gpu_mem) : ordered_json(nullptr);
+    j["ctx"] = e.deployment.ctx;
     j["before"] = figures_json(e.before);
     j["after"] = e.after ? figures_json(*e.after) : ordered_json(nullptr);
     j["after_requantised"] = e.after_requantised;
@@ -103,8 +99,8 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
     ordered_json tp = ordered_json::array();
     for (size_t i = 0; i < e.tp.size(); ++i) {
         ordered_json row = {{"tp", e.tp[i]}, {"kv_bytes_per_token", e.kv.bytes_per_token_per_rank(e.tp[i])}};
-        row["before"] = fit_json(e.fits_before[i], e.gpu_mem);
-        row["after"] = e.after ? fit_json(e.fits_after[i], e.gpu_mem) : ordered_json(nullptr);
+        row["before"] = fit_json(e.fits_before[i], e.deployment.gpu_mem);
+        row["after"] = e.after ? fit_json(e.fits_after[i], e.deployment.gpu_mem) : ordered_json(nullptr);
         tp.push_back(row);
     }
     j["tensor_parallel"] = tp;
@@ -115,10 +111,12 @@ nlohmann::ordered_json estimate_json(const EstimateResult& e, const EstimateCli&
               {"kv_cache", h.gpu_kv},
               {"overhead", h.gpu_overhead},
               {"total", h.gpu_total()},
-              {"fits", e.gpu_mem ? ordered_json(h.gpu_total() <= e.gpu_mem) : ordered_json(nullptr)}}},
+              {"fits", e.deployment.gpu_mem ? ordered_json(h.gpu_total() <= e.deployment.gpu_mem)
+                                            : ordered_json(nullptr)}}},
             {"ram", {{"weights", h.ram_weights}, {"experts", h.ram_experts}}}};
     };
-    j["one_gpu"] = {{"offload", e.offload.any() ? ordered_json(e.offload.flag()) : ordered_json(nullptr)},
+    j["one_gpu"] = {{"offload", e.deployment.offload.any() ? ordered_json(e.deployment.offload.flag())
+                                                           : ordered_json(nullptr)},
                     {"before", split_json(e.split_before)},
                     {"after", e.split_after ? split_json(*e.split_after) : ordered_json(nullptr)}};
     return j;
@@ -161,17 +159,18 @@ void print_one_gpu(const EstimateResult& e) {
     const bool a = e.after.has_value();
     const auto split_cell = [&](const HostSplit& h) {
         std::string s = human_bytes(h.gpu_total());
-        if (e.gpu_mem)
-            s += h.gpu_total() <= e.gpu_mem
-                     ? fmt::format(" fits, {} free", human_bytes(e.gpu_mem - h.gpu_total()))
-                     : fmt::format(" NO, {} short", human_bytes(h.gpu_total() - e.gpu_mem));
+        if (e.deployment.gpu_mem)
+            s += h.gpu_total() <= e.deployment.gpu_mem
+                     ? fmt::format(" fits, {} free", human_bytes(e.deployment.gpu_mem - h.gpu_total()))
+                     : fmt::format(" NO, {} short", human_bytes(h.gpu_total() - e.deployment.gpu_mem));
         return s;
     };
     std::cout << fmt::format(
         "\none GPU and RAM, as llama.cpp places it (-ngl 99{}): GPU = weights + KV cache "
         "({} tokens) + overhead {}{}\n",
-        e.offload.any() ? " " + e.offload.flag() : "", with_commas(e.ctx), human_bytes(e.overhead),
-        e.gpu_mem ? fmt::format(", against {}", human_bytes(e.gpu_mem)) : "");
+        e.deployment.offload.any() ? " " + e.deployment.offload.flag() : "", with_commas(e.deployment.ctx),
+        human_bytes(e.deployment.overhead),
+        e.deployment.gpu_mem ? fmt::format(", against {}", human_bytes(e.deployment.gpu_mem)) : "");
     std::cout << fmt::format("  {:<10} {:>34}", "", "before");
     if (a) std::cout << fmt::format(" {:>34}", "after");
     std::cout << "\n";
@@ -235,15 +234,16 @@ void print_text(const EstimateResult& e) {
 
     std::cout << fmt::format(
         "\nper GPU at tensor parallel N: weights + KV cache ({} tokens) + overhead {}{}\n",
-        with_commas(e.ctx), human_bytes(e.overhead),
-        e.gpu_mem ? fmt::format(", against {} per GPU", human_bytes(e.gpu_mem)) : "");
+        with_commas(e.deployment.ctx), human_bytes(e.deployment.overhead),
+        e.deployment.gpu_mem ? fmt::format(", against {} per GPU", human_bytes(e.deployment.gpu_mem)) : "");
     const auto cell = [&](const FitRow& r) {
         std::string s = human_bytes(r.need());
-        if (e.gpu_mem)
-            s += r.fits(e.gpu_mem) ? fmt::format(" fits, {} free",
-                                                 human_bytes(static_cast<uint64_t>(r.headroom(e.gpu_mem))))
-                                   : fmt::format(" NO, {} short",
-                                                 human_bytes(static_cast<uint64_t>(-r.headroom(e.gpu_mem))));
+        if (e.deployment.gpu_mem)
+            s += r.fits(e.deployment.gpu_mem)
+                     ? fmt::format(" fits, {} free",
+                                   human_bytes(static_cast<uint64_t>(r.headroom(e.deployment.gpu_mem))))
+                     : fmt::format(" NO, {} short",
+                                   human_bytes(static_cast<uint64_t>(-r.headroom(e.deployment.gpu_mem))));
         return s;
     };
     std::cout << fmt::format("  {:<10} {:>34}", "TP", "before");
@@ -298,8 +298,8 @@ void print_fit_text(const EstimateFitResult& e, const EstimateFitRequest& q) {
             e.rules.max_why.empty() ? "no dead experts" : e.rules.max_why);
     if (e.fit) std::cout << option_message(fit_sentence(*e.fit)) << "\n";
     if (e.sweep.empty()) return;
-    std::cout << fmt::format("\nper GPU: weights + KV cache ({} tokens) + overhead {}\n", with_commas(q.ctx),
-                             human_bytes(q.overhead));
+    std::cout << fmt::format("\nper GPU: weights + KV cache ({} tokens) + overhead {}\n",
+                             with_commas(q.deployment.ctx), human_bytes(q.deployment.overhead));
     std::cout << fmt::format("  {:>6} {:>14} {:>24} {:>14}", "K", "size on disk", "parameters",
                              "decode/token");
     for (uint64_t n : e.tp) std::cout << fmt::format(" {:>12}", fmt::format("GPU at TP {}", n));
@@ -316,7 +316,8 @@ void print_fit_text(const EstimateFitResult& e, const EstimateFitRequest& q) {
 // --fit / --sweep: which K a budget allows, and the table over K.
 int run_estimate_fit(const EstimateCli& c) {
     if (!c.keeplist.empty()) throw UsageError("--fit and --sweep choose K themselves: give no --keeplist");
-    if (offload_option(c.llama).any() || !cache_types_option(c.llama).default_types())
+    const Deployment deployment = deployment_option(c.deploy);
+    if (deployment.offload.any() || !deployment.cache_types.default_types())
         throw UsageError(
             "--fit and --sweep count memory per GPU at tensor parallel N with an F16 cache: --cpu-moe, "
             "--n-cpu-moe, -ctk and -ctv are for the before/after tables");
@@ -328,10 +329,7 @@ int run_estimate_fit(const EstimateCli& c) {
     q.imatrices = c.imatrices;
     if (!c.fit.empty()) q.fit = parse_budget(c.fit);
     q.sweep = c.sweep;
-    q.tp = parse_tp_list(c.tp);
-    q.overhead = size_option("--overhead", c.overhead);
-    q.gpu_mem = gpu_mem_option(c.gpu_mem);
-    q.ctx = ctx_option(c.ctx);
+    q.deployment = deployment;
     // A memory budget counts the KV cache and the overhead as the sweep does: --ctx and --overhead
     // apply to it unless the budget names its own (and the two must then agree).
     if (q.fit && q.fit->kind == BudgetKind::kMemory) {
@@ -343,8 +341,8 @@ int run_estimate_fit(const EstimateCli& c) {
                 throw UsageError(fmt::format("--fit '{}' says {}={}, but {} says {}: give it once",
                                              q.fit->text, key, budget_value, option, option_value));
         };
-        take("ctx", q.fit->ctx, q.ctx, "--ctx");
-        take("overhead", q.fit->overhead, q.overhead, "--overhead");
+        take("ctx", q.fit->ctx, q.deployment.ctx, "--ctx");
+        take("overhead", q.fit->overhead, q.deployment.overhead, "--overhead");
     }
     q.svg = c.svg;
     q.tool_version = std::string(GGUF_REAP_TOOL);
@@ -369,12 +367,7 @@ int run_estimate(const EstimateCli& c) {
     in.keeplist_path = c.keeplist;
     in.neuron_plan_path = c.neuron_plan;
     in.drop_mtp = c.drop_mtp;
-    in.tp = parse_tp_list(c.tp);
-    in.overhead = size_option("--overhead", c.overhead);
-    in.gpu_mem = gpu_mem_option(c.gpu_mem);
-    in.ctx = ctx_option(c.ctx);
-    in.offload = offload_option(c.llama);
-    in.cache_types = cache_types_option(c.llama);
+    in.deployment = deployment_option(c.deploy);
     in.tool_version = std::string(GGUF_REAP_TOOL);
 
     // Open, read the keeplist / plan as splice would, compute, report.
@@ -396,14 +389,7 @@ Command add_estimate(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--keeplist", o->keeplist, "keeplist.json (or a {\"drop\": ...} spec): experts kept");
     sub->add_option("--neuron-plan", o->neuron_plan, "plan.npz from `plan-width`: expert FFN channels kept");
     sub->add_flag("--drop-mtp", o->drop_mtp, "The after figures of `splice --drop-mtp` (no nextn blocks)");
-    sub->add_option("--tp", o->tp, "Tensor-parallel degrees, comma-separated (1 is always shown)")
-        ->capture_default_str();
-    sub->add_option("--overhead", o->overhead,
-                    "Memory per GPU besides weights and KV cache (activations, CUDA graphs, buffers)")
-        ->capture_default_str();
-    sub->add_option("--gpu-mem", o->gpu_mem, "Memory per GPU (e.g. 141GiB, 80G): say whether it fits");
-    sub->add_option("--ctx", o->ctx, "Tokens of KV cache to budget per GPU (all sequences together)")
-        ->capture_default_str();
+    add_deployment_options(*sub, o->deploy);
     sub->add_option("--fit", o->fit,
                     "The most experts that fit: size=277GB, or memory=288GiB[,ctx=N][,overhead=SIZE][,tp=N]")
         ->type_name("BUDGET");
@@ -412,7 +398,6 @@ Command add_estimate(CLI::App& app, const GlobalOptions&) {
     sub->add_option("--imatrix", o->imatrices,
                     "NAME=FILE or FILE, repeatable: dead experts (rank's rule) bound K for --fit and --sweep")
         ->type_name("FILE");
-    add_llama_cpp_options(*sub, o->llama);
     sub->add_flag("--json", o->json, "Print one JSON document on stdout");
     return {sub, [o] { return run_estimate(*o); }};
 }

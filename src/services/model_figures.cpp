@@ -164,7 +164,7 @@ bool element_cuts_exact(const WidthRules& rules, const NeuronPlan& plan) {
 
 std::vector<FitRow> fit_rows(const ModelFigures& f, const KvFigures& kv, const EstimateResult& e) {
     std::vector<FitRow> rows;
-    for (uint64_t n : e.tp) rows.push_back(fit_row(f, kv, n, e.ctx, e.overhead));
+    for (uint64_t n : e.tp) rows.push_back(fit_row(f, kv, n, e.deployment.ctx, e.deployment.overhead));
     return rows;
 }
 
@@ -196,6 +196,10 @@ HostSplit host_split(const ModelFigures& f, const KvFigures& kv, const Offload& 
 
 int64_t FitRow::headroom(uint64_t gpu_mem) const {
     return static_cast<int64_t>(gpu_mem) - static_cast<int64_t>(need());
+}
+
+std::string tp_list_text(const std::vector<uint64_t>& tp) {
+    return fmt::format("{}", fmt::join(tp, ","));
 }
 
 std::vector<uint64_t> parse_tp_list(std::string_view text) {
@@ -325,21 +329,18 @@ EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) 
     e.expert_used_count = layout.expert_used_count;
     e.tied_embeddings = model.find_tensor(kOutputProjectionName) == nullptr;
     // Headroom is signed: keep the sizes where gpu_mem − need cannot wrap.
-    if (in.gpu_mem > uint64_t{INT64_MAX} || in.overhead > uint64_t{INT64_MAX})
+    if (in.deployment.gpu_mem > uint64_t{INT64_MAX} || in.deployment.overhead > uint64_t{INT64_MAX})
         throw RequestError(
             {RequestField::kGpuMem, " and ", RequestField::kOverhead, " must be less than 8 EiB"});
-    e.overhead = in.overhead;
-    e.gpu_mem = in.gpu_mem;
-    e.ctx = in.ctx;
-    std::set<uint64_t> tp(in.tp.begin(), in.tp.end());
+    e.deployment = in.deployment;
+    std::set<uint64_t> tp(in.deployment.tp.begin(), in.deployment.tp.end());
     tp.insert(1);
     e.tp.assign(tp.begin(), tp.end());
 
     const std::vector<Shaped> before = model_shapes(model, layout);
     e.before = figures(before, layout.expert_count, layout.expert_used_count, e.tied_embeddings);
     e.before.file_bytes = model.total_bytes();
-    e.kv = kv_cache_figures(model, in.cache_types);
-    e.offload = in.offload;
+    e.kv = kv_cache_figures(model, in.deployment.cache_types);
 
     const bool pruned = !in.keeplist_path.empty() || !in.neuron_plan_path.empty();
     if (pruned && layout.blocks.empty())
@@ -365,8 +366,11 @@ EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) 
 
     e.fits_before = fit_rows(e.before, e.kv, e);
     if (e.after) e.fits_after = fit_rows(*e.after, e.kv, e);
-    e.split_before = host_split(e.before, e.kv, e.offload, e.ctx, e.overhead);
-    if (e.after) e.split_after = host_split(*e.after, e.kv, e.offload, e.ctx, e.overhead);
+    e.split_before =
+        host_split(e.before, e.kv, e.deployment.offload, e.deployment.ctx, e.deployment.overhead);
+    if (e.after)
+        e.split_after =
+            host_split(*e.after, e.kv, e.deployment.offload, e.deployment.ctx, e.deployment.overhead);
     return e;
 }
 

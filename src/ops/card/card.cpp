@@ -175,10 +175,10 @@ void budget_of_build(const CardRequest& q, const OpenedModel& out, const RankKee
         return;
     }
     EstimateRequest est;
-    est.tp = {m.fit_tp};
-    est.ctx = m.fit_ctx;
-    est.overhead = m.fit_overhead;
-    est.cache_types = q.cache_types;
+    est.deployment.tp = {m.fit_tp};
+    est.deployment.ctx = m.fit_ctx;
+    est.deployment.overhead = m.fit_overhead;
+    est.deployment.cache_types = q.deployment.cache_types;
     est.tool_version = q.tool_version;
     est.model = out.path;
     const EstimateResult e = estimate_model(out.set, est);
@@ -328,16 +328,16 @@ const char* kld_verdict(double kld) {
 
 // The hardware table: estimate of the build itself.
 void add_hardware(const CardRequest& q, const OpenedModel& out, CardFacts& f) {
-    f.gpu_mem = q.gpu_mem;
-    f.overhead = q.overhead;
-    f.ctx = q.ctx;
+    f.gpu_mem = q.deployment.gpu_mem;
+    f.overhead = q.deployment.overhead;
+    f.ctx = q.deployment.ctx;
     f.kv_bytes_per_token = out.estimate.kv.bytes_per_token;
     f.kv_kind = kv_kind_name(out.estimate.kv.kind);
-    f.cache_type_k = kv_cache_type_name(q.cache_types.k);
-    f.cache_type_v = kv_cache_type_name(q.cache_types.v);
-    f.offload_flag = q.offload.flag();
+    f.cache_type_k = kv_cache_type_name(q.deployment.cache_types.k);
+    f.cache_type_v = kv_cache_type_name(q.deployment.cache_types.v);
+    f.offload_flag = q.deployment.offload.flag();
     f.host.split = out.estimate.split_before;
-    if (q.gpu_mem) f.host.fits = f.host.split.gpu_total() <= q.gpu_mem;
+    if (q.deployment.gpu_mem) f.host.fits = f.host.split.gpu_total() <= q.deployment.gpu_mem;
     for (const FitRow& r : out.estimate.fits_before) {
         CardFitRow row{r.tp,
                        r.weights,
@@ -346,7 +346,7 @@ void add_hardware(const CardRequest& q, const OpenedModel& out, CardFacts& f) {
                        r.need(),
                        std::nullopt,
                        out.estimate.kv.bytes_per_token_per_rank(r.tp)};
-        if (q.gpu_mem) row.fits = r.fits(q.gpu_mem);
+        if (q.deployment.gpu_mem) row.fits = r.fits(q.deployment.gpu_mem);
         f.fits.push_back(row);
     }
 }
@@ -358,12 +358,12 @@ namespace ops {
 CardResult card(const CardRequest& q, const Events& events) {
     // Open both models: shapes, sizes, decode figures and the hardware table (inspect + estimate).
     EstimateRequest est;
-    est.tp = q.tp;
-    est.gpu_mem = q.gpu_mem;
-    est.overhead = q.overhead;
-    est.ctx = q.ctx;
-    est.cache_types = q.cache_types;
-    est.offload = q.offload;
+    est.deployment.tp = q.deployment.tp;
+    est.deployment.gpu_mem = q.deployment.gpu_mem;
+    est.deployment.overhead = q.deployment.overhead;
+    est.deployment.ctx = q.deployment.ctx;
+    est.deployment.cache_types = q.deployment.cache_types;
+    est.deployment.offload = q.deployment.offload;
     est.tool_version = q.tool_version;
     if (!q.out_path.empty() && fs::is_directory(q.out_path))
         throw RequestError(

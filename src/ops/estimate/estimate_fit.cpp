@@ -55,15 +55,16 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
     }
     if (q.fit) out.fit = fit_budget(m, *q.fit, out.rules);
     if (!q.sweep) return out;
-    std::set<uint64_t> tp(q.tp.begin(), q.tp.end());
+    std::set<uint64_t> tp(q.deployment.tp.begin(), q.deployment.tp.end());
     out.tp.assign(tp.begin(), tp.end());
     std::vector<int64_t> extra;
     if (out.dead_only && !out.rules.refusal(*out.dead_only)) extra.push_back(*out.dead_only);
     if (out.fit) extra.push_back(out.fit->at.k);
-    out.sweep = sweep(m, sweep_counts(out.rules, extra), out.tp, q.ctx, q.overhead);
+    out.sweep = sweep(m, sweep_counts(out.rules, extra), out.tp, q.deployment.ctx, q.deployment.overhead);
     if (!q.svg.empty()) {
         SweepPlot plot;
-        if (q.gpu_mem) plot.lines.push_back({"GPU memory " + human_bytes(q.gpu_mem), q.gpu_mem});
+        if (q.deployment.gpu_mem)
+            plot.lines.push_back({"GPU memory " + human_bytes(q.deployment.gpu_mem), q.deployment.gpu_mem});
         if (q.fit) plot.lines.push_back({"budget " + q.fit->text, q.fit->bytes});
         plot.title = fmt::format("{}: size and per-GPU memory against K (of {} experts)",
                                  std::filesystem::path(out.model_path).filename().string(), out.expert_count);
@@ -74,8 +75,8 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
             plot.chosen = out.fit->at.k;
             plot.chosen_label = "budget " + q.fit->text;
         }
-        plot.ctx = q.ctx;
-        plot.overhead = q.overhead;
+        plot.ctx = q.deployment.ctx;
+        plot.overhead = q.deployment.overhead;
         const std::string text = render_sweep_svg(plot, out.sweep);
         try {
             svg->write_at(0, text.data(), text.size());
