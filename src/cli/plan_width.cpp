@@ -16,7 +16,8 @@ namespace {
 
 struct PlanWidthCli {
     std::vector<std::string> imatrices;
-    std::string model, out, receipt, granularity = "channel";
+    std::string model, out, receipt;
+    std::string granularity = PlanWidthRequest{}.granularity == Granularity::kBlock ? "block" : "channel";
     int64_t k = 0;
     bool force = false, json = false;
 };

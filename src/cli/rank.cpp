@@ -27,7 +27,7 @@ struct RankCli {
     std::string criterion = criterion_name(RankOptions{}.criterion);
     std::string consensus = consensus_name(RankOptions{}.consensus);
     std::optional<int64_t> keep, prune;
-    double super_channel_ratio = 100.0;
+    double super_channel_ratio = RankOptions{}.super_channel_ratio;
     bool json = false, force = false, no_hash = false, strict = false;
     int threads = 0;
 };

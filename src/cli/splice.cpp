@@ -16,6 +16,15 @@ namespace gguf_reap::cli {
 
 namespace {
 
+// --copy-method's spellings.
+constexpr std::pair<CopyMethod, const char*> kCopyMethods[] = {
+    {CopyMethod::kAuto, "auto"}, {CopyMethod::kKernel, "copy_file_range"}, {CopyMethod::kReadWrite, "pread"}};
+std::string copy_method_spelling(CopyMethod m) {
+    for (const auto& [method, spelling] : kCopyMethods)
+        if (m == method) return spelling;
+    return "auto";
+}
+
 struct SpliceCli {
     std::string model;
     std::string keeplist;
@@ -35,7 +44,7 @@ struct SpliceCli {
     bool no_resume = false;
     std::string imatrix_in;
     std::string imatrix_out;
-    std::string copy_method = "auto";
+    std::string copy_method = copy_method_spelling(ops::SpliceRequest{}.method);
 };
 
 SpliceOptions splice_options(const SpliceCli& c) {
@@ -67,9 +76,8 @@ SpliceOptions splice_options(const SpliceCli& c) {
 }
 
 CopyMethod parse_method(const std::string& m) {
-    if (m == "auto") return CopyMethod::kAuto;
-    if (m == "copy_file_range") return CopyMethod::kKernel;
-    if (m == "pread") return CopyMethod::kReadWrite;
+    for (const auto& [method, spelling] : kCopyMethods)
+        if (m == spelling) return method;
     throw UsageError(fmt::format("--copy-method '{}': expected auto, copy_file_range or pread", m));
 }
 
