@@ -96,6 +96,7 @@ using ChunkPtr = std::shared_ptr<Chunk>;
 struct Stream {
     std::deque<ChunkPtr> chunks;  // announcement order, unread ones only
     uint64_t ahead = 0;           // bytes fetched or being fetched, not freed
+    bool ended = false;           // nothing more will be announced (RemoteFile::end_stream)
 };
 
 struct Window {
@@ -197,12 +198,20 @@ struct RemoteEngine {
             if (s.ahead >= best_ahead) continue;
             for (const ChunkPtr& c : s.chunks)
                 if (c->state == ChunkState::kQueued) {
+                    if (held_back(s, c)) break;
                     best = c;
                     best_ahead = s.ahead;
                     break;
                 }
         }
         return best;
+    }
+
+    // The last request of a stream still being announced, while the gap policy may grow it: fetched
+    // once more is announced or the stream ends (or by its reader, which then needs it), never ahead,
+    // so that the ranges are merged into requests the same way whatever the timing.
+    static bool held_back(const Stream& s, const ChunkPtr& c) {  // under mu
+        return !s.ended && c == s.chunks.back() && c->len < kChunkMax;
     }
 
     void claim(const ChunkPtr& c) {  // under mu
