@@ -15,33 +15,26 @@ Prefetcher::~Prefetcher() {
 void Prefetcher::add(const InputFile& file, uint64_t offset, uint64_t length) {
     if (length == 0) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (RemoteFile* remote = file.remote()) {
-        if (!stream_) stream_ = RemoteFile::open_stream();
-        remote_.push_back({remote, offset, length});
-        return;
-    }
-    ranges_.push_back({file.fd(), offset, length});
+    if (file.remote() && !stream_) stream_ = RemoteFile::open_stream();
+    ranges_.push_back({&file, offset, length});
 }
 
 void Prefetcher::advance(uint64_t consumed) {
     std::lock_guard<std::mutex> lock(mu_);
-    // Runs of one file's ranges, in the order the pass reads them.
-    for (size_t i = 0; i < remote_.size();) {
-        std::vector<std::pair<uint64_t, uint64_t>> run;
-        size_t j = i;
-        for (; j < remote_.size() && remote_[j].file == remote_[i].file; ++j)
-            run.emplace_back(remote_[j].offset, remote_[j].length);
-        remote_[i].file->announce(stream_, run);
-        i = j;
-    }
-    remote_.clear();
     consumed_ = std::max(consumed_, consumed);
     if (issued_ >= consumed_ + horizon_ / 2 && issued_ > 0) return;
     const uint64_t target = consumed_ + horizon_;
     while (issued_ < target && next_ < ranges_.size()) {
         const Range& r = ranges_[next_];
+        if (RemoteFile* remote = r.file->remote()) {  // whole: the read-ahead cuts it into requests
+            announce_remote(remote, r.offset + within_, r.length - within_);
+            issued_ += r.length - within_;
+            ++next_;
+            within_ = 0;
+            continue;
+        }
         const uint64_t n = std::min(r.length - within_, target - issued_);
-        announce(r.fd, r.offset + within_, n);
+        announce(r.file->fd(), r.offset + within_, n);
         issued_ += n;
         within_ += n;
         if (within_ < r.length) break;  // the rest of this range next time
@@ -49,6 +42,23 @@ void Prefetcher::advance(uint64_t consumed) {
         within_ = 0;
     }
     flush();
+    flush_remote();
+    if (stream_ && !ended_ && next_ == ranges_.size()) {
+        RemoteFile::end_stream(stream_);
+        ended_ = true;
+    }
+}
+
+void Prefetcher::announce_remote(RemoteFile* file, uint64_t offset, uint64_t length) {
+    if (file != batch_file_) flush_remote();
+    batch_file_ = file;
+    batch_.emplace_back(offset, length);
+}
+
+void Prefetcher::flush_remote() {
+    if (batch_file_ && !batch_.empty()) batch_file_->announce(stream_, batch_);
+    batch_file_ = nullptr;
+    batch_.clear();
 }
 
 void Prefetcher::announce(int fd, uint64_t offset, uint64_t length) {

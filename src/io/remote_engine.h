@@ -3,6 +3,8 @@
 // buffers they fill, under one memory budget.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -39,8 +42,9 @@ constexpr uint64_t kChunkMax = uint64_t{4} << 20;
 // bounded by the connections, not by the budget, and a link with latency is kept busy (with the
 // buffer taken at the request, at most six requests of 4 MiB were in flight, and 40 ms before every
 // response made a splice 2.6x slower; docs/performance.md "Remote"). Chunks live in buffers of
-// kChunkMax that are reused, never returned to malloc: freed and allocated again by eleven threads,
-// 4 MiB blocks stayed in glibc's per-thread arenas and a splice peaked at 99 MiB.
+// kChunkMax that are reused (freed and allocated again by eleven threads, 4 MiB blocks stayed in
+// glibc's per-thread arenas and a splice peaked at 99 MiB), mapped from the kernel, not taken from
+// malloc (Buffer, below).
 constexpr uint64_t kBudget = uint64_t{24} << 20;
 // Gap policy (docs/remote.md, measured in docs/performance.md "Remote"): two announced ranges of one
 // stream become one request when the gap between them is at most 256 KiB and the unread bytes of the
@@ -60,13 +64,29 @@ unsigned connections() {
 
 enum class ChunkState { kQueued, kFetching, kDone, kFailed, kFreed };
 
+// A chunk's buffer: kChunkMax bytes mapped for it and unmapped when it goes, never malloc's. glibc
+// maps a block that large only until it frees a mapped block as large: it then raises its threshold
+// and serves such blocks from the arenas of the threads that ask (sixteen fetching threads here),
+// which keep their pages once freed. With malloc's buffers a 13 GB splice peaked at 77-81 MiB; with
+// glibc's threshold held at 128 KiB (GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072), or with
+// these, at 47-50 MiB (docs/performance.md "Remote").
+struct Unmap {
+    void operator()(uint8_t* p) const { ::munmap(p, kChunkMax); }
+};
+using Buffer = std::unique_ptr<uint8_t, Unmap>;
+inline Buffer map_buffer() {
+    void* p = ::mmap(nullptr, kChunkMax, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return Buffer(static_cast<uint8_t*>(p));
+}
+
 struct Chunk {
     RemoteFile* file = nullptr;
     uint64_t stream = 0;
     uint64_t off = 0, len = 0;
     uint64_t needed = 0;  // announced bytes not read yet
     ChunkState state = ChunkState::kQueued;
-    std::unique_ptr<uint8_t[]> data;
+    Buffer data;
     std::exception_ptr error;
     bool orphan = false;  // its stream closed while it was being fetched
     bool wanted = false;  // a reader waits for it
@@ -76,6 +96,7 @@ using ChunkPtr = std::shared_ptr<Chunk>;
 struct Stream {
     std::deque<ChunkPtr> chunks;  // announcement order, unread ones only
     uint64_t ahead = 0;           // bytes fetched or being fetched, not freed
+    bool ended = false;           // nothing more will be announced (RemoteFile::end_stream)
 };
 
 struct Window {
@@ -102,20 +123,20 @@ struct RemoteEngine {
     std::map<RemoteFile*, uint64_t> window_size;
     std::vector<std::thread> threads;
     bool stop = false;
-    std::vector<std::unique_ptr<uint8_t[]>> spare;  // chunk buffers not in use
+    std::vector<Buffer> spare;  // chunk buffers not in use
     // Every file opened, by path. The engine owns them: a worker may be fetching for any of them until
     // the threads are joined, so they are destroyed after that, in ~RemoteEngine (a registry of its own,
     // a static constructed after the engine, was destroyed first at exit, under a running fetch).
     std::mutex open_mu;
     std::map<std::string, std::shared_ptr<RemoteFile>> files;
 
-    std::unique_ptr<uint8_t[]> buffer() {  // under mu
-        if (spare.empty()) return std::make_unique_for_overwrite<uint8_t[]>(kChunkMax);
+    Buffer buffer() {  // under mu
+        if (spare.empty()) return map_buffer();
         auto b = std::move(spare.back());
         spare.pop_back();
         return b;
     }
-    void give_back(std::unique_ptr<uint8_t[]> b) {  // under mu
+    void give_back(Buffer b) {  // under mu
         if (b && spare.size() < kBudget / kChunkMax + 1) spare.push_back(std::move(b));
     }
 
@@ -177,12 +198,20 @@ struct RemoteEngine {
             if (s.ahead >= best_ahead) continue;
             for (const ChunkPtr& c : s.chunks)
                 if (c->state == ChunkState::kQueued) {
+                    if (held_back(s, c)) break;
                     best = c;
                     best_ahead = s.ahead;
                     break;
                 }
         }
         return best;
+    }
+
+    // The last request of a stream still being announced, while the gap policy may grow it: fetched
+    // once more is announced or the stream ends (or by its reader, which then needs it), never ahead,
+    // so that the ranges are merged into requests the same way whatever the timing.
+    static bool held_back(const Stream& s, const ChunkPtr& c) {  // under mu
+        return !s.ended && c == s.chunks.back() && c->len < kChunkMax;
     }
 
     void claim(const ChunkPtr& c) {  // under mu

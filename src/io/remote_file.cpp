@@ -192,6 +192,15 @@ void RemoteFile::announce(uint64_t stream, const std::vector<std::pair<uint64_t,
     e.work_cv.notify_all();
 }
 
+void RemoteFile::end_stream(uint64_t stream) {  // static
+    RemoteEngine& e = RemoteEngine::get();
+    std::lock_guard<std::mutex> lock(e.mu);
+    auto si = e.streams.find(stream);
+    if (si == e.streams.end()) return;
+    si->second.ended = true;
+    e.work_cv.notify_all();
+}
+
 void RemoteFile::close_stream(uint64_t stream) {  // static
     RemoteEngine& e = RemoteEngine::get();
     std::lock_guard<std::mutex> lock(e.mu);

@@ -63,8 +63,13 @@ class RemoteFile {
     // turn. Closing it frees whatever it still holds.
     static uint64_t open_stream();
     static void close_stream(uint64_t stream);
-    // Ranges (offset, length) the stream will read, in order, after those announced before.
+    // Ranges (offset, length) the stream will read, in order, after those announced before. The stream's
+    // last request is not fetched ahead until the stream is ended or more is announced (it may still grow
+    // by the gap policy), so that the requests are the same however the announcements are timed; its
+    // reader fetches it itself if it gets there first.
     void announce(uint64_t stream, const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+    // Nothing more will be announced on the stream.
+    static void end_stream(uint64_t stream);
 
     ~RemoteFile() = default;  // at exit, after the fetching threads are joined
     RemoteFile(const RemoteFile&) = delete;
