@@ -36,8 +36,6 @@ set -euo pipefail
 die() { echo "release.sh: $*" >&2; exit 2; }
 say() { echo "release.sh: $*" >&2; }
 REAP=${GGUF_REAP:-gguf-reap}
-command -v "$REAP" >/dev/null || die "gguf-reap not found (set GGUF_REAP or put it on PATH)"
-command -v python3 >/dev/null || die "python3 is needed to read gguf-reap's JSON"
 
 ORIG_ARGS=("$@")
 MODEL="" BUDGET="" DIR="" LOCAL="" NAME="" HF_REPO="" NO_EVAL=0
@@ -68,6 +66,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 { [ -n "$MODEL" ] && [ -n "$BUDGET" ] && [ -n "$DIR" ]; } || die "usage: release.sh ORG/REPO:QUANT BUDGET [NAME=TEXT...] -o DIR (see --help)"
+command -v "$REAP" >/dev/null || die "gguf-reap not found (set GGUF_REAP or put it on PATH)"
+command -v python3 >/dev/null || die "python3 is needed to read gguf-reap's JSON"
 case $MODEL in hf://*) ;; *) MODEL=hf://$MODEL ;; esac
 case $MODEL in hf://*/*:*) ;; *) die "$MODEL: the model is ORG/REPO:QUANT[@REVISION]" ;; esac
 [ ${#TEXTS[@]} -gt 0 ] || [ ${#IMATRICES[@]} -gt 0 ] ||

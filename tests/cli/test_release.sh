@@ -202,6 +202,15 @@ expect_err "release.sh: eval: $BIN eval $WORK/r6/build/$NAME --source hf://org/t
 [ "$(served_bytes)" = 0 ] && _pass || _fail "the Hub sent $(served_bytes) bytes of files"
 same_folder "$WORK/r1/upload" "$WORK/r6/upload" && _pass || _fail "the folder differs from the plain run's"
 
+case_ "--help needs no gguf-reap on PATH; a missing gguf-reap is refused in one line"
+run env -u GGUF_REAP PATH=/usr/bin:/bin "$SCRIPT_SH" --help
+expect_code 0
+expect_out "examples/release.sh [OPTIONS] ORG/REPO:QUANT[@REVISION] BUDGET [NAME=TEXT...] -o DIR"
+run env -u GGUF_REAP PATH=/usr/bin:/bin "$SCRIPT_SH" org/tiny-GGUF:Q8_0 size=3.5MB python="$WORK/python.txt" -o "$WORK/r5"
+expect_code 2
+expect_err "release.sh: gguf-reap not found (set GGUF_REAP or put it on PATH)"
+expect_err_lines 1
+
 case_ "usage: refused with one line"
 run "$SCRIPT_SH" org/tiny-GGUF:Q8_0 size=3.5MB -o "$WORK/r5"
 expect_code 2
