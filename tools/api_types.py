@@ -21,7 +21,9 @@ DEFINED = re.compile(r'^\s*(?:class|struct|enum(?:\s+class)?|union)\s+(\w+)\b[^;
 ALIAS = re.compile(r'^\s*using\s+(\w+)\s*=', re.M)
 # A declaration: a return type, a name, a parameter list, then ";" or a body. Member variables (no
 # parentheses) and macros are not matched.
-FUNCTION = re.compile(r'(?:^|[;{}]\s*)([A-Za-z_][\w:<>,\s*&]*?)\b(\w+)\s*\(([^;{}()]*(?:\([^()]*\)[^;{}()]*)*)\)'
+# A parameter may have a default, `= {}` or `= f(x)`.
+FUNCTION = re.compile(r'(?:^|[;{}]\s*)([A-Za-z_][\w:<>,\s*&]*?)\b(\w+)\s*\('
+                      r'((?:[^;{}()]|\{\})*(?:\([^()]*\)(?:[^;{}()]|\{\})*)*)\)'
                       r'\s*(?:const)?\s*(?:noexcept)?\s*(?:;|\{|=)', re.M)
 
 
