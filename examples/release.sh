@@ -77,6 +77,23 @@ case $MODEL in hf://*/*:*) ;; *) die "$MODEL: the model is ORG/REPO:QUANT[@REVIS
 for t in "${TEXTS[@]}" "${HELDOUT[@]}"; do [ -f "${t#*=}" ] || die "${t#*=}: no such file"; done
 [ -z "$LOCAL" ] || [ -f "$LOCAL" ] || die "$LOCAL: no such file"
 
+# split OPTION ARGS: WORDS, the words of ARGS as a shell splits them (quotes kept together, nothing
+# expanded); words a shell would not take (an unclosed quote) are refused, naming OPTION.
+split() {
+    WORDS=()
+    [ -n "$2" ] || return 0
+    local words
+    words=$(python3 -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$2" 2>/dev/null) ||
+        die "$1 '$2': not words a shell would read (an unclosed quote?)"
+    mapfile -t WORDS <<<"$words"
+}
+# Every --*-args is read now, so that a typo fails before the first step rather than after hours.
+split --calibrate-args "$CALIBRATE_ARGS"
+split --rank-args "$RANK_ARGS"
+split --splice-args "$SPLICE_ARGS"
+split --eval-args "$EVAL_ARGS"
+split --card-args "$CARD_ARGS"
+
 # The run's record: the same arguments, or another DIR.
 S=$DIR/.release
 mkdir -p "$S"
@@ -114,11 +131,6 @@ to() {
     mv "$file.part" "$file"
 }
 json() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"; }
-# split ARGS: WORDS, the words of ARGS as a shell splits them (quotes kept together, nothing expanded).
-split() {
-    WORDS=()
-    [ -z "$1" ] || mapfile -t WORDS < <(python3 -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$1")
-}
 
 # 1. Pin the revision: inspect reads the headers only; every later step names the commit it found.
 step inspect to "$DIR/inspect.json" "$REAP" inspect --json "$MODEL"
@@ -134,7 +146,7 @@ SOURCE_LOCAL=${LOCAL:-$PINNED}
 RANK_INPUTS=()
 CALIBRATION=()
 if [ ${#TEXTS[@]} -gt 0 ]; then
-    split "$CALIBRATE_ARGS"
+    split --calibrate-args "$CALIBRATE_ARGS"
     args=(calibrate --model "$SOURCE_LOCAL" -o "$DIR/calibrate")
     for t in "${TEXTS[@]}"; do args+=(--text "$t"); done
     step calibrate "$REAP" "${args[@]}" "${WORDS[@]}"
@@ -145,7 +157,7 @@ else
 fi
 
 # 4. Rank to the budget. --force: a rank stopped before it finished starts over.
-split "$RANK_ARGS"
+split --rank-args "$RANK_ARGS"
 step rank "$REAP" rank "${RANK_INPUTS[@]}" --model "$PINNED" --fit "$BUDGET" -o "$DIR/rank" --force "${WORDS[@]}"
 
 # 5. Splice from the Hub (it resumes by itself).
@@ -164,7 +176,7 @@ PY
     )
 fi
 mkdir -p "$DIR/build"
-split "$SPLICE_ARGS"
+split --splice-args "$SPLICE_ARGS"
 step splice to "$DIR/splice.json" "$REAP" splice "$PINNED" --keeplist "$DIR/rank/keeplist.json" \
     -o "$DIR/build/$NAME" --json "${WORDS[@]}"
 OUT=$(json "$DIR/splice.json" "d['outputs'][0]['path']")
@@ -176,7 +188,7 @@ step audit to "$DIR/audit.json" "$REAP" audit "$OUT" --source "$PINNED" \
 # 7. Eval, where a local copy exists.
 EVAL=()
 if [ "$NO_EVAL" = 0 ]; then
-    split "$EVAL_ARGS"
+    split --eval-args "$EVAL_ARGS"
     args=(eval "$OUT" --source "$SOURCE_LOCAL" -o "$DIR/eval/eval.json" "${CALIBRATION[@]}")
     for t in "${HELDOUT[@]}"; do args+=(--text "$t"); done
     [ ${#HELDOUT[@]} -gt 0 ] || for t in "${TEXTS[@]}"; do args+=(--text "$t"); done
@@ -202,7 +214,7 @@ if [ "$NO_EVAL" = 0 ]; then
 fi
 
 # 8. The card, and the folder to upload. --force: a card stopped while it put its files starts over.
-split "$CARD_ARGS"
+split --card-args "$CARD_ARGS"
 args=(card "$OUT" --source "$PINNED" --rank "$DIR/rank" --audit "$DIR/audit.json"
     --manifest "$DIR/build/MANIFEST.json" "${EVAL[@]}" "${CALIBRATION[@]}" --upload-dir "$DIR/upload")
 [ -z "$HF_REPO" ] || args+=(--hf-repo "$HF_REPO")

@@ -8,6 +8,7 @@
 # ctest-parts: llama
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/http_lib.sh"
+set -o pipefail
 TR=$FIX/trained
 have_fixtures || skip_all "the trained fixture ($FIX/trained) is not here"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -210,6 +211,13 @@ run env -u GGUF_REAP PATH=/usr/bin:/bin "$SCRIPT_SH" org/tiny-GGUF:Q8_0 size=3.5
 expect_code 2
 expect_err "release.sh: gguf-reap not found (set GGUF_REAP or put it on PATH)"
 expect_err_lines 1
+
+case_ "a --*-args a shell would not read: refused before anything runs"
+run "$SCRIPT_SH" "${ARGS[@]}" --eval-args "--ctx '128" -o "$WORK/r7"
+expect_code 2
+expect_err "release.sh: --eval-args '--ctx '128': not words a shell would read (an unclosed quote?)"
+expect_err_lines 1
+[ ! -e "$WORK/r7" ] && _pass || _fail "the run began: $(ls -A "$WORK/r7")"
 
 case_ "usage: refused with one line"
 run "$SCRIPT_SH" org/tiny-GGUF:Q8_0 size=3.5MB -o "$WORK/r5"
