@@ -363,6 +363,25 @@ TEST(GenModel, BadArgumentsExitTwoNamingTheOption) {
     EXPECT_NE(r.err.find("--output is required"), std::string::npos) << r.err;
 }
 
+// `each FILE` runs a command per line in one process: the same bytes as one process per command; a line
+// that fails is named, leaves no file, and the lines after it still run; the exit is the first failure's.
+TEST(GenEach, RunsEveryLineAsItsOwnCommandWouldRun) {
+    TempDir d;
+    gen(fmt::format("model --arch qwen3moe -o {} --set-key qwen3moe.expert_count=4", d.file("alone.gguf")));
+    std::ofstream(d.file("each")) << fmt::format(
+                                         "model --arch qwen3moe -o {} --set-key qwen3moe.expert_count=4\n",
+                                         d.file("a.gguf"))
+                                  << fmt::format("model --arch nosuch -o {}\n\n", d.file("b.gguf"))
+                                  << fmt::format("model --arch afmoe -o {}\n", d.file("c.gguf"));
+    const auto r = run_gen("each " + d.file("each"));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(d.file("each") + ": line 2 exited 2"), std::string::npos) << r.err;
+    EXPECT_EQ(sha256_of(d.file("a.gguf")), sha256_of(d.file("alone.gguf")));
+    EXPECT_FALSE(std::filesystem::exists(d.file("b.gguf")));
+    EXPECT_TRUE(std::filesystem::exists(d.file("c.gguf")));
+    EXPECT_EQ(run_gen("each " + d.file("missing")).exit_code, 2);
+}
+
 // The architecture table (model/architectures.cpp) and the generator's presets (tools/gen/archs/) name
 // the same architectures: adding one to either without the other fails here, naming it.
 TEST(GenModel, PresetsAreTheArchitectureTable) {
