@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "model/tensor_table.h"
+#include "test_util.h"
 
 namespace gguf_reap {
 namespace {
@@ -38,19 +39,8 @@ std::set<std::string> families(const ArchInfo& a) {
     return f;
 }
 
-std::vector<std::string> sample() {
-    std::ifstream in(fmt::format("{}/live-sample.txt", GGUF_REAP_TEST_DATA));
-    std::vector<std::string> archs;
-    std::string line;
-    while (std::getline(in, line)) {
-        const std::string word = line.substr(0, line.find_first_of(" \t#"));
-        if (!word.empty()) archs.push_back(word);
-    }
-    return archs;
-}
-
 TEST(LiveSample, HoldsAnArchitectureOfEveryLoaderFamily) {
-    const auto archs = sample();
+    const auto archs = test::live_sample_archs();
     ASSERT_FALSE(archs.empty()) << "tests/data/live-sample.txt lists no architecture";
     std::set<std::string> covered;
     for (const std::string& name : archs) {

@@ -39,6 +39,22 @@ std::string fixtures_dir() {
     return "";
 }
 
+std::vector<std::string> live_sample_archs() {
+    std::ifstream in(std::string(GGUF_REAP_TEST_DATA) + "/live-sample.txt");
+    std::vector<std::string> archs;
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::string word = line.substr(0, line.find_first_of(" \t#"));
+        if (!word.empty()) archs.push_back(word);
+    }
+    return archs;
+}
+
+bool sanitizer_pass() {
+    const char* pass = std::getenv("GGUF_REAP_TEST_PASS");
+    return pass && std::string(pass) == "sanitizers";
+}
+
 std::string fixture(const std::string& rel) {
     return fixtures_dir() + "/" + rel;
 }

@@ -38,6 +38,13 @@ std::string fixtures_dir();
 std::string fixture(const std::string& rel);  // fixtures_dir() + "/" + rel
 const nlohmann::json& expected_json();        // parsed expected.json
 
+// The architectures of tests/data/live-sample.txt: between them every value of every column of the
+// architecture table (LiveSample.HoldsAnArchitectureOfEveryLoaderFamily).
+std::vector<std::string> live_sample_archs();
+// CI's sanitizer pass (GGUF_REAP_TEST_PASS=sanitizers, tools/setup.sh): a test that starts hundreds of
+// instrumented processes runs over live_sample_archs() there, and over every architecture elsewhere.
+bool sanitizer_pass();
+
 struct RunResult {
     int exit_code = -1;
     std::string out;

@@ -3,12 +3,15 @@
 //
 //   gguf-reap-gen model   -o OUT [--preset tiny|demo|kimi-k3] [shape, type and tensor options]
 //   gguf-reap-gen imatrix --model MODEL -o OUT [--format gguf|dat] [routing options]
+//   gguf-reap-gen each FILE   (one of the above per line of FILE, in one process)
 //
 // Options only parse here; planning and writing live in tools/gen/. Exit codes as gguf-reap's: 0 ok,
 // 2 bad arguments or input, 3 I/O, 130 interrupted.
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -205,7 +208,7 @@ struct ImatrixCommand {
     CLI::App* sub = nullptr;
 };
 
-int run(int argc, char** argv) {
+int run_one(int argc, char** argv) {
     CLI::App app{"gguf-reap-gen: synthetic MoE GGUF models and imatrix files for tests and benchmarks.",
                  "gguf-reap-gen"};
     app.require_subcommand(1);
@@ -238,6 +241,52 @@ int run(int argc, char** argv) {
         std::cerr << "gguf-reap-gen: error: internal error: " << e.what() << "\n";
         return kExitIo;
     }
+}
+
+// `each FILE`: a model or imatrix command per line of FILE (its words split at spaces, no quoting), run
+// one after another in this process; a line that fails is named on stderr and the rest still run. For
+// tests that make thousands of small files (test_loader_verdicts), where starting a process per file
+// cost more than writing it. A failed line leaves no file under its name, as a failed run does. Exit:
+// the first failed line's code, else 0.
+int run_each(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) {
+        std::cerr << "gguf-reap-gen: error: " << path << ": cannot open\n";
+        return kExitBadInput;
+    }
+    int first_failure = kExitOk;
+    std::string line;
+    for (size_t n = 1; std::getline(in, line); ++n) {
+        std::istringstream words(line);
+        std::vector<std::string> args{"gguf-reap-gen"};
+        for (std::string w; words >> w;) args.push_back(w);
+        if (args.size() == 1) continue;
+        int code = kExitBadInput;
+        if (args[1] == "each") {
+            std::cerr << "gguf-reap-gen: error: " << path << ": line " << n << ": each cannot nest\n";
+        } else {
+            std::vector<char*> argv;
+            for (std::string& a : args) argv.push_back(a.data());
+            code = run_one(static_cast<int>(argv.size()), argv.data());
+        }
+        if (code == kExitInterrupted) return code;
+        if (code != kExitOk) {
+            std::cerr << "gguf-reap-gen: " << path << ": line " << n << " exited " << code << "\n";
+            if (first_failure == kExitOk) first_failure = code;
+        }
+    }
+    return first_failure;
+}
+
+int run(int argc, char** argv) {
+    if (argc >= 2 && std::string_view(argv[1]) == "each") {
+        if (argc != 3) {
+            std::cerr << "gguf-reap-gen: error: usage: gguf-reap-gen each FILE\n";
+            return kExitBadInput;
+        }
+        return run_each(argv[2]);
+    }
+    return run_one(argc, argv);
 }
 
 }  // namespace
