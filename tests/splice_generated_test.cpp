@@ -114,7 +114,7 @@ TEST(SpliceGenerated, EveryExpertTensorClassGroupsMtpAlignment) {
     ShardSet out = ShardSet::open(dir.file("o.gguf"));
     // Per MoE block: router, router bias, exp_probs_b, gate_up, down, the down scale (a fused gate_up has
     // no per-expert scale in llama.cpp).
-    EXPECT_EQ(check_output(*s->model, out, keep_of(drop, 16), 16), 4u * 6u);
+    EXPECT_EQ(check_output(*s->opened->model, out, keep_of(drop, 16), 16), 4u * 6u);
     EXPECT_EQ(out.arch_uint("expert_count"), 8u);
     EXPECT_EQ(out.arch_uint("expert_used_count"), 4u);
     EXPECT_EQ(out.arch_uint("expert_group_count"), 4u);
@@ -143,7 +143,7 @@ TEST(SpliceGenerated, KQuantsFromAndToSplitSets) {
         auto s = test::splice_api(dir.file("m-00002-of-00003.gguf"), kl, prefix, o);
         ShardSet out = ShardSet::open(splice_output_paths(prefix, count).back());
         ASSERT_EQ(out.shards().size(), count);
-        EXPECT_EQ(check_output(*s->model, out, keep_of(drop, 16), 16),
+        EXPECT_EQ(check_output(*s->opened->model, out, keep_of(drop, 16), 16),
                   4u * 7u);  // router, gate, up, down, 3 biases
         EXPECT_EQ(out.arch_uint("expert_count"), 11u);
         // Shard 1 keeps general.alignment = 64; the others carry only split.* and so use 32, each
@@ -166,7 +166,7 @@ TEST(SpliceGenerated, TiedNoSharedKeepOne) {
     const std::string kl = test::write_text(dir.file("k.json"), drop_json(drop));
     auto s = test::splice_api(dir.file("m.gguf"), kl, dir.file("o"));
     ShardSet out = ShardSet::open(dir.file("o.gguf"));
-    EXPECT_GT(check_output(*s->model, out, keep_of(drop, 8), 8), 0u);
+    EXPECT_GT(check_output(*s->opened->model, out, keep_of(drop, 8), 8), 0u);
     EXPECT_EQ(out.arch_uint("expert_count"), 1u);
 }
 

@@ -80,7 +80,7 @@ TEST(SpliceImatrix, FixtureImatricesBothFormats) {
             ImatrixFile out = ImatrixFile::open(o.imatrix_out);
             ShardSet pruned = ShardSet::open(dir.file("m.gguf"));
             check_pruned(src, out, s->keeplist, pruned);
-            EXPECT_EQ(std::filesystem::file_size(o.imatrix_out), s->plan->imatrix->job.size);
+            EXPECT_EQ(std::filesystem::file_size(o.imatrix_out), s->opened->plan->imatrix->job.size);
             if (std::string(ext) == "gguf") {
                 // Same KVs byte for byte; 9 expert entries × 2 tensors lose 3 of 16 rows.
                 auto f = InputFile::open(o.imatrix_out);
@@ -88,7 +88,7 @@ TEST(SpliceImatrix, FixtureImatricesBothFormats) {
                 const Header sh = parse_gguf_header(src.file());
                 ASSERT_EQ(h.kvs.size(), sh.kvs.size());
                 for (size_t i = 0; i < h.kvs.size(); ++i) EXPECT_EQ(h.kvs[i].raw, sh.kvs[i].raw);
-                EXPECT_EQ(s->plan->imatrix->sliced_tensors, 18u);
+                EXPECT_EQ(s->opened->plan->imatrix->sliced_tensors, 18u);
             }
             if (std::string(spec) == "drop-dead" && std::string(ext) == "gguf") {
                 // Dead experts were never routed: the routing counts lose nothing.

@@ -65,14 +65,14 @@ TEST(SplicePlan, FixturesMatchOracleWithoutDisk) {
             SCOPED_TRACE(rel + " " + spec);
             auto s = splice_api(fixture(rel), drop_spec(spec), dir.file("never"), {}, /*execute=*/false);
             const auto& oracle = exp["pruning_oracle"][spec];
-            ASSERT_EQ(s->plan->shards.size(), 1u);
-            const PlannedFile& f = s->plan->shards[0];
+            ASSERT_EQ(s->opened->plan->shards.size(), 1u);
+            const PlannedFile& f = s->opened->plan->shards[0];
             EXPECT_EQ(f.tensors.size(), 70u);
             EXPECT_EQ(f.sliced_tensors, 15u);
             EXPECT_EQ(f.slabs, 15u * 13u);
-            EXPECT_EQ(s->plan->kept_expert_count, 13u);
+            EXPECT_EQ(s->opened->plan->kept_expert_count, 13u);
             for (const PlannedTensor& t : f.tensors) {
-                const auto bytes = test::planned_bytes(*s->plan, f.job, t.data_offset, t.info.nbytes);
+                const auto bytes = test::planned_bytes(*s->opened->plan, f.job, t.data_offset, t.info.nbytes);
                 const std::string sha = test::sha256_hex(bytes.data(), bytes.size());
                 if (oracle["pruned_tensor_data_sha256"].contains(t.info.name)) {
                     EXPECT_EQ(sha, oracle["pruned_tensor_data_sha256"][t.info.name].get<std::string>())
@@ -100,7 +100,7 @@ TEST(SplicePlan, AdjacentKeptSlabsMerge) {
     // drop-dead keeps 16 - 3 experts in runs: blk.1 drops 3, 7, 12 → runs 0-2, 4-6, 8-11, 13-15.
     auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("x"), {},
                         false);
-    for (const PlannedTensor& t : s->plan->shards[0].tensors) {
+    for (const PlannedTensor& t : s->opened->plan->shards[0].tensors) {
         if (t.info.name == "blk.1.ffn_down_exps.weight") {
             EXPECT_EQ(t.extents, 4u);
         } else if (t.info.name == "blk.2.ffn_up_exps.weight") {
@@ -117,8 +117,9 @@ TEST(SpliceRun, FixtureModelsMatchOracle) {
             TempDir dir;
             auto s = splice_api(fixture(rel), drop_spec(spec), dir.file("pruned"));
             ShardSet out = ShardSet::open(dir.file("pruned.gguf"));
-            expect_matches_oracle(*s->model, out, exp["pruning_oracle"][spec]);
-            EXPECT_EQ(std::filesystem::file_size(dir.file("pruned.gguf")), s->plan->shards[0].job.size);
+            expect_matches_oracle(*s->opened->model, out, exp["pruning_oracle"][spec]);
+            EXPECT_EQ(std::filesystem::file_size(dir.file("pruned.gguf")),
+                      s->opened->plan->shards[0].job.size);
             // Nothing else in the directory: no temporaries left.
             EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
         }
@@ -135,10 +136,10 @@ TEST(SpliceRun, ShardedSourceMatchesOracle) {
         // Opened from the middle shard: any shard names the set.
         auto s = splice_api(fixture("shards/tiny-deepseek2-IQ2_XXS-00002-of-00003.gguf"), drop_spec(spec),
                             dir.file("pruned"));
-        ASSERT_EQ(s->plan->shards.size(), 3u) << "as many shards as the source by default";
+        ASSERT_EQ(s->opened->plan->shards.size(), 3u) << "as many shards as the source by default";
         ShardSet out = ShardSet::open(dir.file("pruned-00003-of-00003.gguf"));
         ASSERT_TRUE(out.is_split());
-        expect_matches_oracle(*s->model, out, oracle_all[spec]);
+        expect_matches_oracle(*s->opened->model, out, oracle_all[spec]);
         // Shards 2 and 3 carry exactly split.no, split.count, split.tensors.count with llama.cpp's types.
         for (size_t i = 0; i < 3; ++i) {
             const Header& h = out.shards()[i].header;
@@ -161,7 +162,7 @@ TEST(SpliceRun, ShardedSourceMatchesOracle) {
         }
         // Shard 1: source KVs in source order (split.* replaced in place; general.name says what the build
         // is, followed by the two base-model keys), then provenance.
-        const auto& src_kvs = s->model->metadata().kvs;
+        const auto& src_kvs = s->opened->model->metadata().kvs;
         const auto& all_kvs = out.metadata().kvs;
         ASSERT_EQ(all_kvs.size(), src_kvs.size() + 2 + 3 + 3);
         std::vector<Kv> out_kvs;
@@ -195,7 +196,7 @@ TEST(SpliceRun, ProvenanceKeys) {
     ShardSet out = ShardSet::open(dir.file("p.gguf"));
     const auto& kvs = out.metadata().kvs;
     // The source's keys, general.base_model.count and .0.name after general.name, then provenance.
-    const size_t n_src = s->model->metadata().kvs.size() + 2;
+    const size_t n_src = s->opened->model->metadata().kvs.size() + 2;
     ASSERT_EQ(kvs.size(), n_src + 6);
     EXPECT_EQ(kvs[n_src].key, "gguf_reap.version");
     EXPECT_EQ(kvs[n_src].as_string(), "gguf-reap 9.9.9");
@@ -264,17 +265,17 @@ TEST(SpliceRun, SplitModes) {
         o.split_mode = c.mode;
         o.split_value = c.value;
         auto s = splice_api(c.src, drop_spec("drop-dead"), dir.file("o"), o);
-        ASSERT_EQ(s->plan->shards.size(), c.shards);
+        ASSERT_EQ(s->opened->plan->shards.size(), c.shards);
         const std::string first =
             c.shards == 1 ? dir.file("o.gguf") : dir.file(fmt::format("o-00001-of-{:05}.gguf", c.shards));
         ShardSet out = ShardSet::open(first);
         EXPECT_EQ(out.shards().size(), c.shards);
-        expect_matches_oracle(*s->model, out, oracle);
+        expect_matches_oracle(*s->opened->model, out, oracle);
         if (c.shards == 1) {
             for (const char* k : {"split.no", "split.count", "split.tensors.count"})
                 EXPECT_EQ(out.find_kv(k), nullptr) << k;
         }
-        for (const PlannedFile& f : s->plan->shards) {
+        for (const PlannedFile& f : s->opened->plan->shards) {
             EXPECT_GE(f.tensors.size(), 1u);
             if (c.mode == SplitMode::kMaxTensors) {
                 EXPECT_LE(f.tensors.size(), c.value);
@@ -296,12 +297,12 @@ TEST(SplicePlan, AShardOfExactlyTheMaximumSizeIsKept) {
     o.split_mode = SplitMode::kMaxSize;
     o.split_value = 1000000;
     const auto s = splice_api(model, drop_spec("drop-dead"), dir.file("o"), o, false);
-    ASSERT_GT(s->plan->shards.size(), 2u);
-    const PlannedFile& first = s->plan->shards[0];
+    ASSERT_GT(s->opened->plan->shards.size(), 2u);
+    const PlannedFile& first = s->opened->plan->shards[0];
     o.split_value = first.job.size;
     const auto t = splice_api(model, drop_spec("drop-dead"), dir.file("o"), o, false);
-    EXPECT_EQ(t->plan->shards[0].job.size, first.job.size);
-    EXPECT_EQ(t->plan->shards[0].tensors.size(), first.tensors.size());
+    EXPECT_EQ(t->opened->plan->shards[0].job.size, first.job.size);
+    EXPECT_EQ(t->opened->plan->shards[0].tensors.size(), first.tensors.size());
 }
 
 TEST(SplicePlan, DefaultShardsAreBalancedByBytes) {
@@ -312,12 +313,12 @@ TEST(SplicePlan, DefaultShardsAreBalancedByBytes) {
     o.split_value = 3;
     auto s = splice_api(fixture("models/tiny-deepseek2-Q8_0.gguf"), drop_spec("drop-dead"), dir.file("o"), o,
                         false);
-    ASSERT_EQ(s->plan->shards.size(), 3u);
+    ASSERT_EQ(s->opened->plan->shards.size(), 3u);
     uint64_t largest_tensor = 0;
-    for (const auto& f : s->plan->shards)
+    for (const auto& f : s->opened->plan->shards)
         for (const auto& t : f.tensors) largest_tensor = std::max(largest_tensor, t.info.nbytes);
-    const uint64_t share = s->plan->bytes_written() / 3;
-    for (const auto& f : s->plan->shards) {
+    const uint64_t share = s->opened->plan->bytes_written() / 3;
+    for (const auto& f : s->opened->plan->shards) {
         EXPECT_LE(f.job.size, share + largest_tensor) << f.job.path;
         EXPECT_GE(f.job.size + largest_tensor, share) << f.job.path;
     }
@@ -337,9 +338,9 @@ TEST(SplicePlan, EveryCutIsTheNearestToAnEvenShare) {
             o.split_mode = SplitMode::kCount;
             o.split_value = k;
             const auto s = splice_api(fixture(rel), drop_spec("drop-dead"), dir.file("o"), o, false);
-            const auto& shards = s->plan->shards;
+            const auto& shards = s->opened->plan->shards;
             ASSERT_EQ(shards.size(), k);
-            const auto total = static_cast<int64_t>(s->plan->bytes_written());
+            const auto total = static_cast<int64_t>(s->opened->plan->bytes_written());
             const auto moved = [](const PlannedFile& f, const PlannedTensor& t) {
                 return static_cast<int64_t>(*pad_to(t.info.nbytes, f.alignment));
             };
@@ -487,7 +488,7 @@ TEST(SpliceRun, InterruptLeavesNoFinalNameAndNoTemporary) {
     co.buffer_bytes = 64 << 10;
     // A real SIGINT after 1 MiB, in a child process: exit 130 when the copy stopped between 1 MiB and
     // its end with Interrupted, 2 and 3 when it stopped too early or not at all.
-    const uint64_t total = s->plan->bytes_written();
+    const uint64_t total = s->opened->plan->bytes_written();
     EXPECT_EQ(test::in_child([&] {
                   install_signal_handlers();
                   std::atomic<uint64_t> seen{0};
@@ -496,7 +497,7 @@ TEST(SpliceRun, InterruptLeavesNoFinalNameAndNoTemporary) {
                       if (now > (1 << 20) && now - n <= (1 << 20)) ::raise(SIGINT);  // "Ctrl-C", once
                   };
                   try {
-                      run_copy_jobs(s->plan->jobs(), s->plan->sources, co);
+                      run_copy_jobs(s->opened->plan->jobs(), s->opened->plan->sources, co);
                   } catch (const Interrupted&) {
                       return seen <= (1u << 20) ? 2 : seen >= total ? 3 : 130;
                   }
@@ -523,7 +524,7 @@ TEST(SpliceRun, WriteFailureLeavesNothing) {
         CopyOptions co;
         co.preallocate = prealloc;
         const std::string msg =
-            error_of<IoError>([&] { run_copy_jobs(s->plan->jobs(), s->plan->sources, co); });
+            error_of<IoError>([&] { run_copy_jobs(s->opened->plan->jobs(), s->opened->plan->sources, co); });
         EXPECT_NE(msg.find("File too large"), std::string::npos) << msg;
         EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 0);
     }

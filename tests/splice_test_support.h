@@ -17,6 +17,7 @@
 #include "io/copy_engine.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "services/opened.h"
 #include "services/splice_plan.h"
 #include "test_util.h"
 

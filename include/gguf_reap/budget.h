@@ -53,9 +53,6 @@ struct BudgetPoint {
     uint64_t value = 0;    // what the budget limits: file bytes (+ slack) or row.need()
 };
 
-// The model's headers a --fit search reads once (src/services/budget_search.h).
-class BudgetModel;
-
 struct FitAnswer {
     Budget budget;
     BudgetPoint at;                            // the K chosen

@@ -9,11 +9,9 @@
 #include <vector>
 
 #include "gguf_reap/moe_layout.h"
+#include "gguf_reap/opened.h"
 
 namespace gguf_reap {
-
-class ShardSet;     // src/model/shard_set.h
-class ImatrixFile;  // src/format/imatrix.h
 
 // Tensors grouped as a model card groups them: class = name without "blk.N." and without ".weight"
 // (e.g. "ffn_down_exps", "token_embd", "exp_probs_b.bias"), per ggml type.
@@ -53,9 +51,8 @@ namespace ops {
 
 // One `gguf-reap inspect PATH`: an imatrix (GGUF or legacy .dat) or a model (any shard).
 struct InspectResult {
-    std::shared_ptr<const ImatrixFile> imatrix;  // an imatrix, as opened
-    std::shared_ptr<const ShardSet> model;       // a model, as opened
-    ModelSummary summary;                        // models only
+    std::shared_ptr<const Opened> opened;  // the imatrix or the model, as opened (opened.h)
+    ModelSummary summary;                  // models only
 };
 InspectResult inspect(const std::string& path);
 

@@ -28,6 +28,7 @@
 #include "gguf_reap/calibrate.h"
 #include "gguf_reap/events.h"
 #include "gguf_reap/keeplist.h"
+#include "gguf_reap/opened.h"
 #include "gguf_reap/plan_interchange.h"
 #include "gguf_reap/sanity_problem.h"
 
@@ -153,7 +154,8 @@ struct RankInput {
     std::optional<Imported> imported;
     uint64_t block_count = 0;  // with --model: <arch>.block_count (for --export hipfire)
     std::string model_name;    // with --model: general.name, else ""
-    std::shared_ptr<const BudgetModel> budget_model;  // --fit: the model's headers (the read step opens it)
+    // --fit: the model's headers for the budget search, read once (the read step opens them; opened.h).
+    std::shared_ptr<const Opened> opened;
     FieldSpelling spell;  // how the receipt names the request's fields (Events::spell; ops::rank sets it)
 };
 

@@ -29,13 +29,10 @@
 #include "gguf_reap/events.h"
 #include "gguf_reap/keeplist.h"
 #include "gguf_reap/moe_layout.h"
+#include "gguf_reap/opened.h"
 #include "gguf_reap/width.h"
 
 namespace gguf_reap {
-
-class ShardSet;     // src/model/shard_set.h
-class ImatrixFile;  // src/format/imatrix.h
-struct SplicePlan;  // src/services/splice_plan.h
 
 // A width cut (--neuron-plan): every routed expert keeps K of its n_ff FFN channels.
 struct WidthCut {
@@ -101,18 +98,17 @@ struct SpliceRequest {
     bool resume = true;
 };
 
-// Everything a splice decided and did. It owns what the plan borrows.
+// Everything a splice decided and did.
 struct SpliceResult {
-    std::shared_ptr<const ShardSet> model;  // the source, as opened (the plan borrows it)
+    // The source and the --imatrix-in file as opened, and the plan: every output file's exact bytes,
+    // what was (or would be) written (opened.h).
+    std::shared_ptr<const Opened> opened;
     MoeLayout layout;
     KeepList keeplist;
     // "ranked on A-f16.gguf, applied to A-Q8_0.gguf (...)" when the keeplist was ranked on another model
     // of the same layout (keeplist_applies_to); "" when it was ranked on this one.
     std::string keeplist_note;
     std::optional<WidthCut> width;
-    std::shared_ptr<const ImatrixFile> imatrix;  // --imatrix-in, as opened (the plan borrows it)
-    // Every output file's exact bytes (src/services/splice_plan.h): what was (or would be) written.
-    std::shared_ptr<const SplicePlan> plan;
     std::vector<std::string> outputs;  // the plan's files, final names: the shards in order, then the imatrix
     uint64_t bytes_written = 0;        // their sizes summed (a dry run: what would be written)
     std::vector<std::string> replaced;             // existing outputs that were (or would be) replaced

@@ -16,6 +16,7 @@
 #include "io/units.h"
 #include "model/shard_set.h"
 #include "model/tensor_table.h"
+#include "services/opened.h"
 
 namespace gguf_reap::cli {
 
@@ -217,15 +218,16 @@ void model_text(const ShardSet& model, const ModelSummary& s, bool with_tensors)
 
 int run_inspect(const InspectOptions& o) {
     const ops::InspectResult r = ops::inspect(o.path);
-    if (r.imatrix) {
+    const Opened& opened = *r.opened;
+    if (opened.imatrix) {
         if (o.json)
-            print_json(imatrix_json(*r.imatrix, o.tensors));
+            print_json(imatrix_json(*opened.imatrix, o.tensors));
         else
-            imatrix_text(*r.imatrix, o.tensors);
+            imatrix_text(*opened.imatrix, o.tensors);
     } else if (o.json) {
-        print_json(model_json(*r.model, r.summary, o.tensors));
+        print_json(model_json(*opened.model, r.summary, o.tensors));
     } else {
-        model_text(*r.model, r.summary, o.tensors);
+        model_text(*opened.model, r.summary, o.tensors);
     }
     return kExitOk;
 }

@@ -10,6 +10,7 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/splice.h"
 #include "io/units.h"
+#include "services/opened.h"
 #include "services/splice_plan.h"
 
 namespace gguf_reap::cli {
@@ -215,10 +216,11 @@ int run_splice(const SpliceCli& c) {
     q.threads = c.threads;
     const auto r = ops::splice(q, cli_events(!c.quiet));
     const CopyReport* copy = r->copy ? &*r->copy : nullptr;
+    const SplicePlan& plan = *r->opened->plan;
     if (c.json)
-        print_json(report_json(*r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note));
+        print_json(report_json(plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note));
     else
-        print_text(*r->plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note);
+        print_text(plan, c.dry_run, copy, r->fetched, r->resumed_bytes, r->keeplist_note);
     return kExitOk;
 }
 

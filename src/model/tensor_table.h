@@ -17,50 +17,15 @@
 #include <string_view>
 #include <utility>
 
+#include "gguf_reap/moe_layout.h"  // Projection, ExpertRole, ExpertTensorKind: the table's rows
+
 namespace gguf_reap {
 
-// The FFN projection a tensor belongs to (a bias or scale belongs to the projection it is added to).
-enum class Projection : uint8_t { kNone, kGate, kUp, kDown, kGateUp };
-
-// What an expert-indexed tensor is to pruning.
-enum class ExpertRole : uint8_t {
-    kWeight,      // ffn_{gate,up,down,gate_up}_exps.weight: one matrix per expert, [.., .., E]
-    kBias,        // ffn_*_exps.bias (gpt-oss): one vector per expert, [n, E]
-    kScale,       // ffn_*_exps.scale / .input_scale: one value per expert, [E]
-    kRouter,      // ffn_gate_inp.weight: one router row per expert, [n_embd, E]
-    kRouterBias,  // ffn_gate_inp.bias: [E]
-    kProbsBias,   // exp_probs_b.bias: the selection bias of aux-loss-free routing, [E]
-};
 // The names of a role, from one table (tensor_table.cpp): "weight", "bias", "scale", "router", ...;
 // and the region an audit finding about its data names: "kept slab", "expert bias", "router row", ...
 const char* expert_role_name(ExpertRole r);
 const char* expert_role_region(ExpertRole r);
 const char* projection_name(Projection p);  // "gate", "up", "down", "gate_up", ""
-
-// One kind of expert-indexed tensor: a (base, suffix) name pattern and every fact about its axes.
-struct ExpertTensorKind {
-    std::string_view base;    // "ffn_down_exps"
-    std::string_view suffix;  // "weight"
-    ExpertRole role;
-    Projection projection;
-    int expert_axis;   // the ne[] index that holds the experts (the outermost non-trivial one)
-    int width_axis;    // the ne[] index that holds the expert's FFN channels, -1 when it has none:
-                       // gate/up rows are channels (ne[1]), a down row's elements are (ne[0])
-    int width_factor;  // channels along width_axis per unit of FFN width (fused gate_up: 2)
-
-    // Expert weights and their biases and scales are read once per routed token; router tensors are
-    // read whole for every token.
-    bool read_per_token() const {
-        return role == ExpertRole::kRouter || role == ExpertRole::kRouterBias ||
-               role == ExpertRole::kProbsBias;
-    }
-    bool is_weight() const { return role == ExpertRole::kWeight; }
-    // Whether a width cut keeps only K (× width_factor) of its elements along width_axis.
-    bool width_cut() const { return width_axis >= 0; }
-    // Whether a width cut selects elements inside rows (byte-exact only in float types, or by whole
-    // quant blocks) rather than whole rows (byte-exact in any type).
-    bool width_cuts_inside_rows() const { return width_axis == 0; }
-};
 
 // Every expert-indexed tensor kind gguf-reap knows, in the table's order.
 std::span<const ExpertTensorKind> expert_tensor_kinds();

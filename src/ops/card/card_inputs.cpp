@@ -21,6 +21,7 @@
 #include "model/provenance.h"
 #include "services/audit_report.h"
 #include "services/model_figures.h"
+#include "services/opened.h"
 
 namespace gguf_reap::card_detail {
 
@@ -189,14 +190,14 @@ CardMethod method_of(const KeepList& kl, const std::string& kl_path, const std::
 
 OpenedModel open_model(const std::string& path, const std::string& role, const EstimateRequest& base) {
     ops::InspectResult r = ops::inspect(path);
-    if (!r.model)
+    if (!r.opened->model)
         throw InputError(
             path, std::nullopt, "",
             fmt::format("is an imatrix file, not a model (give the {} model's first shard)", role));
     EstimateRequest in = base;
     in.model = path;
-    EstimateResult e = estimate_model(*r.model, in);
-    return {path, std::move(*r.model), std::move(r.summary), std::move(e)};
+    EstimateResult e = estimate_model(*r.opened->model, in);
+    return {path, *r.opened->model, std::move(r.summary), std::move(e)};
 }
 
 std::string kv_string(const ShardSet& s, const char* key) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "format/ggml_types.h"
 #include "format/gguf.h"
@@ -9,6 +10,7 @@
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
 #include "ops/inspect/inspect_model.h"
+#include "services/opened.h"
 
 namespace gguf_reap {
 
@@ -69,12 +71,14 @@ namespace ops {
 
 InspectResult inspect(const std::string& path) {
     InspectResult r;
+    auto opened = std::make_shared<Opened>();
     if (detect_imatrix(path) != ImatrixKind::kNotImatrix) {
-        r.imatrix = std::make_shared<const ImatrixFile>(ImatrixFile::open(path));
-        return r;
+        opened->imatrix.emplace(ImatrixFile::open(path));
+    } else {
+        opened->model.emplace(ShardSet::open(path));
+        r.summary = summarize_model(*opened->model);
     }
-    r.model = std::make_shared<const ShardSet>(ShardSet::open(path));
-    r.summary = summarize_model(*r.model);
+    r.opened = std::move(opened);
     return r;
 }
 

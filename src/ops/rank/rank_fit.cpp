@@ -8,6 +8,7 @@
 #include "gguf_reap/error.h"
 #include "ops/rank/rank_domains.h"
 #include "ops/rank/rank_steps.h"
+#include "services/opened.h"
 
 namespace gguf_reap {
 
@@ -32,10 +33,10 @@ std::vector<std::vector<int64_t>> per_group(const std::vector<uint8_t>& mask, si
 }  // namespace
 
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget) {
-    if (!in.budget_model)
+    if (!in.opened || !in.opened->budget)
         throw RequestError(
             {RequestField::kFit, fmt::format(" {} needs ", budget.text), RequestField::kModel});
-    const BudgetModel& m = *in.budget_model;
+    const BudgetModel& m = *in.opened->budget;
     KeepRules rules = model_keep_rules(m.layout());
     const int64_t E = r.expert_count, G = groups_of(in);
     const size_t B = r.blocks.size();

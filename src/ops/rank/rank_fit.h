@@ -11,7 +11,7 @@
 namespace gguf_reap {
 
 // Sets r.n_keep, r.rule and r.fit: the largest K that fits `budget` and keeps every protected
-// expert (r.protect) and no dead one (r.dead), sized by in.budget_model (the read step opens it). Throws
+// expert (r.protect) and no dead one (r.dead), sized by in.opened->budget (the read step opens it). Throws
 // UsageError when no legal K fits.
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget);
 

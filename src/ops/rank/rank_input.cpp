@@ -14,6 +14,7 @@
 #include "ops/rank/rank_steps.h"
 #include "ops/rank/score_file.h"
 #include "services/budget_search.h"
+#include "services/opened.h"
 
 namespace gguf_reap {
 
@@ -59,9 +60,11 @@ RankInput read_rank_input(const RankSources& s) {
     // --fit: the model's headers once more, for the budget search. With --neuron-plan the model is
     // already the width-cut build (docs/rank.md, "Neuron plans"): its own sizes are those of the
     // width-cut build, so the plan is not applied again.
-    if (s.budget_model)
-        in.budget_model =
-            std::make_shared<const BudgetModel>(s.model, "", false, std::string(GGUF_REAP_TOOL));
+    if (s.budget_model) {
+        auto opened = std::make_shared<Opened>();
+        opened->budget.emplace(s.model, "", false, std::string(GGUF_REAP_TOOL));
+        in.opened = std::move(opened);
+    }
     return in;
 }
 

@@ -27,6 +27,7 @@
 #include "model/llama_limits.h"
 #include "model/moe_layout.h"
 #include "model/shard_set.h"
+#include "services/opened.h"
 #include "services/splice_plan.h"
 
 namespace gguf_reap::ops {
@@ -60,12 +61,12 @@ void preflight(SpliceResult& r, const std::vector<std::string>& inputs, const st
                bool force) {
     std::vector<PlannedOutput> outputs;
     std::vector<std::string> paths;
-    for (const CopyJob* job : r.plan->jobs()) {
+    for (const CopyJob* job : r.opened->plan->jobs()) {
         outputs.push_back({job->path, job->size});
         paths.push_back(job->path);
     }
     r.replaced = check_outputs(outputs, inputs, force).replaced;
-    if (r.plan->shards.size() <= 1) return;
+    if (r.opened->plan->shards.size() <= 1) return;
     for (const std::string& p : other_sets(out_prefix, paths)) {
         if (const std::string* in = same_file_as(p, inputs))
             throw UsageError(
@@ -151,12 +152,13 @@ std::string journal_mismatch(const ResumeJournal& old, const ResumeJournal& now)
 // bytes already on the disk taken, the journal written before the first byte.
 ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std::string& keeplist_sha256,
                              const std::string& journal_path, const Events& events) {
+    const SplicePlan& plan = *r.opened->plan;
     ResumeJournal now;
     now.keeplist_sha256 = keeplist_sha256;
-    now.identity = plan_identity(*r.plan, now.keeplist_sha256);
-    for (const Shard& s : r.model->shards())
+    now.identity = plan_identity(plan, now.keeplist_sha256);
+    for (const Shard& s : r.opened->model->shards())
         now.sources.push_back({s.path, s.file->size(), s.file->remote() ? s.file->remote()->etag() : ""});
-    for (const CopyJob* job : r.plan->jobs())
+    for (const CopyJob* job : plan.jobs())
         now.files.push_back({job->path, partial_path(job->path), job->size, 0});
 
     const auto old = ResumeJournal::load(journal_path);
@@ -182,39 +184,40 @@ ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std:
             r.resumed_bytes += now.files[i].done;
         }
         events.info(fmt::format("resuming an interrupted run: {} of {} already written",
-                                human_bytes(r.resumed_bytes), human_bytes(r.plan->bytes_written())));
+                                human_bytes(r.resumed_bytes), human_bytes(plan.bytes_written())));
     }
     now.save(journal_path);
     return now;
 }
 
 // The keeplist, the neuron plan and the imatrix, each checked against the opened source.
-void open_inputs(SpliceResult& r, const SpliceRequest& q, const Events& events) {
-    r.layout = build_moe_layout(*r.model);
+void open_inputs(SpliceResult& r, Opened& opened, const SpliceRequest& q, const Events& events) {
+    const ShardSet& model = *opened.model;
+    r.layout = build_moe_layout(model);
     if (!q.keeplist.empty()) {
         r.keeplist = KeepList::load(q.keeplist);
         r.keeplist_note =
-            keeplist_applies_to(r.keeplist, q.keeplist, keeplist_source_of(*r.model, r.layout), q.model);
+            keeplist_applies_to(r.keeplist, q.keeplist, keeplist_source_of(model, r.layout), q.model);
         validate_keeplist(r.keeplist, r.layout, q.keeplist);
     }
     if (!q.neuron_plan.empty()) {
-        r.width = load_width_cut(*r.model, r.layout, q.neuron_plan, sha256_file(q.neuron_plan));
+        r.width = load_width_cut(model, r.layout, q.neuron_plan, sha256_file(q.neuron_plan));
         if (q.keeplist.empty()) r.keeplist = keep_all_experts(r.layout);  // every expert, only narrower
     }
     for (const std::string& w : llama_cpp_limit_problems(r.keeplist.n_keep, r.layout.block_count))
         events.warn("the output will not load in llama.cpp: " + w);
-    if (!q.imatrix_in.empty())
-        r.imatrix = std::make_shared<const ImatrixFile>(ImatrixFile::open(q.imatrix_in));
+    if (!q.imatrix_in.empty()) opened.imatrix.emplace(ImatrixFile::open(q.imatrix_in));
 }
 
 // Copy. One thread per output file, each writing its file front to back, is what disks like best;
 // more threads than files cut files into 256 MiB pieces written in parallel (for fast SSD arrays).
 void copy_outputs(SpliceResult& r, const SpliceRequest& q, const SpliceOptions& so, bool remote,
                   const Events& events) {
+    const SplicePlan& plan = *r.opened->plan;
     CopyOptions co;
     co.method = q.method;
     co.durable = q.durable;
-    const auto files = static_cast<unsigned>(r.plan->jobs().size());
+    const auto files = static_cast<unsigned>(plan.jobs().size());
     co.threads =
         q.threads ? q.threads : std::clamp(std::thread::hardware_concurrency(), 1u, std::min(files, 4u));
     if (co.threads > files) co.work_item_bytes = uint64_t{256} << 20;
@@ -230,25 +233,24 @@ void copy_outputs(SpliceResult& r, const SpliceRequest& q, const SpliceOptions& 
             co.partial_paths.push_back(f.partial);
             co.resume_from.push_back(f.done);
         }
-        co.checkpoint_bytes =
-            std::clamp<uint64_t>(r.plan->bytes_written() / 64, 256 << 10, uint64_t{64} << 20);
+        co.checkpoint_bytes = std::clamp<uint64_t>(plan.bytes_written() / 64, 256 << 10, uint64_t{64} << 20);
         co.on_durable = [&](size_t job, uint64_t bytes) {
             std::lock_guard<std::mutex> lock(journal_mu);
             journal.files[job].done = bytes;
             journal.save(journal_path);
         };
     }
-    events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(r.plan->bytes_written()),
+    events.debug(fmt::format("copying {} with {} thread(s), method {}", human_bytes(plan.bytes_written()),
                              co.threads, copy_method_name(q.method)));
     if (!remote) {
-        ProgressScope progress(events, "splice", r.plan->bytes_written());
+        ProgressScope progress(events, "splice", plan.bytes_written());
         co.on_progress = progress.sink();
-        r.copy = run_copy_jobs(r.plan->jobs(), r.plan->sources, co);
+        r.copy = run_copy_jobs(plan.jobs(), plan.sources, co);
     } else {  // from a URL the network is the pace: the line counts bytes fetched against bytes to read
-        ProgressScope progress(events, "fetch", r.plan->bytes_read());
+        ProgressScope progress(events, "fetch", plan.bytes_read());
         set_http_progress(progress.sink());
         try {
-            r.copy = run_copy_jobs(r.plan->jobs(), r.plan->sources, co);
+            r.copy = run_copy_jobs(plan.jobs(), plan.sources, co);
         } catch (...) {
             set_http_progress({});
             throw;
@@ -287,32 +289,34 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     // Open the source, the keeplist and the neuron plan, and check that they fit each other.
     const HttpCounts http_before = http_counts();
     auto r = std::make_unique<SpliceResult>();
-    r->model = std::make_shared<const ShardSet>(ShardSet::open(q.model));
+    auto opened = std::make_shared<Opened>();  // built here, published at once (read through r->opened)
+    r->opened = opened;
+    const ShardSet& model = opened->model.emplace(ShardSet::open(q.model));
     const bool remote = is_remote_path(q.model);
     const auto count_fetched = [&] {
         if (!remote) return;
         const HttpCounts now = http_counts();
-        const RemoteFile* first = r->model->shards().front().file->remote();
+        const RemoteFile* first = model.shards().front().file->remote();
         r->fetched = SpliceResult::Fetched{now.bytes - http_before.bytes,
                                            now.requests - http_before.requests,
                                            now.retries - http_before.retries,
                                            first ? first->hub_revision() : std::string(),
                                            {}};
-        for (const auto& s : r->model->shards())
+        for (const auto& s : model.shards())
             if (const RemoteFile* f = s.file->remote())
                 r->fetched->shards.push_back({f->path(), f->size(), f->hub_sha256()});
     };
-    open_inputs(*r, q, events);
+    open_inputs(*r, *opened, q, events);
     // Plan every byte. Without a keeplist the recorded keeplist sha256 is that of no bytes at all
     // (docs/splice.md).
     SpliceOptions so = q.options;
     so.keeplist_sha256 = q.keeplist.empty() ? sha256_hex("", 0) : sha256_file(q.keeplist);
     if (so.tool_version.empty()) so.tool_version = std::string(GGUF_REAP_TOOL);
     if (r->width) so.width = &*r->width;
-    r->plan = std::make_shared<const SplicePlan>(
-        plan_splice(*r->model, r->layout, r->keeplist, so, r->imatrix ? r->imatrix.get() : nullptr));
-    for (const CopyJob* job : r->plan->jobs()) r->outputs.push_back(job->path);
-    r->bytes_written = r->plan->bytes_written();
+    const SplicePlan& plan = opened->plan.emplace(
+        plan_splice(model, r->layout, r->keeplist, so, opened->imatrix ? &*opened->imatrix : nullptr));
+    for (const CopyJob* job : plan.jobs()) r->outputs.push_back(job->path);
+    r->bytes_written = plan.bytes_written();
 
     // The output directory is created as `rank -o` creates its own (a dry run creates nothing; its
     // preflight names a missing directory). One writer per output prefix, from before the checks until
@@ -327,7 +331,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
         lock.emplace(so.out_prefix);
     }
     std::vector<std::string> inputs;
-    for (const Shard& s : r->model->shards()) inputs.push_back(s.path);
+    for (const Shard& s : model.shards()) inputs.push_back(s.path);
     for (const std::string* p : {&q.keeplist, &q.neuron_plan, &q.imatrix_in})
         if (!p->empty()) inputs.push_back(*p);
     preflight(*r, inputs, so.out_prefix, q.force);
@@ -337,7 +341,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     }
 
     // A crashed earlier run may have left temporaries; they are garbage once their writer is gone.
-    for (const CopyJob* job : r->plan->jobs())
+    for (const CopyJob* job : plan.jobs())
         for (const std::string& p : remove_dead_temporaries(parent_dir(job->path), base_name(job->path))) {
             r->removed_temporaries.push_back(p);
             events.info(fmt::format("removed {} (left by an interrupted run)", p));
@@ -352,7 +356,7 @@ std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& event
     }
 
     // Read the result back.
-    read_back(*r->plan);
+    read_back(plan);
     return r;
 }
 
