@@ -14,6 +14,7 @@
 
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/splice.h"
 #include "io/preflight.h"
 #include "io/signals.h"
 #include "services/splice_plan.h"
@@ -454,7 +455,7 @@ TEST(SplicePreflight, FreeSpaceIsChecked) {
     TempDir dir;
     // The preflight every writing command runs, with an output larger than any disk.
     const std::string msg = error_of<IoError>([&] {
-        check_outputs({{dir.file("o.gguf"), uint64_t{1} << 62}}, {}, false);
+        check_outputs({{dir.file("o.gguf"), uint64_t{1} << 62}}, {}, false, ops::SpliceRequest::kForce);
     });
     EXPECT_NE(msg.find(dir.path().string() + ": not enough free space: the output needs 4096.0 PiB"),
               std::string::npos)

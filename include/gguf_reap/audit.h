@@ -36,6 +36,9 @@
 namespace gguf_reap {
 
 struct AuditOptions {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kSource{"source"}, kKeeplist{"keeplist"}, kNeuronPlan{"neuron_plan"},
+        kManifest{"manifest"}, kSourceManifest{"source_manifest"};
     std::string output;                      // any shard of the output (or the single file)
     std::optional<std::string> source;       // any shard of the source model
     std::optional<std::string> keeplist;     // needs source
@@ -135,6 +138,8 @@ namespace ops {
 // One `gguf-reap audit`: the audit, then the manifest of the output when one is asked for and the
 // audit passed (hashes of a wrong output must not travel as if they vouched for it).
 struct AuditRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kManifestOut{"manifest_out"}, kForce{"force"};
     AuditOptions options;  // compute_manifest is set from manifest_out
     std::string manifest_out;
     bool force = false;  // replace an existing manifest_out

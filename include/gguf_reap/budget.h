@@ -16,6 +16,8 @@ namespace gguf_reap {
 enum class BudgetKind { kSize, kMemory };
 
 struct Budget {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kFit{"fit"};
     BudgetKind kind = BudgetKind::kSize;
     uint64_t bytes = 0;     // size on disk, or memory per device
     uint64_t ctx = 0;       // memory: tokens of KV cache

@@ -29,6 +29,8 @@
 namespace gguf_reap {
 
 struct CalibrateRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kModel{"model"}, kText{"text"}, kOut{"out"}, kCtx{"ctx"}, kTokens{"tokens"};
     std::string model;               // any shard
     std::vector<TextInput> texts;    // the imatrix of each is DIR/NAME.imatrix.gguf
     std::string out_dir;             // -o DIR

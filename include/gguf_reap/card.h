@@ -27,6 +27,8 @@
 namespace gguf_reap {
 
 struct CardRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kBaseModel{"base_model"}, kHfRepo{"hf_repo"}, kOut{"out"}, kForce{"force"};
     std::string output;      // any shard of the pruned output set
     std::string source;      // any shard of the source model
     std::string rank_dir;    // the directory `rank -o` wrote (keeplist.json; the receipt when present)

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gguf_reap {
@@ -20,82 +21,22 @@ enum ExitCode : int {
     kExitInterrupted = 130,
 };
 
-// A field of a request (RankOptions::ratio, SpliceOptions::imatrix_in, EvalRequest::texts, ...): what a
+// A field of a request (RankOptions::ratio, SpliceOptions::imatrix_out, EvalRequest::texts, ...): what a
 // message is about when the request, not a file, is at fault. The library names the field and its value;
 // the CLI spells the field as the option that sets it (src/cli/options.cpp), so that the user reads
-// "--ratio 1.5 must be ..." where a library caller reads "ratio 1.5 must be ...".
-enum class RequestField : uint8_t {
-    kBaseModel,
-    kCacheDir,
-    kCalibration,
-    kChat,
-    kChunks,
-    kConsensus,
-    kCriterion,
-    kCtx,
-    kDropMtp,
-    kDryRun,
-    kExport,
-    kFit,
-    kForce,
-    kFromPlan,
-    kGenTokens,
-    kGpuMem,
-    kGranularity,
-    kHfRepo,
-    kImatrix,
-    kImatrixIn,
-    kImatrixOut,
-    kJson,
-    kKeep,
-    kKeeplist,
-    kLlamaArgs,
-    kLlamaBin,
-    kManifest,
-    kManifestOut,
-    kModel,
-    kNCpuMoe,
-    kNeuronPlan,
-    kNoProvenance,
-    kNoResume,
-    kOut,  // where the result is written (the CLI's -o)
-    kOverhead,
-    kParallel,
-    kPrompts,
-    kProtect,
-    kPrune,
-    kRatio,
-    kReceipt,
-    kReference,
-    kSamples,
-    kScoreAggregate,
-    kScoreField,
-    kScores,
-    kSeed,
-    kServerTimeout,
-    kSmokePrompt,
-    kSmokeTokens,
-    kSource,
-    kSourceManifest,
-    kSplitCount,
-    kSplitMaxSize,
-    kSplitMaxTensors,
-    kStrict,
-    kSuperChannelRatio,
-    kSuperShare,
-    kSvg,
-    kTemp,
-    kText,
-    kThreads,
-    kTokens,
-    kTp,
-    kCount  // not a field: the number of them
+// "--ratio 1.5 must be ..." where a library caller reads "ratio 1.5 must be ...". Each request declares the
+// fields its messages name, once, at its top (`static constexpr RequestField ..., kRatio{"ratio"}, ...;` in
+// RankOptions); this floor knows no command. Two fields are the same field when their names are: several
+// requests have a `model` or a `force`. docs/design.md, "Request fields".
+struct RequestField {
+    const char* name = "";  // as the library spells it: "ratio", "imatrix_in" (never null)
 };
-// The field's name as the library spells it: "ratio", "imatrix_in".
-const char* field_name(RequestField f);
+constexpr bool operator==(RequestField a, RequestField b) {
+    return std::string_view(a.name) == std::string_view(b.name);
+}
 
-// A message in pieces: text, and fields that whoever shows it spells (field_name, or a CLI's option).
-// Implicit, so that a message reads {RequestField::kRatio, " 1.5 must be ..."}.
+// A message in pieces: text, and fields that whoever shows it spells (their name, or a CLI's option).
+// Implicit, so that a message reads {RankOptions::kRatio, " 1.5 must be ..."}.
 struct MessagePart {
     MessagePart(RequestField f) : field(f) {}
     MessagePart(std::string t) : text(std::move(t)) {}
@@ -109,14 +50,14 @@ inline Message operator+(Message a, const Message& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
 }
-// The message as one string, each field spelled by `spell` (field_name when empty).
+// The message as one string, each field spelled by `spell` (its name when empty).
 std::string render(const Message& m, const FieldSpelling& spell = {});
-// One field spelled by `spell` (field_name when empty): documents (the receipt, the card) name the
+// One field spelled by `spell` (its name when empty): documents (the receipt, the card) name the
 // request's fields this way, as messages do.
 std::string spelled(RequestField f, const FieldSpelling& spell = {});
 
 // Base of every error gguf-reap raises on purpose. A message that names request fields keeps its
-// pieces: what() spells the fields by field_name, and a caller that spells them its own way (the CLI: as
+// pieces: what() spells the fields by their names, and a caller that spells them its own way (the CLI: as
 // options) renders message() instead.
 class Error : public std::runtime_error {
   public:
@@ -160,7 +101,7 @@ class UsageError : public Error {
 };
 
 // A request the inputs cannot satisfy, or whose fields contradict each other: a UsageError whose message
-// names the fields at fault ({RequestField::kRatio, " 1.5 must be ..."}).
+// names the fields at fault ({RankOptions::kRatio, " 1.5 must be ..."}).
 class RequestError : public UsageError {
   public:
     explicit RequestError(Message message) : UsageError(std::move(message)) {}

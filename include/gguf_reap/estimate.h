@@ -51,6 +51,8 @@ std::string kv_cache_type_choices();           // "f32, f16, bf16, q8_0, q4_0, q
 // and card's hardware table share (docs/estimate.md). Their defaults are said here and nowhere else: the
 // CLI's options start from them and its help shows them.
 struct Deployment {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kTp{"tp"}, kGpuMem{"gpu_mem"}, kOverhead{"overhead"}, kCtx{"ctx"};
     std::vector<uint64_t> tp{2, 4, 8};  // tensor-parallel degrees; N = 1 is always added first
     uint64_t gpu_mem = 0;               // bytes per GPU; 0 = no fit verdict
     uint64_t overhead = 0;              // bytes per GPU besides weights and KV cache (activations, buffers)
@@ -62,6 +64,8 @@ struct Deployment {
 std::string tp_list_text(const std::vector<uint64_t>& tp);
 
 struct EstimateRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kDropMtp{"drop_mtp"};
     std::string model;             // any shard (ops::estimate opens it)
     std::string keeplist_path;     // "" = keep every expert
     std::string neuron_plan_path;  // "" = native expert width

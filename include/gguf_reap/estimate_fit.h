@@ -14,6 +14,8 @@
 namespace gguf_reap {
 
 struct EstimateFitRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kSvg{"svg"};
     std::string model;
     std::string neuron_plan;
     bool drop_mtp = false;

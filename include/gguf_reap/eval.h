@@ -36,6 +36,12 @@ struct EvalPanel {
 };
 
 struct EvalRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kSource{"source"}, kReference{"reference"}, kText{"text"},
+        kLlamaBin{"llama_bin"}, kCtx{"ctx"}, kChunks{"chunks"}, kThreads{"threads"}, kCacheDir{"cache_dir"},
+        kOut{"out"}, kSmokePrompt{"smoke_prompt"}, kSmokeTokens{"smoke_tokens"}, kPrompts{"prompts"},
+        kTemp{"temp"}, kSamples{"samples"}, kSeed{"seed"}, kGenTokens{"gen_tokens"}, kParallel{"parallel"},
+        kChat{"chat"}, kServerTimeout{"server_timeout"};
     std::string source;                // any shard of the source model
     std::vector<std::string> outputs;  // any shard of each pruned build, as given
     // Any shard of the unpruned model at another quantisation (BF16, F16), or "": the source and every OUT

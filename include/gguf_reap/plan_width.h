@@ -29,6 +29,9 @@ namespace gguf_reap {
 enum class Granularity : uint8_t { kChannel, kBlock };
 
 struct PlanWidthRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kImatrix{"imatrix"}, kOut{"out"}, kReceipt{"receipt"}, kModel{"model"},
+        kGranularity{"granularity"}, kForce{"force"};
     std::vector<DomainSpec> imatrices;  // --imatrix NAME=FILE, in order (the order of the float32 sum)
     int64_t k = 0;                      // --k
     std::string out;                    // -o plan.npz

@@ -64,6 +64,13 @@ struct ExpertRef {
 std::optional<ExpertRef> parse_expert_ref(std::string_view s);
 
 struct RankOptions {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kImatrix{"imatrix"}, kScores{"scores"}, kModel{"model"},
+        kCalibration{"calibration"}, kNeuronPlan{"neuron_plan"}, kScoreField{"score_field"},
+        kScoreAggregate{"score_aggregate"}, kCriterion{"criterion"}, kConsensus{"consensus"}, kKeep{"keep"},
+        kPrune{"prune"}, kRatio{"ratio"}, kFit{"fit"}, kProtect{"protect"}, kSuperShare{"super_share"},
+        kSuperChannelRatio{"super_channel_ratio"}, kStrict{"strict"}, kFromPlan{"from_plan"},
+        kExport{"export"};
     std::vector<DomainSpec> imatrices;    // --imatrix (criteria other than external)
     std::vector<DomainSpec> score_files;  // --scores  (criterion external)
     std::string model;                    // --model: any shard; "" = none
@@ -271,6 +278,8 @@ namespace ops {
 
 // One `gguf-reap rank`: read → decide → write the three files into out_dir.
 struct RankRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kOut{"out"}, kForce{"force"};
     RankOptions options;
     std::string out_dir;
     bool force = false;

@@ -61,6 +61,10 @@ enum class SplitMode {
 };
 
 struct SpliceOptions {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kOut{"out"}, kSplitCount{"split_count"}, kSplitMaxSize{"split_max_size"},
+        kSplitMaxTensors{"split_max_tensors"}, kNoProvenance{"no_provenance"}, kImatrixOut{"imatrix_out"},
+        kDropMtp{"drop_mtp"};
     std::string out_prefix;  // OUT_PREFIX: shards are OUT_PREFIX-00001-of-0000N.gguf
     SplitMode split_mode = SplitMode::kAsSource;
     uint64_t split_value = 0;
@@ -83,6 +87,9 @@ namespace ops {
 
 // One `gguf-reap splice`, as the CLI and the tests run it.
 struct SpliceRequest {
+    // The fields its messages name (gguf_reap/error.h), in the order of the members they stand for.
+    static constexpr RequestField kKeeplist{"keeplist"}, kNeuronPlan{"neuron_plan"}, kImatrixIn{"imatrix_in"},
+        kDryRun{"dry_run"}, kForce{"force"}, kNoResume{"no_resume"};
     std::string model;        // any shard of the source
     std::string keeplist;     // "" with a neuron plan only: every expert is kept
     std::string neuron_plan;  // "" = no width cut

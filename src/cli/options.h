@@ -8,7 +8,7 @@
 
 namespace gguf_reap::cli {
 
-// "--ratio" for RequestField::kRatio.
+// "--ratio" for RankOptions::kRatio.
 std::string option_spelling(RequestField f);
 // The message with every field spelled as its option.
 std::string option_message(const Message& m);

@@ -75,7 +75,7 @@ const std::string* same_file_as(const std::string& path, const std::vector<std::
 }
 
 OutputCheck check_outputs(const std::vector<PlannedOutput>& outputs, const std::vector<std::string>& inputs,
-                          bool force) {
+                          bool force, RequestField force_field) {
     OutputCheck r;
     std::set<std::string> seen;
     std::map<dev_t, std::pair<std::string, uint64_t>> need;  // device → (a directory on it, bytes)
@@ -99,8 +99,7 @@ OutputCheck check_outputs(const std::vector<PlannedOutput>& outputs, const std::
         if (path_exists(out)) {
             if (std::filesystem::is_directory(out, ec))
                 throw UsageError(fmt::format("{}: is a directory; an output file cannot replace it", out));
-            if (!force)
-                throw RequestError({out + ": already exists (use ", RequestField::kForce, " to replace it)"});
+            if (!force) throw RequestError({out + ": already exists (use ", force_field, " to replace it)"});
             r.replaced.push_back(out);
         }
         auto& [where, bytes] = need[st.st_dev];

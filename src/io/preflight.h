@@ -38,7 +38,8 @@ FreeSpace free_space(const std::string& dir);
 // Checks a set of output files (path, exact size) against the inputs before anything is written:
 // their directories exist, no output is an input or another output, an existing output is replaced
 // only with `force` (never a directory), and every filesystem has room for what goes on it. Throws
-// UsageError / IoError naming the file; returns the outputs `force` will replace.
+// UsageError / IoError naming the file (a refusal names `force_field`, the caller's request field that
+// allows a replacement); returns the outputs `force` will replace.
 struct PlannedOutput {
     std::string path;
     uint64_t size = 0;
@@ -48,7 +49,7 @@ struct OutputCheck {
     uint64_t bytes_needed = 0;
 };
 OutputCheck check_outputs(const std::vector<PlannedOutput>& outputs, const std::vector<std::string>& inputs,
-                          bool force);
+                          bool force, RequestField force_field);
 // The path of `inputs` that is the same file as `path`, or nullptr.
 const std::string* same_file_as(const std::string& path, const std::vector<std::string>& inputs);
 

@@ -11,6 +11,7 @@
 #include "format/json_input.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/keeplist.h"
+#include "gguf_reap/rank.h"
 #include "io/sequential_reader.h"
 
 namespace gguf_reap {
@@ -132,12 +133,12 @@ std::string export_plan(PlanFormat f, const KeepList& kl, uint64_t block_count, 
     if (f == PlanFormat::kHipfire) {
         if (kl.blocks.size() != block_count)
             throw RequestError(
-                {RequestField::kExport,
+                {RankOptions::kExport,
                  fmt::format(" hipfire: the model has {} layers but {} MoE layers; hipfire's "
                              "reap_plan.json needs a row of kept experts for every layer and says "
                              "nothing of dense ones: use ",
                              block_count, kl.blocks.size()),
-                 RequestField::kExport, " keepmap"});
+                 RankOptions::kExport, " keepmap"});
         nlohmann::ordered_json rows = nlohmann::ordered_json::array();
         for (const KeepBlock& b : kl.blocks) rows.push_back(b.keep);
         j["version"] = 1;

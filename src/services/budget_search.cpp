@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/budget.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/splice.h"
 #include "io/sha256.h"
 #include "io/units.h"
 #include "model/keep_count.h"
@@ -53,7 +55,7 @@ Budget parse_budget(std::string_view text) {
     Budget b;
     b.text = std::string(text);
     const auto bad = [&](const std::string& why) {
-        return RequestError({RequestField::kFit, fmt::format(" '{}': {}", text, why)});
+        return RequestError({Budget::kFit, fmt::format(" '{}': {}", text, why)});
     };
     std::set<std::string> seen;
     size_t start = 0;
@@ -174,8 +176,8 @@ BudgetModel::BudgetModel(const std::string& model_path, const std::string& neuro
     : model_(ShardSet::open(model_path)), layout_(build_moe_layout(model_)), kv_(kv_cache_figures(model_)) {
     if (layout_.blocks.empty())
         throw RequestError(
-            {RequestField::kFit, fmt::format(": {} has no routed experts to prune (architecture '{}')",
-                                             model_path, layout_.arch)});
+            {Budget::kFit, fmt::format(": {} has no routed experts to prune (architecture '{}')", model_path,
+                                       layout_.arch)});
     plan_ = load_after_plan(model_, layout_, neuron_plan_path, drop_mtp, std::move(tool_version));
 }
 
@@ -197,11 +199,11 @@ FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepR
     const std::vector<int64_t> legal = rules.legal();
     if (legal.empty())
         throw RequestError(
-            {RequestField::kFit, fmt::format(" '{}': no K is legal: K must be at least {}{} and at most {}{}",
-                                             budget.text, std::max(rules.min_keep, rules.floor),
-                                             rules.min_why.empty() ? "" : " (" + rules.min_why + ")",
-                                             rules.max_keep ? rules.max_keep : rules.expert_count,
-                                             rules.max_why.empty() ? "" : " (" + rules.max_why + ")")});
+            {Budget::kFit, fmt::format(" '{}': no K is legal: K must be at least {}{} and at most {}{}",
+                                       budget.text, std::max(rules.min_keep, rules.floor),
+                                       rules.min_why.empty() ? "" : " (" + rules.min_why + ")",
+                                       rules.max_keep ? rules.max_keep : rules.expert_count,
+                                       rules.max_why.empty() ? "" : " (" + rules.max_why + ")")});
     FitAnswer a;
     a.budget = budget;
     a.min_legal = legal.front();
@@ -213,7 +215,7 @@ FitAnswer fit_budget(const BudgetModel& model, const Budget& budget, const KeepR
     if (lo.value > budget.bytes) {
         const bool size = budget.kind == BudgetKind::kSize;
         throw RequestError(
-            {RequestField::kFit,
+            {Budget::kFit,
              fmt::format(" '{}': nothing fits: the smallest reachable is {}{} at K = {} (the fewest "
                          "experts kept that is legal)",
                          budget.text, bytes_text(lo.value), size ? " on disk" : " per device", lo.k)});
@@ -254,7 +256,7 @@ Message fit_sentence(const FitAnswer& a) {
                  ? fmt::format(", within the budget, but is not legal: {}", a.above_refusal.value_or(""))
                  : fmt::format(", over the budget of {} bytes", with_commas(a.budget.bytes));
     }
-    return {RequestField::kFit, s};
+    return {Budget::kFit, s};
 }
 
 std::string fit_receipt_line(const FitAnswer& a, const FieldSpelling& spell) {
@@ -262,7 +264,7 @@ std::string fit_receipt_line(const FitAnswer& a, const FieldSpelling& spell) {
     return fmt::format(
         "- Budget `{} {}`: K = {} is the most experts per block that fit {} ({} bytes){}. {} The legal K "
         "here are {}..{}{}.",
-        spelled(RequestField::kFit, spell), a.budget.text, a.at.k, budget_words(a.budget),
+        spelled(Budget::kFit, spell), a.budget.text, a.at.k, budget_words(a.budget),
         with_commas(a.budget.bytes),
         a.above ? (a.above_fits() ? fmt::format(" and are legal (K + 1 = {} fits but is not legal: {})",
                                                 a.above->k, a.above_refusal.value_or(""))
@@ -272,7 +274,7 @@ std::string fit_receipt_line(const FitAnswer& a, const FieldSpelling& spell) {
                 : fmt::format(" (all {} experts fit: nothing to prune)", a.at.k),
         size ? "The size is splice's own plan (headers, padding, the source's shard layout), as "
                "`splice " +
-                   spelled(RequestField::kDryRun, spell) + "` computes it."
+                   spelled(ops::SpliceRequest::kDryRun, spell) + "` computes it."
              : "The memory is `estimate`'s: weights per device + KV cache for the context + overhead.",
         a.min_legal, a.max_legal,
         a.max_why.empty() ? "" : fmt::format(" (at most {}: {})", a.max_legal, a.max_why));

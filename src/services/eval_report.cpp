@@ -12,6 +12,7 @@
 
 #include "format/json_input.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/eval.h"
 #include "io/paths.h"
 #include "io/sequential_reader.h"
 #include "io/sha256.h"
@@ -629,8 +630,8 @@ EvalReport read_eval_report(const std::string& path) {
     const json doc = parse_json_input<json>(text, path, 16, kMaxValues, "an eval report");
     if (!doc.is_object() || doc.value("kind", "") != kKind)
         throw InputError(path, std::nullopt, "kind",
-                         Message{"not a `gguf-reap eval ", RequestField::kOut, "` report"});
-    const Message missing{"missing (is this `gguf-reap eval ", RequestField::kOut, "` output?)"};
+                         Message{"not a `gguf-reap eval ", EvalRequest::kOut, "` report"});
+    const Message missing{"missing (is this `gguf-reap eval ", EvalRequest::kOut, "` output?)"};
     const JsonIn d(doc, path, "", missing);
     EvalReport rep{{}, path, sha256_hex(text.data(), text.size())};
     EvalResult& r = rep.result;

@@ -11,6 +11,7 @@
 
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
+#include "gguf_reap/splice.h"
 #include "model/tensor_table.h"
 #include "services/splice_plan.h"
 
@@ -224,7 +225,7 @@ PlannedFile plan_imatrix_prune(const ImatrixFile& im, uint32_t source_index, con
                                const MoeLayout& layout, const KeepList& kl, const std::string& out_path,
                                const WidthCut* width) {
     if (out_path.empty())
-        throw RequestError({RequestField::kImatrixIn, " needs ", RequestField::kImatrixOut,
+        throw RequestError({ops::SpliceRequest::kImatrixIn, " needs ", SpliceOptions::kImatrixOut,
                             " (where the pruned imatrix goes)"});
     switch (im.kind()) {
         case ImatrixKind::kGguf:

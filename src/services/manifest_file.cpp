@@ -1,5 +1,6 @@
 // A manifest written, and turned into the model it records (include/gguf_reap/manifest.h); manifest_read.cpp
 // reads one.
+#include "gguf_reap/audit.h"
 #include "gguf_reap/manifest.h"
 
 #include <sys/stat.h>
@@ -74,7 +75,7 @@ ShardSet manifest_model(const Manifest& m, const std::string& path) {
                                 "it cannot stand for the source: make one with `gguf-reap audit "
                                 "SOURCE ",
                                 m.version),
-                    RequestField::kManifestOut, " FILE`"});
+                    ops::AuditRequest::kManifestOut, " FILE`"});
     if (m.shards.empty()) throw InputError(path, std::nullopt, "shards", "lists no shard");
     std::vector<std::pair<std::string, Header>> headers;
     for (size_t i = 0; i < m.shards.size(); ++i) {
@@ -85,7 +86,7 @@ ShardSet manifest_model(const Manifest& m, const std::string& path) {
                              Message{fmt::format("missing: shard \"{}\" has no header recorded (a manifest "
                                                  "written with ",
                                                  ms.name),
-                                     RequestField::kManifestOut, " records one for every shard)"});
+                                     ops::AuditRequest::kManifestOut, " records one for every shard)"});
         // Named "MANIFEST:SHARD" in messages: the header's bytes are the manifest's copy of that shard's.
         ParseOptions po;
         po.require_data = false;
@@ -134,7 +135,8 @@ void check_manifest_destination(const std::string& path, const std::vector<std::
             if (::stat(in.c_str(), &s) == 0 && s.st_dev == d.st_dev && s.st_ino == d.st_ino)
                 throw UsageError(fmt::format("{}: the manifest would overwrite an input ({})", dest, in));
         }
-        if (!force) throw RequestError({dest + ": exists; pass ", RequestField::kForce, " to replace it"});
+        if (!force)
+            throw RequestError({dest + ": exists; pass ", ops::AuditRequest::kForce, " to replace it"});
     }
 }
 

@@ -186,11 +186,11 @@ HostSplit host_split(const ModelFigures& f, const KvFigures& kv, const Offload& 
     h.gpu_weights = f.tensor_bytes - h.ram_weights + (f.tied ? f.token_embd_bytes : 0);
     const auto kv_bytes = checked_mul(ctx, kv.bytes_per_token);
     if (!kv_bytes)
-        throw RequestError({RequestField::kCtx, fmt::format(" {} makes the KV cache overflow 64 bits", ctx)});
+        throw RequestError({Deployment::kCtx, fmt::format(" {} makes the KV cache overflow 64 bits", ctx)});
     h.gpu_kv = *kv_bytes;
     h.gpu_overhead = overhead;
     if (!checked_add(h.gpu_weights, h.gpu_kv) || !checked_add(h.gpu_weights + h.gpu_kv, h.gpu_overhead))
-        throw RequestError({RequestField::kOverhead, " is too large: the total overflows 64 bits"});
+        throw RequestError({Deployment::kOverhead, " is too large: the total overflows 64 bits"});
     return h;
 }
 
@@ -218,11 +218,11 @@ std::vector<uint64_t> parse_tp_list(std::string_view text) {
         }
         if (!ok)
             throw RequestError(
-                {RequestField::kTp,
+                {Deployment::kTp,
                  fmt::format(": '{}' is not a tensor-parallel degree (a whole number from 1 to "
                              "65536; e.g. ",
                              item),
-                 RequestField::kTp, " 2,4,8)"});
+                 Deployment::kTp, " 2,4,8)"});
         out.push_back(v);
         if (comma == std::string_view::npos) break;
         start = comma + 1;
@@ -236,7 +236,7 @@ AfterPlan load_after_plan(const ShardSet& model, const MoeLayout& layout, const 
     p.drop_mtp = drop_mtp;
     p.tool_version = std::move(tool_version);
     if (drop_mtp && layout.nextn_predict_layers == 0)
-        throw RequestError({RequestField::kDropMtp,
+        throw RequestError({EstimateRequest::kDropMtp,
                             fmt::format(": {} has no MTP blocks ({}.nextn_predict_layers is 0 or absent)",
                                         model.shards().front().path, layout.arch)});
     if (neuron_plan_path.empty()) return p;
@@ -311,11 +311,11 @@ FitRow fit_row(const ModelFigures& f, const KvFigures& kv, uint64_t tp, uint64_t
     r.weights = f.residency(tp);
     auto kv_bytes = checked_mul(ctx, kv.bytes_per_token_per_rank(tp));
     if (!kv_bytes)
-        throw RequestError({RequestField::kCtx, fmt::format(" {} makes the KV cache overflow 64 bits", ctx)});
+        throw RequestError({Deployment::kCtx, fmt::format(" {} makes the KV cache overflow 64 bits", ctx)});
     r.kv_cache = *kv_bytes;
     r.overhead = overhead;
     if (!checked_add(r.weights, r.kv_cache) || !checked_add(r.weights + r.kv_cache, r.overhead))
-        throw RequestError({RequestField::kOverhead, " is too large: the total overflows 64 bits"});
+        throw RequestError({Deployment::kOverhead, " is too large: the total overflows 64 bits"});
     return r;
 }
 
@@ -330,8 +330,7 @@ EstimateResult estimate_model(const ShardSet& model, const EstimateRequest& in) 
     e.tied_embeddings = model.find_tensor(kOutputProjectionName) == nullptr;
     // Headroom is signed: keep the sizes where gpu_mem − need cannot wrap.
     if (in.deployment.gpu_mem > uint64_t{INT64_MAX} || in.deployment.overhead > uint64_t{INT64_MAX})
-        throw RequestError(
-            {RequestField::kGpuMem, " and ", RequestField::kOverhead, " must be less than 8 EiB"});
+        throw RequestError({Deployment::kGpuMem, " and ", Deployment::kOverhead, " must be less than 8 EiB"});
     e.deployment = in.deployment;
     std::set<uint64_t> tp(in.deployment.tp.begin(), in.deployment.tp.end());
     tp.insert(1);

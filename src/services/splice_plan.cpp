@@ -9,6 +9,8 @@
 #include "format/ggml_types.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/llama_args.h"
+#include "gguf_reap/plan_width.h"
+#include "gguf_reap/splice.h"
 #include "model/provenance.h"
 #include "model/width_rules.h"
 #include "services/hash_routing.h"
@@ -158,7 +160,7 @@ Cuts balanced_cuts(const std::vector<uint64_t>& weight, uint64_t first_extra, si
 }
 
 Cuts max_tensor_cuts(size_t n, uint64_t per_shard) {
-    if (per_shard == 0) throw RequestError({RequestField::kSplitMaxTensors, " must be at least 1"});
+    if (per_shard == 0) throw RequestError({SpliceOptions::kSplitMaxTensors, " must be at least 1"});
     Cuts cuts;
     for (size_t i = 0; i < n; i += per_shard) cuts.push_back(i);
     cuts.push_back(n);
@@ -170,7 +172,7 @@ Cuts max_tensor_cuts(size_t n, uint64_t per_shard) {
 // llama-gguf-split.
 Cuts max_size_cuts(const std::vector<TensorInfo>& infos, uint64_t first_kv_bytes, uint32_t first_alignment,
                    uint64_t other_kv_bytes, uint64_t max_bytes) {
-    if (max_bytes == 0) throw RequestError({RequestField::kSplitMaxSize, " must be more than 0 bytes"});
+    if (max_bytes == 0) throw RequestError({SpliceOptions::kSplitMaxSize, " must be more than 0 bytes"});
     Cuts cuts{0};
     uint64_t head = kFixedHeader + first_kv_bytes, data = 0;
     uint32_t align = first_alignment;
@@ -242,7 +244,7 @@ OutputTensors output_tensors(const ShardSet& model, const MoeLayout& layout, con
     // The tensors written, in source order (--drop-mtp leaves out the nextn blocks').
     if (o.drop_mtp) {
         if (layout.nextn_predict_layers == 0)
-            throw RequestError({RequestField::kDropMtp,
+            throw RequestError({SpliceOptions::kDropMtp,
                                 fmt::format(": {} has no MTP blocks ({}.nextn_predict_layers is 0 or absent)",
                                             plan.source_path, layout.arch)});
         plan.dropped_blocks = layout.nextn_predict_layers;
@@ -280,10 +282,10 @@ Cuts shard_cuts(const ShardSet& model, const MoeLayout& layout, const KeepList& 
             cuts = balanced_cuts(weight, first_kv_bytes, model.shards().size());
             break;
         case SplitMode::kCount:
-            if (o.split_value == 0) throw RequestError({RequestField::kSplitCount, " must be at least 1"});
+            if (o.split_value == 0) throw RequestError({SpliceOptions::kSplitCount, " must be at least 1"});
             if (o.split_value > kMaxShards)
                 throw RequestError(
-                    {RequestField::kSplitCount,
+                    {SpliceOptions::kSplitCount,
                      fmt::format(" {} is more than the 65535 shards split.count can number", o.split_value)});
             cuts = balanced_cuts(weight, first_kv_bytes, o.split_value);
             break;
@@ -453,7 +455,7 @@ WidthCut load_width_cut(const ShardSet& model, const MoeLayout& layout, const st
                  "plan with `plan-width ",
                  model_path, partial->row_type->tensor, ggml_type_display(partial->row_type->type), bs,
                  plan_path, p.kept, bs, p.group * bs, p.group * bs + bs - 1, p.block, p.expert),
-             RequestField::kGranularity, " block ", RequestField::kModel,
+             PlanWidthRequest::kGranularity, " block ", PlanWidthRequest::kModel,
              fmt::format(" {}` (or width-splice a BF16/F16 copy and requantise it with {})", model_path,
                          llama_tool_name(LlamaTool::quantize))});
     }

@@ -65,20 +65,20 @@ namespace {
 // Options that cannot go together, refused before anything is opened.
 void check_options(const AuditOptions& o) {
     if (o.source && o.source_manifest)
-        throw RequestError({RequestField::kSource, " and ", RequestField::kSourceManifest,
+        throw RequestError({AuditOptions::kSource, " and ", AuditOptions::kSourceManifest,
                             ": give one (the manifest stands for the source)"});
     if (o.keeplist && !o.source && !o.source_manifest)
-        throw RequestError({RequestField::kKeeplist, " needs ", RequestField::kSource, " or ",
-                            RequestField::kSourceManifest,
+        throw RequestError({AuditOptions::kKeeplist, " needs ", AuditOptions::kSource, " or ",
+                            AuditOptions::kSourceManifest,
                             ": the keeplist says which source experts the output keeps"});
     if (o.neuron_plan && o.source_manifest)
         throw RequestError(
-            {RequestField::kNeuronPlan, " needs ", RequestField::kSource, ", not ",
-             RequestField::kSourceManifest,
+            {AuditOptions::kNeuronPlan, " needs ", AuditOptions::kSource, ", not ",
+             AuditOptions::kSourceManifest,
              ": a width cut keeps rows and columns of each slab, which the manifest's whole-slab "
              "hashes cannot vouch for"});
     if (o.neuron_plan && !o.source)
-        throw RequestError({RequestField::kNeuronPlan, " needs ", RequestField::kSource,
+        throw RequestError({AuditOptions::kNeuronPlan, " needs ", AuditOptions::kSource,
                             ": the plan says which source channels the output keeps"});
 }
 
@@ -104,7 +104,7 @@ void open_source(const AuditOptions& o, Source& s) {
                          "{}: blk.{} routes by a token → expert table, whose values pruning rewrites: "
                          "only the source's own values can check the rewrite, so audit this model with ",
                          *o.source_manifest, b.block),
-                     RequestField::kSource});
+                     AuditOptions::kSource});
     }
 }
 

@@ -11,8 +11,10 @@
 #include <fmt/ranges.h>
 
 #include "format/ggml_types.h"
+#include "gguf_reap/audit.h"
 #include "gguf_reap/error.h"
 #include "gguf_reap/keeplist.h"
+#include "gguf_reap/splice.h"
 #include "gguf_reap/width.h"
 #include "io/sha256.h"
 #include "model/keeplist_file.h"
@@ -95,7 +97,7 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
         if (recorded)
             throw RequestError({fmt::format("{}: was width-spliced with plan sha256 {}: pass ", first.path,
                                             recorded_sha.value_or(recorded->display())),
-                                RequestField::kNeuronPlan,
+                                AuditOptions::kNeuronPlan,
                                 " (the plan it was cut with) to verify its expert tensors"});
         // Without provenance keys a width cut still shows in the expert width: say what is missing
         // rather than report every expert tensor's shape.
@@ -109,7 +111,7 @@ std::shared_ptr<const WidthAudit> derive_width(const ShardSet& src, const MoeLay
                      "{}: has {} = {} but the source has {}: it was width-spliced (without provenance "
                      "keys); pass ",
                      first.path, key, *out_w, *src_w),
-                 RequestField::kNeuronPlan, " (the plan it was cut with) to verify its expert tensors"});
+                 AuditOptions::kNeuronPlan, " (the plan it was cut with) to verify its expert tensors"});
         return nullptr;
     }
     auto w = std::make_shared<WidthAudit>();
@@ -248,8 +250,8 @@ KeptExperts derive_kept(const ShardSet& source, const std::string& source_name, 
                 {fmt::format("{}: the output has {} experts per block, the source {}, and the output "
                              "carries no gguf_reap.kept.* keys (written with ",
                              first.path, *n, layout.expert_count),
-                 RequestField::kNoProvenance, "?): pass the keeplist it was made from with ",
-                 RequestField::kKeeplist});
+                 SpliceOptions::kNoProvenance, "?): pass the keeplist it was made from with ",
+                 AuditOptions::kKeeplist});
         k.valid = true;
         k.from = "unchanged";
         k.n = layout.expert_count;

@@ -55,24 +55,24 @@ struct Ctx {
 
 void check_request(const CalibrateRequest& q) {
     if (q.texts.empty())
-        throw RequestError({"calibrate: give at least one ", RequestField::kText, " NAME=FILE"});
+        throw RequestError({"calibrate: give at least one ", CalibrateRequest::kText, " NAME=FILE"});
     if (q.out_dir.empty())
-        throw RequestError({"calibrate: give ", RequestField::kOut, " DIR, where the imatrices go"});
+        throw RequestError({"calibrate: give ", CalibrateRequest::kOut, " DIR, where the imatrices go"});
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw RequestError(
-            {RequestField::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
+            {CalibrateRequest::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
     if (q.tokens && *q.tokens < 2 * q.ctx)
-        throw RequestError({RequestField::kTokens,
+        throw RequestError({CalibrateRequest::kTokens,
                             fmt::format(" {}: {} needs at least 2 x ctx = {} tokens at ", *q.tokens,
                                         llama_tool_name(LlamaTool::imatrix), 2 * q.ctx),
-                            RequestField::kCtx, fmt::format(" {}; give more tokens or a smaller ", q.ctx),
-                            RequestField::kCtx});
-    check_input_names(RequestField::kText, q.texts, "kind of text");
+                            CalibrateRequest::kCtx, fmt::format(" {}; give more tokens or a smaller ", q.ctx),
+                            CalibrateRequest::kCtx});
+    check_input_names(CalibrateRequest::kText, q.texts, "kind of text");
     q.llama_args.check(LlamaTool::imatrix);
     // llama.cpp's tools read local files only (an hf:// model in the cache is given as its copy there).
     if (is_remote_path(q.model))
         throw RequestError(
-            {RequestField::kModel,
+            {CalibrateRequest::kModel,
              fmt::format(" {}: llama.cpp's tools, which calibrate runs, read only local files; "
                          "download it first and give its path",
                          q.model)});
@@ -129,11 +129,11 @@ void cut_text(Ctx& c, const ShardSet& model, const std::string& text, CalibrateT
         if (!prefix)
             throw IoError(
                 c.tools.tokenize,
-                Message{RequestField::kText,
+                Message{CalibrateRequest::kText,
                         fmt::format(" {}={}: its first {} tokens do not spell the start of the text (a "
                                     "tokenizer gguf-reap cannot cut); give a text already cut, without ",
                                     f.name, f.path, k),
-                        RequestField::kTokens});
+                        CalibrateRequest::kTokens});
         const auto again = tokenize(c, *prefix, fmt::format("the first {} tokens of {}", k, f.path), nullptr);
         if (static_cast<int64_t>(again.size()) != n) continue;
         // llama-imatrix's -f drops one trailing newline: the file ends in one more than the cut.
@@ -147,11 +147,11 @@ void cut_text(Ctx& c, const ShardSet& model, const std::string& text, CalibrateT
         f.used_tokens = n;
         return;
     }
-    throw IoError(
-        c.tools.tokenize,
-        Message{RequestField::kText, fmt::format(" {}={}: no cut near its first {} tokens tokenizes alone "
-                                                 "to {} tokens",
-                                                 f.name, f.path, n, n)});
+    throw IoError(c.tools.tokenize,
+                  Message{CalibrateRequest::kText,
+                          fmt::format(" {}={}: no cut near its first {} tokens tokenizes alone "
+                                      "to {} tokens",
+                                      f.name, f.path, n, n)});
 }
 
 // What decides an imatrix, hashed: a domain whose key and file are unchanged is not computed again.
@@ -220,10 +220,10 @@ void compute(Ctx& c, CalibrateTextFacts& f, size_t index, size_t count) {
     f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const ImatrixLog parsed = parse_imatrix_log(text);
     if (parsed.too_few_tokens)
-        throw RequestError({RequestField::kText,
+        throw RequestError({CalibrateRequest::kText,
                             fmt::format(" {}={}: {} needs at least {} tokens at ", f.name, f.path, tool,
                                         parsed.too_few_tokens->needed),
-                            RequestField::kCtx,
+                            CalibrateRequest::kCtx,
                             fmt::format(" {}; it read {}", c.q.ctx, parsed.too_few_tokens->have)});
     if (!e.ok())
         throw IoError(c.tools.imatrix, fmt::format("{} on {} failed ({}); its last lines:\n{}", tool, f.name,
@@ -299,11 +299,11 @@ void check_outputs(const CalibrateRequest& q) {
             const std::string o = q.out_dir + "/" + t.name + ext;
             if (const std::string* in = same_file_as(o, inputs))
                 throw RequestError(
-                    {RequestField::kOut,
+                    {CalibrateRequest::kOut,
                      fmt::format(" {}: {} would be written, and it is an input of this calibrate ({}); give "
                                  "another ",
                                  q.out_dir, o, *in),
-                     RequestField::kOut});
+                     CalibrateRequest::kOut});
         }
 }
 
@@ -345,18 +345,18 @@ CalibrateTextFacts prepare_text(Ctx& c, const ShardSet& model, const std::string
     f.tokens = static_cast<int64_t>(ids.size());
     if (q.tokens && f.tokens < static_cast<int64_t>(*q.tokens))
         throw RequestError(
-            {RequestField::kText, fmt::format(" {}={}: {} tokens, fewer than ", t.name, t.path, f.tokens),
-             RequestField::kTokens, fmt::format(" {}; give a longer text or a smaller ", *q.tokens),
-             RequestField::kTokens});
+            {CalibrateRequest::kText, fmt::format(" {}={}: {} tokens, fewer than ", t.name, t.path, f.tokens),
+             CalibrateRequest::kTokens, fmt::format(" {}; give a longer text or a smaller ", *q.tokens),
+             CalibrateRequest::kTokens});
     if (!q.tokens && f.tokens < static_cast<int64_t>(2 * q.ctx))
         throw RequestError(
-            {RequestField::kText,
+            {CalibrateRequest::kText,
              fmt::format(" {}={}: {} tokens, too short for {} at ", t.name, t.path, f.tokens,
                          llama_tool_name(LlamaTool::imatrix)),
-             RequestField::kCtx,
+             CalibrateRequest::kCtx,
              fmt::format(" {} (it needs at least 2 x ctx = {}); give a longer text or a smaller ", q.ctx,
                          2 * q.ctx),
-             RequestField::kCtx});
+             CalibrateRequest::kCtx});
     if (q.tokens) {
         cut_text(c, model, text, f, ids);
     } else {

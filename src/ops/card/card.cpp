@@ -1,6 +1,7 @@
 // card: read → cross-check → facts → render → write (docs/card.md). Reading and cross-checking the inputs
 // is card_inputs.cpp; rendering is card_render.cpp (and card_eval.cpp, the eval's section).
 #include "gguf_reap/card.h"
+#include "gguf_reap/audit.h"
 
 #include <cctype>
 #include <cmath>
@@ -16,6 +17,8 @@
 #include "gguf_reap/error.h"
 #include "gguf_reap/estimate.h"
 #include "gguf_reap/manifest.h"
+#include "gguf_reap/rank.h"
+#include "gguf_reap/splice.h"
 #include "io/input_file.h"
 #include "io/output_file.h"
 #include "io/output_lock.h"
@@ -88,7 +91,7 @@ void check_destination(const CardRequest& q, const OpenedModel& src, const Opene
     if (const std::string* in = same_file_as(q.out_path, inputs))
         throw UsageError(fmt::format("{} is an input ({}): refusing to write over it", q.out_path, *in));
     if (!q.force && path_exists(q.out_path))
-        throw RequestError({q.out_path + " exists; use ", RequestField::kForce, " to overwrite it"});
+        throw RequestError({q.out_path + " exists; use ", CardRequest::kForce, " to overwrite it"});
 }
 
 std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) {
@@ -136,25 +139,25 @@ std::vector<std::string> not_verified(const CardFacts& f, const CardRequest& q) 
             f.width->plan_file.empty() ? "" : fmt::format("`{}`, ", f.width->plan_file), f.width->plan_sha256,
             kProvenanceNeuronPlanShaKey));
     if (!f.audit.audited)
-        v.push_back(
-            fmt::format("The files were not audited: that every kept tensor is byte-identical to the source "
-                        "was not checked (`gguf-reap audit OUTPUT {} MODEL {} MANIFEST.json`).",
-                        card_option(f, RequestField::kSource), card_option(f, RequestField::kManifestOut)));
+        v.push_back(fmt::format(
+            "The files were not audited: that every kept tensor is byte-identical to the source "
+            "was not checked (`gguf-reap audit OUTPUT {} MODEL {} MANIFEST.json`).",
+            card_option(f, AuditOptions::kSource), card_option(f, ops::AuditRequest::kManifestOut)));
     else if (!f.audit.with_source)
         v.push_back(
             fmt::format("The audit checked the files' structure only (it was run without {}): their bytes "
                         "were not compared with the source.",
-                        card_option(f, RequestField::kSource)));
+                        card_option(f, AuditOptions::kSource)));
     if (!f.method.output_names_keeplist)
         v.push_back(fmt::format(
             "The output carries no {} (spliced with {}?): that it was made with this keeplist is checked "
             "only by its expert count.",
-            kProvenanceKeeplistShaKey, card_option(f, RequestField::kNoProvenance)));
+            kProvenanceKeeplistShaKey, card_option(f, SpliceOptions::kNoProvenance)));
     if (!f.method.source_identified)
         v.push_back(fmt::format(
             "The keeplist was ranked without {}: that it was made for this source is checked only "
             "by its expert count.",
-            card_option(f, RequestField::kModel)));
+            card_option(f, RankOptions::kModel)));
     v.push_back(
         f.eval ? "That llama.cpp runs this build well beyond the measurements above: audit checks "
                  "llama.cpp's load-time rules for expert tensors, and llama.cpp ran the build only for "
@@ -275,7 +278,7 @@ void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events
             f.source_files.push_back({r->path(), r->size(), r->hub_sha256()});
     if (!q.base_model.empty()) {
         f.base_model = q.base_model;
-        f.base_model_from = spelled(RequestField::kBaseModel, events.spell);
+        f.base_model_from = spelled(CardRequest::kBaseModel, events.spell);
     } else {
         std::tie(f.base_model, f.base_model_from) = base_model_of(src.set);
         if (f.base_model.empty() && !f.source_revision.empty()) {  // the repository it was read from
@@ -288,7 +291,7 @@ void add_front_matter(const CardRequest& q, const OpenedModel& src, const Events
                             "general.source.repo_url, general.repo_url, general.source.url, "
                             "general.url): the card has no base_model; give ",
                             src.path),
-                RequestField::kBaseModel, " ORG/NAME"});
+                CardRequest::kBaseModel, " ORG/NAME"});
     }
     f.license = kv_string(src.set, "general.license");
     f.license_name = kv_string(src.set, "general.license.name");
@@ -367,7 +370,7 @@ CardResult card(const CardRequest& q, const Events& events) {
     est.tool_version = q.tool_version;
     if (!q.out_path.empty() && fs::is_directory(q.out_path))
         throw RequestError(
-            {RequestField::kOut,
+            {CardRequest::kOut,
              fmt::format(" {} is a directory: give the card's file name (README.md)", q.out_path)});
     // -o checked and locked before any input is read: it may not exist without --force, and its
     // temporary is made now, so that a directory nobody can write to fails first.
@@ -375,7 +378,7 @@ CardResult card(const CardRequest& q, const Events& events) {
     std::optional<OutputFile> file;
     if (!q.out_path.empty()) {
         if (!q.force && path_exists(q.out_path))
-            throw RequestError({q.out_path + " exists; use ", RequestField::kForce, " to overwrite it"});
+            throw RequestError({q.out_path + " exists; use ", CardRequest::kForce, " to overwrite it"});
         file.emplace(q.out_path);  // first: its error names the path as given
         lock.emplace(q.out_path);
     }
@@ -416,7 +419,7 @@ CardResult card(const CardRequest& q, const Events& events) {
 
     // Every input agreed: what the card could say better.
     if (q.hf_repo.empty())
-        events.warn(Message{"no ", RequestField::kHfRepo,
+        events.warn(Message{"no ", CardRequest::kHfRepo,
                             fmt::format(" ORG/REPO: the card's \"How to run\" has no `{}` line",
                                         llama_cpp::hub_run_words())});
     else if (f.quant.empty())

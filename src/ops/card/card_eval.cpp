@@ -387,9 +387,9 @@ void measured_section(std::string& s, const CardFacts& f) {
     s += "## Measured against the source\n\n";
     const auto runs = card_runs(e);
     if (!runs.empty()) kld_table(s, f, runs);
-    if (r.reference) reference_table(s, e, card_option(f, RequestField::kReference));
+    if (r.reference) reference_table(s, e, card_option(f, EvalRequest::kReference));
     if (r.smoke) smoke_line(s, *r.smoke, r.smoke->outputs[e.output]);
-    behaviour_lines(s, e, card_option(f, RequestField::kPrompts));
+    behaviour_lines(s, e, card_option(f, EvalRequest::kPrompts));
     std::string build;
     for (char c : r.llama_build) build += c == '\n' ? std::string("; ") : std::string(1, c);
     std::string cmd;

@@ -64,7 +64,7 @@ std::string check_keeplist_source(const KeepList& kl, const std::string& kl_path
         throw InputError(kl_path, std::nullopt, "source",
                          Message{"missing: a hand-written drop spec says nothing of its model; give the "
                                  "directory `gguf-reap rank ",
-                                 RequestField::kModel, "` wrote"});
+                                 RankOptions::kModel, "` wrote"});
     return keeplist_applies_to(kl, kl_path, keeplist_source_of(src.set, layout), src.path);
 }
 
@@ -210,15 +210,15 @@ RankKeeplist read_rank_keeplist(const std::string& rank_dir, const OpenedModel& 
     std::error_code ec;
     if (!fs::exists(rank_dir, ec)) throw InputError(rank_dir, std::nullopt, "", kMissingPathWords);
     if (!fs::is_directory(rank_dir, ec))
-        throw InputError(
-            rank_dir, std::nullopt, "",
-            Message{"not a directory (give the directory `gguf-reap rank ", RequestField::kOut, "` wrote)"});
+        throw InputError(rank_dir, std::nullopt, "",
+                         Message{"not a directory (give the directory `gguf-reap rank ",
+                                 ops::RankRequest::kOut, "` wrote)"});
     RankKeeplist k;
     k.path = (fs::path(rank_dir) / kKeeplistFile).string();
     if (!fs::exists(k.path, ec))
         throw InputError(
             rank_dir, std::nullopt, kKeeplistFile,
-            Message{"missing (give the directory `gguf-reap rank ", RequestField::kOut, "` wrote)"});
+            Message{"missing (give the directory `gguf-reap rank ", ops::RankRequest::kOut, "` wrote)"});
     k.text = read_small_file(k.path, uint64_t{64} << 20, "keeplist");
     k.kl = KeepList::parse(k.text, k.path);
     const MoeLayout layout = build_moe_layout(src.set);

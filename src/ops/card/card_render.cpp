@@ -5,9 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/audit.h"
 #include "gguf_reap/card.h"
+#include "gguf_reap/estimate.h"
 #include "gguf_reap/llama_args.h"
 #include "gguf_reap/manifest.h"
+#include "gguf_reap/rank.h"
 #include "io/paths.h"
 #include "io/units.h"
 #include "ops/card/card_steps.h"
@@ -83,7 +86,7 @@ std::string kld_text(double v) {
 std::string fit_sentence(const CardFacts& f) {
     const CardMethod& m = f.method;
     if (m.fit_words.empty()) return "";
-    const std::string k = with_commas(f.build.expert_count), fit = card_option(f, RequestField::kFit);
+    const std::string k = with_commas(f.build.expert_count), fit = card_option(f, RankOptions::kFit);
     if (m.ranked_on_other.empty())
         return fmt::format(" {} is the most experts that fit {} (`rank {}`).", k, m.fit_words, fit);
     std::string s = fmt::format(
@@ -158,7 +161,7 @@ void method_section(std::string& s, const CardFacts& f) {
             "{}`. The criterion and consensus below only score that plan.\n",
             m.from_plan_file, m.from_plan_format,
             m.from_plan_sha256.empty() ? std::string() : ", sha256 `" + m.from_plan_sha256 + "`",
-            card_option(f, RequestField::kFromPlan));
+            card_option(f, RankOptions::kFromPlan));
     s += fmt::format(
         "- Criterion `{}`: {}{}.\n", m.criterion, m.criterion_words,
         m.score_field.empty() ? std::string() : fmt::format(" (score field `{}`)", m.score_field));
@@ -246,20 +249,20 @@ void verified_section(std::string& s, const CardFacts& f) {
                 "The bytes were compared by sha256 with the source's manifest `{}` (sha256 `{}`: a hash per "
                 "tensor and per expert slab of the source, made by `gguf-reap audit SOURCE {}`), "
                 "not with the source files themselves.\n\n",
-                a.source_manifest, a.source_manifest_sha256, card_option(f, RequestField::kManifestOut));
+                a.source_manifest, a.source_manifest_sha256, card_option(f, ops::AuditRequest::kManifestOut));
     } else {
         s += fmt::format(
             "**PASS (structure only)**: `gguf-reap audit` ({}, {}) checked the structure of {} tensors in {} "
             "(run without {}: the bytes were not compared with the source).\n\n",
             a.tool, a.date, with_commas(a.tensors), plural(a.shards, "shard", "shards"),
-            card_option(f, RequestField::kSource));
+            card_option(f, AuditOptions::kSource));
     }
     if (!f.manifest_name.empty())
         s += fmt::format(
             "Manifest {}, sha256 `{}`: the sha256 of every shard and tensor (`gguf-reap audit {} {} "
             "{}` verifies a copy; `sha256sum -c {}` checks the shards{}).\n\n",
             file_ref(f, f.manifest_name), f.manifest_sha256, f.build.first_shard,
-            card_option(f, RequestField::kManifest), f.manifest_name, manifest_sums_path(f.manifest_name),
+            card_option(f, AuditOptions::kManifest), f.manifest_name, manifest_sums_path(f.manifest_name),
             f.manifest_sums.empty() ? "" : ": " + file_ref(f, f.manifest_sums));
 }
 
@@ -273,7 +276,7 @@ void hardware_section(std::string& s, const CardFacts& f) {
         llama_cpp::one_gpu_args(f.offload_flag),
         f.offload_flag.empty() ? "every other weight" : "the weights not in RAM",
         f.ctx ? "the KV cache for " + plural(f.ctx, "token", "tokens")
-              : fmt::format("no KV cache ({} 0)", card_option(f, RequestField::kCtx)),
+              : fmt::format("no KV cache ({} 0)", card_option(f, Deployment::kCtx)),
         f.overhead ? fmt::format(" and {} GiB of overhead", gib(f.overhead))
                    : std::string(" and no overhead"),
         f.offload_flag.empty() ? "" : " and the routed experts the flag moves there");
@@ -294,9 +297,9 @@ void hardware_section(std::string& s, const CardFacts& f) {
         f.ctx ? fmt::format("weights + KV cache for {} + overhead {} GiB", plural(f.ctx, "token", "tokens"),
                             gib(f.overhead))
               : fmt::format("weights + overhead {} GiB (no KV cache budgeted: {} 0)", gib(f.overhead),
-                            card_option(f, RequestField::kCtx)),
+                            card_option(f, Deployment::kCtx)),
         f.gpu_mem ? fmt::format(", against {} GiB per GPU", gib(f.gpu_mem))
-                  : "; no fit verdict without " + card_option(f, RequestField::kGpuMem),
+                  : "; no fit verdict without " + card_option(f, Deployment::kGpuMem),
         with_commas(f.kv_bytes_per_token), f.kv_kind, cache);
     s += "| TP | weights per GPU, GiB | KV cache, GiB | total per GPU, GiB | fits | KV bytes per token per "
          "GPU |\n";
@@ -357,8 +360,8 @@ void files_section(std::string& s, const CardFacts& f) {
         s += fmt::format(
             "The sha256 of the shards is not recorded: run `gguf-reap audit {} {} {} {} MANIFEST.json` and "
             "give `gguf-reap card {} MANIFEST.json`.\n\n",
-            f.build.first_shard, card_option(f, RequestField::kSource), f.source.first_shard,
-            card_option(f, RequestField::kManifestOut), card_option(f, RequestField::kManifest));
+            f.build.first_shard, card_option(f, AuditOptions::kSource), f.source.first_shard,
+            card_option(f, ops::AuditRequest::kManifestOut), card_option(f, AuditOptions::kManifest));
 }
 
 }  // namespace

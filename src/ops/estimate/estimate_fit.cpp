@@ -34,7 +34,7 @@ EstimateFitResult estimate_fit(const EstimateFitRequest& q) {
         std::vector<std::string> inputs{q.model};
         if (!q.neuron_plan.empty()) inputs.push_back(q.neuron_plan);
         if (const std::string* in = same_file_as(q.svg, inputs))
-            throw RequestError({RequestField::kSvg,
+            throw RequestError({EstimateFitRequest::kSvg,
                                 fmt::format(" {} is an input ({}): refusing to write over it", q.svg, *in)});
         dir.emplace(parent_dir(q.svg));
         svg.emplace(q.svg);  // before the lock: its error names the path as given

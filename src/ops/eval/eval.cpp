@@ -79,12 +79,12 @@ EvalTextFacts measure_text(Ctx& c, const EvalModel& src, const TextInput& t) {
     const auto need = static_cast<int64_t>(2 * q.ctx);
     if (f.tokens < need)
         throw RequestError(
-            {RequestField::kText,
+            {EvalRequest::kText,
              fmt::format(" {}={}: {} tokens, too short for one chunk at ", t.name, t.path, f.tokens),
-             RequestField::kCtx,
+             EvalRequest::kCtx,
              fmt::format(" {} ({} needs at least 2 x ctx = {}); give a longer text or a smaller ", q.ctx,
                          llama_tool_name(LlamaTool::perplexity), need),
-             RequestField::kCtx});
+             EvalRequest::kCtx});
     f.chunks = f.tokens / static_cast<int64_t>(q.ctx);
     if (q.chunks) f.chunks = std::min<int64_t>(f.chunks, static_cast<int64_t>(*q.chunks));
     f.scored_tokens = f.chunks * static_cast<int64_t>(q.ctx - 1 - q.ctx / 2);
@@ -126,12 +126,12 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
             const FreeSpace free = free_space(c.cache_dir);
             if (free.available < base.bytes)
                 throw RequestError(
-                    {"the base logits of ", RequestField::kText,
+                    {"the base logits of ", EvalRequest::kText,
                      fmt::format(" {} need {} ({} bytes) in {}, which has {} free; free some space "
                                  "or give ",
                                  t.name, human_bytes(base.bytes), base.bytes, c.cache_dir,
                                  human_bytes(free.available)),
-                     RequestField::kCacheDir, " on a larger disk (or fewer ", RequestField::kChunks, ")"});
+                     EvalRequest::kCacheDir, " on a larger disk (or fewer ", EvalRequest::kChunks, ")"});
             c.ev.info(fmt::format("base logits of {} ({}): {} in {}", t.name, base_name(model.path),
                                   human_bytes(base.bytes), base.file));
             OutputFile logits(base.file);
@@ -144,10 +144,10 @@ EvalBase base_run(Ctx& c, const EvalModel& model, const std::string& identity, c
             const BaseLog b = parse_base_log(text);
             if (b.too_few_tokens)
                 throw RequestError(
-                    {RequestField::kText,
+                    {EvalRequest::kText,
                      fmt::format(" {}={}: {} needs at least {} tokens at ", t.name, t.path,
                                  llama_tool_name(LlamaTool::perplexity), b.too_few_tokens->needed),
-                     RequestField::kCtx,
+                     EvalRequest::kCtx,
                      fmt::format(" {}; the text has {}", c.q.ctx, b.too_few_tokens->have)});
             std::error_code ec;
             const uint64_t written = fs::file_size(logits.temp_path(), ec);

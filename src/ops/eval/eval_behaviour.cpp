@@ -360,15 +360,15 @@ void add_changes(EvalResult& r, const std::vector<Panel>& panels) {
 void check_sampling(const EvalRequest& q) {
     for (const double t : q.temperatures) {
         if (!std::isfinite(t) || t < 0)
-            throw RequestError({RequestField::kTemp,
+            throw RequestError({EvalRequest::kTemp,
                                 fmt::format(" {}: give a finite temperature of 0 or more (0 is greedy)", t)});
         if (std::count(q.temperatures.begin(), q.temperatures.end(), t) > 1)
             throw RequestError(
-                {RequestField::kTemp, fmt::format(" {} is given twice; give each temperature once", t)});
+                {EvalRequest::kTemp, fmt::format(" {} is given twice; give each temperature once", t)});
     }
     if (q.samples && (*q.samples < 1 || *q.samples > kMaxSamples))
-        throw RequestError({RequestField::kSamples, fmt::format(" {}: give 1 to {} generations per prompt",
-                                                                *q.samples, kMaxSamples)});
+        throw RequestError({EvalRequest::kSamples, fmt::format(" {}: give 1 to {} generations per prompt",
+                                                               *q.samples, kMaxSamples)});
     const bool sampled =
         std::any_of(q.temperatures.begin(), q.temperatures.end(), [](double t) { return t > 0; });
     const auto greedy_only = [&](RequestField f, uint64_t v) {
@@ -377,49 +377,49 @@ void check_sampling(const EvalRequest& q) {
              fmt::format(" {}: only a temperature above 0 is sampled, and none is given; greedy "
                          "decoding (temperature 0) is one generation per prompt; give ",
                          v),
-             RequestField::kTemp, " T"});
+             EvalRequest::kTemp, " T"});
     };
-    if (q.samples && !sampled) greedy_only(RequestField::kSamples, *q.samples);
-    if (q.seed && !sampled) greedy_only(RequestField::kSeed, *q.seed);
+    if (q.samples && !sampled) greedy_only(EvalRequest::kSamples, *q.samples);
+    if (q.seed && !sampled) greedy_only(EvalRequest::kSeed, *q.seed);
 }
 
 void check_behaviour_request(const EvalRequest& q) {
     if (q.panels.empty()) {
         if (q.chat)
-            throw RequestError({RequestField::kChat, " needs ", RequestField::kPrompts,
+            throw RequestError({EvalRequest::kChat, " needs ", EvalRequest::kPrompts,
                                 " NAME=FILE: it changes how prompts are sent"});
-        for (const auto& [f, given] : {std::pair{RequestField::kTemp, !q.temperatures.empty()},
-                                       std::pair{RequestField::kSamples, q.samples.has_value()},
-                                       std::pair{RequestField::kSeed, q.seed.has_value()}})
+        for (const auto& [f, given] : {std::pair{EvalRequest::kTemp, !q.temperatures.empty()},
+                                       std::pair{EvalRequest::kSamples, q.samples.has_value()},
+                                       std::pair{EvalRequest::kSeed, q.seed.has_value()}})
             if (given)
                 throw RequestError(
-                    {f, " needs ", RequestField::kPrompts, " NAME=FILE: it sets how prompts are generated"});
+                    {f, " needs ", EvalRequest::kPrompts, " NAME=FILE: it sets how prompts are generated"});
         return;
     }
     check_sampling(q);
     if (q.gen_tokens < 1 || q.gen_tokens > kMaxGenTokens)
         throw RequestError(
-            {RequestField::kGenTokens, fmt::format(" {}: give 1 to {} tokens", q.gen_tokens, kMaxGenTokens)});
+            {EvalRequest::kGenTokens, fmt::format(" {}: give 1 to {} tokens", q.gen_tokens, kMaxGenTokens)});
     if (q.parallel < 1 || q.parallel > kMaxParallel)
         throw RequestError(
-            {RequestField::kParallel, fmt::format(" {}: give 1 to {} slots", q.parallel, kMaxParallel)});
+            {EvalRequest::kParallel, fmt::format(" {}: give 1 to {} slots", q.parallel, kMaxParallel)});
     if (q.server_timeout_s < 1 || q.server_timeout_s > 86400)
         throw RequestError(
-            {RequestField::kServerTimeout, fmt::format(" {}: give 1 to 86400 seconds", q.server_timeout_s)});
-    check_input_names(RequestField::kPrompts, q.panels, "panel");
+            {EvalRequest::kServerTimeout, fmt::format(" {}: give 1 to 86400 seconds", q.server_timeout_s)});
+    check_input_names(EvalRequest::kPrompts, q.panels, "panel");
 }
 
 void check_generations(const EvalRequest& q, const Panel& p) {
     const uint64_t samples = q.samples.value_or(1), prompts = p.prompts.size();
     if (prompts * samples > kMaxGenerations)
-        throw RequestError({RequestField::kSamples,
+        throw RequestError({EvalRequest::kSamples,
                             fmt::format(" {}: panel {} has {} prompts, so {} generations per "
                                         "temperature, more than the {} eval runs at most",
                                         samples, p.facts.name, prompts, prompts * samples, kMaxGenerations)});
 }
 
 std::string find_llama_server(const EvalRequest& q) {
-    return llama_cpp::find_llama_tool(LlamaTool::server, llama_bin(q), {RequestField::kPrompts, " runs it"});
+    return llama_cpp::find_llama_tool(LlamaTool::server, llama_bin(q), {EvalRequest::kPrompts, " runs it"});
 }
 
 void run_behaviour(Ctx& c, const std::string& server_bin, const EvalModel& src,

@@ -24,13 +24,13 @@ namespace gguf_reap::eval_detail {
 void check_request(const EvalRequest& q) {
     if (q.outputs.empty()) throw UsageError("eval: give at least one pruned build (OUT)");
     if (q.texts.empty() && q.panels.empty())
-        throw RequestError({"eval: give at least one ", RequestField::kText, " NAME=FILE or ",
-                            RequestField::kPrompts, " NAME=FILE"});
+        throw RequestError({"eval: give at least one ", EvalRequest::kText, " NAME=FILE or ",
+                            EvalRequest::kPrompts, " NAME=FILE"});
     check_behaviour_request(q);
     if (q.ctx < 16 || q.ctx > (uint64_t{1} << 20))
         throw RequestError(
-            {RequestField::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
-    if (q.chunks && *q.chunks == 0) throw RequestError({RequestField::kChunks, " 0: give at least 1 chunk"});
+            {EvalRequest::kCtx, fmt::format(" {}: give a context of 16 to 1048576 tokens", q.ctx)});
+    if (q.chunks && *q.chunks == 0) throw RequestError({EvalRequest::kChunks, " 0: give at least 1 chunk"});
     // llama.cpp's tools read local files only: a model at a URL would fail at its first run.
     const auto local = [](Message option, const std::string& path) {
         if (is_remote_path(path))
@@ -39,27 +39,27 @@ void check_request(const EvalRequest& q) {
                                              "read only local files; download it first and give its path",
                                              path)});
     };
-    local({RequestField::kSource, " "}, q.source);
-    local({RequestField::kReference, " "}, q.reference);
+    local({EvalRequest::kSource, " "}, q.source);
+    local({EvalRequest::kReference, " "}, q.reference);
     for (const std::string& o : q.outputs) local({}, o);
     if (!q.reference.empty() && q.texts.empty())
-        throw RequestError({RequestField::kReference, fmt::format(" {}: give ", q.reference),
-                            RequestField::kText,
+        throw RequestError({EvalRequest::kReference, fmt::format(" {}: give ", q.reference),
+                            EvalRequest::kText,
                             " NAME=FILE too; the reference is measured by KL divergence on texts"});
     if (q.smoke_tokens && q.smoke_prompt.empty())
-        throw RequestError({RequestField::kSmokeTokens, " needs ", RequestField::kSmokePrompt,
+        throw RequestError({EvalRequest::kSmokeTokens, " needs ", EvalRequest::kSmokePrompt,
                             " TEXT: the prompt the greedy tokens follow"});
     if (!q.smoke_prompt.empty()) {
         if (q.smoke_prompt.size() > kMaxSmokePromptBytes)
             throw RequestError(
-                {RequestField::kSmokePrompt, fmt::format(": {} bytes; give a prompt of at most {} bytes",
-                                                         q.smoke_prompt.size(), kMaxSmokePromptBytes)});
+                {EvalRequest::kSmokePrompt, fmt::format(": {} bytes; give a prompt of at most {} bytes",
+                                                        q.smoke_prompt.size(), kMaxSmokePromptBytes)});
         const uint64_t n = q.smoke_token_count();
         if (n < 1 || n > kMaxSmokeTokens)
             throw RequestError(
-                {RequestField::kSmokeTokens, fmt::format(" {}: give 1 to {} tokens", n, kMaxSmokeTokens)});
+                {EvalRequest::kSmokeTokens, fmt::format(" {}: give 1 to {} tokens", n, kMaxSmokeTokens)});
     }
-    check_input_names(RequestField::kText, q.texts, "kind of text");
+    check_input_names(EvalRequest::kText, q.texts, "kind of text");
     if (q.json_out.empty()) return;
     std::vector<std::string> inputs{q.source};
     if (!q.reference.empty()) inputs.push_back(q.reference);
@@ -71,13 +71,13 @@ void check_request(const EvalRequest& q) {
     const std::string svg = svg_path_for(q.json_out);
     if (q.json_out.size() <= 5 || q.json_out.compare(q.json_out.size() - 5, 5, ".json") != 0 ||
         q.json_out.back() == '/')
-        throw RequestError({RequestField::kOut,
+        throw RequestError({EvalRequest::kOut,
                             fmt::format(" {}: name a .json file, e.g. eval.json (its plot is written beside "
                                         "it, eval.svg)",
                                         q.json_out)});
     for (const std::string& o : {q.json_out, svg, generations_path_for(q.json_out)})
         if (const std::string* in = same_file_as(o, inputs))
-            throw RequestError({RequestField::kOut,
+            throw RequestError({EvalRequest::kOut,
                                 fmt::format(" {}: {} is an input of this eval ({})", q.json_out, o, *in)});
 }
 
@@ -137,12 +137,12 @@ void check_reference(const EvalModel& src, const EvalModel& ref) {
     const std::string from = base_name(src.path);
     if (ref.identity == src.identity)
         throw RequestError(
-            {RequestField::kReference,
+            {EvalRequest::kReference,
              fmt::format(" {}: this is the source {} itself (the same header bytes); give the same "
                          "model at another quantisation (BF16, F16), or leave ",
                          ref.path, from),
-             RequestField::kReference, " out"});
-    const Message what{RequestField::kReference, " must be the source model at another quantisation"};
+             EvalRequest::kReference, " out"});
+    const Message what{EvalRequest::kReference, " must be the source model at another quantisation"};
     if (ref.set.architecture() != src.set.architecture()) {
         const Kv* k = ref.set.find_kv("general.architecture");
         throw InputError(ref.path, k ? std::optional<uint64_t>(k->file_offset) : std::nullopt,

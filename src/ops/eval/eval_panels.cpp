@@ -182,7 +182,7 @@ Panel read_panel(const EvalPanel& p) {
     if (panel.prompts.empty())
         throw InputError(
             p.path, std::nullopt, "prompts",
-            Message{RequestField::kPrompts,
+            Message{EvalRequest::kPrompts,
                     fmt::format(" {}: the panel has no prompt (blank lines are skipped)", p.name)});
     panel.facts.prompts = static_cast<int64_t>(panel.prompts.size());
     return panel;

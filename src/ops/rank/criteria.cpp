@@ -95,7 +95,7 @@ std::optional<Criterion> parse_criterion(std::string_view s) {
 
 void check_consensus_applies(Criterion criterion, Consensus consensus) {
     if (!criterion_spec(criterion).pooled && consensus == Consensus::kPooled)
-        throw RequestError({RequestField::kConsensus,
+        throw RequestError({RankOptions::kConsensus,
                             " pooled needs raw counts and sums; external scores are already per-block "
                             "results: use min-rank, mean-rank or sum"});
 }
@@ -110,14 +110,14 @@ void check_criterion_inputs(const std::vector<DomainData>& domains, Criterion cr
                 {fmt::format("{}: a legacy .dat imatrix holds only each expert's mean energy (scaled by one "
                              "ncall shared by all experts) and no per-expert routing counts, so ",
                              d.path),
-                 RequestField::kCriterion,
+                 RankOptions::kCriterion,
                  fmt::format(" {} cannot be computed from it; use the GGUF imatrix of the same run "
                              "(llama-imatrix --output-format gguf, the default since 2025-07) or ",
                              c.name),
-                 RequestField::kCriterion, " reap-mean"});
+                 RankOptions::kCriterion, " reap-mean"});
         if (consensus == Consensus::kPooled)
             throw RequestError(
-                {d.path + ": ", RequestField::kConsensus,
+                {d.path + ": ", RankOptions::kConsensus,
                  " pooled adds raw counts and sums across domains (as llama-imatrix merges files), "
                  "which a legacy .dat does not hold; use min-rank, mean-rank or sum"});
     }
@@ -125,10 +125,9 @@ void check_criterion_inputs(const std::vector<DomainData>& domains, Criterion cr
     if (c.needs.counts)
         for (const auto& d : domains)
             if (d.format == "json")
-                throw RequestError({RequestField::kCriterion,
-                                    fmt::format(" {} reads imatrix counts; use ", c.name),
-                                    RequestField::kCriterion, " external ", RequestField::kScoreField,
-                                    " activation_counts"});
+                throw RequestError(
+                    {RankOptions::kCriterion, fmt::format(" {} reads imatrix counts; use ", c.name),
+                     RankOptions::kCriterion, " external ", RankOptions::kScoreField, " activation_counts"});
 }
 
 std::string criterion_choices(std::string_view sep, std::string_view last_sep) {

@@ -116,9 +116,9 @@ std::vector<SanityProblem> imatrix_sanity_problems(const RankInput& in, bool str
     const SanityProblem& p = found.front();
     const Message more =
         found.size() > 1
-            ? Message{" (", RequestField::kStrict,
+            ? Message{" (", RankOptions::kStrict,
                       fmt::format("; {} input problems in all, listed without it)", found.size())}
-            : Message{" (", RequestField::kStrict, ")"};
+            : Message{" (", RankOptions::kStrict, ")"};
     if (!p.file.empty()) throw InputError(p.file, p.offset, p.field, Message{p.message} + more);
     throw RequestError(Message{p.message} + more);
 }

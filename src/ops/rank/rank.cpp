@@ -119,7 +119,7 @@ std::optional<OutputLock> claim_outputs(const RankRequest& q, RemoveIfEmpty& mad
     if (q.options.export_format) outs.push_back((fs::path(q.out_dir) / kExportedPlanFile).string());
     for (const std::string& p : outs)
         if (!q.force && fs::exists(p))
-            throw RequestError({p + " exists; use ", RequestField::kForce, " to overwrite it"});
+            throw RequestError({p + " exists; use ", ops::RankRequest::kForce, " to overwrite it"});
     for (const std::string& p : outs) OutputFile(p).discard();
     return std::optional<OutputLock>(std::in_place, outs.front());
 }
@@ -149,7 +149,7 @@ RankResult rank(const RankRequest& q, const Events& events) {
                                static_cast<uint64_t>(o.input.expert_count), o.input.model_name);
         const std::string path = (std::filesystem::path(q.out_dir) / kExportedPlanFile).string();
         if (!q.force && std::filesystem::exists(path))
-            throw RequestError({path + " exists; use ", RequestField::kForce, " to overwrite it"});
+            throw RequestError({path + " exists; use ", ops::RankRequest::kForce, " to overwrite it"});
     }
     // Write. The work is done: a failure to write it still leaves the summary to print
     // (RankResult::write_error).

@@ -234,26 +234,26 @@ void add_protected_option(const RankInput& in, const std::vector<ExpertRef>& pro
         auto it = std::lower_bound(in.blocks.begin(), in.blocks.end(), p.block);
         if (it == in.blocks.end() || *it != p.block)
             throw RequestError(
-                {RequestField::kProtect,
+                {RankOptions::kProtect,
                  fmt::format(" {}:{}: block {} is not an MoE block (MoE blocks: {}..{})", p.block, p.expert,
                              p.block, in.blocks.front(), in.blocks.back())});
         if (p.expert >= E)
             throw RequestError(
-                {RequestField::kProtect, fmt::format(" {}:{}: expert {} is out of range (experts 0..{})",
-                                                     p.block, p.expert, p.expert, E - 1)});
+                {RankOptions::kProtect, fmt::format(" {}:{}: expert {} is out of range (experts 0..{})",
+                                                    p.block, p.expert, p.expert, E - 1)});
         const size_t b = static_cast<size_t>(it - in.blocks.begin());
         if (r.dead[r.idx(b, static_cast<size_t>(p.expert))])
             throw RequestError(
-                {RequestField::kProtect,
+                {RankOptions::kProtect,
                  fmt::format(" {}:{}: this expert was never routed in any domain; dead experts are "
                              "always pruned (remove it from ",
                              p.block, p.expert),
-                 RequestField::kProtect, ", or add a domain in which it is routed)"});
+                 RankOptions::kProtect, ", or add a domain in which it is routed)"});
         SuperExpert& se = supers[{b, static_cast<size_t>(p.expert)}];
         se.block = p.block;
         se.expert = p.expert;
         se.by_option = true;
-        const std::string asked = keeplist_field(RequestField::kProtect);
+        const std::string asked = keeplist_field(RankOptions::kProtect);
         se.reason = se.reason.empty() ? asked : se.reason + "; " + asked;
     }
 }

@@ -279,13 +279,13 @@ void add_input_warnings(const RankInput& in, RankDecision& r) {
                                      : fmt::format("score field '{}'", in.score_field),
             E - r.n_keep, E, 100.0 * static_cast<double>(E - r.n_keep) / static_cast<double>(E),
             criterion.per_token_mean
-                ? spelled(RequestField::kCriterion, in.spell) + " energy"
-                : spelled(RequestField::kScoreAggregate, in.spell) + " sum (the default)"));
+                ? spelled(RankOptions::kCriterion, in.spell) + " energy"
+                : spelled(RankOptions::kScoreAggregate, in.spell) + " sum (the default)"));
     for (const SanityProblem& p : in.sanity)
         r.warnings.push_back(p.file.empty() ? p.message : fmt::format("{}: {}", p.file, p.message));
     if (!in.source)
         r.warnings.push_back(
-            "no " + spelled(RequestField::kModel, in.spell) +
+            "no " + spelled(RankOptions::kModel, in.spell) +
             ": expert_used_count and expert groups are unknown here, so N >= expert_used_count and equal "
             "counts per group were not checked (splice checks them)");
 }

@@ -34,8 +34,7 @@ std::vector<std::vector<int64_t>> per_group(const std::vector<uint8_t>& mask, si
 
 void choose_fit_keep(const RankInput& in, RankDecision& r, const Budget& budget) {
     if (!in.opened || !in.opened->budget)
-        throw RequestError(
-            {RequestField::kFit, fmt::format(" {} needs ", budget.text), RequestField::kModel});
+        throw RequestError({RankOptions::kFit, fmt::format(" {} needs ", budget.text), RankOptions::kModel});
     const BudgetModel& m = *in.opened->budget;
     KeepRules rules = model_keep_rules(m.layout());
     const int64_t E = r.expert_count, G = groups_of(in);

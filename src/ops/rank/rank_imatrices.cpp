@@ -84,7 +84,7 @@ int64_t entry_expert_count(const ImatrixFile& im, const DomainSpec& spec, size_t
             {fmt::format("{}: the legacy .dat format does not store the expert count of {}, and "
                          "this file has no router and gate/up entries to derive it from: give ",
                          spec.path, e.name),
-             RequestField::kModel, " (or a GGUF imatrix of the same model)"});
+             RankOptions::kModel, " (or a GGUF imatrix of the same model)"});
     if (bi == 0)
         out.notes.push_back(fmt::format("{}: expert count {} derived from {}", spec.name, *derived, how));
     return *derived;
@@ -188,7 +188,7 @@ void check_model_widths(const ImatrixSources& src, const RankModel& model,
                 Message{fmt::format("{}: {} has expert width {} but the imatrix entry in {} has {}",
                                     model.path, t.name, t.ne[0], specs[from].path, block_width[bi])} +
                 (t.ne[0] < block_width[bi]
-                     ? Message{": a width-pruned model needs its ", RequestField::kNeuronPlan}
+                     ? Message{": a width-pruned model needs its ", RankOptions::kNeuronPlan}
                      : Message{": the imatrix was made for another model"}));
         }
         if (src.column_norms && !can_dequantize(t.type))
@@ -196,7 +196,7 @@ void check_model_widths(const ImatrixSources& src, const RankModel& model,
                 {fmt::format("{}: {} is {}: {} reads the down-projection weights and handles "
                              "F32, F16, BF16 and Q8_0 only; use ",
                              model.path, t.name, ggml_type_display(t.type), criterion_name(src.criterion)),
-                 RequestField::kCriterion, " energy, or a model file with such a down projection"});
+                 RankOptions::kCriterion, " energy, or a model file with such a down projection"});
     }
 }
 
@@ -236,7 +236,7 @@ void attach_calibration(const std::string& calibration, ImatrixRead& out) {
         dom.calibration = std::move(rec);
     }
     if (!calibration.empty() && !any)
-        throw RequestError({RequestField::kCalibration,
+        throw RequestError({RankOptions::kCalibration,
                             fmt::format(" {}: it records none of the imatrices given", calibration)});
 }
 

@@ -26,13 +26,13 @@ std::string join_ids(const std::vector<int64_t>& ids) {
 Message rule_words(const RankRule& u) {
     switch (u.kind) {
         case RankRule::Kind::kKeep:
-            return {RequestField::kKeep, " " + u.value};
+            return {RankOptions::kKeep, " " + u.value};
         case RankRule::Kind::kPrune:
-            return {RequestField::kPrune, " " + u.value};
+            return {RankOptions::kPrune, " " + u.value};
         case RankRule::Kind::kRatio:
-            return {RequestField::kRatio, " " + u.value};
+            return {RankOptions::kRatio, " " + u.value};
         case RankRule::Kind::kFit:
-            return {RequestField::kFit, " " + u.value};
+            return {RankOptions::kFit, " " + u.value};
         case RankRule::Kind::kPlan:
             break;
     }
@@ -49,12 +49,12 @@ RankMethod resolve_rank_method(const RankOptions& opts) {
     const int given =
         opts.keep.has_value() + opts.prune.has_value() + opts.ratio.has_value() + opts.fit.has_value();
     if (!opts.from_plan.empty() && given != 0)
-        throw RequestError({RequestField::kFromPlan, " decides which experts are kept: give no ",
-                            RequestField::kKeep, ", ", RequestField::kPrune, ", ", RequestField::kRatio,
-                            " or ", RequestField::kFit});
+        throw RequestError({RankOptions::kFromPlan, " decides which experts are kept: give no ",
+                            RankOptions::kKeep, ", ", RankOptions::kPrune, ", ", RankOptions::kRatio, " or ",
+                            RankOptions::kFit});
     if (opts.from_plan.empty() && given != 1)
-        throw RequestError({"give exactly one of ", RequestField::kKeep, " N, ", RequestField::kPrune, " N, ",
-                            RequestField::kRatio, " R or ", RequestField::kFit, " BUDGET"});
+        throw RequestError({"give exactly one of ", RankOptions::kKeep, " N, ", RankOptions::kPrune, " N, ",
+                            RankOptions::kRatio, " R or ", RankOptions::kFit, " BUDGET"});
     if (!opts.from_plan.empty()) {
         m.rule = RankRule::Kind::kPlan;
     } else if (opts.keep) {
@@ -65,9 +65,9 @@ RankMethod resolve_rank_method(const RankOptions& opts) {
         m.count = *opts.prune;
     } else if (opts.ratio) {
         if (!(*opts.ratio > 0 && *opts.ratio < 1))
-            throw RequestError({RequestField::kRatio, fmt::format(" {} must be a fraction of experts to "
-                                                                  "prune, 0 < R < 1",
-                                                                  *opts.ratio)});
+            throw RequestError({RankOptions::kRatio, fmt::format(" {} must be a fraction of experts to "
+                                                                 "prune, 0 < R < 1",
+                                                                 *opts.ratio)});
         m.rule = RankRule::Kind::kRatio;
         m.ratio = *opts.ratio;
     } else {
@@ -103,7 +103,7 @@ int64_t resolve_n_keep(const RankInput& in, const RankMethod& m, RankRule& rule)
     } else if (m.rule == RankRule::Kind::kPrune) {
         if (m.count < 0 || m.count >= E)
             throw RequestError(
-                {RequestField::kPrune,
+                {RankOptions::kPrune,
                  fmt::format(" {}: a block has {} experts; prune between 0 and {}", m.count, E, E - 1)});
         n = E - m.count;
         rule = {RankRule::Kind::kPrune, std::to_string(m.count)};
@@ -213,8 +213,8 @@ void keep_best(const ExpertGroup& x, int64_t quota, bool groups, RankDecision& r
                            rule_message(r) +
                            Message{fmt::format(" keeps only {}{}: keep more, or protect fewer (", quota,
                                                groups ? " per group" : ""),
-                                   RequestField::kSuperShare, ", ", RequestField::kSuperChannelRatio, ", ",
-                                   RequestField::kProtect, ")"});
+                                   RankOptions::kSuperShare, ", ", RankOptions::kSuperChannelRatio, ", ",
+                                   RankOptions::kProtect, ")"});
     if (static_cast<int64_t>(members - x.dead.size()) < quota)
         throw RequestError(
             Message{fmt::format("{} has {} dead experts ({}), which are always pruned, but ", x.where,

@@ -15,22 +15,22 @@ RankSources resolve_rank_sources(const RankOptions& opts) {
     const CriterionSpec& criterion = criterion_spec(opts.criterion);
     const bool external = criterion.needs.score_files;
     if (external && opts.score_files.empty())
-        throw RequestError({RequestField::kCriterion, " external needs score files: ", RequestField::kScores,
+        throw RequestError({RankOptions::kCriterion, " external needs score files: ", RankOptions::kScores,
                             " NAME=FILE (JSON, see docs/rank.md)"});
     if (external && !opts.imatrices.empty())
-        throw RequestError({RequestField::kCriterion, " external ranks by ", RequestField::kScores,
-                            " files; ", RequestField::kImatrix, " cannot be combined with it"});
+        throw RequestError({RankOptions::kCriterion, " external ranks by ", RankOptions::kScores, " files; ",
+                            RankOptions::kImatrix, " cannot be combined with it"});
     if (!external && !opts.score_files.empty())
         throw RequestError(
-            {RequestField::kScores, " files are only read with ", RequestField::kCriterion, " external"});
+            {RankOptions::kScores, " files are only read with ", RankOptions::kCriterion, " external"});
     if (!external && opts.imatrices.empty())
-        throw RequestError({"give at least one ", RequestField::kImatrix, " NAME=FILE"});
+        throw RequestError({"give at least one ", RankOptions::kImatrix, " NAME=FILE"});
     if (criterion.needs.down_weights && opts.model.empty())
-        throw RequestError({RequestField::kCriterion, fmt::format(" {} needs ", criterion.name),
-                            RequestField::kModel, std::string(": ") + criterion.model_why});
+        throw RequestError({RankOptions::kCriterion, fmt::format(" {} needs ", criterion.name),
+                            RankOptions::kModel, std::string(": ") + criterion.model_why});
     if (external && !opts.neuron_plan.empty())
-        throw RequestError({RequestField::kNeuronPlan, " restricts imatrix energies; it does not apply to ",
-                            RequestField::kCriterion, " external"});
+        throw RequestError({RankOptions::kNeuronPlan, " restricts imatrix energies; it does not apply to ",
+                            RankOptions::kCriterion, " external"});
     check_consensus_applies(opts.criterion, opts.consensus);  // external scores cannot be pooled
     check_domain_names(external ? opts.score_files : opts.imatrices);
 
@@ -38,7 +38,7 @@ RankSources resolve_rank_sources(const RankOptions& opts) {
     s.model = opts.model;
     if (external) {
         if (opts.score_aggregate != "sum" && opts.score_aggregate != "mean")
-            throw RequestError({RequestField::kScoreAggregate,
+            throw RequestError({RankOptions::kScoreAggregate,
                                 fmt::format(" is 'sum' or 'mean', not '{}'", opts.score_aggregate)});
         s.scores = ScoreSources{opts.score_files, opts.score_field, opts.score_aggregate == "sum"};
     } else {
@@ -48,8 +48,8 @@ RankSources resolve_rank_sources(const RankOptions& opts) {
     }
     // --fit sizes the output from the model's tensors.
     if (opts.fit && opts.model.empty())
-        throw RequestError({RequestField::kFit, fmt::format(" {} needs ", opts.fit->text),
-                            RequestField::kModel, ": the sizes come from the model's tensors"});
+        throw RequestError({RankOptions::kFit, fmt::format(" {} needs ", opts.fit->text), RankOptions::kModel,
+                            ": the sizes come from the model's tensors"});
     s.budget_model = opts.fit.has_value();
     s.from_plan = opts.from_plan;
     s.hash = opts.hash_inputs;
@@ -60,7 +60,7 @@ RankSources resolve_rank_sources(const RankOptions& opts) {
 RankPlan resolve_rank(const RankOptions& opts) {
     RankPlan plan{resolve_rank_sources(opts), resolve_rank_method(opts), opts.export_format};
     if (plan.export_format == PlanFormat::kHipfire && opts.model.empty())
-        throw RequestError({RequestField::kExport, " hipfire needs ", RequestField::kModel,
+        throw RequestError({RankOptions::kExport, " hipfire needs ", RankOptions::kModel,
                             ": hipfire's plan has a row for every layer of it"});
     return plan;
 }

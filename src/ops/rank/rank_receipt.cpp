@@ -8,6 +8,7 @@
 
 #include "gguf_reap/error.h"
 #include "gguf_reap/rank.h"
+#include "gguf_reap/splice.h"
 #include "gguf_reap/version.h"
 #include "io/input_file.h"
 #include "io/paths.h"
@@ -56,20 +57,20 @@ void receipt_decision(const RankInput& in, const RankDecision& r, Markdown& md) 
             "margin, the dead and super-expert checks (warnings, not refusals) describe that plan.",
             input_name(in.imported->path), plan_format_name(in.imported->plan.format),
             in.imported->sha256.empty() ? std::string() : ", sha256 " + in.imported->sha256,
-            spelled(RequestField::kFromPlan, in.spell)));
+            spelled(RankOptions::kFromPlan, in.spell)));
     md.line(
         fmt::format("- Criterion `{}`: {}.", criterion_name(r.criterion), criterion_formula(r.criterion)));
     if (criterion_spec(r.criterion).needs.score_files) {
         if (!in.score_is_mean)
             md.line(fmt::format("  Score field: `{}`.", in.score_field));
         else if (in.score_times_counts)
-            md.line(fmt::format(
-                "  Score field: `{}`, a per-token mean, summed over the routed tokens: `{}` × "
-                "`activation_counts` (the default; `{} mean` keeps the mean).",
-                in.score_field, in.score_field, spelled(RequestField::kScoreAggregate, in.spell)));
+            md.line(
+                fmt::format("  Score field: `{}`, a per-token mean, summed over the routed tokens: `{}` × "
+                            "`activation_counts` (the default; `{} mean` keeps the mean).",
+                            in.score_field, in.score_field, spelled(RankOptions::kScoreAggregate, in.spell)));
         else
             md.line(fmt::format("  Score field: `{}`, a per-token mean, as given (`{} mean`).",
-                                in.score_field, spelled(RequestField::kScoreAggregate, in.spell)));
+                                in.score_field, spelled(RankOptions::kScoreAggregate, in.spell)));
     }
     md.line(fmt::format("- Consensus `{}`: {}.", consensus_name(r.consensus), consensus_text(r.consensus)));
     md.line(fmt::format("- Ties: {}.", kTieRule));
@@ -167,7 +168,7 @@ void receipt_dead_and_protected(const RankInput& in, const RankDecision& r, Mark
         "Detection: an expert carrying at least {:.1f} % of its block's energy in some domain, or whose "
         "hottest ffn_down_exps input channel is at least {:.0f}× the block's median hottest channel; plus "
         "`{}`. Always kept.",
-        100 * r.super_share, r.super_channel_ratio, spelled(RequestField::kProtect, in.spell)));
+        100 * r.super_share, r.super_channel_ratio, spelled(RankOptions::kProtect, in.spell)));
     md.line("");
     if (r.protected_experts.empty()) md.line("None found.");
     for (const auto& p : r.protected_experts)
@@ -214,7 +215,7 @@ void receipt_domain_shares(const RankInput& in, const RankDecision& r, Markdown&
             fmt::format("Worst domain: {} keeps {} of its {} mass in blk.{} (what `{} max-min` "
                         "maximises, block by block).",
                         in.domains[r.worst_domain].name, pct(r.worst_share), criterion_name(r.criterion),
-                        r.blocks[r.worst_block], spelled(RequestField::kConsensus, in.spell)));
+                        r.blocks[r.worst_block], spelled(RankOptions::kConsensus, in.spell)));
     }
     md.line("");
 }
@@ -233,7 +234,7 @@ void receipt_mtp_blocks(const RankInput& in, Markdown& md) {
                     "others, as a plain `splice` cuts {}; `splice {}` leaves {} out of the model "
                     "instead, with {} keeplist entr{}, for those who do not use speculative decoding.",
                     fmt::join(names, ", "), one ? "is" : "are", one ? "" : "s", one ? "It is" : "They are",
-                    one ? "it" : "them", spelled(RequestField::kDropMtp, in.spell), one ? "it" : "them",
+                    one ? "it" : "them", spelled(SpliceOptions::kDropMtp, in.spell), one ? "it" : "them",
                     one ? "its" : "their", one ? "y" : "ies"));
 }
 

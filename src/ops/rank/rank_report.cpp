@@ -28,7 +28,7 @@ namespace gguf_reap {
 // A keeplist names a request field as "--" and the field's name: the rule "--ratio 0.25", the reason
 // "--protect" (docs/keeplist.md). It is the file's spelling, whoever calls rank.
 std::string keeplist_field(RequestField f) {
-    return "--" + std::string(field_name(f));
+    return "--" + std::string(f.name);
 }
 
 std::string rule_text(const RankDecision& r) {
@@ -278,7 +278,7 @@ void write_rank_outputs(const RankInput& in, const RankDecision& r, const std::s
     for (const char* f : {kKeeplistFile, kRankingFile, kReceiptFile})
         if (!force && fs::exists(base / f))
             throw RequestError(
-                {(base / f).string() + " exists; use ", RequestField::kForce, " to overwrite it"});
+                {(base / f).string() + " exists; use ", ops::RankRequest::kForce, " to overwrite it"});
 
     // The three files are built and written in parallel (the ranking's arrays are most of the bytes),
     // each under its temporary name; they are renamed into place only when all three are written, the

@@ -24,10 +24,10 @@ RankInput read_rank_input(const RankSources& sources);
 // be met.
 RankDecision rank_experts(const RankInput& in, const RankMethod& method);
 
-// The rule as a message: {RequestField::kRatio, " 0.25"}; a fit adds the K it chose and the sizes at K and
+// The rule as a message: {RankOptions::kRatio, " 0.25"}; a fit adds the K it chose and the sizes at K and
 // K + 1 (fit_sentence). The CLI reads "--ratio 0.25".
 Message rule_message(const RankDecision& r);
-// A request field as a keeplist names it: "--" and field_name ("--ratio", "--protect").
+// A request field as a keeplist names it: "--" and the field's name ("--ratio", "--protect").
 std::string keeplist_field(RequestField f);
 // The rule as a keeplist's "rule" and the report record it: "--ratio 0.25".
 std::string rule_text(const RankDecision& r);

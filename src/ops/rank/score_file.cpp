@@ -88,7 +88,7 @@ BlockStats block_scores(const nlohmann::json& o, const std::string& path, int b,
             if (v.is_array()) have += (have.empty() ? "" : ", ") + k;
         throw RequestError({fmt::format("{}: block {} has no field '{}' (it has: {}); choose one with ", path,
                                         b, field, have.empty() ? "none" : have),
-                            RequestField::kScoreField});
+                            RankOptions::kScoreField});
     }
     std::vector<double> s =
         external_array(o[field], path, fmt::format("block {} '{}'", b, field), out.expert_count);
@@ -117,7 +117,7 @@ BlockStats block_scores(const nlohmann::json& o, const std::string& path, int b,
                              "(mean × activation_counts) by default, but the block has no "
                              "activation_counts: add them, or give ",
                              path, b, field),
-                 RequestField::kScoreAggregate,
+                 RankOptions::kScoreAggregate,
                  " mean for the REAP paper's per-token form (docs/method.md: it keeps rarely routed "
                  "experts at high ratios)"});
         for (size_t e = 0; e < n; ++e) st.external[e] *= st.count[e];

@@ -65,7 +65,7 @@ void preflight(SpliceResult& r, const std::vector<std::string>& inputs, const st
         outputs.push_back({job->path, job->size});
         paths.push_back(job->path);
     }
-    r.replaced = check_outputs(outputs, inputs, force).replaced;
+    r.replaced = check_outputs(outputs, inputs, force, SpliceRequest::kForce).replaced;
     if (r.opened->plan->shards.size() <= 1) return;
     for (const std::string& p : other_sets(out_prefix, paths)) {
         if (const std::string* in = same_file_as(p, inputs))
@@ -77,7 +77,7 @@ void preflight(SpliceResult& r, const std::vector<std::string>& inputs, const st
             throw RequestError(
                 {p + ": belongs to another shard set under the same prefix and would be taken for "
                      "part of the output (use ",
-                 RequestField::kForce, " to remove it)"});
+                 ops::SpliceRequest::kForce, " to remove it)"});
         r.stale_siblings.push_back(p);
     }
 }
@@ -169,7 +169,7 @@ ResumeJournal prepare_resume(SpliceResult& r, const SpliceRequest& q, const std:
     };
     if (old && !q.resume) {
         discard();
-        events.info(Message{"starting over (", RequestField::kNoResume,
+        events.info(Message{"starting over (", ops::SpliceRequest::kNoResume,
                             "): removed the partial output of an interrupted run"});
     } else if (old && old->identity != now.identity) {
         discard();
@@ -269,7 +269,7 @@ void check_out_prefix(const std::string& prefix) {
     if (!name.empty() && name != "." && name != "..") return;
     std::string dir = base_name(prefix) == ".gguf" ? parent_dir(prefix) : prefix;
     if (!dir.ends_with('/')) dir += '/';
-    throw RequestError({RequestField::kOut,
+    throw RequestError({SpliceOptions::kOut,
                         fmt::format(" {}: a directory, not a name for the shards; give one after it, e.g. "
                                     "{}NAME (NAME-00001-of-0000N.gguf, or NAME.gguf for one shard)",
                                     prefix, dir)});
@@ -279,11 +279,11 @@ void check_out_prefix(const std::string& prefix) {
 
 std::unique_ptr<SpliceResult> splice(const SpliceRequest& q, const Events& events) {
     if (q.imatrix_in.empty() != q.options.imatrix_out.empty())
-        throw RequestError({RequestField::kImatrixIn, " and ", RequestField::kImatrixOut,
+        throw RequestError({ops::SpliceRequest::kImatrixIn, " and ", SpliceOptions::kImatrixOut,
                             " go together: give both or neither"});
     if (q.keeplist.empty() && q.neuron_plan.empty())
-        throw RequestError({"splice needs ", RequestField::kKeeplist, ", ", RequestField::kNeuronPlan,
-                            " or both: nothing to prune"});
+        throw RequestError({"splice needs ", ops::SpliceRequest::kKeeplist, ", ",
+                            ops::SpliceRequest::kNeuronPlan, " or both: nothing to prune"});
     check_out_prefix(q.options.out_prefix);
 
     // Open the source, the keeplist and the neuron plan, and check that they fit each other.

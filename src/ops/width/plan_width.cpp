@@ -185,14 +185,15 @@ struct WidthModel {
 // must not exist (without --force) or be an input.
 void check_request(const PlanWidthRequest& opts, PlanWidthResult& res) {
     if (opts.imatrices.empty())
-        throw RequestError({"give at least one ", RequestField::kImatrix, " NAME=FILE"});
+        throw RequestError({"give at least one ", PlanWidthRequest::kImatrix, " NAME=FILE"});
     check_domain_names(opts.imatrices);
-    if (opts.out.empty()) throw RequestError({"give the plan file with ", RequestField::kOut, " plan.npz"});
+    if (opts.out.empty())
+        throw RequestError({"give the plan file with ", PlanWidthRequest::kOut, " plan.npz"});
     res.plan_path = opts.out;
     res.receipt_path = opts.receipt.empty() ? default_receipt_path(opts.out) : opts.receipt;
     if (res.receipt_path == res.plan_path)
         throw RequestError({fmt::format("the receipt and the plan would both be {}: give ", res.plan_path),
-                            RequestField::kReceipt, " another name"});
+                            PlanWidthRequest::kReceipt, " another name"});
     std::vector<std::string> inputs;
     for (const auto& d : opts.imatrices) inputs.push_back(d.path);
     for (const std::string& out : {res.plan_path, res.receipt_path}) {
@@ -201,10 +202,10 @@ void check_request(const PlanWidthRequest& opts, PlanWidthResult& res) {
             if (id && id == file_identity(in))
                 throw UsageError(fmt::format("{} is an input ({}): refusing to write over it", out, in));
         if (!opts.force && path_exists(out))
-            throw RequestError({out + " exists; use ", RequestField::kForce, " to overwrite it"});
+            throw RequestError({out + " exists; use ", PlanWidthRequest::kForce, " to overwrite it"});
     }
     if (opts.granularity == Granularity::kBlock && opts.model.empty())
-        throw RequestError({RequestField::kGranularity, " block needs ", RequestField::kModel,
+        throw RequestError({PlanWidthRequest::kGranularity, " block needs ", PlanWidthRequest::kModel,
                             ": the block size comes from the model's tensor types"});
 }
 
@@ -249,7 +250,7 @@ ImatrixDomains match_domains(const PlanWidthRequest& opts, const std::vector<Ima
             throw RequestError(
                 {fmt::format("{}: the legacy .dat format does not store the expert count of {}: give ",
                              spec.path, e.name),
-                 RequestField::kModel, " (or a GGUF imatrix of the same model)"});
+                 PlanWidthRequest::kModel, " (or a GGUF imatrix of the same model)"});
         const int64_t E = legacy ? res.expert_count : e.n_mat;
         if (E < 1 || e.nval % E != 0)
             throw InputError(ims[d].path(), e.entry_offset, fmt::format("entry '{}'", e.name),
@@ -302,7 +303,7 @@ std::vector<std::string> choose_k(const PlanWidthRequest& opts, const WidthModel
                              ? "an expert keeps at least one channel"
                              : fmt::format("it exceeds the imatrix's expert width {}", res.native_width),
                          res.native_width),
-             RequestField::kModel, " only this range is checked; give ", RequestField::kModel,
+             PlanWidthRequest::kModel, " only this range is checked; give ", PlanWidthRequest::kModel,
              " to apply the block-size and shared-expert rules)"});
     }
     return block_sources;

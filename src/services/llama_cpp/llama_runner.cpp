@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "format/perplexity_log.h"
+#include "gguf_reap/eval.h"
 #include "io/output_file.h"
 #include "io/sequential_reader.h"
 #include "services/llama_cpp/llama_tools.h"
@@ -16,12 +17,12 @@ namespace gguf_reap::llama_cpp {
 std::string find_llama_tool(LlamaTool tool, const LlamaBin& where, const Message& why) {
     const std::string name = llama_tool_name(tool);
     if (auto p = find_executable(name, where.dir, where.env_dir, where.path_list)) return *p;
-    const Message in = !where.dir.empty()       ? Message{"in ", RequestField::kLlamaBin, " " + where.dir}
+    const Message in = !where.dir.empty()       ? Message{"in ", EvalRequest::kLlamaBin, " " + where.dir}
                        : !where.env_dir.empty() ? Message{"in GGUF_REAP_LLAMA_BIN=" + where.env_dir}
                                                 : Message{"on PATH"};
     throw RequestError(Message{name + " not found "} + in + Message{": "} +
                        (why.empty() ? Message{} : why + Message{"; "}) +
-                       Message{"give ", RequestField::kLlamaBin,
+                       Message{"give ", EvalRequest::kLlamaBin,
                                " DIR (llama.cpp's build/bin) or set GGUF_REAP_LLAMA_BIN=DIR"});
 }
 

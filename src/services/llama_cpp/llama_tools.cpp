@@ -10,6 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "gguf_reap/calibrate.h"
+#include "gguf_reap/eval.h"
+
 namespace gguf_reap::llama_cpp {
 
 namespace {
@@ -87,7 +90,7 @@ const std::vector<ArgRow>& arg_rows() {
     static const Refusal output{{"gguf-reap names the output file itself"}};
     static const Refusal kld{{"gguf-reap runs the KL-divergence passes itself"}};
     static const Refusal greedy{
-        {"the smoke test sets its greedy generation itself (give ", RequestField::kSmokeTokens, " N)"}};
+        {"the smoke test sets its greedy generation itself (give ", EvalRequest::kSmokeTokens, " N)"}};
     static const Refusal loopback{{"gguf-reap starts llama-server on 127.0.0.1 itself"}};
     static const Refusal jinja{
         {"eval starts llama-server with --jinja itself when a panel holds a chat line"}};
@@ -107,19 +110,19 @@ const std::vector<ArgRow>& arg_rows() {
          {"-e", "--escape"},
          kEvery,
          {{"gguf-reap feeds every text verbatim (--no-escape)"}}},
-        {A::kCtx, "-c", {"--ctx-size"}, kEvery, {{"give gguf-reap's ", RequestField::kCtx, " N instead"}}},
+        {A::kCtx, "-c", {"--ctx-size"}, kEvery, {{"give gguf-reap's ", EvalRequest::kCtx, " N instead"}}},
         {A::kBatch, "-b", {"--batch-size"}, kEvery, {{"gguf-reap sets the batch (-b) itself"}}},
         {A::kThreads,
          "-t",
          {"--threads"},
          kEvery,
-         {{"give gguf-reap's ", RequestField::kThreads, " N instead"}}},
+         {{"give gguf-reap's ", EvalRequest::kThreads, " N instead"}}},
         {A::kChunks,
          "--chunks",
          {"--chunk", "--from-chunk"},
          kEvery,
-         {{"gguf-reap sets the chunks itself (eval ", RequestField::kChunks, " N, calibrate ",
-           RequestField::kTokens, " N)"}}},
+         {{"gguf-reap sets the chunks itself (eval ", EvalRequest::kChunks, " N, calibrate ",
+           CalibrateRequest::kTokens, " N)"}}},
         {A::kKldBase, "--kl-divergence-base", {"--save-all-logits"}, kEvery, kld},
         {A::kKld, "--kl-divergence", {}, kEvery, kld},
         {A::kOutput, "-o", {"--output", "--output-file"}, kEvery, output},
@@ -160,7 +163,7 @@ const std::vector<ArgRow>& arg_rows() {
          "-np",
          {"--parallel"},
          kIts,
-         {{"gguf-reap sets llama-server's slots itself; give ", RequestField::kParallel, " K"}, true}},
+         {{"gguf-reap sets llama-server's slots itself; give ", EvalRequest::kParallel, " K"}, true}},
         // llama-tokenize, which takes no --llama-args at all (LlamaArgs::for_tool).
         {A::kIds, "--ids", {}, kIts, counting},
         {A::kShowCount, "--show-count", {}, kIts, counting},
@@ -198,7 +201,7 @@ const std::vector<ToolRow>& tool_rows() {
           A::kThreads, A::kVersion},
          {{{"-n", "--predict", "--n-predict"},
            kIts,
-           {{"each request sets its length; give ", RequestField::kGenTokens, " N"}, true}}}},
+           {{"each request sets its length; give ", EvalRequest::kGenTokens, " N"}, true}}}},
         {LlamaTool::tokenize,
          "llama-tokenize",
          {A::kModel, A::kStdin, A::kNoEscape, A::kIds, A::kShowCount, A::kLogDisable},
