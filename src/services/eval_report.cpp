@@ -1,6 +1,6 @@
 // eval.json, written (eval_report_json) and read back (read_eval_report) with the same key names: each
 // part of the result has its writer and its reader side by side (services/eval_report.h, docs/eval.md).
-// A little over 500 lines, and better whole: this is the one file that spells eval.json's keys, so a
+// About 800 lines, and better whole: this is the one file that spells eval.json's keys, so a
 // field added to the document is one change here (and its test), not a hunt.
 #include "services/eval_report.h"
 
