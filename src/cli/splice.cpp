@@ -79,7 +79,12 @@ SpliceOptions splice_options(const SpliceCli& c) {
 CopyMethod parse_method(const std::string& m) {
     for (const auto& [method, spelling] : kCopyMethods)
         if (m == spelling) return method;
-    throw UsageError(fmt::format("--copy-method '{}': expected auto, copy_file_range or pread", m));
+    std::string names;  // "auto, copy_file_range or pread": the table's, in its order
+    for (size_t i = 0; i < std::size(kCopyMethods); ++i) {
+        if (i > 0) names += i + 1 < std::size(kCopyMethods) ? ", " : " or ";
+        names += kCopyMethods[i].second;
+    }
+    throw UsageError(fmt::format("--copy-method '{}': expected {}", m, names));
 }
 
 nlohmann::ordered_json file_json(const PlannedFile& f) {
