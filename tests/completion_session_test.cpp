@@ -60,7 +60,7 @@ TEST(CompletionSession, RefusesWhatIsNotASessionOfThisVersion) {
               "s.session: magic at offset 0 (0x0): 0x46554747, not a llama.cpp session file (0x6767736e)");
     EXPECT_EQ(session_error(session_bytes(kSessionMagic, 8, 0, {}), 256),
               "s.session: version at offset 4 (0x4): session file version 8; this gguf-reap reads version 9 "
-              "(llama.cpp 34af94cd9's llama-completion)");
+              "(llama.cpp 34af94cd9's)");
     EXPECT_EQ(session_error(session_bytes(kSessionMagic, kSessionVersion, 300, {}), 256),
               "s.session: n_tokens at offset 8 (0x8): 300 tokens, more than the 256 of the context it was "
               "run with");

@@ -23,7 +23,7 @@ std::vector<int32_t> parse_session_tokens(ByteSource& src, uint64_t max_tokens) 
     if (version != kSessionVersion)
         throw InputError(src.name(), at_version, "version",
                          fmt::format("session file version {}; this gguf-reap reads version {} (llama.cpp "
-                                     "34af94cd9's llama-completion)",
+                                     "34af94cd9's)",
                                      version, kSessionVersion));
     const uint64_t at_count = cur.pos();
     const auto n = cur.read_le<uint32_t>("n_tokens");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "gguf_reap/error.h"
+#include "services/llama_cpp/llama_tools.h"
 
 namespace gguf_reap {
 
@@ -111,15 +112,15 @@ void check_criterion_inputs(const std::vector<DomainData>& domains, Criterion cr
                              "ncall shared by all experts) and no per-expert routing counts, so ",
                              d.path),
                  RankOptions::kCriterion,
-                 fmt::format(" {} cannot be computed from it; use the GGUF imatrix of the same run "
-                             "(llama-imatrix --output-format gguf, the default since 2025-07) or ",
-                             c.name),
+                 fmt::format(" {} cannot be computed from it; use the GGUF imatrix of the same run ({}) or ",
+                             c.name, llama_cpp::imatrix_gguf_words()),
                  RankOptions::kCriterion, " reap-mean"});
         if (consensus == Consensus::kPooled)
             throw RequestError(
                 {d.path + ": ", RankOptions::kConsensus,
-                 " pooled adds raw counts and sums across domains (as llama-imatrix merges files), "
-                 "which a legacy .dat does not hold; use min-rank, mean-rank or sum"});
+                 fmt::format(" pooled adds raw counts and sums across domains ({}), which a legacy .dat "
+                             "does not hold; use min-rank, mean-rank or sum",
+                             llama_cpp::imatrix_merge_words())});
     }
     check_consensus_applies(criterion, consensus);
     if (c.needs.counts)

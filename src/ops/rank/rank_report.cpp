@@ -22,6 +22,7 @@
 #include "ops/rank/rank_lodo.h"
 #include "ops/rank/rank_steps.h"
 #include "services/budget_search.h"
+#include "services/llama_cpp/llama_tools.h"
 
 namespace gguf_reap {
 
@@ -84,8 +85,12 @@ const char* consensus_text(Consensus c) {
             return "mean of the expert's ranks over the domains";
         case Consensus::kSum:
             return "per-domain scores normalised to shares of the block, summed";
-        case Consensus::kPooled:
-            return "raw counts and sums added across domains (as llama-imatrix merges files), then scored";
+        case Consensus::kPooled: {
+            static const std::string pooled =
+                fmt::format("raw counts and sums added across domains ({}), then scored",
+                            llama_cpp::imatrix_merge_words());
+            return pooled.c_str();
+        }
         case Consensus::kMaxMin:
             return "per block, the kept set that maximises the worst domain's retained share of the "
                    "criterion's mass (then the second worst, ...), found by backward elimination and "

@@ -412,6 +412,15 @@ std::string version_words(LlamaTool tool) {
     return fmt::format("{} {}", llama_tool_name(tool), spelling(LlamaArg::kVersion));
 }
 
+std::string imatrix_gguf_words() {
+    return fmt::format("{} {} gguf, the default since 2025-07", llama_tool_name(LlamaTool::imatrix),
+                       spelling(LlamaArg::kOutputFormat));
+}
+
+std::string imatrix_merge_words() {
+    return fmt::format("as {} merges files", llama_tool_name(LlamaTool::imatrix));
+}
+
 // --- the refusals -------------------------------------------------------------------------------
 
 const Refusal* refusal(LlamaTool tool, std::string_view option) {

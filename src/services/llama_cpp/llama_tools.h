@@ -74,6 +74,11 @@ std::string kld_base_words();
 std::string kld_words();
 std::string session_option();
 std::string version_words(LlamaTool tool);
+// What rank says of llama-imatrix: how to make the GGUF imatrix a criterion needs ("llama-imatrix
+// --output-format gguf, the default since 2025-07"), and what pooled consensus copies ("as
+// llama-imatrix merges files").
+std::string imatrix_gguf_words();
+std::string imatrix_merge_words();
 
 // Why --llama-args may not give `option` (its name, without "=VALUE") to a tool.
 struct Refusal {
