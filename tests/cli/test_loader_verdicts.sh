@@ -19,6 +19,7 @@
 # there and run in the Release pass (docs/performance.md, "CI").
 # ctest-parts: llama all-rows
 source "$(dirname "$0")/lib.sh"
+set -o pipefail  # the table is read through grep | awk: a grep that failed would pass as no rows
 TABLE=$(dirname "$0")/../data/loader-verdicts.tsv
 LLAMA=${GGUF_REAP_LLAMA_BIN:-}
 if [ -n "$LLAMA" ] && [ ! -x "$LLAMA/llama-completion" ]; then
